@@ -1,0 +1,76 @@
+"""Declarative GPU training jobs: spec model, hardware catalog and validation.
+
+Importing this package is cheap: it never imports ``google.cloud.aiplatform`` or
+``pulumi``. The Pulumi resource lives in ``components.training_job`` and the GCP
+infrastructure component in ``components.infra``.
+"""
+
+from components._catalog import (
+    Accelerator,
+    Catalog,
+    Combination,
+    MachineType,
+    allowed_counts,
+    combinations,
+    load_catalog,
+    load_catalog_from,
+    nearest,
+    regions_offering,
+    zones_offering,
+)
+from components._errors import (
+    CatalogError,
+    SpecError,
+    SpecFormatError,
+    SpecInvalidError,
+    TrainingJobError,
+)
+from components._formats import LoadedSpec, load_spec_file, spec_from_document
+from components._spec import (
+    ContainerSpec,
+    DiskSpec,
+    EncryptionSpec,
+    EnvVar,
+    JobSpec,
+    MachineSpec,
+    PythonPackageSpec,
+    Scheduling,
+    WorkerPoolSpec,
+)
+from components._validation import validate, validate_document
+from components._violations import Violation, errors_only
+
+__all__ = [
+    "Accelerator",
+    "Catalog",
+    "CatalogError",
+    "Combination",
+    "ContainerSpec",
+    "DiskSpec",
+    "EncryptionSpec",
+    "EnvVar",
+    "JobSpec",
+    "LoadedSpec",
+    "MachineSpec",
+    "MachineType",
+    "PythonPackageSpec",
+    "Scheduling",
+    "SpecError",
+    "SpecFormatError",
+    "SpecInvalidError",
+    "TrainingJobError",
+    "Violation",
+    "WorkerPoolSpec",
+    "allowed_counts",
+    "combinations",
+    "errors_only",
+    "load_catalog",
+    "load_catalog_from",
+    "load_spec_file",
+    "nearest",
+    "regions_offering",
+    "spec_from_document",
+    "validate",
+    "validate_document",
+    "zones_offering",
+]

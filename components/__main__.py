@@ -1,0 +1,7 @@
+"""Entry point of ``python -m components``."""
+
+import sys
+
+from components._cli import main
+
+sys.exit(main())

@@ -1,0 +1,391 @@
+"""Hardware facts as data: the catalog loaded from ``components/catalog/*.csv``.
+
+The CSV files are the source of truth (schema in ``catalog/README.md``); every row names
+its source. ``load_catalog()`` reads them once and caches the result. Query functions
+take the catalog as an argument, so tests can build tiny catalogs with ``Catalog(...)``.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import functools
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from components._errors import CatalogError
+
+CATALOG_DIR = Path(__file__).parent / "catalog"
+
+
+@dataclass(frozen=True, slots=True)
+class MachineType:
+    """A Compute Engine machine type usable for training."""
+
+    name: str
+    family: str
+    vcpus: int
+    memory_gb: float
+    fixed_accelerator: str | None = None
+    fixed_accelerator_count: int = 0
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Accelerator:
+    """A GPU or TPU type, named as the Vertex ``AcceleratorType`` enum names it."""
+
+    name: str
+    kind: str = "gpu"
+    gcloud_name: str = ""
+    memory_gb: float = 0.0
+    lifecycle: str = "GA"
+    retired_on: str | None = None
+    replacement: str | None = None
+    source: str = ""
+
+    @property
+    def retired(self) -> bool:
+        return self.lifecycle == "RETIRED"
+
+
+@dataclass(frozen=True, slots=True)
+class HostLimit:
+    """The most vCPUs and memory a machine may have with N of one N1-attached GPU."""
+
+    accelerator: str
+    count: int
+    max_vcpus: int
+    max_memory_gb: float
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LegacyMachineType:
+    """An AI Platform Training machine type and its Compute Engine equivalent."""
+
+    name: str
+    machine_type: str
+    accelerator: str | None = None
+    accelerator_count: int = 0
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleTier:
+    """An AI Platform Training scale tier expressed in legacy machine types."""
+
+    name: str
+    master_type: str
+    worker_type: str | None = None
+    worker_count: int = 0
+    parameter_server_type: str | None = None
+    parameter_server_count: int = 0
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Region:
+    name: str
+    geography: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Zone:
+    """A zone and the accelerator types it offers for training."""
+
+    name: str
+    region: str
+    accelerators: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingImage:
+    """A prebuilt Vertex training image for a legacy runtime version."""
+
+    runtime_version: str
+    python_version: str
+    accelerator: str  # "cpu" or "gpu"
+    image_path: str
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Every hardware fact the validator uses, keyed for fast lookup."""
+
+    machine_types: Mapping[str, MachineType] = field(default_factory=dict)
+    accelerators: Mapping[str, Accelerator] = field(default_factory=dict)
+    attachable_counts: Mapping[tuple[str, str], tuple[int, ...]] = field(default_factory=dict)
+    host_limits: Mapping[tuple[str, int], HostLimit] = field(default_factory=dict)
+    legacy_machine_types: Mapping[str, LegacyMachineType] = field(default_factory=dict)
+    scale_tiers: Mapping[str, ScaleTier] = field(default_factory=dict)
+    regions: Mapping[str, Region] = field(default_factory=dict)
+    zones: Mapping[str, Zone] = field(default_factory=dict)
+    training_images: tuple[TrainingImage, ...] = ()
+
+    @cached_property
+    def zones_by_region(self) -> Mapping[str, tuple[Zone, ...]]:
+        by_region: dict[str, list[Zone]] = {name: [] for name in self.regions}
+        for zone in sorted(self.zones.values(), key=lambda z: z.name):
+            by_region.setdefault(zone.region, []).append(zone)
+        return {region: tuple(zones) for region, zones in by_region.items()}
+
+    @cached_property
+    def region_accelerators(self) -> Mapping[str, frozenset[str]]:
+        """Region → every accelerator type some zone of it offers."""
+        return {
+            region: frozenset().union(*(z.accelerators for z in zones))
+            for region, zones in self.zones_by_region.items()
+        }
+
+    @cached_property
+    def machines_by_accelerator(self) -> Mapping[str, tuple[str, ...]]:
+        by_acc: dict[str, list[str]] = {}
+        for machine, accelerator in self.attachable_counts:
+            by_acc.setdefault(accelerator, []).append(machine)
+        return {acc: tuple(machines) for acc, machines in by_acc.items()}
+
+    @cached_property
+    def accelerators_by_gcloud_name(self) -> Mapping[str, str]:
+        return {a.gcloud_name: a.name for a in self.accelerators.values() if a.gcloud_name}
+
+
+# --- loading -------------------------------------------------------------------------
+
+
+def _rows(directory: Path, name: str) -> list[dict[str, str]]:
+    path = directory / name
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            rows = list(csv.DictReader(handle))
+    except OSError as exc:
+        raise CatalogError(f"cannot read catalog file {path}: {exc.strerror}") from exc
+    for number, row in enumerate(rows, start=2):
+        if not (row.get("source") or "").strip() and name != "zones.csv":
+            raise CatalogError(f"{path}:{number}: every row needs a source")
+        if None in row or any(v is None for v in row.values()):
+            raise CatalogError(f"{path}:{number}: wrong number of columns")
+    return rows
+
+
+def _number(path: str, row: dict[str, str], column: str) -> float:
+    try:
+        return float(row[column])
+    except (KeyError, ValueError) as exc:
+        raise CatalogError(
+            f"{path}: column {column!r} must be a number, got {row.get(column)!r}"
+        ) from exc
+
+
+def load_catalog_from(directory: Path) -> Catalog:
+    """Read a catalog from a directory of CSV files (see ``catalog/README.md``)."""
+    machine_types = {
+        r["machine_type"]: MachineType(
+            name=r["machine_type"],
+            family=r["family"],
+            vcpus=int(_number("machine_types.csv", r, "vcpus")),
+            memory_gb=_number("machine_types.csv", r, "memory_gb"),
+            fixed_accelerator=r["fixed_accelerator_type"] or None,
+            fixed_accelerator_count=int(r["fixed_accelerator_count"] or 0),
+            source=r["source"],
+        )
+        for r in _rows(directory, "machine_types.csv")
+    }
+    accelerators = {
+        r["accelerator_type"]: Accelerator(
+            name=r["accelerator_type"],
+            kind=r["kind"],
+            gcloud_name=r["gcloud_name"],
+            memory_gb=_number("accelerators.csv", r, "memory_gb"),
+            lifecycle=r["lifecycle"],
+            retired_on=r["retired_on"] or None,
+            replacement=r["replacement"] or None,
+            source=r["source"],
+        )
+        for r in _rows(directory, "accelerators.csv")
+    }
+    attachable: dict[tuple[str, str], tuple[int, ...]] = {}
+    for r in _rows(directory, "attachable_counts.csv"):
+        try:
+            counts = tuple(sorted(int(c) for c in r["counts"].split()))
+        except ValueError as exc:
+            raise CatalogError(f"attachable_counts.csv: bad counts {r['counts']!r}") from exc
+        attachable[(r["machine_type"], r["accelerator_type"])] = counts
+    host_limits = {
+        (r["accelerator_type"], int(r["accelerator_count"])): HostLimit(
+            accelerator=r["accelerator_type"],
+            count=int(r["accelerator_count"]),
+            max_vcpus=int(r["max_vcpus"]),
+            max_memory_gb=_number("n1_host_limits.csv", r, "max_memory_gb"),
+            source=r["source"],
+        )
+        for r in _rows(directory, "n1_host_limits.csv")
+    }
+    legacy = {
+        r["legacy_type"]: LegacyMachineType(
+            name=r["legacy_type"],
+            machine_type=r["machine_type"],
+            accelerator=r["accelerator_type"] or None,
+            accelerator_count=int(r["accelerator_count"] or 0),
+            source=r["source"],
+        )
+        for r in _rows(directory, "legacy_machine_types.csv")
+    }
+    tiers = {
+        r["scale_tier"]: ScaleTier(
+            name=r["scale_tier"],
+            master_type=r["master_type"],
+            worker_type=r["worker_type"] or None,
+            worker_count=int(r["worker_count"] or 0),
+            parameter_server_type=r["parameter_server_type"] or None,
+            parameter_server_count=int(r["parameter_server_count"] or 0),
+            source=r["source"],
+        )
+        for r in _rows(directory, "scale_tiers.csv")
+    }
+    regions = {
+        r["region"]: Region(name=r["region"], geography=r["geography"], source=r["source"])
+        for r in _rows(directory, "regions.csv")
+    }
+    zone_accs: dict[str, set[str]] = {}
+    zone_region: dict[str, str] = {}
+    for r in _rows(directory, "zones.csv"):
+        if not r["source"].strip():
+            raise CatalogError(f"zones.csv: row for {r['zone']} needs a source")
+        zone_region[r["zone"]] = r["region"]
+        zone_accs.setdefault(r["zone"], set())
+        if r["accelerator_type"]:
+            zone_accs[r["zone"]].add(r["accelerator_type"])
+    zones = {
+        name: Zone(name=name, region=zone_region[name], accelerators=frozenset(accs))
+        for name, accs in zone_accs.items()
+    }
+    images = tuple(
+        TrainingImage(
+            runtime_version=r["runtime_version"],
+            python_version=r["python_version"],
+            accelerator=r["accelerator"],
+            image_path=r["image_path"],
+            source=r["source"],
+        )
+        for r in _rows(directory, "training_images.csv")
+    )
+    catalog = Catalog(
+        machine_types=machine_types,
+        accelerators=accelerators,
+        attachable_counts=attachable,
+        host_limits=host_limits,
+        legacy_machine_types=legacy,
+        scale_tiers=tiers,
+        regions=regions,
+        zones=zones,
+        training_images=images,
+    )
+    _check_references(catalog)
+    return catalog
+
+
+def _check_references(catalog: Catalog) -> None:
+    """Every name a row refers to must exist, so a typo in the data fails loudly."""
+    problems: list[str] = []
+    for machine, acc in catalog.attachable_counts:
+        if machine not in catalog.machine_types:
+            problems.append(f"attachable_counts.csv: unknown machine type {machine}")
+        if acc not in catalog.accelerators:
+            problems.append(f"attachable_counts.csv: unknown accelerator {acc}")
+    for legacy in catalog.legacy_machine_types.values():
+        if legacy.machine_type not in catalog.machine_types:
+            problems.append(f"legacy_machine_types.csv: unknown machine type {legacy.machine_type}")
+    for zone in catalog.zones.values():
+        if zone.region not in catalog.regions:
+            problems.append(f"zones.csv: zone {zone.name} names unknown region {zone.region}")
+        problems.extend(
+            f"zones.csv: zone {zone.name} names unknown accelerator {acc}"
+            for acc in zone.accelerators
+            if acc not in catalog.accelerators
+        )
+    for acc in catalog.accelerators.values():
+        if acc.replacement and acc.replacement not in catalog.accelerators:
+            problems.append(
+                f"accelerators.csv: {acc.name} has unknown replacement {acc.replacement}"
+            )
+    if problems:
+        raise CatalogError("catalog data is inconsistent:\n  " + "\n  ".join(problems))
+
+
+@functools.cache
+def load_catalog() -> Catalog:
+    """The project's catalog, read from ``components/catalog`` once per process."""
+    return load_catalog_from(CATALOG_DIR)
+
+
+# --- queries -------------------------------------------------------------------------
+
+
+def nearest(name: str, choices: Iterable[str], limit: int = 3) -> list[str]:
+    """The valid names closest to ``name`` (case-insensitive, ``-``/``_`` folded)."""
+    fold = {c.lower().replace("_", "-"): c for c in choices}
+    key = name.lower().replace("_", "-")
+    if key in fold:
+        return [fold[key]]
+    matches = difflib.get_close_matches(key, list(fold), n=limit, cutoff=0.6)
+    return [fold[m] for m in matches]
+
+
+def allowed_counts(catalog: Catalog, machine_type: str, accelerator: str) -> tuple[int, ...]:
+    """The counts of ``accelerator`` attachable to ``machine_type`` (empty: none)."""
+    return catalog.attachable_counts.get((machine_type, accelerator), ())
+
+
+def regions_offering(catalog: Catalog, accelerators: Iterable[str]) -> list[str]:
+    """Regions where a single zone offers every one of ``accelerators``, sorted."""
+    wanted = frozenset(accelerators)
+    return sorted(
+        region
+        for region, zones in catalog.zones_by_region.items()
+        if any(wanted <= zone.accelerators for zone in zones)
+    )
+
+
+def zones_offering(catalog: Catalog, region: str, accelerators: Iterable[str]) -> list[str]:
+    """Zones of ``region`` that offer every one of ``accelerators``."""
+    wanted = frozenset(accelerators)
+    return [z.name for z in catalog.zones_by_region.get(region, ()) if wanted <= z.accelerators]
+
+
+@dataclass(frozen=True, slots=True)
+class Combination:
+    """One row of ``catalog`` output: a machine type with N of a GPU type."""
+
+    machine_type: str
+    accelerator: str
+    counts: tuple[int, ...]
+    vcpus: int
+    memory_gb: float
+    regions: tuple[str, ...]
+
+
+def combinations(
+    catalog: Catalog,
+    *,
+    accelerator: str | None = None,
+    region: str | None = None,
+    machine_type: str | None = None,
+) -> list[Combination]:
+    """Machine type and accelerator combinations matching the filters (like ``sky show-gpus``)."""
+    result = []
+    for (machine, acc), counts in sorted(catalog.attachable_counts.items()):
+        if accelerator and acc != accelerator:
+            continue
+        if machine_type and machine != machine_type:
+            continue
+        offered_in = tuple(regions_offering(catalog, [acc]))
+        if region and region not in offered_in:
+            continue
+        spec = catalog.machine_types[machine]
+        result.append(Combination(machine, acc, counts, spec.vcpus, spec.memory_gb, offered_in))
+    return result

@@ -1,0 +1,196 @@
+"""``python -m components``: validate, convert and explore the catalog from a shell or CI.
+
+Exit codes: 0 valid, 1 invalid (violations printed), 2 unreadable or malformed input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from components._catalog import combinations, load_catalog, nearest
+from components._errors import SpecFormatError, SpecInvalidError, TrainingJobError
+from components._formats import LoadedSpec, load_spec_file
+from components._validation import validate
+from components._violations import Violation, errors_only
+
+EXIT_VALID, EXIT_INVALID, EXIT_UNREADABLE = 0, 1, 2
+
+
+def _load(path: str, out: TextIO) -> LoadedSpec | tuple[int, list[Violation]]:
+    try:
+        return load_spec_file(path)
+    except SpecInvalidError as exc:
+        return EXIT_INVALID, list(exc.violations)
+    except SpecFormatError as exc:
+        print(f"error: {exc}", file=out)
+        return EXIT_UNREADABLE, []
+
+
+def _print_violations(violations: Sequence[Violation], out: TextIO) -> None:
+    for violation in violations:
+        print(violation, file=out)
+
+
+def cmd_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    loaded = _load(args.file, err)
+    if isinstance(loaded, tuple):
+        code, violations = loaded
+        if args.json and code == EXIT_INVALID:
+            json.dump(
+                {"valid": False, "violations": [v.to_dict() for v in violations]}, out, indent=2
+            )
+            print(file=out)
+        else:
+            _print_violations(violations, out)
+        return code
+    region = args.region or loaded.spec.region
+    violations = validate(loaded.spec, region=region, target=args.target)
+    errors = errors_only(violations)
+    notes = list(loaded.notes)
+    if region is None:
+        notes.append(
+            "no region given (--region or region: in the file): region and zone checks skipped"
+        )
+    if args.json:
+        json.dump(
+            {
+                "valid": not errors,
+                "format": loaded.format,
+                "region": region,
+                "violations": [v.to_dict() for v in violations],
+                "notes": notes,
+            },
+            out,
+            indent=2,
+        )
+        print(file=out)
+    else:
+        _print_violations(violations, out)
+        for note in notes:
+            print(f"note: {note}", file=err)
+        if not errors:
+            print(f"{args.file}: valid ({loaded.format})", file=err)
+    return EXIT_INVALID if errors else EXIT_VALID
+
+
+def cmd_convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    loaded = _load(args.file, err)
+    if isinstance(loaded, tuple):
+        code, violations = loaded
+        _print_violations(violations, err)
+        return code
+    spec = loaded.spec
+    if args.region:
+        spec = spec.model_copy(update={"region": args.region})
+    violations = validate(spec, target="vertex")
+    errors = errors_only(violations)
+    for note in loaded.notes:
+        print(f"# note: {note}", file=err)
+    if errors:
+        _print_violations(violations, err)
+        return EXIT_INVALID
+    # Converting needs the client library's types (about a second to import).
+    import yaml
+
+    from components._vertex import custom_job_spec_document
+
+    flags = [f"--display-name={spec.display_name}"] if spec.display_name else []
+    if spec.region:
+        flags.insert(0, f"--region={spec.region}")
+    if spec.labels:
+        flags.append("--labels=" + ",".join(f"{k}={v}" for k, v in spec.labels.items()))
+    print(f"# gcloud ai custom-jobs create {' '.join(flags)} --config=THIS_FILE", file=out)
+    _print_violations(violations, err)  # warnings only at this point
+    yaml.safe_dump(custom_job_spec_document(spec), out, sort_keys=False, allow_unicode=True)
+    return EXIT_VALID
+
+
+def cmd_catalog(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    catalog = load_catalog()
+    for value, known, what in (
+        (args.gpu, catalog.accelerators, "accelerator type"),
+        (args.region, catalog.regions, "region"),
+        (args.machine, catalog.machine_types, "machine type"),
+    ):
+        if value and value not in known:
+            close = nearest(value, known)
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+            print(f"error: unknown {what} {value!r}{hint}", file=err)
+            return EXIT_UNREADABLE
+    rows = combinations(
+        catalog, accelerator=args.gpu, region=args.region, machine_type=args.machine
+    )
+    if not rows:
+        print("no combination matches", file=err)
+        return EXIT_INVALID
+    header = ("GPU", "MACHINE TYPE", "COUNTS", "vCPUs", "MEMORY GB", "STATUS", "REGIONS")
+    table = [header]
+    for row in rows:
+        acc = catalog.accelerators[row.accelerator]
+        status = f"retired {acc.retired_on}" if acc.retired else acc.lifecycle
+        regions = args.region or (
+            ", ".join(row.regions[:4])
+            + (f" +{len(row.regions) - 4}" if len(row.regions) > 4 else "")
+        )
+        table.append(
+            (
+                row.accelerator,
+                row.machine_type,
+                ",".join(map(str, row.counts)),
+                str(row.vcpus),
+                f"{row.memory_gb:g}",
+                status,
+                regions or "-",
+            )
+        )
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    for r in table:
+        print(
+            "  ".join(cell.ljust(width) for cell, width in zip(r, widths, strict=True)).rstrip(),
+            file=out,
+        )
+    return EXIT_VALID
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m components", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("validate", help="validate a job spec file (any of the three formats)")
+    p.add_argument("file")
+    p.add_argument("--region", help="region to check against (default: the file's)")
+    p.add_argument("--json", action="store_true", help="print a JSON report")
+    p.add_argument(
+        "--target",
+        choices=("vertex", "local"),
+        default="vertex",
+        help="local: allow local paths (emulator)",
+    )
+    p.set_defaults(handler=cmd_validate)
+    p = sub.add_parser("convert", help="print the equivalent Vertex CustomJobSpec YAML")
+    p.add_argument("file")
+    p.add_argument("--region", help="region to check against (default: the file's)")
+    p.set_defaults(handler=cmd_convert)
+    p = sub.add_parser("catalog", help="what machine types and GPUs combine, and where")
+    p.add_argument("--gpu", help="accelerator type, e.g. NVIDIA_TESLA_T4")
+    p.add_argument("--region")
+    p.add_argument("--machine", help="machine type, e.g. n1-standard-8")
+    p.set_defaults(handler=cmd_catalog)
+    return parser
+
+
+def main(
+    argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    """Run the CLI; returns the exit code."""
+    out, err = out or sys.stdout, err or sys.stderr
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.handler(args, out, err)
+    except TrainingJobError as exc:
+        print(f"error: {exc}", file=err)
+        return EXIT_UNREADABLE
+    return code

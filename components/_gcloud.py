@@ -1,0 +1,283 @@
+"""A legacy ``gcloud ai-platform jobs submit training`` command line → ``trainingInput``.
+
+Users keep these commands in shell scripts, so the file may use ``\\`` continuations,
+comments and ``$VARS``; an unset variable is an error that names it. Flags map onto the
+same ``trainingInput`` keys as ``config.yaml``, and a flag overrides the value from
+``--config`` (seed 001). Everything after a bare ``--`` goes to the trainer.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from components._catalog import Catalog, nearest
+from components._errors import SpecFormatError
+
+_COMMANDS = (
+    ("ai-platform", "jobs", "submit", "training"),
+    ("ml-engine", "jobs", "submit", "training"),
+)
+_RELEASE_TRACKS = ("alpha", "beta")
+_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+# flag → trainingInput key (value types converted below)
+_SIMPLE_FLAGS = {
+    "--module-name": "pythonModule",
+    "--job-dir": "jobDir",
+    "--region": "region",
+    "--scale-tier": "scaleTier",
+    "--runtime-version": "runtimeVersion",
+    "--python-version": "pythonVersion",
+    "--master-machine-type": "masterType",
+    "--worker-machine-type": "workerType",
+    "--parameter-server-machine-type": "parameterServerType",
+    "--evaluator-machine-type": "evaluatorType",
+    "--worker-count": "workerCount",
+    "--parameter-server-count": "parameterServerCount",
+    "--evaluator-count": "evaluatorCount",
+    "--service-account": "serviceAccount",
+    "--network": "network",
+}
+_ACCELERATOR_FLAGS = {
+    "--master-accelerator": "masterConfig",
+    "--worker-accelerator": "workerConfig",
+    "--parameter-server-accelerator": "parameterServerConfig",
+    "--evaluator-accelerator": "evaluatorConfig",
+}
+_IMAGE_FLAGS = {
+    "--master-image-uri": "masterConfig",
+    "--worker-image-uri": "workerConfig",
+    "--parameter-server-image-uri": "parameterServerConfig",
+    "--evaluator-image-uri": "evaluatorConfig",
+}
+_INT_KEYS = frozenset({"workerCount", "parameterServerCount", "evaluatorCount"})
+_OTHER_FLAGS = frozenset(
+    {
+        "--package-path",
+        "--packages",
+        "--config",
+        "--labels",
+        "--project",
+        "--kms-key",
+        "--staging-bucket",
+    }
+)
+# Flags that change how gcloud behaves, not the job.
+_IGNORED_VALUE_FLAGS = frozenset({"--format", "--verbosity", "--account", "--configuration"})
+_IGNORED_SWITCHES = frozenset(
+    {"--stream-logs", "--async", "--use-chief-in-tf-config", "--quiet", "-q", "--enable-web-access"}
+)
+
+
+@dataclass
+class GcloudCommand:
+    """What a legacy submit command says: the job name, its trainingInput, and more."""
+
+    job_name: str
+    training_input: dict[str, Any]
+    labels: dict[str, str] = field(default_factory=dict)
+    project: str | None = None
+    config_path: Path | None = None
+    staging_bucket: str | None = None
+    enable_web_access: bool = False
+
+
+def is_gcloud_command(text: str) -> bool:
+    """True when the first word of the file (after comments) is ``gcloud``."""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#"):
+            return stripped.split()[0] == "gcloud"
+    return False
+
+
+def expand_variables(text: str, env: Mapping[str, str]) -> str:
+    """Expand ``$VAR`` and ``${VAR}`` outside single quotes; an unset one is an error."""
+    out: list[str] = []
+    in_single = False
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char == "'" and not in_single:
+            in_single = True
+        elif char == "'" and in_single:
+            in_single = False
+        if char == "$" and not in_single:
+            match = _VARIABLE.match(text, i)
+            if match:
+                name = match.group(1) or match.group(2)
+                if name not in env:
+                    raise SpecFormatError(
+                        f"environment variable ${name} is not set (the command uses it)"
+                    )
+                out.append(shlex.quote(env[name]))
+                i = match.end()
+                continue
+        out.append(char)
+        i += 1
+    return "".join(out)
+
+
+def _tokens(text: str, env: Mapping[str, str]) -> list[str]:
+    joined = re.sub(r"\\\r?\n", " ", text)
+    lines = [
+        line for line in joined.splitlines() if line.strip() and not line.strip().startswith("#")
+    ]
+    if len(lines) != 1:
+        raise SpecFormatError(
+            "the file must hold exactly one gcloud command (use \\ to continue lines)"
+        )
+    expanded = expand_variables(lines[0], env)
+    try:
+        return shlex.split(expanded, comments=True)
+    except ValueError as exc:
+        raise SpecFormatError(f"cannot split the command line: {exc}") from exc
+
+
+def _key_values(flag: str, value: str) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for part in value.split(","):
+        if "=" not in part:
+            raise SpecFormatError(
+                f"{flag}: expected KEY=VALUE pairs separated by commas, got {part!r}"
+            )
+        key, _, item = part.partition("=")
+        pairs[key.strip()] = item.strip()
+    return pairs
+
+
+def parse_gcloud_command(text: str, env: Mapping[str, str], catalog: Catalog) -> GcloudCommand:
+    """Parse the command; raises ``SpecFormatError`` naming the flag that is wrong."""
+    words = _tokens(text, env)
+    if not words or words[0] != "gcloud":
+        raise SpecFormatError("the command must start with gcloud")
+    rest = words[1:]
+    if rest and rest[0] in _RELEASE_TRACKS:
+        rest = rest[1:]
+    command = next((c for c in _COMMANDS if tuple(rest[: len(c)]) == c), None)
+    if command is None:
+        raise SpecFormatError(
+            "only `gcloud ai-platform jobs submit training` (or `gcloud ml-engine ...`) is understood, "
+            f"got `gcloud {' '.join(rest[:4])}`"
+        )
+    rest = rest[len(command) :]
+    user_args: list[str] = []
+    if "--" in rest:
+        cut = rest.index("--")
+        rest, user_args = rest[:cut], rest[cut + 1 :]
+
+    flags: list[tuple[str, str | None]] = []
+    positionals: list[str] = []
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        if word.startswith("-") and word != "-":
+            name, eq, value = word.partition("=")
+            if name in _IGNORED_SWITCHES:
+                flags.append((name, None))
+            elif eq:
+                flags.append((name, value))
+            elif i + 1 < len(rest):
+                flags.append((name, rest[i + 1]))
+                i += 1
+            else:
+                raise SpecFormatError(f"{name} needs a value")
+        else:
+            positionals.append(word)
+        i += 1
+    if len(positionals) != 1:
+        raise SpecFormatError(
+            f"expected exactly one job name after `{' '.join(command)}`, got {positionals or 'none'}"
+        )
+
+    result = GcloudCommand(job_name=positionals[0], training_input={})
+    overrides: dict[str, Any] = {}
+    package_uris: list[str] = []
+    known = [
+        *_SIMPLE_FLAGS,
+        *_ACCELERATOR_FLAGS,
+        *_IMAGE_FLAGS,
+        *_OTHER_FLAGS,
+        *_IGNORED_VALUE_FLAGS,
+        *_IGNORED_SWITCHES,
+    ]
+    for name, value in flags:
+        if name in _IGNORED_SWITCHES:
+            if name == "--enable-web-access":
+                result.enable_web_access = True
+            continue
+        assert value is not None
+        if name in _SIMPLE_FLAGS:
+            key = _SIMPLE_FLAGS[name]
+            if key in _INT_KEYS:
+                try:
+                    overrides[key] = int(value)
+                except ValueError:
+                    raise SpecFormatError(f"{name} must be a whole number, got {value!r}") from None
+            else:
+                overrides[key] = value.upper() if key == "scaleTier" else value
+        elif name in _ACCELERATOR_FLAGS:
+            pairs = _key_values(name, value)
+            unknown = set(pairs) - {"count", "type"}
+            if unknown:
+                raise SpecFormatError(
+                    f"{name}: unknown key(s) {sorted(unknown)}; use count=N,type=TYPE"
+                )
+            config = overrides.setdefault(_ACCELERATOR_FLAGS[name], {})
+            accel: dict[str, Any] = {}
+            if "type" in pairs:
+                accel["type"] = catalog.accelerators_by_gcloud_name.get(
+                    pairs["type"].lower(), pairs["type"]
+                )
+            if "count" in pairs:
+                try:
+                    accel["count"] = int(pairs["count"])
+                except ValueError:
+                    raise SpecFormatError(
+                        f"{name}: count must be a whole number, got {pairs['count']!r}"
+                    ) from None
+            config["acceleratorConfig"] = accel
+        elif name in _IMAGE_FLAGS:
+            overrides.setdefault(_IMAGE_FLAGS[name], {})["imageUri"] = value
+        elif name == "--package-path":
+            package_uris.insert(0, value)
+        elif name == "--packages":
+            package_uris.extend(p for p in value.split(",") if p)
+        elif name == "--config":
+            result.config_path = Path(value)
+        elif name == "--labels":
+            result.labels.update(_key_values(name, value))
+        elif name == "--project":
+            result.project = value
+        elif name == "--kms-key":
+            overrides["encryptionConfig"] = {"kmsKeyName": value}
+        elif name == "--staging-bucket":
+            result.staging_bucket = value
+        elif name in _IGNORED_VALUE_FLAGS:
+            continue
+        else:
+            close = nearest(name, known, limit=1)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            raise SpecFormatError(f"unknown flag {name}{hint}")
+    if package_uris:
+        overrides["packageUris"] = package_uris
+    if user_args:
+        overrides["args"] = user_args
+    result.training_input = overrides
+    return result
+
+
+def merge_training_input(from_config: dict[str, Any], from_flags: dict[str, Any]) -> dict[str, Any]:
+    """Flags win over the config file, key by key (and inside ``*Config`` mappings)."""
+    merged = dict(from_config)
+    for key, value in from_flags.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}
+        else:
+            merged[key] = value
+    return merged

@@ -1,0 +1,360 @@
+"""AI Platform Training ``trainingInput`` (legacy ``config.yaml``) → ``JobSpec``.
+
+AI Platform Training is retired; Vertex AI ``CustomJob`` replaces it. Pool order is the
+same: 0 master (chief), 1 workers, 2 parameter servers, 3 evaluators. Legacy machine
+types and scale tiers map to today's machine types through the catalog
+(``legacy_machine_types.csv``, ``scale_tiers.csv``); a runtime version maps to a
+prebuilt Vertex training image (``training_images.csv``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from components._catalog import Catalog, load_catalog, nearest
+from components._errors import SpecInvalidError
+from components._spec import JobSpec
+from components._violations import Violation
+
+DEFAULT_RUNTIME_VERSION = "2.15"
+"""Used when a legacy config names no runtimeVersion (documented in the README)."""
+
+_ROLES = (
+    ("master", "masterType"),
+    ("worker", "workerType"),
+    ("parameterServer", "parameterServerType"),
+    ("evaluator", "evaluatorType"),
+)
+_KNOWN_KEYS = frozenset(
+    {
+        "scaleTier",
+        "masterType",
+        "masterConfig",
+        "workerType",
+        "workerConfig",
+        "workerCount",
+        "parameterServerType",
+        "parameterServerConfig",
+        "parameterServerCount",
+        "evaluatorType",
+        "evaluatorConfig",
+        "evaluatorCount",
+        "packageUris",
+        "pythonModule",
+        "args",
+        "region",
+        "jobDir",
+        "runtimeVersion",
+        "pythonVersion",
+        "scheduling",
+        "serviceAccount",
+        "network",
+        "encryptionConfig",
+        "enableWebAccess",
+        "useChiefInTfConfig",
+        "hyperparameters",
+    }
+)
+_CONFIG_KEYS = frozenset(
+    {
+        "acceleratorConfig",
+        "imageUri",
+        "containerCommand",
+        "containerArgs",
+        "diskConfig",
+        "tpuTfVersion",
+    }
+)
+
+
+@dataclass
+class LegacyConversion:
+    """The spec converted from a legacy config, and notes on what was assumed."""
+
+    spec: JobSpec
+    notes: list[str] = field(default_factory=list)
+
+
+def _registry_prefix(catalog: Catalog, region: str | None) -> str:
+    geography = catalog.regions[region].geography if region in catalog.regions else ""
+    return {"Europe": "europe-docker.pkg.dev", "Asia-Pacific": "asia-docker.pkg.dev"}.get(
+        geography, "us-docker.pkg.dev"
+    )
+
+
+def training_image(
+    catalog: Catalog,
+    runtime_version: str,
+    python_version: str | None,
+    gpu: bool,
+    region: str | None,
+) -> str | None:
+    """The prebuilt Vertex training image for a legacy runtime version, or None."""
+    kind = "gpu" if gpu else "cpu"
+    for image in catalog.training_images:
+        if image.runtime_version == runtime_version and image.accelerator == kind:
+            if python_version and image.python_version != python_version:
+                continue
+            return f"{_registry_prefix(catalog, region)}/{image.image_path}"
+    return None
+
+
+def convert_training_input(
+    training_input: Any,
+    *,
+    display_name: str | None = None,
+    labels: dict[str, str] | None = None,
+    project: str | None = None,
+    catalog: Catalog | None = None,
+) -> LegacyConversion:
+    """Convert a ``trainingInput`` mapping; raises ``SpecInvalidError`` naming bad fields."""
+    catalog = catalog or load_catalog()
+    if not isinstance(training_input, dict):
+        raise SpecInvalidError([Violation("trainingInput", "must be a mapping", rule="legacy")])
+    problems: list[Violation] = []
+    notes: list[str] = []
+    ti = dict(training_input)
+    for key in ti:
+        if key not in _KNOWN_KEYS:
+            close = nearest(key, _KNOWN_KEYS, limit=1)
+            problems.append(
+                Violation(
+                    f"trainingInput.{key}",
+                    "is not a trainingInput field this converter knows",
+                    f"did you mean {close[0]}?" if close else None,
+                    rule="legacy",
+                )
+            )
+
+    tier_name = str(ti.get("scaleTier", "BASIC")).upper()
+    if tier_name != "CUSTOM":
+        tier = catalog.scale_tiers.get(tier_name)
+        if tier is None:
+            close = nearest(tier_name, [*catalog.scale_tiers, "CUSTOM"], limit=1)
+            problems.append(
+                Violation(
+                    "trainingInput.scaleTier",
+                    f"unknown scale tier {tier_name!r}",
+                    f"did you mean {close[0]}?" if close else None,
+                    rule="legacy",
+                )
+            )
+        else:
+            conflicting = [
+                k
+                for k in (
+                    "masterType",
+                    "workerType",
+                    "parameterServerType",
+                    "workerCount",
+                    "parameterServerCount",
+                )
+                if k in ti
+            ]
+            if conflicting:
+                problems.append(
+                    Violation(
+                        "trainingInput.scaleTier",
+                        f"{tier_name} sets the cluster itself; {', '.join(conflicting)} need scaleTier CUSTOM",
+                        "set scaleTier: CUSTOM",
+                        rule="legacy",
+                    )
+                )
+            ti["masterType"] = tier.master_type
+            if tier.worker_type:
+                ti["workerType"], ti["workerCount"] = tier.worker_type, tier.worker_count
+            if tier.parameter_server_type:
+                ti["parameterServerType"] = tier.parameter_server_type
+                ti["parameterServerCount"] = tier.parameter_server_count
+            notes.append(f"scale tier {tier_name} expanded from scale_tiers.csv ({tier.source})")
+    elif "masterType" not in ti:
+        problems.append(
+            Violation(
+                "trainingInput.masterType",
+                "is required with scaleTier CUSTOM",
+                "e.g. n1-standard-8",
+                rule="legacy",
+            )
+        )
+
+    region = ti.get("region")
+    runtime = str(ti.get("runtimeVersion") or DEFAULT_RUNTIME_VERSION)
+    python = str(ti["pythonVersion"]) if ti.get("pythonVersion") else None
+    if not ti.get("runtimeVersion"):
+        notes.append(f"no runtimeVersion: using the default {DEFAULT_RUNTIME_VERSION}")
+    args = [str(a) for a in ti.get("args") or []]
+    job_dir = ti.get("jobDir")
+    if job_dir:
+        # The legacy service passed --job-dir to the trainer as well (seeds 000/001).
+        args = [f"--job-dir={job_dir}", *args]
+
+    pools: list[dict[str, Any]] = []
+    for index, (role, type_key) in enumerate(_ROLES):
+        count = 1 if index == 0 else _count(ti, f"{role}Count", problems)
+        machine_name = ti.get(type_key)
+        if index > 0 and count == 0:
+            pools.append({})
+            continue
+        if machine_name is None:
+            if index > 0:
+                problems.append(
+                    Violation(
+                        f"trainingInput.{type_key}",
+                        f"is required when {role}Count is {count}",
+                        f"e.g. {ti.get('masterType', 'n1-standard-8')}",
+                        rule="legacy",
+                    )
+                )
+            pools.append({})
+            continue
+        pool = _pool(ti, role, str(machine_name), count, catalog, problems, notes)
+        config = ti.get(f"{role}Config") or {}
+        image_uri = config.get("imageUri") if isinstance(config, dict) else None
+        if image_uri is None and index > 0 and isinstance(ti.get("masterConfig"), dict):
+            image_uri = ti["masterConfig"].get("imageUri")  # pools inherit the master's container
+        if image_uri:
+            container: dict[str, Any] = {"imageUri": image_uri, "args": args}
+            if isinstance(config, dict) and config.get("containerCommand"):
+                container["command"] = config["containerCommand"]
+            if isinstance(config, dict) and config.get("containerArgs"):
+                container["args"] = config["containerArgs"]
+            pool["containerSpec"] = container
+        else:
+            gpu = bool(pool.get("machineSpec", {}).get("acceleratorCount"))
+            image = training_image(catalog, runtime, python, gpu, region)
+            if image is None:
+                known = sorted({i.runtime_version for i in catalog.training_images})
+                problems.append(
+                    Violation(
+                        "trainingInput.runtimeVersion",
+                        f"no prebuilt Vertex training image is known for runtimeVersion {runtime}"
+                        + (f" with pythonVersion {python}" if python else ""),
+                        f"known runtime versions: {', '.join(known)}",
+                        rule="legacy",
+                    )
+                )
+            package: dict[str, Any] = {"executorImageUri": image or "", "args": args}
+            if ti.get("packageUris"):
+                package["packageUris"] = [str(u) for u in ti["packageUris"]]
+            if ti.get("pythonModule"):
+                package["pythonModule"] = str(ti["pythonModule"])
+            pool["pythonPackageSpec"] = package
+        pools.append(pool)
+    while pools and not pools[-1]:
+        pools.pop()
+
+    for key in ("masterConfig", "workerConfig", "parameterServerConfig", "evaluatorConfig"):
+        config = ti.get(key)
+        if config is not None and not isinstance(config, dict):
+            problems.append(Violation(f"trainingInput.{key}", "must be a mapping", rule="legacy"))
+        elif isinstance(config, dict):
+            problems.extend(
+                Violation(
+                    f"trainingInput.{key}.{k}", "is not a field this converter knows", rule="legacy"
+                )
+                for k in config
+                if k not in _CONFIG_KEYS
+            )
+    if problems:
+        raise SpecInvalidError(problems)
+
+    document: dict[str, Any] = {
+        "workerPoolSpecs": pools,
+        "displayName": display_name,
+        "labels": labels or {},
+        "project": project,
+        "region": region,
+    }
+    if job_dir:
+        document["baseOutputDirectory"] = job_dir
+    for key in ("serviceAccount", "network", "scheduling"):
+        if ti.get(key) is not None:
+            document[key] = _legacy_scheduling(ti[key]) if key == "scheduling" else ti[key]
+    if isinstance(ti.get("encryptionConfig"), dict) and ti["encryptionConfig"].get("kmsKeyName"):
+        document["encryptionSpec"] = {"kmsKeyName": ti["encryptionConfig"]["kmsKeyName"]}
+    if ti.get("enableWebAccess"):
+        document["enableWebAccess"] = True
+    spec = JobSpec.parse({k: v for k, v in document.items() if v is not None})
+    return LegacyConversion(spec, notes)
+
+
+def _legacy_scheduling(value: Any) -> Any:
+    # Legacy scheduling had maxRunningTime / maxWaitTime; Vertex has timeout.
+    if isinstance(value, dict) and "maxRunningTime" in value:
+        return {"timeout": value["maxRunningTime"]}
+    return value
+
+
+def _count(ti: dict[str, Any], key: str, problems: list[Violation]) -> int:
+    value = ti.get(key, 0)
+    try:
+        count = int(value)
+    except (TypeError, ValueError):
+        problems.append(Violation(f"trainingInput.{key}", "must be a whole number", rule="legacy"))
+        return 0
+    if count < 0:
+        problems.append(Violation(f"trainingInput.{key}", "must not be negative", rule="legacy"))
+        return 0
+    return count
+
+
+def _pool(
+    ti: dict[str, Any],
+    role: str,
+    machine_name: str,
+    count: int,
+    catalog: Catalog,
+    problems: list[Violation],
+    notes: list[str],
+) -> dict[str, Any]:
+    machine: dict[str, Any] = {"machineType": machine_name}
+    legacy = catalog.legacy_machine_types.get(machine_name)
+    if legacy is not None:
+        machine = {"machineType": legacy.machine_type}
+        if legacy.accelerator:
+            machine["acceleratorType"] = legacy.accelerator
+            machine["acceleratorCount"] = legacy.accelerator_count
+        what = (
+            f" with {legacy.accelerator_count} x {legacy.accelerator}" if legacy.accelerator else ""
+        )
+        notes.append(f"{role}: legacy machine type {machine_name} is {legacy.machine_type}{what}")
+    config = ti.get(f"{role}Config")
+    accel = config.get("acceleratorConfig") if isinstance(config, dict) else None
+    if accel is not None:
+        if not isinstance(accel, dict):
+            problems.append(
+                Violation(
+                    f"trainingInput.{role}Config.acceleratorConfig",
+                    "must be a mapping",
+                    rule="legacy",
+                )
+            )
+        else:
+            if legacy is not None and legacy.accelerator:
+                problems.append(
+                    Violation(
+                        f"trainingInput.{role}Config.acceleratorConfig",
+                        f"{machine_name} already includes {legacy.accelerator_count} x {legacy.accelerator}",
+                        f"use a Compute Engine machine type such as {legacy.machine_type} with acceleratorConfig",
+                        rule="legacy",
+                    )
+                )
+            if "type" in accel:
+                machine["acceleratorType"] = str(accel["type"])
+            if "count" in accel:
+                try:
+                    machine["acceleratorCount"] = int(accel["count"])
+                except (TypeError, ValueError):
+                    problems.append(
+                        Violation(
+                            f"trainingInput.{role}Config.acceleratorConfig.count",
+                            "must be a whole number",
+                            rule="legacy",
+                        )
+                    )
+    pool: dict[str, Any] = {"machineSpec": machine, "replicaCount": count}
+    disk = config.get("diskConfig") if isinstance(config, dict) else None
+    if isinstance(disk, dict) and disk.get("bootDiskSizeGb"):
+        pool["diskSpec"] = {"bootDiskSizeGb": disk["bootDiskSizeGb"]}
+    return pool

@@ -1,0 +1,333 @@
+"""The job spec model: a typed mirror of Vertex AI ``CustomJob`` (pydantic v2).
+
+Field names follow ``google.cloud.aiplatform_v1`` in snake_case; inputs may use the
+camelCase names of the REST API and ``gcloud`` config files as well. Names of machine
+and accelerator types stay plain strings here: the validator, not the parser, tells the
+user what is wrong with them and what to write instead.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+from components._errors import SpecInvalidError
+from components._violations import Violation
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)?\s*$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
+
+
+def parse_duration(value: Any) -> Any:
+    """Accept ``"3600s"``, ``"90m"``, ``"2h"``, ``"1d"``, seconds as a number, or a timedelta."""
+    if isinstance(value, timedelta) or value is None:
+        return value
+    if isinstance(value, bool):
+        raise ValueError("a duration, like '3600s' or '2h', not a boolean")
+    if isinstance(value, int | float):
+        return timedelta(seconds=value)
+    if isinstance(value, str):
+        match = _DURATION.match(value)
+        if match:
+            return timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+    raise ValueError(f"a duration, like '3600s' or '2h', not {value!r}")
+
+
+def format_duration(value: timedelta) -> str:
+    """The proto JSON form of a duration: seconds with an ``s`` suffix."""
+    seconds = value.total_seconds()
+    return f"{int(seconds)}s" if seconds == int(seconds) else f"{seconds}s"
+
+
+Duration = Annotated[
+    timedelta,
+    BeforeValidator(parse_duration),
+    PlainSerializer(format_duration, return_type=str, when_used="json"),
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+        extra="forbid",
+        str_strip_whitespace=True,
+    )
+
+
+class EnvVar(_Model):
+    """An environment variable of a replica (its value is treated as secret)."""
+
+    name: str
+    value: str = ""
+
+
+def _env_list(value: Any) -> Any:
+    # A mapping is the natural way to write env vars in Python and YAML; the API wants a list.
+    if isinstance(value, dict):
+        return [{"name": str(k), "value": "" if v is None else str(v)} for k, v in value.items()]
+    return value
+
+
+EnvList = Annotated[list[EnvVar], BeforeValidator(_env_list)]
+
+
+class MachineSpec(_Model):
+    machine_type: str | None = None
+    accelerator_type: str | None = None
+    accelerator_count: int = 0
+    tpu_topology: str | None = None
+
+    @field_validator("accelerator_type", "machine_type", "tpu_topology", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: Any) -> Any:
+        if value == "" or value == "ACCELERATOR_TYPE_UNSPECIFIED":
+            return None
+        return value
+
+
+class DiskSpec(_Model):
+    boot_disk_type: str | None = None
+    boot_disk_size_gb: int | None = None
+
+
+class PythonPackageSpec(_Model):
+    executor_image_uri: str | None = None
+    package_uris: list[str] = Field(default_factory=list)
+    python_module: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: EnvList = Field(default_factory=list)
+
+
+class ContainerSpec(_Model):
+    image_uri: str | None = None
+    command: list[str] = Field(default_factory=list)
+    args: list[str] = Field(default_factory=list)
+    env: EnvList = Field(default_factory=list)
+
+
+class WorkerPoolSpec(_Model):
+    """One worker pool: 0 chief, 1 workers, 2 parameter servers, 3 evaluators."""
+
+    machine_spec: MachineSpec | None = None
+    replica_count: int | None = None
+    disk_spec: DiskSpec | None = None
+    python_package_spec: PythonPackageSpec | None = None
+    container_spec: ContainerSpec | None = None
+
+    @property
+    def is_placeholder(self) -> bool:
+        """An empty pool keeps the position of pools after it (e.g. no parameter servers)."""
+        return (
+            self.machine_spec is None
+            and self.replica_count in (None, 0)
+            and self.disk_spec is None
+            and self.python_package_spec is None
+            and self.container_spec is None
+        )
+
+    @property
+    def replicas(self) -> int:
+        """The replica count in effect (an omitted count means one replica)."""
+        return 1 if self.replica_count is None else self.replica_count
+
+
+class Scheduling(_Model):
+    timeout: Duration | None = None
+    restart_job_on_worker_restart: bool = False
+    disable_retries: bool = False
+    strategy: str | None = None
+    max_wait_duration: Duration | None = None
+
+    @field_validator("strategy", mode="before")
+    @classmethod
+    def _unspecified_is_unset(cls, value: Any) -> Any:
+        return None if value in ("", "STRATEGY_UNSPECIFIED") else value
+
+
+class EncryptionSpec(_Model):
+    kms_key_name: str
+
+
+def _output_directory(value: Any) -> Any:
+    # The API nests it as GcsDestination {outputUriPrefix}; a plain URI is what people write.
+    if isinstance(value, dict) and set(value) <= {"outputUriPrefix", "output_uri_prefix"}:
+        return value.get("outputUriPrefix", value.get("output_uri_prefix"))
+    return value
+
+
+def _label_values(value: Any) -> Any:
+    # YAML reads `cost-center: 1234` as a number; a label value is always text.
+    if isinstance(value, dict):
+        return {
+            k: str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
+            for k, v in value.items()
+        }
+    return value
+
+
+class JobSpec(_Model):
+    """A Vertex AI custom training job, plus the project and region it runs in."""
+
+    project: str | None = None
+    region: str | None = None
+    display_name: str | None = None
+    labels: Annotated[dict[str, str], BeforeValidator(_label_values)] = Field(default_factory=dict)
+    worker_pool_specs: list[WorkerPoolSpec] = Field(default_factory=list)
+    scheduling: Scheduling | None = None
+    service_account: str | None = None
+    network: str | None = None
+    reserved_ip_ranges: list[str] = Field(default_factory=list)
+    base_output_directory: Annotated[str | None, BeforeValidator(_output_directory)] = None
+    tensorboard: str | None = None
+    enable_web_access: bool = False
+    enable_dashboard_access: bool = False
+    encryption_spec: EncryptionSpec | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flatten_custom_job(cls, data: Any) -> Any:
+        """Accept a whole CustomJob (``displayName`` + ``jobSpec``) as well as a bare spec."""
+        if isinstance(data, dict):
+            job_spec = data.get("jobSpec", data.get("job_spec"))
+            if isinstance(job_spec, dict):
+                rest = {k: v for k, v in data.items() if k not in ("jobSpec", "job_spec")}
+                clash = set(rest) & set(job_spec)
+                if clash:
+                    raise ValueError(f"{sorted(clash)} given both inside and outside jobSpec")
+                return {**rest, **job_spec}
+        return data
+
+    @property
+    def kms_key_name(self) -> str | None:
+        return self.encryption_spec.kms_key_name if self.encryption_spec else None
+
+    @classmethod
+    def parse(cls, data: Any) -> JobSpec:
+        """Build a spec from a mapping; raises ``SpecInvalidError`` naming each bad field."""
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise SpecInvalidError(violations_from_pydantic(exc)) from None
+
+    def to_document(self) -> dict[str, Any]:
+        """The spec as camelCase JSON-ready data, with unset fields left out."""
+        return self.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+
+    def to_custom_job(self) -> Any:
+        """This spec as ``google.cloud.aiplatform_v1.CustomJob`` (imports the client library)."""
+        from components._vertex import to_custom_job
+
+        return to_custom_job(self)
+
+    @classmethod
+    def from_custom_job(
+        cls, job: Any, *, project: str | None = None, region: str | None = None
+    ) -> JobSpec:
+        """Read an ``aiplatform_v1.CustomJob``; project and region default to its name's."""
+        from components._vertex import from_custom_job
+
+        return from_custom_job(job, project=project, region=region)
+
+
+# --- pydantic errors as violations ----------------------------------------------------
+
+
+def format_path(location: tuple[str | int, ...]) -> str:
+    """``("workerPoolSpecs", 1, "machineSpec")`` → ``workerPoolSpecs[1].machineSpec``."""
+    path = ""
+    for part in location:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else part
+    return path or "(document)"
+
+
+_FRIENDLY_TYPES = {
+    "int_parsing": "must be a whole number",
+    "int_type": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "string_type": "must be a string",
+    "bool_parsing": "must be true or false",
+    "bool_type": "must be true or false",
+    "list_type": "must be a list",
+    "dict_type": "must be a mapping",
+    "model_type": "must be a mapping",
+    "missing": "is required",
+}
+
+
+def violations_from_pydantic(exc: ValidationError) -> list[Violation]:
+    """One violation per pydantic error, with camelCase paths and no echo of input values."""
+    violations = []
+    for error in exc.errors(include_url=False, include_input=False):
+        location = tuple(p for p in error["loc"] if not (isinstance(p, str) and "[" in p))
+        # Union members show up as extra location parts ("str", "function-before"...).
+        location = tuple(
+            p
+            for p in location
+            if p not in ("str", "int", "function-before[_env_list(), list[EnvVar]]")
+        )
+        kind = error["type"]
+        suggestion = None
+        if kind == "extra_forbidden":
+            from components._catalog import nearest
+
+            field_name = str(location[-1]) if location else ""
+            parent = _model_at(location[:-1])
+            known = sorted(_aliases(parent)) if parent else []
+            close = nearest(field_name, known, limit=1)
+            reason = "is not a field of this object"
+            suggestion = (
+                f"did you mean {close[0]}?" if close else f"known fields: {', '.join(known)}"
+            )
+        else:
+            reason = _FRIENDLY_TYPES.get(kind, str(error["msg"]).replace("Value error, ", ""))
+        violations.append(Violation(format_path(location), reason, suggestion, rule="schema"))
+    return violations
+
+
+def _aliases(model: type[BaseModel]) -> set[str]:
+    return {info.alias or name for name, info in model.model_fields.items()}
+
+
+def _model_at(location: tuple[str | int, ...]) -> type[BaseModel] | None:
+    """The model class that sits at a (camelCase) location under JobSpec."""
+    model: type[BaseModel] = JobSpec
+    for part in location:
+        if isinstance(part, int):
+            continue
+        field = next((f for n, f in model.model_fields.items() if part in (n, f.alias)), None)
+        if field is None:
+            return None
+        inner = _model_class(field.annotation)
+        if inner is None:
+            return None
+        model = inner
+    return model
+
+
+def _model_class(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _model_class(arg)
+        if found is not None:
+            return found
+    return None
