@@ -1,0 +1,345 @@
+"""Command line: ``python -m emulator serve|stop|jobs|logs``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+from emulator import config
+
+DEFAULT_PORT = 8642
+
+
+def _state_dir(arg: str | None) -> Path:
+    return (Path(arg) if arg else Path.cwd() / ".local" / "emulator").resolve()
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError("expected a fraction between 0 and 1")
+    return value
+
+
+def _non_negative(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must not be negative")
+    return value
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must not be negative")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    parser = argparse.ArgumentParser(prog="python -m emulator", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the service")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="0 picks a free port")
+    serve.add_argument("--state-dir", help="default: ./.local/emulator")
+    serve.add_argument("--mode", choices=config.MODES, default="execute")
+    serve.add_argument(
+        "--gpus",
+        choices=config.GPU_MODES,
+        default="auto",
+        help="auto: give replicas real GPUs and fail jobs wanting more than exist; "
+        "ignore: run GPU jobs on the CPU",
+    )
+    serve.add_argument(
+        "--allow-root",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="another directory packages may be read from (repeatable)",
+    )
+    serve.add_argument(
+        "--grace-seconds",
+        type=_non_negative,
+        default=5.0,
+        help="time between SIGTERM and SIGKILL when stopping a replica",
+    )
+    serve.add_argument("--max-running-jobs", type=int, default=4)
+    serve.add_argument(
+        "--no-project-validation",
+        action="store_true",
+        help="skip the project's validator (components.validate) on create",
+    )
+    serve.add_argument("--simulate-queued-seconds", type=_non_negative, default=0.2)
+    serve.add_argument("--simulate-pending-seconds", type=_non_negative, default=0.5)
+    serve.add_argument("--simulate-run-seconds", type=_non_negative, default=5.0)
+    serve.add_argument("--simulate-cancel-seconds", type=_non_negative, default=0.2)
+    serve.add_argument("--fault-unavailable-rate", type=_fraction, default=0.0)
+    serve.add_argument("--fault-rate-limit-rate", type=_fraction, default=0.0)
+    serve.add_argument("--fault-conflict-rate", type=_fraction, default=0.0)
+    serve.add_argument("--fault-latency-ms", type=_non_negative, default=0.0)
+    serve.add_argument(
+        "--fault-drop-create",
+        type=_count,
+        default=0,
+        metavar="N",
+        help="lose the response of the next N creates (the jobs are stored)",
+    )
+    serve.add_argument("--fault-drop-mode", choices=config.DROP_MODES, default="close")
+    serve.add_argument("--fault-seed", type=int, default=None)
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument("--daemon", action="store_true", help="start in the background and return")
+    serve.add_argument("--pid-file", help="write the server's pid here")
+    serve.add_argument(
+        "--log-file", help="with --daemon: where the server logs (default <state-dir>/server.log)"
+    )
+
+    stop = sub.add_parser("stop", help="stop a service started with --daemon (or any serve)")
+    stop.add_argument("--state-dir")
+    stop.add_argument("--pid-file")
+    stop.add_argument("--timeout", type=float, default=30.0)
+
+    jobs = sub.add_parser("jobs", help="table of the jobs in a state dir")
+    jobs.add_argument("--state-dir")
+
+    logs = sub.add_parser("logs", help="print a job's replica logs")
+    logs.add_argument("job", help="job id or full resource name")
+    logs.add_argument("--replica", help="e.g. workerpool0-0 (default: all)")
+    logs.add_argument("--state-dir")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m emulator``."""
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    args_list = sys.argv[1:] if argv is None else argv
+    args = build_parser().parse_args(args_list)
+    if args.command == "serve":
+        return _serve(args, args_list)
+    if args.command == "stop":
+        return _stop(args)
+    if args.command == "jobs":
+        return _jobs(args)
+    return _logs(args)
+
+
+def _serve(args: argparse.Namespace, argv: list[str]) -> int:
+    state_dir = _state_dir(args.state_dir)
+    if args.daemon:
+        return _daemonize(args, argv, state_dir)
+    from emulator.server import Service
+
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        stream=sys.stderr,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+    if args.max_running_jobs < 1:
+        print("--max-running-jobs: must be at least 1", file=sys.stderr)
+        return 2
+    roots = [state_dir, Path.cwd().resolve()]
+    for root in args.allow_root:
+        path = Path(root).resolve()
+        if not path.is_dir():
+            print(f"--allow-root: {root} is not a directory", file=sys.stderr)
+            return 2
+        roots.append(path)
+    settings = config.Settings(
+        state_dir=state_dir,
+        mode=args.mode,
+        gpus=args.gpus,
+        allow_roots=roots,
+        grace_seconds=args.grace_seconds,
+        max_running_jobs=args.max_running_jobs,
+        project_validation=not args.no_project_validation,
+        simulate_queued_seconds=args.simulate_queued_seconds,
+        simulate_pending_seconds=args.simulate_pending_seconds,
+        simulate_run_seconds=args.simulate_run_seconds,
+        simulate_cancel_seconds=args.simulate_cancel_seconds,
+    )
+    faults = config.Faults(args.fault_seed)
+    try:
+        faults.update(
+            {
+                "unavailable_rate": args.fault_unavailable_rate,
+                "rate_limit_rate": args.fault_rate_limit_rate,
+                "conflict_rate": args.fault_conflict_rate,
+                "latency_ms": args.fault_latency_ms,
+                "drop_create": args.fault_drop_create,
+                "drop_mode": args.fault_drop_mode,
+            }
+        )
+    except ValueError as exc:  # argparse types already check ranges; kept as a last guard
+        print(f"fault flags: {exc}", file=sys.stderr)
+        return 2
+    state_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        service = Service(settings, faults, host=args.host, port=args.port)
+    except OSError as exc:
+        print(f"cannot listen on {args.host}:{args.port}: {exc.strerror}", file=sys.stderr)
+        return 1
+    if args.pid_file:
+        Path(args.pid_file).write_text(f"{os.getpid()}\n")
+    service.serve()
+    return 0
+
+
+def _daemonize(args: argparse.Namespace, argv: list[str], state_dir: Path) -> int:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    log_file = Path(args.log_file) if args.log_file else state_dir / "server.log"
+    child_args = [a for a in argv if a != "--daemon"]
+    if "--state-dir" not in child_args and not any(
+        a.startswith("--state-dir=") for a in child_args
+    ):
+        child_args += ["--state-dir", str(state_dir)]
+    pid_file = Path(args.pid_file) if args.pid_file else state_dir / "emulator.pid"
+    if "--pid-file" not in child_args and not any(a.startswith("--pid-file=") for a in child_args):
+        child_args += ["--pid-file", str(pid_file)]
+    with open(log_file, "ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "emulator", *child_args],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    info = wait_ready(state_dir, proc.pid, timeout=30.0, alive=lambda: proc.poll() is None)
+    if info is None:
+        print(f"the emulator did not start; see {log_file}", file=sys.stderr)
+        tail = log_file.read_text(errors="replace").splitlines()[-20:]
+        print("\n".join(tail), file=sys.stderr)
+        if proc.poll() is None:
+            proc.kill()
+        return 1
+    print(f"emulator running (pid {proc.pid}) at {info['endpoint']}; logs: {log_file}")
+    return 0
+
+
+def wait_ready(
+    state_dir: Path, pid: int, *, timeout: float, alive: Callable[[], bool] | None = None
+) -> dict[str, object] | None:
+    """Wait until the server with ``pid`` wrote ``server.json`` and answers its health check."""
+    deadline = time.monotonic() + timeout
+    server_file = state_dir / "server.json"
+    while time.monotonic() < deadline:
+        if alive is not None and not alive():
+            return None
+        try:
+            info: dict[str, object] = json.loads(server_file.read_text())
+        except (OSError, ValueError):
+            info = {}
+        if info.get("pid") == pid:
+            try:
+                with urllib.request.urlopen(
+                    f"{info['endpoint']}/emulator/v1/health", timeout=2
+                ) as r:
+                    if json.loads(r.read()).get("pid") == pid:
+                        return info
+            except OSError:
+                pass
+        time.sleep(0.1)
+    return None
+
+
+def _stop(args: argparse.Namespace) -> int:
+    state_dir = _state_dir(args.state_dir)
+    pid: int | None = None
+    source = ""
+    try:
+        if args.pid_file:
+            source = args.pid_file
+            pid = int(Path(args.pid_file).read_text().strip())
+        else:
+            source = str(state_dir / "server.json")
+            pid = int(json.loads((state_dir / "server.json").read_text())["pid"])
+    except (OSError, ValueError, KeyError):
+        print(f"no running emulator found ({source} is missing or unreadable)", file=sys.stderr)
+        return 1
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        print(f"emulator pid {pid} is not running")
+        return 0
+    deadline = time.monotonic() + args.timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            print(f"emulator pid {pid} stopped")
+            return 0
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
+    print(f"emulator pid {pid} did not stop in {args.timeout:g}s and was killed", file=sys.stderr)
+    return 1
+
+
+def _open_store(state_dir: Path) -> object | None:
+    from emulator.store import DB_NAME, Store
+
+    if not (state_dir / DB_NAME).exists():
+        print(f"no emulator state in {state_dir}", file=sys.stderr)
+        return None
+    return Store(state_dir, readonly=True)
+
+
+def _jobs(args: argparse.Namespace) -> int:
+    from emulator import protos
+    from emulator.store import Store
+
+    store = _open_store(_state_dir(args.state_dir))
+    if not isinstance(store, Store):
+        return 1
+    rows = [("ID", "STATE", "DISPLAY NAME", "CREATED (UTC)", "ERROR")]
+    for job_id, job in store.all_jobs():
+        created = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(job.create_time.seconds))
+        error = job.error.message[:60] if job.error.message else ""
+        rows.append(
+            (
+                job_id,
+                protos.state_name(job.state).removeprefix("JOB_STATE_"),
+                job.display_name,
+                created,
+                error,
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    return 0
+
+
+def _logs(args: argparse.Namespace) -> int:
+    from emulator.store import Store
+
+    state_dir = _state_dir(args.state_dir)
+    job_id = args.job.rstrip("/").split("/")[-1]
+    store = _open_store(state_dir)
+    if not isinstance(store, Store):
+        return 1
+    replicas = store.replicas(job_id)
+    if args.replica:
+        replicas = [r for r in replicas if r.replica == args.replica]
+    if not replicas:
+        what = f"replica {args.replica} of job {job_id}" if args.replica else f"job {job_id}"
+        print(f"no logs for {what}", file=sys.stderr)
+        return 1
+    for r in replicas:
+        if not args.replica:
+            print(f"==> {r.replica} ({r.log_path}) <==")
+        try:
+            sys.stdout.write(Path(r.log_path).read_text(errors="replace"))
+        except OSError as exc:
+            print(f"cannot read {r.log_path}: {exc.strerror}", file=sys.stderr)
+            return 1
+    return 0

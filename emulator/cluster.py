@@ -1,0 +1,153 @@
+"""The environment Vertex gives each replica, rebuilt for processes on one machine.
+
+Vertex names pools ``workerpool0``..``workerpool3`` in ``CLUSTER_SPEC`` and maps them to
+TensorFlow's ``chief``, ``worker``, ``ps`` and ``evaluator`` in ``TF_CONFIG`` (the evaluator is
+never part of TF_CONFIG's ``cluster``). Replica addresses are ``127.0.0.1:<port>`` with one free
+port per replica, instead of Vertex's per-VM host names.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.cloud.aiplatform_v1 import types as aip
+
+from emulator import protos
+
+TF_TASK_TYPES = ("chief", "worker", "ps", "evaluator")
+
+
+@dataclass
+class ReplicaPlan:
+    """Where one replica sits in the cluster."""
+
+    pool: int
+    index: int
+    port: int
+    gpus: list[int] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        """``workerpool<pool>-<index>``: the replica's name in logs and admin calls."""
+        return f"workerpool{self.pool}-{self.index}"
+
+    @property
+    def address(self) -> str:
+        """``127.0.0.1:<port>``."""
+        return f"127.0.0.1:{self.port}"
+
+
+def free_port() -> int:
+    """A TCP port that was free on 127.0.0.1 a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def plan_replicas(job: Any) -> list[ReplicaPlan]:
+    """One plan per replica of every non-empty pool, chief first."""
+    plans: list[ReplicaPlan] = []
+    for pool_index, pool in enumerate(job.job_spec.worker_pool_specs):
+        if pool.ByteSize() == 0:
+            continue
+        for i in range(pool.replica_count):
+            plans.append(ReplicaPlan(pool_index, i, free_port()))
+    return plans
+
+
+def gpus_per_replica(pool: Any) -> int:
+    """GPUs one replica of ``pool`` asks for (TPUs are not GPUs and are not emulated)."""
+    name = aip.AcceleratorType(pool.machine_spec.accelerator_type).name
+    return int(pool.machine_spec.accelerator_count) if name.startswith("NVIDIA") else 0
+
+
+def detect_gpus() -> int:
+    """Number of GPUs ``nvidia-smi -L`` lists (0 when the tool is missing or fails)."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return 0
+    try:
+        out = subprocess.run([exe, "-L"], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    if out.returncode != 0:
+        return 0
+    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
+
+
+def assign_gpus(job: Any, plans: list[ReplicaPlan], available: int) -> str | None:
+    """Give each replica its own GPU indices; return an error message if there are too few."""
+    pools = list(job.job_spec.worker_pool_specs)
+    wanted = sum(gpus_per_replica(pools[p.pool]) for p in plans)
+    if wanted > available:
+        return (
+            f"The job needs {wanted} GPU(s) in total but this machine has {available}. "
+            "Start the emulator with --gpus=ignore to run GPU jobs on the CPU."
+        )
+    next_gpu = 0
+    for p in plans:
+        n = gpus_per_replica(pools[p.pool])
+        p.gpus = list(range(next_gpu, next_gpu + n))
+        next_gpu += n
+    return None
+
+
+def _redacted_spec(job: Any) -> dict[str, Any]:
+    # The job spec is handed to every replica (as Vertex does), minus env values: they reach the
+    # replica through its environment, and trainers commonly print CLUSTER_SPEC to their logs.
+    spec = protos.to_dict(job.job_spec, int_enums=False)
+    for pool in spec.get("workerPoolSpecs", []):
+        for task in ("pythonPackageSpec", "containerSpec"):
+            for var in pool.get(task, {}).get("env", []):
+                var["value"] = "<redacted>"
+    return spec
+
+
+def replica_env(
+    job: Any,
+    *,
+    job_id: str,
+    project: str,
+    region: str,
+    plans: list[ReplicaPlan],
+    me: ReplicaPlan,
+    output_dir: str | None,
+    gpu_mode: str,
+) -> dict[str, str]:
+    """The Vertex variables for replica ``me`` (the pool's own ``env`` is added by the caller)."""
+    spec = _redacted_spec(job)
+    by_pool: dict[int, list[str]] = {}
+    for p in plans:
+        by_pool.setdefault(p.pool, []).append(p.address)
+    cluster_spec = {
+        "cluster": {f"workerpool{pool}": addrs for pool, addrs in sorted(by_pool.items())},
+        "environment": "cloud",
+        "task": {"type": f"workerpool{me.pool}", "index": me.index},
+        "job": spec,
+    }
+    tf_cluster = {TF_TASK_TYPES[pool]: addrs for pool, addrs in sorted(by_pool.items()) if pool < 3}
+    tf_config = {
+        "cluster": tf_cluster,
+        "task": {"type": TF_TASK_TYPES[me.pool], "index": me.index},
+        "environment": "cloud",
+        "job": spec,
+    }
+    env = {
+        "CLUSTER_SPEC": json.dumps(cluster_spec),
+        "TF_CONFIG": json.dumps(tf_config),
+        "CLOUD_ML_JOB_ID": job_id,
+        "CLOUD_ML_PROJECT_ID": project,
+        "CLOUD_ML_REGION": region,
+        "CUDA_VISIBLE_DEVICES": "" if gpu_mode == "ignore" else ",".join(map(str, me.gpus)),
+    }
+    if output_dir is not None:
+        base = output_dir.rstrip("/")
+        env["AIP_MODEL_DIR"] = f"{base}/model/"
+        env["AIP_CHECKPOINT_DIR"] = f"{base}/checkpoints/"
+        env["AIP_TENSORBOARD_LOG_DIR"] = f"{base}/logs/"
+    return env

@@ -1,0 +1,127 @@
+"""Conversions between the library's CustomJob / Operation protos and JSON.
+
+All JSON of jobs goes through ``google.protobuf.json_format`` on the library's own message types,
+so the wire format is whatever the real client expects (camelCase names, int64 as strings, enums
+as names or integers depending on ``$alt``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from google.cloud.aiplatform_v1 import types as aip
+from google.protobuf import json_format
+
+from emulator import errors
+
+JobState = aip.JobState
+
+TERMINAL_STATES = frozenset(
+    {
+        JobState.JOB_STATE_SUCCEEDED,
+        JobState.JOB_STATE_FAILED,
+        JobState.JOB_STATE_CANCELLED,
+        JobState.JOB_STATE_EXPIRED,
+        JobState.JOB_STATE_PARTIALLY_SUCCEEDED,
+    }
+)
+
+# "JOB_STATE_RUNNING" -> 3, for every state the library knows.
+STATE_NUMBERS: dict[str, int] = {name: int(v) for name, v in JobState.__members__.items()}
+
+_CUSTOM_JOB_PB: Any = type(aip.CustomJob.pb(aip.CustomJob()))
+
+
+def new_job_pb() -> Any:
+    """An empty raw ``google.cloud.aiplatform.v1.CustomJob`` protobuf message."""
+    return _CUSTOM_JOB_PB()
+
+
+def parse_job(text: str | bytes) -> Any:
+    """Parse CustomJob JSON as sent by a client; unknown fields are an INVALID_ARGUMENT."""
+    msg = new_job_pb()
+    try:
+        json_format.Parse(text, msg, ignore_unknown_fields=False)
+    except json_format.ParseError as exc:
+        raise errors.invalid_argument(f"Invalid JSON payload received. {exc}") from None
+    return msg
+
+
+def load_job(text: str) -> Any:
+    """Parse CustomJob JSON written by this service (trusted, so no error mapping)."""
+    msg = new_job_pb()
+    json_format.Parse(text, msg)
+    return msg
+
+
+def dump_job(job: Any) -> str:
+    """Serialize a CustomJob for storage (enum names, compact)."""
+    text: str = json_format.MessageToJson(job, indent=None)
+    return text
+
+
+def to_dict(msg: Any, *, int_enums: bool) -> dict[str, Any]:
+    """A message as the JSON object the REST client expects."""
+    result: dict[str, Any] = json_format.MessageToDict(msg, use_integers_for_enums=int_enums)
+    return result
+
+
+def state_name(state: int) -> str:
+    """``JOB_STATE_RUNNING`` for 3, and so on."""
+    name: str = JobState(state).name
+    return name
+
+
+def now_ts(field: Any, at: float | None = None) -> None:
+    """Set a ``google.protobuf.Timestamp`` field to ``at`` (default: now)."""
+    t = time.time() if at is None else at
+    field.seconds = int(t)
+    field.nanos = int((t - int(t)) * 1e9)
+
+
+def ts_seconds(field: Any) -> float:
+    """A Timestamp as float seconds since the epoch."""
+    return float(field.seconds) + float(field.nanos) / 1e9
+
+
+def set_state(job: Any, state: int, *, at: float | None = None) -> None:
+    """Move ``job`` to ``state`` and keep the output-only times consistent with it."""
+    t = time.time() if at is None else at
+    job.state = state
+    now_ts(job.update_time, t)
+    if state == JobState.JOB_STATE_RUNNING and not job.HasField("start_time"):
+        now_ts(job.start_time, t)
+    if state in TERMINAL_STATES:
+        now_ts(job.end_time, t)
+
+
+def set_error(job: Any, code: int, message: str) -> None:
+    """Fill ``job.error`` (a google.rpc.Status)."""
+    job.error.code = code
+    job.error.message = message
+
+
+def is_terminal(state: int) -> bool:
+    """True when a job in ``state`` will never change again."""
+    return state in TERMINAL_STATES
+
+
+def delete_operation_json(name: str, *, done: bool, created: float) -> str:
+    """A ``google.longrunning.Operation`` for DeleteCustomJob, as JSON.
+
+    Metadata is a ``DeleteOperationMetadata``; a done operation carries an ``Empty`` response,
+    which is what ``JobServiceClient.delete_custom_job(...).result()`` unpacks.
+    """
+    from google.longrunning import operations_pb2
+    from google.protobuf import empty_pb2
+
+    meta = aip.DeleteOperationMetadata.pb(aip.DeleteOperationMetadata())
+    now_ts(meta.generic_metadata.create_time, created)
+    now_ts(meta.generic_metadata.update_time)
+    op = operations_pb2.Operation(name=name, done=done)
+    op.metadata.Pack(meta)
+    if done:
+        op.response.Pack(empty_pb2.Empty())
+    result: str = json_format.MessageToJson(op, indent=None)
+    return result

@@ -1,0 +1,465 @@
+"""The HTTP front end: Vertex AI v1 REST routes for custom jobs, operations and an admin API.
+
+Routes (``{p}``/``{l}`` are any project and location):
+
+* ``POST   /v1/projects/{p}/locations/{l}/customJobs``            create
+* ``GET    /v1/projects/{p}/locations/{l}/customJobs``            list (filter, pageSize, pageToken)
+* ``GET    /v1/projects/{p}/locations/{l}/customJobs/{id}``       get
+* ``DELETE /v1/projects/{p}/locations/{l}/customJobs/{id}``       delete (long-running operation)
+* ``POST   /v1/projects/{p}/locations/{l}/customJobs/{id}:cancel`` cancel
+* ``GET    /{v1,ui}/projects/{p}/locations/{l}[/customJobs/{id}]/operations/{op}`` (and ``:wait``)
+* ``GET    /emulator/v1/health``, ``GET|POST /emulator/v1/faults``,
+  ``POST /emulator/v1/jobs/{id}:maintenance``, ``GET /emulator/v1/jobs/{id}/replicas``
+
+Responses use the enum encoding the client asks for in ``$alt`` (``json;enum-encoding=int``).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import re
+import signal
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from emulator import _validation, errors, filters, packages, protos, runner
+from emulator.config import Faults, Settings
+from emulator.errors import ApiError
+from emulator.store import Store
+
+log = logging.getLogger("emulator.server")
+
+SERVER_FILE = "server.json"
+DEFAULT_PAGE_SIZE = 100
+MAX_PAGE_SIZE = 1000
+MAX_BODY = 10 * 1024 * 1024
+
+_SEG = r"[^/:]+"
+_JOBS = re.compile(rf"^/v1/projects/(?P<p>{_SEG})/locations/(?P<l>{_SEG})/customJobs$")
+_JOB = re.compile(
+    rf"^/v1/projects/(?P<p>{_SEG})/locations/(?P<l>{_SEG})/customJobs/(?P<id>{_SEG})"
+    r"(?P<verb>:cancel)?$"
+)
+_OP = re.compile(
+    rf"^/(?:v1|ui)/(?P<name>projects/{_SEG}/locations/{_SEG}"
+    rf"(?:/customJobs/{_SEG})?/operations/{_SEG})(?P<verb>:wait)?$"
+)
+_ADMIN_JOB = re.compile(rf"^/emulator/v1/jobs/(?P<id>{_SEG})(?P<rest>:maintenance|/replicas)$")
+_NUMERIC = re.compile(r"^[0-9]+$")
+
+
+class Service:
+    """The whole service: store, runner, faults and the HTTP server bound to its address."""
+
+    def __init__(self, settings: Settings, faults: Faults, *, host: str, port: int) -> None:
+        self.settings = settings
+        self.faults = faults
+        self.store = Store(settings.state_dir)
+        self.runner = runner.Runner(settings, self.store)
+        self.httpd = _HTTPServer((host, port), _Handler)
+        self.httpd.service = self
+        self.host = host
+        self.port = int(self.httpd.server_address[1])
+
+    @property
+    def endpoint(self) -> str:
+        """``http://HOST:PORT``."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    def serve(self) -> None:
+        """Recover unfinished jobs, serve until SIGTERM/SIGINT, then stop replicas and exit."""
+        self.runner.recover()
+        info = {
+            "pid": os.getpid(),
+            "endpoint": self.endpoint,
+            "port": self.port,
+            "host": self.host,
+            "mode": self.settings.mode,
+            "started": time.time(),
+        }
+        server_file = self.settings.state_dir / SERVER_FILE
+        tmp = server_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(info))
+        os.replace(tmp, server_file)
+
+        def on_signal(signum: int, _frame: Any) -> None:
+            log.info("received %s: shutting down", signal.Signals(signum).name)
+            # shutdown() blocks until serve_forever returns, so it cannot run in this frame.
+            threading.Thread(target=self.httpd.shutdown, daemon=True).start()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        print(
+            f"emulator listening on {self.endpoint} (mode {self.settings.mode}, "
+            f"state {self.settings.state_dir})",
+            flush=True,
+        )
+        try:
+            self.httpd.serve_forever(poll_interval=0.2)
+        finally:
+            self.httpd.server_close()
+            self.runner.shutdown()
+            self.store.close()
+            try:
+                if json.loads(server_file.read_text()).get("pid") == os.getpid():
+                    server_file.unlink()
+            except (OSError, ValueError):
+                pass
+            log.info("stopped")
+
+    # -- API operations -----------------------------------------------------------------------
+
+    def create_job(self, project: str, location: str, body: bytes) -> Any:
+        """Validate and store a new job, then hand it to the runner."""
+        job = protos.parse_job(body)
+        for output_only in (
+            "name",
+            "state",
+            "create_time",
+            "start_time",
+            "end_time",
+            "update_time",
+            "error",
+            "web_access_uris",
+        ):
+            job.ClearField(output_only)
+        _validation.check_create(
+            job,
+            project=project,
+            region=location,
+            use_project_validator=self.settings.project_validation,
+        )
+        self._check_local_rules(job)
+        job_id = self.store.new_job_id()
+        job.name = f"projects/{project}/locations/{location}/customJobs/{job_id}"
+        protos.set_state(job, protos.JobState.JOB_STATE_QUEUED)
+        protos.now_ts(job.create_time, protos.ts_seconds(job.update_time))
+        self.store.insert_job(job_id, f"projects/{project}/locations/{location}", job)
+        self.runner.submit(job_id)
+        return job
+
+    def _check_local_rules(self, job: Any) -> None:
+        """Emulator-specific checks: package locations and simulate-mode labels."""
+        secrets = _validation.env_values(job)
+        for i, pool in enumerate(job.job_spec.worker_pool_specs):
+            for j, uri in enumerate(pool.python_package_spec.package_uris):
+                field = f"job_spec.worker_pool_specs[{i}].python_package_spec.package_uris[{j}]"
+                try:
+                    path = packages.resolve_uri(uri, self.settings.state_dir)
+                    packages.check_allowed(path, self.settings.allow_roots)
+                except packages.PackageError as exc:
+                    raise errors.invalid_argument(
+                        _validation.redact(f"{field}: {exc}", secrets)
+                    ) from None
+        prefix = job.job_spec.base_output_directory.output_uri_prefix
+        if prefix:
+            try:
+                packages.gcs_to_local(prefix, self.settings.state_dir)
+            except packages.PackageError as exc:
+                raise errors.invalid_argument(
+                    f"job_spec.base_output_directory.output_uri_prefix: {exc}"
+                ) from None
+        outcome = job.labels.get(runner.OUTCOME_LABEL)
+        if outcome is not None and outcome not in runner.OUTCOMES:
+            raise errors.invalid_argument(
+                f"labels.{runner.OUTCOME_LABEL}: expected one of {list(runner.OUTCOMES)}"
+            )
+        run_ms = job.labels.get(runner.RUN_MS_LABEL)
+        if run_ms is not None and not _NUMERIC.match(run_ms):
+            raise errors.invalid_argument(
+                f"labels.{runner.RUN_MS_LABEL}: expected a whole number of milliseconds"
+            )
+
+    def get_job(self, project: str, location: str, job_id: str) -> Any:
+        """The job, or 404."""
+        job = self.store.get_job(job_id) if _NUMERIC.match(job_id) else None
+        name = f"projects/{project}/locations/{location}/customJobs/{job_id}"
+        if job is None or job.name != name:
+            raise errors.not_found(f'The CustomJob "{name}" does not exist.')
+        return job
+
+    def list_jobs(self, project: str, location: str, query: dict[str, str]) -> dict[str, Any]:
+        """One page of jobs matching ``filter``; the page token encodes where to resume."""
+        text = query.get("filter", "")
+        try:
+            match = filters.compile_filter(text)
+        except ValueError as exc:
+            raise errors.invalid_argument(str(exc)) from None
+        try:
+            size = int(query.get("pageSize") or DEFAULT_PAGE_SIZE)
+        except ValueError:
+            raise errors.invalid_argument("pageSize: expected an integer") from None
+        if size < 0:
+            raise errors.invalid_argument("pageSize: must not be negative")
+        size = min(size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
+        after = _decode_token(query.get("pageToken", ""), text)
+        parent = f"projects/{project}/locations/{location}"
+        page: list[Any] = []
+        next_token = ""
+        last_seq = after
+        for seq, job in self.store.list_jobs(parent, after_seq=after):
+            if not match(job):
+                continue
+            if len(page) == size:
+                next_token = _encode_token(last_seq, text)
+                break
+            page.append(job)
+            last_seq = seq
+        return {"jobs": page, "next_page_token": next_token}
+
+    def cancel_job(self, project: str, location: str, job_id: str) -> None:
+        """Mark the job CANCELLING and tell the runner; a finished job is FAILED_PRECONDITION."""
+        self.get_job(project, location, job_id)
+        final_state: list[int] = []
+
+        def change(job: Any) -> bool:
+            if protos.is_terminal(job.state):
+                final_state.append(job.state)
+                return False
+            if job.state == protos.JobState.JOB_STATE_CANCELLING:
+                return False
+            protos.set_state(job, protos.JobState.JOB_STATE_CANCELLING)
+            return True
+
+        self.store.update_job(job_id, change)
+        if final_state:
+            raise errors.failed_precondition(
+                f"Cannot cancel CustomJob {job_id}: it is already in state "
+                f"{protos.state_name(final_state[0])}."
+            )
+        self.runner.cancel(job_id)
+
+    def delete_job(self, project: str, location: str, job_id: str) -> str:
+        """Start deleting a finished job; returns the operation's JSON."""
+        job = self.get_job(project, location, job_id)
+        if not protos.is_terminal(job.state):
+            raise errors.failed_precondition(
+                f"CustomJob {job_id} is in state {protos.state_name(job.state)}; cancel it and "
+                "wait until it is finished before deleting it."
+            )
+        op_name = f"projects/{project}/locations/{location}/operations/{self.store.new_job_id()}"
+        created = time.time()
+        op_json = protos.delete_operation_json(op_name, done=False, created=created)
+        self.store.put_operation(op_name, job_id, False, op_json)
+        self.runner.delete_later(op_name, job_id, created)
+        return op_json
+
+    def get_operation(self, name: str) -> str:
+        """The operation's JSON, or 404."""
+        op_json = self.store.get_operation(name)
+        if op_json is None:
+            raise errors.not_found(f'The Operation "{name}" does not exist.')
+        return op_json
+
+
+def _encode_token(seq: int, filter_text: str) -> str:
+    raw = json.dumps({"after": seq, "filter": filter_text}).encode()
+    return base64.urlsafe_b64encode(raw).decode()
+
+
+def _decode_token(token: str, filter_text: str) -> int:
+    if not token:
+        return 0
+    try:
+        data = json.loads(base64.urlsafe_b64decode(token.encode()))
+        after = int(data["after"])
+        same_filter = data["filter"] == filter_text
+    except (ValueError, KeyError, TypeError):
+        raise errors.invalid_argument("pageToken: not a token returned by this service") from None
+    if not same_filter:
+        raise errors.invalid_argument("pageToken: the filter changed since this token was issued")
+    return after
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128
+    service: Service
+
+
+class _Handler(BaseHTTPRequestHandler):
+    # HTTP/1.1 keeps client connections open between calls (the client library pools them).
+    protocol_version = "HTTP/1.1"
+    server: _HTTPServer
+    server_version = "vertex-emulator"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s " + format, self.address_string(), *args)
+
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
+
+    def do_PATCH(self) -> None:
+        self._dispatch("PATCH")
+
+    def do_PUT(self) -> None:
+        self._dispatch("PUT")
+
+    # -- plumbing -----------------------------------------------------------------------------
+
+    def _dispatch(self, method: str) -> None:
+        started = time.perf_counter()
+        status = 500
+        try:
+            url = urlsplit(self.path)
+            path = unquote(url.path)
+            query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+            body = self._read_body()
+            if path.startswith("/emulator/"):
+                status = self._admin(method, path, body)
+            else:
+                status = self._api(method, path, query, body)
+        except ApiError as exc:
+            status = exc.http_code
+            self._send(exc.http_code, exc.body())
+        except Exception:
+            log.exception("internal error on %s %s", method, self.path.split("?")[0])
+            failure = errors.internal("Internal error in the emulator; see its log.")
+            status = failure.http_code
+            self._send(failure.http_code, failure.body())
+        finally:
+            log.info(
+                "%s %s %d %.1fms",
+                method,
+                self.path.split("?")[0],
+                status,
+                (time.perf_counter() - started) * 1000,
+            )
+
+    def _read_body(self) -> bytes:
+        length_text = self.headers.get("Content-Length")
+        if not length_text:
+            return b""
+        try:
+            length = int(length_text)
+        except ValueError:
+            self.close_connection = True
+            raise errors.invalid_argument("Content-Length: not a number") from None
+        if length < 0 or length > MAX_BODY:
+            self.close_connection = True
+            raise errors.invalid_argument(f"request body: must be at most {MAX_BODY} bytes")
+        return self.rfile.read(length)
+
+    def _send(self, code: int, payload: bytes) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json; charset=UTF-8")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _send_json(self, obj: Any) -> int:
+        self._send(200, json.dumps(obj).encode())
+        return 200
+
+    def _api(self, method: str, path: str, query: dict[str, str], body: bytes) -> int:
+        svc = self.server.service
+        faults = svc.faults
+        delay = faults.latency_seconds()
+        if delay:
+            time.sleep(delay)
+        injected = faults.roll_error()
+        if injected is not None:
+            code, status = injected
+            raise ApiError(code, status, f"Injected fault: {status} (emulator fault injection).")
+        int_enums = "enum-encoding=int" in query.get("$alt", "")
+
+        if (m := _JOBS.match(path)) is not None:
+            if method == "POST":
+                job = svc.create_job(m["p"], m["l"], body)
+                drop = faults.take_drop()
+                if drop == "close":
+                    # The job is stored but the client never hears back, like a lost response.
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return 0
+                if drop == "503":
+                    raise errors.unavailable("Injected fault: create response dropped.")
+                return self._send_json(protos.to_dict(job, int_enums=int_enums))
+            if method == "GET":
+                result = svc.list_jobs(m["p"], m["l"], query)
+                out: dict[str, Any] = {
+                    "customJobs": [protos.to_dict(j, int_enums=int_enums) for j in result["jobs"]]
+                }
+                if result["next_page_token"]:
+                    out["nextPageToken"] = result["next_page_token"]
+                return self._send_json(out)
+        elif (m := _JOB.match(path)) is not None:
+            if m["verb"] == ":cancel" and method == "POST":
+                svc.cancel_job(m["p"], m["l"], m["id"])
+                return self._send_json({})
+            if m["verb"] is None and method == "GET":
+                job = svc.get_job(m["p"], m["l"], m["id"])
+                return self._send_json(protos.to_dict(job, int_enums=int_enums))
+            if m["verb"] is None and method == "DELETE":
+                op_json = svc.delete_job(m["p"], m["l"], m["id"])
+                self._send(200, op_json.encode())
+                return 200
+        elif (m := _OP.match(path)) is not None and (
+            (method == "GET" and m["verb"] is None) or (method == "POST" and m["verb"])
+        ):
+            self._send(200, svc.get_operation(m["name"]).encode())
+            return 200
+        raise errors.not_found(f"No such method: {method} {path}")
+
+    def _admin(self, method: str, path: str, body: bytes) -> int:
+        svc = self.server.service
+        if path == "/emulator/v1/health" and method == "GET":
+            return self._send_json(
+                {
+                    "status": "ok",
+                    "pid": os.getpid(),
+                    "mode": svc.settings.mode,
+                    "stateDir": str(svc.settings.state_dir),
+                }
+            )
+        if path == "/emulator/v1/faults":
+            if method == "GET":
+                return self._send_json(svc.faults.snapshot())
+            if method == "POST":
+                try:
+                    return self._send_json(svc.faults.update(_json_body(body)))
+                except ValueError as exc:
+                    raise errors.invalid_argument(str(exc)) from None
+        if (m := _ADMIN_JOB.match(path)) is not None:
+            job_id = m["id"]
+            if not _NUMERIC.match(job_id) or svc.store.get_job(job_id) is None:
+                raise errors.not_found(f"No job with id {job_id}.")
+            if m["rest"] == "/replicas" and method == "GET":
+                return self._send_json(
+                    {"replicas": [r.to_dict() for r in svc.store.replicas(job_id)]}
+                )
+            if m["rest"] == ":maintenance" and method == "POST":
+                data = _json_body(body) if body.strip() else {}
+                replica = data.get("replica", "workerpool0-0") if isinstance(data, dict) else None
+                if not isinstance(replica, str):
+                    raise errors.invalid_argument("replica: expected a name like workerpool0-0")
+                return self._send_json(svc.runner.maintenance(job_id, replica))
+        raise errors.not_found(f"No such method: {method} {path}")
+
+
+def _json_body(body: bytes) -> Any:
+    try:
+        return json.loads(body or b"{}")
+    except ValueError:
+        raise errors.invalid_argument("Invalid JSON payload received.") from None
+
+
+def default_state_dir() -> Path:
+    """``.local/emulator`` under the current directory."""
+    return Path.cwd() / ".local" / "emulator"

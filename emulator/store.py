@@ -1,0 +1,263 @@
+"""SQLite persistence for jobs, replicas and long-running operations.
+
+Everything the service knows lives in ``<state-dir>/emulator.db`` so that a restarted service
+reports the same jobs (and, for jobs that were running, reports truthfully what happened to them).
+Jobs are stored as CustomJob proto JSON; the state column is duplicated only to find unfinished
+jobs without parsing every row.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from emulator import protos
+
+DB_NAME = "emulator.db"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    parent TEXT NOT NULL,
+    state INTEGER NOT NULL,
+    job_json TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS jobs_parent ON jobs(parent, seq);
+CREATE TABLE IF NOT EXISTS replicas (
+    job_id TEXT NOT NULL,
+    replica TEXT NOT NULL,
+    pool INTEGER NOT NULL,
+    idx INTEGER NOT NULL,
+    pid INTEGER,
+    start_ticks INTEGER,
+    state TEXT NOT NULL,
+    exit_code INTEGER,
+    restarts INTEGER NOT NULL DEFAULT 0,
+    port INTEGER NOT NULL,
+    log_path TEXT NOT NULL,
+    PRIMARY KEY (job_id, replica)
+);
+CREATE TABLE IF NOT EXISTS operations (
+    name TEXT PRIMARY KEY,
+    job_id TEXT,
+    done INTEGER NOT NULL,
+    op_json TEXT NOT NULL
+);
+"""
+
+
+@dataclass
+class Replica:
+    """One process of a job: ``workerpool<pool>-<idx>``."""
+
+    job_id: str
+    replica: str
+    pool: int
+    idx: int
+    pid: int | None
+    start_ticks: int | None
+    state: str
+    exit_code: int | None
+    restarts: int
+    port: int
+    log_path: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly view for the admin API and the CLI."""
+        return {
+            "replica": self.replica,
+            "pool": self.pool,
+            "index": self.idx,
+            "pid": self.pid,
+            "state": self.state,
+            "exitCode": self.exit_code,
+            "restarts": self.restarts,
+            "port": self.port,
+            "logPath": self.log_path,
+        }
+
+
+class Store:
+    """Thread-safe access to the service's SQLite database."""
+
+    def __init__(self, state_dir: Path, *, readonly: bool = False) -> None:
+        self.path = state_dir / DB_NAME
+        if readonly:
+            uri = f"file:{self.path}?mode=ro"
+            self._db = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=10)
+        else:
+            state_dir.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=10)
+            # WAL lets the `jobs` CLI read while the service writes; NORMAL sync keeps creates
+            # cheap and still never corrupts the database on a crash (the last commit may be lost
+            # only on power failure, which an emulator can live with).
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+        self._lock = threading.RLock()
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                yield self._db
+                self._db.commit()
+            except BaseException:
+                self._db.rollback()
+                raise
+
+    # -- jobs -------------------------------------------------------------------------------
+
+    def new_job_id(self) -> str:
+        """A fresh numeric id like Vertex's (19 digits, never reused in this database)."""
+        while True:
+            candidate = str(10**18 + secrets.randbelow(9 * 10**18))
+            with self._lock:
+                row = self._db.execute("SELECT 1 FROM jobs WHERE id=?", (candidate,)).fetchone()
+            if row is None:
+                return candidate
+
+    def insert_job(self, job_id: str, parent: str, job: Any) -> None:
+        """Store a new job."""
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO jobs(id, parent, state, job_json) VALUES (?, ?, ?, ?)",
+                (job_id, parent, int(job.state), protos.dump_job(job)),
+            )
+
+    def get_job(self, job_id: str) -> Any | None:
+        """The job's proto, or None."""
+        with self._lock:
+            row = self._db.execute("SELECT job_json FROM jobs WHERE id=?", (job_id,)).fetchone()
+        return None if row is None else protos.load_job(row[0])
+
+    def update_job(self, job_id: str, change: Callable[[Any], bool]) -> Any | None:
+        """Read-modify-write a job atomically; ``change`` returns False to leave it untouched.
+
+        Returns the job as stored afterwards, or None when it does not exist.
+        """
+        with self._tx() as db:
+            row = db.execute("SELECT job_json FROM jobs WHERE id=?", (job_id,)).fetchone()
+            if row is None:
+                return None
+            job = protos.load_job(row[0])
+            if change(job):
+                db.execute(
+                    "UPDATE jobs SET state=?, job_json=? WHERE id=?",
+                    (int(job.state), protos.dump_job(job), job_id),
+                )
+            return job
+
+    def list_jobs(self, parent: str, *, after_seq: int = 0) -> Iterator[tuple[int, Any]]:
+        """(seq, job) for the parent's jobs in creation order, starting after ``after_seq``."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT seq, job_json FROM jobs WHERE parent=? AND seq>? ORDER BY seq",
+                (parent, after_seq),
+            ).fetchall()
+        for seq, text in rows:
+            yield seq, protos.load_job(text)
+
+    def all_jobs(self) -> list[tuple[str, Any]]:
+        """(id, job) for every job, oldest first."""
+        with self._lock:
+            rows = self._db.execute("SELECT id, job_json FROM jobs ORDER BY seq").fetchall()
+        return [(job_id, protos.load_job(text)) for job_id, text in rows]
+
+    def unfinished_job_ids(self) -> list[str]:
+        """Ids of jobs that are not in a terminal state, oldest first."""
+        terminal = ",".join(str(int(s)) for s in protos.TERMINAL_STATES)
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT id FROM jobs WHERE state NOT IN ({terminal}) ORDER BY seq"
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def delete_job(self, job_id: str) -> None:
+        """Remove a job and its replicas."""
+        with self._tx() as db:
+            db.execute("DELETE FROM jobs WHERE id=?", (job_id,))
+            db.execute("DELETE FROM replicas WHERE job_id=?", (job_id,))
+
+    # -- replicas ---------------------------------------------------------------------------
+
+    def put_replica(self, r: Replica) -> None:
+        """Insert or replace a replica row."""
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO replicas VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    r.job_id,
+                    r.replica,
+                    r.pool,
+                    r.idx,
+                    r.pid,
+                    r.start_ticks,
+                    r.state,
+                    r.exit_code,
+                    r.restarts,
+                    r.port,
+                    r.log_path,
+                ),
+            )
+
+    def replicas(self, job_id: str) -> list[Replica]:
+        """The job's replicas, pool by pool."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT * FROM replicas WHERE job_id=? ORDER BY pool, idx", (job_id,)
+            ).fetchall()
+        return [Replica(*row) for row in rows]
+
+    def all_replicas(self) -> list[Replica]:
+        """Every replica row (used to clean up processes left by a killed service)."""
+        with self._lock:
+            rows = self._db.execute("SELECT * FROM replicas").fetchall()
+        return [Replica(*row) for row in rows]
+
+    # -- operations -------------------------------------------------------------------------
+
+    def put_operation(self, name: str, job_id: str | None, done: bool, op_json: str) -> None:
+        """Insert or replace an operation (stored as google.longrunning.Operation JSON)."""
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO operations VALUES (?,?,?,?)",
+                (name, job_id, int(done), op_json),
+            )
+
+    def get_operation(self, name: str) -> str | None:
+        """The operation's JSON, or None."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT op_json FROM operations WHERE name=?", (name,)
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def pending_operations(self) -> list[tuple[str, str | None]]:
+        """(name, job id) of operations that are not done."""
+        with self._lock:
+            rows = self._db.execute("SELECT name, job_id FROM operations WHERE done=0").fetchall()
+        return [(r[0], r[1]) for r in rows]
+
+
+def wait_for_db(state_dir: Path, timeout: float = 5.0) -> bool:
+    """True once the database file exists (the service creates it on start)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if (state_dir / DB_NAME).exists():
+            return True
+        time.sleep(0.05)
+    return False

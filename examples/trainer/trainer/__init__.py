@@ -1,0 +1,1 @@
+"""Example numpy-only trainer for the local Vertex AI training emulator."""
