@@ -308,10 +308,11 @@ def _check_references(catalog: Catalog) -> None:
             for acc in zone.accelerators
             if acc not in catalog.accelerators
         )
-    for acc in catalog.accelerators.values():
-        if acc.replacement and acc.replacement not in catalog.accelerators:
+    for accelerator in catalog.accelerators.values():
+        if accelerator.replacement and accelerator.replacement not in catalog.accelerators:
             problems.append(
-                f"accelerators.csv: {acc.name} has unknown replacement {acc.replacement}"
+                f"accelerators.csv: {accelerator.name} has unknown replacement "
+                f"{accelerator.replacement}"
             )
     if problems:
         raise CatalogError("catalog data is inconsistent:\n  " + "\n  ".join(problems))

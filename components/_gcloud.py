@@ -177,11 +177,11 @@ def parse_gcloud_command(text: str, env: Mapping[str, str], catalog: Catalog) ->
     while i < len(rest):
         word = rest[i]
         if word.startswith("-") and word != "-":
-            name, eq, value = word.partition("=")
+            name, eq, inline = word.partition("=")
             if name in _IGNORED_SWITCHES:
                 flags.append((name, None))
             elif eq:
-                flags.append((name, value))
+                flags.append((name, inline))
             elif i + 1 < len(rest):
                 flags.append((name, rest[i + 1]))
                 i += 1
@@ -206,12 +206,13 @@ def parse_gcloud_command(text: str, env: Mapping[str, str], catalog: Catalog) ->
         *_IGNORED_VALUE_FLAGS,
         *_IGNORED_SWITCHES,
     ]
-    for name, value in flags:
+    for name, flag_value in flags:
         if name in _IGNORED_SWITCHES:
             if name == "--enable-web-access":
                 result.enable_web_access = True
             continue
-        assert value is not None
+        assert flag_value is not None
+        value = flag_value
         if name in _SIMPLE_FLAGS:
             key = _SIMPLE_FLAGS[name]
             if key in _INT_KEYS:

@@ -77,7 +77,8 @@ class LegacyConversion:
 
 
 def _registry_prefix(catalog: Catalog, region: str | None) -> str:
-    geography = catalog.regions[region].geography if region in catalog.regions else ""
+    known = catalog.regions.get(region) if region else None
+    geography = known.geography if known else ""
     return {"Europe": "europe-docker.pkg.dev", "Asia-Pacific": "asia-docker.pkg.dev"}.get(
         geography, "us-docker.pkg.dev"
     )

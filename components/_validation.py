@@ -34,6 +34,7 @@ MAX_LABELS = 64
 MAX_LABEL_CHARS = 64
 MAX_DISPLAY_NAME = 128
 
+_PLAIN_LABEL = re.compile(r"[a-z0-9_-]*")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SERVICE_ACCOUNT = re.compile(
     r"^[a-z0-9-]{1,64}@[a-z0-9.-]+\.iam\.gserviceaccount\.com$|^[^@\s]+@[^@\s]+\.[a-z]+$"
@@ -141,7 +142,9 @@ def _labels(labels: dict[str, str]) -> Iterator[Violation]:
             yield Violation(
                 path, "key must start with a lowercase letter", f"use {key.lower()!r}", "labels"
             )
-        bad = sorted({c for c in key if not _label_char_ok(c)})
+        bad = (
+            [] if _PLAIN_LABEL.fullmatch(key) else sorted({c for c in key if not _label_char_ok(c)})
+        )
         if bad:
             yield Violation(
                 path,
@@ -153,7 +156,11 @@ def _labels(labels: dict[str, str]) -> Iterator[Violation]:
             yield Violation(
                 path, f"value is {len(value)} characters; at most {MAX_LABEL_CHARS}", None, "labels"
             )
-        bad = sorted({c for c in value if not _label_char_ok(c)})
+        bad = (
+            []
+            if _PLAIN_LABEL.fullmatch(value)
+            else sorted({c for c in value if not _label_char_ok(c)})
+        )
         if bad:
             yield Violation(
                 path,
@@ -587,6 +594,26 @@ def _short_list(names: Any, limit: int = 6) -> str:
 # --- region and zones -------------------------------------------------------------------
 
 
+def _closest_regions(catalog: Catalog, near: str, regions: list[str]) -> list[str]:
+    """Regions ordered as a user would move: same geography first, then by shared name prefix."""
+    home = catalog.regions[near].geography if near in catalog.regions else ""
+
+    def shared_prefix(name: str) -> int:
+        return next(
+            (i for i, (a, b) in enumerate(zip(name, near, strict=False)) if a != b),
+            min(len(name), len(near)),
+        )
+
+    return sorted(
+        regions,
+        key=lambda r: (
+            catalog.regions[r].geography != home if r in catalog.regions else True,
+            -shared_prefix(r),
+            r,
+        ),
+    )
+
+
 def _region(spec: JobSpec, ctx: _Context) -> Iterator[Violation]:
     catalog, region = ctx.catalog, ctx.region
     assert region is not None
@@ -605,7 +632,7 @@ def _region(spec: JobSpec, ctx: _Context) -> Iterator[Violation]:
     for acc, pools in gpus.items():
         if acc in offered:
             continue
-        elsewhere = regions_offering(catalog, [acc])
+        elsewhere = _closest_regions(catalog, region, regions_offering(catalog, [acc]))
         nothing_here = f"; {region} has no GPUs" if not offered else ""
         yield Violation(
             f"workerPoolSpecs[{pools[0]}].machineSpec.acceleratorType",
@@ -617,7 +644,7 @@ def _region(spec: JobSpec, ctx: _Context) -> Iterator[Violation]:
         )
     wanted = [acc for acc in gpus if acc in offered]
     if len(wanted) > 1 and not zones_offering(catalog, region, wanted):
-        everywhere = regions_offering(catalog, wanted)
+        everywhere = _closest_regions(catalog, region, regions_offering(catalog, wanted))
         per_zone = "; ".join(
             f"{z.name}: {', '.join(sorted(z.accelerators & set(wanted))) or 'none of them'}"
             for z in catalog.zones_by_region.get(region, ())

@@ -38,7 +38,7 @@ def _pool_to_proto(pool: WorkerPoolSpec) -> Any:
         if spec.machine_type:
             machine.machine_type = spec.machine_type
         if spec.accelerator_type:
-            machine.accelerator_type = aiplatform_v1.AcceleratorType[spec.accelerator_type]
+            machine.accelerator_type = getattr(aiplatform_v1.AcceleratorType, spec.accelerator_type)
         machine.accelerator_count = spec.accelerator_count
         if spec.tpu_topology:
             machine.tpu_topology = spec.tpu_topology
@@ -73,7 +73,7 @@ def _pool_to_proto(pool: WorkerPoolSpec) -> Any:
 def to_custom_job(spec: JobSpec) -> Any:
     """Build the ``CustomJob`` that Vertex AI receives for this spec.
 
-    Raises ``KeyError`` for an accelerator or strategy name the API does not know, so
+    Raises ``AttributeError`` for an accelerator or strategy name the API does not know, so
     callers validate first.
     """
     job_spec = aiplatform_v1.CustomJobSpec(
@@ -100,7 +100,7 @@ def to_custom_job(spec: JobSpec) -> Any:
         if sched.max_wait_duration is not None:
             scheduling.max_wait_duration = sched.max_wait_duration
         if sched.strategy:
-            scheduling.strategy = aiplatform_v1.Scheduling.Strategy[sched.strategy]
+            scheduling.strategy = getattr(aiplatform_v1.Scheduling.Strategy, sched.strategy)
         job_spec.scheduling = scheduling
     job = aiplatform_v1.CustomJob(
         display_name=spec.display_name or "", job_spec=job_spec, labels=spec.labels
@@ -210,13 +210,24 @@ def from_custom_job(job: Any, *, project: str | None = None, region: str | None 
 def custom_job_spec_document(spec: JobSpec) -> dict[str, Any]:
     """The ``CustomJobSpec`` part as the camelCase mapping ``gcloud --config`` reads."""
     job = to_custom_job(spec)
-    document: dict[str, Any] = aiplatform_v1.CustomJobSpec.to_dict(
+    document = aiplatform_v1.CustomJobSpec.to_dict(
         job.job_spec, use_integers_for_enums=False, preserving_proto_field_name=False
     )
-    return _drop_empty(document)
+    cleaned: dict[str, Any] = _drop_empty(document)
+    return cleaned
 
 
-_UNSET = ("", 0, "0", False, [], {}, None, "ACCELERATOR_TYPE_UNSPECIFIED", "STRATEGY_UNSPECIFIED")
+_UNSET: tuple[object, ...] = (
+    "",
+    0,
+    "0",
+    False,
+    [],
+    {},
+    None,
+    "ACCELERATOR_TYPE_UNSPECIFIED",
+    "STRATEGY_UNSPECIFIED",
+)
 # proto JSON writes int64 as strings; YAML readers expect a number.
 _INT64_FIELDS = frozenset({"replicaCount"})
 

@@ -1,0 +1,42 @@
+"""Small builders for job specs used across the spec tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components import JobSpec
+
+
+def pool(
+    machine: str = "n1-standard-8",
+    accelerator: str | None = None,
+    count: int = 0,
+    replicas: int | None = 1,
+    **extra: Any,
+) -> dict[str, Any]:
+    machine_spec: dict[str, Any] = {"machineType": machine}
+    if accelerator is not None:
+        machine_spec["acceleratorType"] = accelerator
+    if count:
+        machine_spec["acceleratorCount"] = count
+    result: dict[str, Any] = {
+        "machineSpec": machine_spec,
+        "pythonPackageSpec": {
+            "executorImageUri": "us-docker.pkg.dev/vertex-ai/training/tf-gpu.2-15.py310:latest",
+            "packageUris": ["gs://bucket/trainer-0.1.tar.gz"],
+            "pythonModule": "trainer.task",
+        },
+    }
+    if replicas is not None:
+        result["replicaCount"] = replicas
+    result.update(extra)
+    return result
+
+
+def spec(*pools: dict[str, Any], **fields: Any) -> JobSpec:
+    document: dict[str, Any] = {
+        "displayName": "test-job",
+        "workerPoolSpecs": list(pools) or [pool()],
+    }
+    document.update(fields)
+    return JobSpec.parse(document)

@@ -1,0 +1,144 @@
+"""``python -m components``: exit codes and output of validate, convert and catalog."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from components import JobSpec, validate
+from components._cli import main
+
+DATA = Path(__file__).parent / "data"
+REPO = Path(__file__).parents[2]
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_validate_valid_file_exits_0() -> None:
+    code, out, err = run("validate", str(DATA / "custom_job.yaml"), "--region", "us-central1")
+    assert code == 0 and out == ""
+    assert "valid (custom-job)" in err
+
+
+def test_validate_invalid_prints_one_line_per_violation(tmp_path: Path) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text(
+        "workerPoolSpecs:\n  - machineSpec: {machineType: n1-highcpu-16, acceleratorType: NVIDIA_TESLA_T4, acceleratorCount: 3}\n"
+        "    replicaCount: 1\n    containerSpec: {imageUri: img}\n"
+    )
+    code, out, err = run("validate", str(path))
+    assert code == 1
+    assert out.splitlines() == [
+        "workerPoolSpecs[0].machineSpec.acceleratorCount: 3 x NVIDIA_TESLA_T4 is not allowed on n1-highcpu-16 "
+        "(allowed counts of NVIDIA_TESLA_T4 on n1-highcpu-16: 1, 2, 4)"
+    ]
+    assert "region and zone checks skipped" in err
+
+
+def test_validate_json_report(tmp_path: Path) -> None:
+    code, out, _ = run(
+        "validate",
+        str(DATA / "seed001_config_legacy_k80.yaml"),
+        "--json",
+        "--region",
+        "us-central1",
+    )
+    report = json.loads(out)
+    assert code == 1 and report["valid"] is False and report["format"] == "legacy-config"
+    assert {"path", "reason", "suggestion", "rule", "severity"} <= set(report["violations"][0])
+    assert any(v["rule"] == "retired" for v in report["violations"])
+
+
+def test_validate_schema_errors_exit_1_and_malformed_exit_2(tmp_path: Path) -> None:
+    bad_type = tmp_path / "a.yaml"
+    bad_type.write_text("workerPoolSpecs: [{replicaCount: lots}]\n")
+    code, out, _ = run("validate", str(bad_type))
+    assert code == 1 and "workerPoolSpecs[0].replicaCount: must be a whole number" in out
+    malformed = tmp_path / "b.yaml"
+    malformed.write_text("workerPoolSpecs: [\n")
+    code, _, err = run("validate", str(malformed))
+    assert code == 2 and "not valid YAML" in err
+    code, _, err = run("validate", str(tmp_path / "missing.yaml"))
+    assert code == 2 and "no such file" in err
+
+
+def test_convert_gcloud_command_prints_valid_custom_job_spec(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name, value in {
+        "JOB_NAME": "census_1",
+        "APP_PACKAGE_PATH": "gs://s/t.tgz",
+        "MAIN_APP_MODULE": "trainer.task",
+        "JOB_DIR": "gs://o/j",
+    }.items():
+        monkeypatch.setenv(name, value)
+    code, out, _ = run("convert", str(DATA / "seed001_submit_flags.sh"))
+    assert code == 0
+    assert out.startswith(
+        "# gcloud ai custom-jobs create --region=us-central1 --display-name=census_1"
+    )
+    document = yaml.safe_load(out)
+    assert [p["replicaCount"] for p in document["workerPoolSpecs"]] == [1, 9, 3]
+    assert document["workerPoolSpecs"][0]["machineSpec"] == {
+        "machineType": "n1-highcpu-16",
+        "acceleratorType": "NVIDIA_TESLA_T4",
+        "acceleratorCount": 4,
+    }
+    spec = JobSpec.parse(document)  # what we print reads back as the same job
+    assert validate(spec, region="us-central1") == []
+
+
+def test_convert_legacy_k80_exits_1_naming_retired_gpu() -> None:
+    code, out, err = run("convert", str(DATA / "seed001_config_legacy_k80.yaml"))
+    assert code == 1 and out == ""
+    assert "NVIDIA_TESLA_K80 was retired on 2024-05-01" in err
+    assert "use NVIDIA_TESLA_T4" in err
+
+
+def test_catalog_filters_and_unknown_names() -> None:
+    code, out, _ = run("catalog", "--gpu", "NVIDIA_TESLA_T4", "--machine", "n1-highcpu-16")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].split()[:3] == ["GPU", "MACHINE", "TYPE"]
+    assert lines[1].split()[:3] == ["NVIDIA_TESLA_T4", "n1-highcpu-16", "1,2,4"]
+    code, out, _ = run("catalog", "--region", "europe-west4", "--gpu", "NVIDIA_TESLA_A100")
+    assert code == 0 and {line.split()[1] for line in out.splitlines()[1:]} == {
+        "a2-highgpu-1g",
+        "a2-highgpu-2g",
+        "a2-highgpu-4g",
+        "a2-highgpu-8g",
+        "a2-megagpu-16g",
+    }
+    code, _, err = run("catalog", "--gpu", "T4")
+    assert code == 2 and "unknown accelerator type" in err
+
+
+def test_module_entry_point_and_light_import_path(tmp_path: Path) -> None:
+    # The validation path must not import the Vertex client library or pulumi.
+    probe = (
+        "import sys, components, runpy\n"
+        "from components import load_spec_file, validate\n"
+        f"validate(load_spec_file({str(DATA / 'custom_job.yaml')!r}).spec, region='us-central1')\n"
+        "heavy = sorted(m for m in sys.modules if m.startswith(('google.cloud.aiplatform', 'pulumi')))\n"
+        "print(heavy)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
+    cli = subprocess.run(
+        [sys.executable, "-m", "components", "validate", str(DATA / "custom_job.yaml")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert cli.returncode == 0, cli.stderr

@@ -1,0 +1,318 @@
+"""One test per validation rule: the path, the reason and the suggestion."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from components import Catalog, JobSpec, Violation, load_catalog_from, validate
+from components._catalog import Accelerator, MachineType, Region, Zone
+from tests.spec.helpers import pool, spec
+
+
+def by_path(violations: list[Violation], path: str) -> Violation:
+    matches = [v for v in violations if v.path == path]
+    assert matches, f"no violation at {path}; got {[str(v) for v in violations]}"
+    return matches[0]
+
+
+def test_valid_spec_has_no_violations() -> None:
+    assert validate(spec(pool("n1-standard-8", "NVIDIA_TESLA_T4", 1)), region="us-central1") == []
+
+
+def test_unknown_machine_type_suggests_nearest() -> None:
+    v = by_path(validate(spec(pool("n1-highmem-9"))), "workerPoolSpecs[0].machineSpec.machineType")
+    assert "unknown machine type" in v.reason
+    assert v.suggestion is not None and "n1-highmem-8" in v.suggestion
+
+
+def test_unknown_accelerator_suggests_api_spelling_of_gcloud_name() -> None:
+    v = by_path(
+        validate(spec(pool("n1-standard-8", "nvidia-tesla-t4", 1))),
+        "workerPoolSpecs[0].machineSpec.acceleratorType",
+    )
+    assert v.suggestion == "the API spells it NVIDIA_TESLA_T4"
+    typo = by_path(
+        validate(spec(pool("n1-standard-8", "NVIDIA_TESLA_T5", 1))),
+        "workerPoolSpecs[0].machineSpec.acceleratorType",
+    )
+    assert typo.suggestion is not None and "NVIDIA_TESLA_T4" in typo.suggestion
+
+
+@pytest.mark.parametrize(
+    ("accelerator", "count", "missing"),
+    [("NVIDIA_TESLA_T4", 0, "acceleratorCount"), (None, 2, "acceleratorType")],
+)
+def test_type_and_count_go_together(accelerator: str | None, count: int, missing: str) -> None:
+    v = by_path(
+        validate(spec(pool("n1-standard-8", accelerator, count))),
+        f"workerPoolSpecs[0].machineSpec.{missing}",
+    )
+    assert "together" in v.reason
+
+
+def test_a100_cannot_attach_to_n1() -> None:
+    v = by_path(
+        validate(spec(pool("n1-standard-8", "NVIDIA_TESLA_A100", 1))),
+        "workerPoolSpecs[0].machineSpec.acceleratorType",
+    )
+    assert "cannot be attached to n1-standard-8" in v.reason
+    assert v.suggestion is not None and "a2-highgpu-1g" in v.suggestion
+
+
+def test_fixed_gpu_machine_needs_its_accelerator() -> None:
+    v = by_path(
+        validate(spec(pool("a2-highgpu-2g"))), "workerPoolSpecs[0].machineSpec.acceleratorType"
+    )
+    assert v.suggestion == "set acceleratorType: NVIDIA_TESLA_A100 and acceleratorCount: 2"
+    wrong = by_path(
+        validate(spec(pool("g2-standard-8", "NVIDIA_L4", 8))),
+        "workerPoolSpecs[0].machineSpec.acceleratorCount",
+    )
+    assert wrong.suggestion == "allowed counts of NVIDIA_L4 on g2-standard-8: 1"
+
+
+def test_retired_k80_names_replacement() -> None:
+    v = by_path(
+        validate(spec(pool("n1-standard-8", "NVIDIA_TESLA_K80", 2))),
+        "workerPoolSpecs[0].machineSpec.acceleratorType",
+    )
+    assert v.rule == "retired"
+    assert "retired on 2024-05-01" in v.reason
+    assert v.suggestion == "use NVIDIA_TESLA_T4; allowed counts on n1-standard-8: 1, 2, 4"
+
+
+def test_host_limits_from_data_with_tiny_catalog() -> None:
+    # A catalog that allows 4 x P100 on a 96-vCPU n1 machine still fails on the host limit.
+    catalog = Catalog(
+        machine_types={
+            "n1-big": MachineType("n1-big", "n1", 96, 360),
+            "n1-ok": MachineType("n1-ok", "n1", 64, 57.6),
+        },
+        accelerators={"P": Accelerator("P")},
+        attachable_counts={("n1-big", "P"): (4,), ("n1-ok", "P"): (4,)},
+        host_limits={
+            ("P", 4): __import__("components._catalog", fromlist=["HostLimit"]).HostLimit(
+                "P", 4, 64, 208
+            )
+        },
+    )
+    v = by_path(
+        validate(spec(pool("n1-big", "P", 4)), catalog=catalog),
+        "workerPoolSpecs[0].machineSpec.machineType",
+    )
+    assert v.rule == "host-limits"
+    assert "at most 64 vCPUs and 208 GB" in v.reason
+    assert v.suggestion == "with 4 x P use one of n1-ok"
+
+
+def test_chief_runs_exactly_one_replica() -> None:
+    v = by_path(validate(spec(pool(replicas=3))), "workerPoolSpecs[0].replicaCount")
+    assert "exactly 1" in v.reason
+
+
+def test_pools_need_chief_and_no_trailing_placeholder() -> None:
+    violations = validate(spec({}, pool()))
+    assert by_path(violations, "workerPoolSpecs[0]").rule == "pools"
+    trailing = validate(spec(pool(), pool(replicas=2), {}))
+    assert "trailing" in (by_path(trailing, "workerPoolSpecs[2]").suggestion or "")
+    # An empty middle pool is a placeholder (no parameter servers, but evaluators).
+    assert validate(spec(pool(), pool(replicas=2), {}, pool())) == []
+
+
+def test_too_many_pools_and_no_pools() -> None:
+    assert by_path(validate(spec(*(pool() for _ in range(5)))), "workerPoolSpecs").rule == "pools"
+    assert (
+        by_path(validate(JobSpec.parse({"workerPoolSpecs": []})), "workerPoolSpecs").rule == "pools"
+    )
+
+
+def test_exactly_one_trainer() -> None:
+    both = pool(containerSpec={"imageUri": "img"})
+    assert "not both" in by_path(validate(spec(both)), "workerPoolSpecs[0]").reason
+    neither = pool()
+    del neither["pythonPackageSpec"]
+    assert "exactly one" in by_path(validate(spec(neither)), "workerPoolSpecs[0]").reason
+
+
+def test_python_package_fields() -> None:
+    bad = pool(pythonPackageSpec={"packageUris": [], "pythonModule": "trainer/task.py"})
+    violations = validate(spec(bad))
+    by_path(violations, "workerPoolSpecs[0].pythonPackageSpec.executorImageUri")
+    by_path(violations, "workerPoolSpecs[0].pythonPackageSpec.packageUris")
+    assert (
+        "not a Python module"
+        in by_path(violations, "workerPoolSpecs[0].pythonPackageSpec.pythonModule").reason
+    )
+
+
+def test_local_package_paths_depend_on_target() -> None:
+    local = pool(
+        pythonPackageSpec={
+            "executorImageUri": "img",
+            "packageUris": ["./examples/trainer"],
+            "pythonModule": "trainer.task",
+        }
+    )
+    vertex = by_path(validate(spec(local)), "workerPoolSpecs[0].pythonPackageSpec.packageUris[0]")
+    assert vertex.severity == "warning"
+    assert validate(spec(local), target="local") == []
+    http = pool(
+        pythonPackageSpec={
+            "executorImageUri": "img",
+            "packageUris": ["http://x/y.tgz"],
+            "pythonModule": "m",
+        }
+    )
+    assert (
+        by_path(
+            validate(spec(http)), "workerPoolSpecs[0].pythonPackageSpec.packageUris[0]"
+        ).severity
+        == "error"
+    )
+
+
+def test_env_names_and_values_never_echoed() -> None:
+    secret = "s3cr3t-value-do-not-print"
+    bad = pool()
+    bad["pythonPackageSpec"]["env"] = [
+        {"name": "1BAD", "value": secret},
+        {"name": "A", "value": secret},
+        {"name": "A", "value": "x"},
+    ]
+    violations = validate(spec(bad))
+    assert (
+        "not a valid variable name"
+        in by_path(violations, "workerPoolSpecs[0].pythonPackageSpec.env[0].name").reason
+    )
+    assert (
+        "set twice"
+        in by_path(violations, "workerPoolSpecs[0].pythonPackageSpec.env[2].name").reason
+    )
+    assert all(secret not in str(v) for v in violations)
+
+
+def test_labels() -> None:
+    violations = validate(spec(labels={"Team": "ml", "ok": "Has Space", "x" * 65: "v"}))
+    assert "lowercase letter" in by_path(violations, "labels.Team").reason
+    assert by_path(violations, "labels.ok").suggestion == "e.g. 'has-space'"
+    by_path(violations, "labels." + "x" * 65)
+    many = validate(spec(labels={f"k{i}": "v" for i in range(65)}))
+    assert "at most 64" in by_path(many, "labels").reason
+    assert validate(spec(labels={"team": "ml", "cost-center": "1234"})) == []
+
+
+def test_display_name_length() -> None:
+    assert "at most 128" in by_path(validate(spec(displayName="x" * 129)), "displayName").reason
+
+
+def test_scheduling_rules() -> None:
+    v = validate(spec(scheduling={"maxWaitDuration": "1h", "strategy": "SPOT"}))
+    assert "FLEX_START" in by_path(v, "scheduling.maxWaitDuration").reason
+    assert validate(spec(scheduling={"maxWaitDuration": "1h", "strategy": "FLEX_START"})) == []
+    typo = by_path(validate(spec(scheduling={"strategy": "SPOTT"})), "scheduling.strategy")
+    assert typo.suggestion == "did you mean SPOT?"
+    assert (
+        "longer than zero"
+        in by_path(validate(spec(scheduling={"timeout": "0s"})), "scheduling.timeout").reason
+    )
+
+
+def test_references_and_region_bound_resources() -> None:
+    violations = validate(
+        spec(
+            serviceAccount="not an email",
+            network="default",
+            tensorboard="projects/p/locations/europe-west4/tensorboards/1",
+            encryptionSpec={"kmsKeyName": "projects/p/locations/us-east1/keyRings/r/cryptoKeys/k"},
+            baseOutputDirectory="/tmp/out",
+        ),
+        region="us-central1",
+    )
+    by_path(violations, "serviceAccount")
+    by_path(violations, "network")
+    assert "europe-west4" in by_path(violations, "tensorboard").reason
+    assert "us-east1" in by_path(violations, "encryptionSpec.kmsKeyName").reason
+    assert by_path(violations, "baseOutputDirectory").severity == "error"
+
+
+def test_disk_rules() -> None:
+    v = validate(spec(pool(diskSpec={"bootDiskType": "pd-sdd", "bootDiskSizeGb": 50})))
+    assert (
+        by_path(v, "workerPoolSpecs[0].diskSpec.bootDiskType").suggestion == "did you mean pd-ssd?"
+    )
+    assert "outside 100-64000" in by_path(v, "workerPoolSpecs[0].diskSpec.bootDiskSizeGb").reason
+
+
+def test_region_without_the_gpu() -> None:
+    v = by_path(
+        validate(spec(pool("n1-standard-8", "NVIDIA_TESLA_T4", 1)), region="asia-northeast2"),
+        "workerPoolSpecs[0].machineSpec.acceleratorType",
+    )
+    assert (
+        v.reason == "NVIDIA_TESLA_T4 is not offered in asia-northeast2; asia-northeast2 has no GPUs"
+    )
+    # Nearest first: the same geography, then the longest shared name prefix.
+    assert v.suggestion is not None and v.suggestion.startswith(
+        "NVIDIA_TESLA_T4 is offered in asia-northeast1, asia-northeast3"
+    )
+
+
+def test_unknown_region_suggests_nearest() -> None:
+    v = by_path(validate(spec(), region="us-central2"), "region")
+    assert v.suggestion is not None and "us-central1" in v.suggestion
+
+
+def test_region_from_spec_is_used() -> None:
+    job = spec(pool("n1-standard-8", "NVIDIA_TESLA_T4", 1), region="asia-northeast2")
+    assert any(v.rule == "region" for v in validate(job))
+    assert not any(v.rule == "region" for v in validate(job, region="us-central1"))
+
+
+def test_tiny_catalog_from_directory(tmp_path: Path) -> None:
+    files = {
+        "machine_types.csv": "machine_type,family,vcpus,memory_gb,fixed_accelerator_type,fixed_accelerator_count,source\nm1,n1,4,15,,,t\n",
+        "accelerators.csv": "accelerator_type,kind,gcloud_name,memory_gb,lifecycle,retired_on,replacement,source\nG,gpu,g,16,GA,,,t\n",
+        "attachable_counts.csv": "machine_type,accelerator_type,counts,source\nm1,G,1 2,t\n",
+        "n1_host_limits.csv": "accelerator_type,accelerator_count,max_vcpus,max_memory_gb,source\n",
+        "legacy_machine_types.csv": "legacy_type,machine_type,accelerator_type,accelerator_count,source\n",
+        "scale_tiers.csv": "scale_tier,master_type,worker_type,worker_count,parameter_server_type,parameter_server_count,source\n",
+        "regions.csv": "region,geography,source\nr1,Europe,t\nr2,Europe,t\n",
+        "zones.csv": "zone,region,accelerator_type,source\nr1-a,r1,G,t\n",
+        "training_images.csv": "runtime_version,python_version,accelerator,image_path,source\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    catalog = load_catalog_from(tmp_path)
+    assert validate(spec(pool("m1", "G", 2)), catalog=catalog, region="r1") == []
+    assert (
+        by_path(
+            validate(spec(pool("m1", "G", 4)), catalog=catalog),
+            "workerPoolSpecs[0].machineSpec.acceleratorCount",
+        ).suggestion
+        == "allowed counts of G on m1: 1, 2"
+    )
+    r2 = by_path(
+        validate(spec(pool("m1", "G", 1)), catalog=catalog, region="r2"),
+        "workerPoolSpecs[0].machineSpec.acceleratorType",
+    )
+    assert r2.suggestion == "G is offered in r1"
+
+
+def test_zone_rule_with_tiny_catalog() -> None:
+    catalog = Catalog(
+        machine_types={"m": MachineType("m", "n1", 4, 15)},
+        accelerators={"A": Accelerator("A"), "B": Accelerator("B")},
+        attachable_counts={("m", "A"): (1,), ("m", "B"): (1,)},
+        regions={"r": Region("r"), "s": Region("s")},
+        zones={
+            "r-a": Zone("r-a", "r", frozenset({"A"})),
+            "r-b": Zone("r-b", "r", frozenset({"B"})),
+            "s-a": Zone("s-a", "s", frozenset({"A", "B"})),
+        },
+    )
+    job = spec(pool("m", "A", 1), pool("m", "B", 1, replicas=2))
+    [zone] = [v for v in validate(job, catalog=catalog, region="r") if v.rule == "zone"]
+    assert zone.suggestion == "use one GPU type, or a region where one zone has them all: s"
+    assert validate(job, catalog=catalog, region="s") == []
