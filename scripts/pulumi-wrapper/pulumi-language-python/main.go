@@ -1,0 +1,343 @@
+// Command pulumi-language-python is a small Python language host for the Pulumi engine.
+//
+// It is our own code, written for this project because the upstream language host module is not
+// served by the Go module registry that this project's machines can reach (see
+// docs/pulumi-toolchain.md). It implements the part of the LanguageRuntime gRPC service that
+// `pulumi preview/up/refresh/destroy` need for a Python program:
+//
+//   - Run: starts `pulumi-language-python-exec` (the SDK's launcher script, installed beside this
+//     binary by scripts/install-pulumi) with the Python interpreter selected by the project's
+//     `virtualenv` / `toolchain` runtime options, passing the stack config through PULUMI_CONFIG.
+//   - GetPluginInfo, GetRequiredPlugins/GetRequiredPackages (none: plugins load on demand),
+//     InstallDependencies, About, GetProgramDependencies, Handshake, Cancel.
+//
+// Everything else (code generation, RunPlugin, Pack, Link, ...) answers Unimplemented.
+//
+// The engine starts it as `pulumi-language-python [flags] <engine-address>`; it prints the port
+// it listens on, on one line, and serves until the engine stops it.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/common/util/rpcutil"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/version"
+	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
+	"github.com/pulumi/pulumi/sdk/v3/python/toolchain"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// execScriptName is the SDK's Python launcher that configures the runtime and runs the program.
+const execScriptName = "pulumi-language-python-exec"
+
+// bailExitCode is what the launcher exits with after it already reported a user-actionable error.
+const bailExitCode = 32
+
+type host struct {
+	pulumirpc.UnimplementedLanguageRuntimeServer
+
+	mu            sync.Mutex
+	engineAddress string
+	tracing       string
+}
+
+func main() {
+	h := &host{}
+	for _, arg := range os.Args[1:] {
+		switch {
+		case strings.HasPrefix(arg, "-tracing="), strings.HasPrefix(arg, "--tracing="):
+			h.tracing = arg[strings.Index(arg, "=")+1:]
+		case strings.HasPrefix(arg, "-"):
+			// Flags of other language hosts (-root, -virtualenv, ...) are ignored: the engine sends
+			// the same information in ProgramInfo with every request.
+		default:
+			h.engineAddress = arg
+		}
+	}
+
+	handle, err := rpcutil.ServeWithOptions(rpcutil.ServeOptions{
+		Init: func(s *grpc.Server) error {
+			pulumirpc.RegisterLanguageRuntimeServer(s, h)
+			return nil
+		},
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "pulumi-language-python: could not start the gRPC server: %v\n", err)
+		os.Exit(1)
+	}
+	fmt.Printf("%d\n", handle.Port)
+	if err := <-handle.Done; err != nil {
+		fmt.Fprintf(os.Stderr, "pulumi-language-python: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func (h *host) Handshake(
+	_ context.Context, req *pulumirpc.LanguageHandshakeRequest,
+) (*pulumirpc.LanguageHandshakeResponse, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if req.GetEngineAddress() != "" {
+		h.engineAddress = req.GetEngineAddress()
+	}
+	return &pulumirpc.LanguageHandshakeResponse{}, nil
+}
+
+func (h *host) GetPluginInfo(context.Context, *emptypb.Empty) (*pulumirpc.PluginInfo, error) {
+	return &pulumirpc.PluginInfo{Version: version.Version}, nil
+}
+
+// GetRequiredPlugins reports none: plugins are loaded on demand when the program registers a
+// resource (dynamic providers use the pulumi-resource-pulumi-python script beside the CLI).
+func (h *host) GetRequiredPlugins(
+	context.Context, *pulumirpc.GetRequiredPluginsRequest,
+) (*pulumirpc.GetRequiredPluginsResponse, error) {
+	return &pulumirpc.GetRequiredPluginsResponse{}, nil
+}
+
+func (h *host) GetRequiredPackages(
+	context.Context, *pulumirpc.GetRequiredPackagesRequest,
+) (*pulumirpc.GetRequiredPackagesResponse, error) {
+	return &pulumirpc.GetRequiredPackagesResponse{}, nil
+}
+
+func (h *host) Cancel(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
+	return &emptypb.Empty{}, nil
+}
+
+// pythonToolchain builds the toolchain (pip, poetry or uv, with the virtualenv option) that the
+// project's Pulumi.yaml selects.
+func pythonToolchain(info *pulumirpc.ProgramInfo) (toolchain.Toolchain, error) {
+	opts := toolchain.PythonOptions{
+		Root:       info.GetRootDirectory(),
+		ProgramDir: info.GetProgramDirectory(),
+		Toolchain:  toolchain.Auto,
+	}
+	if opts.ProgramDir == "" {
+		opts.ProgramDir = opts.Root
+	}
+	fields := info.GetOptions().GetFields()
+	if v, ok := fields["virtualenv"]; ok {
+		opts.Virtualenv = stringOption(v)
+	}
+	if v, ok := fields["toolchain"]; ok {
+		switch name := stringOption(v); name {
+		case "", "auto":
+		case "pip":
+			opts.Toolchain = toolchain.Pip
+		case "poetry":
+			opts.Toolchain = toolchain.Poetry
+		case "uv":
+			opts.Toolchain = toolchain.Uv
+		default:
+			return nil, fmt.Errorf("unsupported Python toolchain %q in Pulumi.yaml (pip, poetry or uv)", name)
+		}
+	}
+	return toolchain.ResolveToolchain(opts)
+}
+
+func stringOption(v *structpb.Value) string {
+	if s, ok := v.GetKind().(*structpb.Value_StringValue); ok {
+		return s.StringValue
+	}
+	return ""
+}
+
+// findExecScript looks for the SDK launcher beside this binary (following the symlink that
+// scripts/install-pulumi puts in .tools/bin), then on PATH.
+func findExecScript() (string, error) {
+	var dirs []string
+	if self, err := os.Executable(); err == nil {
+		dirs = append(dirs, filepath.Dir(self))
+		if real, err := filepath.EvalSymlinks(self); err == nil {
+			dirs = append(dirs, filepath.Dir(real))
+		}
+	}
+	for _, dir := range dirs {
+		candidate := filepath.Join(dir, execScriptName)
+		if st, err := os.Stat(candidate); err == nil && !st.IsDir() {
+			return candidate, nil
+		}
+	}
+	if p, err := exec.LookPath(execScriptName); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("%s was not found beside %s nor on PATH; run scripts/install-pulumi",
+		execScriptName, strings.Join(dirs, " or "))
+}
+
+func (h *host) Run(ctx context.Context, req *pulumirpc.RunRequest) (*pulumirpc.RunResponse, error) {
+	info := req.GetInfo()
+	if info == nil {
+		info = &pulumirpc.ProgramInfo{RootDirectory: req.GetPwd(), ProgramDirectory: req.GetPwd()}
+	}
+	tc, err := pythonToolchain(info)
+	if err != nil {
+		return &pulumirpc.RunResponse{Error: err.Error()}, nil
+	}
+	if err := tc.ValidateVenv(ctx); err != nil {
+		return &pulumirpc.RunResponse{Error: err.Error()}, nil
+	}
+	script, err := findExecScript()
+	if err != nil {
+		return &pulumirpc.RunResponse{Error: err.Error()}, nil
+	}
+
+	h.mu.Lock()
+	engine, tracing := h.engineAddress, h.tracing
+	h.mu.Unlock()
+
+	program := req.GetProgram()
+	if program == "" {
+		program = "."
+	}
+	args := []string{
+		"-u", script,
+		"--monitor", req.GetMonitorAddress(),
+		"--engine", engine,
+		"--project", req.GetProject(),
+		"--stack", req.GetStack(),
+		"--pwd", req.GetPwd(),
+		"--dry_run", strconv.FormatBool(req.GetDryRun()),
+		"--parallel", strconv.Itoa(int(req.GetParallel())),
+		"--organization", req.GetOrganization(),
+		"--root_directory", info.GetRootDirectory(),
+	}
+	if tracing != "" {
+		args = append(args, "--tracing", tracing)
+	}
+	args = append(args, program)
+	args = append(args, req.GetArgs()...)
+
+	cmd, err := tc.Command(ctx, args...)
+	if err != nil {
+		return &pulumirpc.RunResponse{Error: fmt.Sprintf("could not prepare the Python command: %v", err)}, nil
+	}
+	config, err := json.Marshal(req.GetConfig())
+	if err != nil {
+		return nil, err
+	}
+	secretKeys := req.GetConfigSecretKeys()
+	if secretKeys == nil {
+		secretKeys = []string{}
+	}
+	secrets, err := json.Marshal(secretKeys)
+	if err != nil {
+		return nil, err
+	}
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd.Env = append(env, "PULUMI_CONFIG="+string(config), "PULUMI_CONFIG_SECRET_KEYS="+string(secrets))
+	cmd.Dir = req.GetPwd()
+	cmd.Stdout = os.Stdout
+	cmd.Stderr = os.Stderr
+
+	if err := cmd.Run(); err != nil {
+		var exitErr *exec.ExitError
+		if errors.As(err, &exitErr) {
+			if exitErr.ExitCode() == bailExitCode {
+				return &pulumirpc.RunResponse{Bail: true}, nil
+			}
+			return &pulumirpc.RunResponse{
+				Error: fmt.Sprintf("Program exited with non-zero exit code: %d", exitErr.ExitCode()),
+			}, nil
+		}
+		return &pulumirpc.RunResponse{Error: fmt.Sprintf("Problem executing program (could not run Python): %v", err)}, nil
+	}
+	return &pulumirpc.RunResponse{}, nil
+}
+
+// streamWriter forwards dependency-installation output to the engine.
+type streamWriter struct {
+	server grpc.ServerStreamingServer[pulumirpc.InstallDependenciesResponse]
+	stderr bool
+}
+
+func (w streamWriter) Write(p []byte) (int, error) {
+	data := append([]byte(nil), p...)
+	resp := &pulumirpc.InstallDependenciesResponse{Stdout: data}
+	if w.stderr {
+		resp = &pulumirpc.InstallDependenciesResponse{Stderr: data}
+	}
+	if err := w.server.Send(resp); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (h *host) InstallDependencies(
+	req *pulumirpc.InstallDependenciesRequest,
+	server grpc.ServerStreamingServer[pulumirpc.InstallDependenciesResponse],
+) error {
+	info := req.GetInfo()
+	if info == nil {
+		info = &pulumirpc.ProgramInfo{RootDirectory: req.GetDirectory(), ProgramDirectory: req.GetDirectory()}
+	}
+	tc, err := pythonToolchain(info)
+	if err != nil {
+		return err
+	}
+	var out, errOut io.Writer = streamWriter{server: server}, streamWriter{server: server, stderr: true}
+	dir := info.GetProgramDirectory()
+	if dir == "" {
+		dir = req.GetDirectory()
+	}
+	return tc.InstallDependencies(server.Context(), dir, req.GetUseLanguageVersionTools(), true, out, errOut)
+}
+
+func (h *host) About(ctx context.Context, req *pulumirpc.AboutRequest) (*pulumirpc.AboutResponse, error) {
+	tc, err := pythonToolchain(req.GetInfo())
+	if err != nil {
+		return nil, err
+	}
+	about, err := tc.About(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &pulumirpc.AboutResponse{
+		Executable: about.PythonExecutable,
+		Version:    about.PythonVersion.String(),
+		Metadata:   map[string]string{"languageHost": "gpu-training minimal Python host " + version.Version},
+	}, nil
+}
+
+func (h *host) GetProgramDependencies(
+	ctx context.Context, req *pulumirpc.GetProgramDependenciesRequest,
+) (*pulumirpc.GetProgramDependenciesResponse, error) {
+	tc, err := pythonToolchain(req.GetInfo())
+	if err != nil {
+		return nil, err
+	}
+	pkgs, err := tc.ListPackages(ctx, req.GetTransitiveDependencies())
+	if err != nil {
+		return nil, err
+	}
+	resp := &pulumirpc.GetProgramDependenciesResponse{}
+	for _, p := range pkgs {
+		resp.Dependencies = append(resp.Dependencies, &pulumirpc.DependencyInfo{Name: p.Name, Version: p.Version})
+	}
+	return resp, nil
+}
+
+func (h *host) RunPlugin(
+	*pulumirpc.RunPluginRequest, grpc.ServerStreamingServer[pulumirpc.RunPluginResponse],
+) error {
+	return status.Error(codes.Unimplemented,
+		"this minimal Python language host does not run Python plugins (component providers)")
+}
