@@ -163,10 +163,10 @@ class _Parser:
     def peek(self) -> _Tok | None:
         return self.toks[self.i] if self.i < len(self.toks) else None
 
-    def take(self) -> _Tok:
+    def take(self, expecting: str = "more") -> _Tok:
         tok = self.peek()
         if tok is None:
-            raise ValueError("filter: unexpected end of filter")
+            raise ValueError(f"filter: unexpected end of filter, expected {expecting}")
         self.i += 1
         return tok
 
@@ -201,19 +201,19 @@ class _Parser:
         return self.primary()
 
     def primary(self) -> Predicate:
-        tok = self.take()
+        tok = self.take("a comparison such as labels.team=vision")
         if tok.kind == "lparen":
             inner = self.or_expr()
-            close = self.take()
+            close = self.take("')'")
             if close.kind != "rparen":
                 raise ValueError(f"filter: expected ')' at {close.pos}")
             return inner
         if tok.kind != "word":
             raise ValueError(f"filter: expected a field name at {tok.pos}, got {tok.text!r}")
-        op = self.take()
+        op = self.take(f"an operator after {tok.text!r}")
         if op.kind != "op":
             raise ValueError(f"filter: expected an operator after {tok.text!r} at {op.pos}")
-        value = self.take()
+        value = self.take(f"a value after {tok.text}{op.text}")
         if value.kind not in ("word", "string"):
             raise ValueError(f"filter: expected a value after {tok.text}{op.text} at {value.pos}")
         return _compare(tok.text, op.text, _unquote(value))

@@ -7,6 +7,7 @@ as names or integers depending on ``$alt``).
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -40,9 +41,15 @@ def new_job_pb() -> Any:
 
 def parse_job(text: str | bytes) -> Any:
     """Parse CustomJob JSON as sent by a client; unknown fields are an INVALID_ARGUMENT."""
+    try:
+        data = json.loads(text or b"{}")
+    except ValueError as exc:
+        raise errors.invalid_argument(f"Invalid JSON payload received. {exc}") from None
+    if not isinstance(data, dict):
+        raise errors.invalid_argument("Invalid JSON payload received. Expected a CustomJob object.")
     msg = new_job_pb()
     try:
-        json_format.Parse(text, msg, ignore_unknown_fields=False)
+        json_format.ParseDict(data, msg, ignore_unknown_fields=False)
     except json_format.ParseError as exc:
         raise errors.invalid_argument(f"Invalid JSON payload received. {exc}") from None
     return msg

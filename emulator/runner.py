@@ -327,7 +327,7 @@ class _JobWorker(threading.Thread):
                 self.runner.release_slot()
         except Exception as exc:
             log.exception("job %s: internal error", self.job_id)
-            self._stop_all("failed")
+            self._stop_all_replicas("failed")
             self.runner.finish(
                 self.job_id,
                 S.JOB_STATE_FAILED,
@@ -523,9 +523,14 @@ class _JobWorker(threading.Thread):
         r.record.state = state or ("succeeded" if rc == 0 else "failed")
         self.store.put_replica(r.record)
 
-    def _stop(self, names: list[str], final_state: str) -> None:
+    def _stop_replicas(self, names: list[str], final_state: str) -> None:
         """SIGTERM the replicas' groups, SIGKILL whatever is left after the grace period."""
-        targets = [self.running[n] for n in names if self.running[n].proc.poll() is None]
+        chosen = [self.running[n] for n in names]
+        targets = [r for r in chosen if r.proc.poll() is None]
+        for r in chosen:
+            if r not in targets and r.record.state == "running":
+                # It exited on its own since the last poll: record that, not our stop.
+                self._record_exit(r, r.proc.wait())
         for r in targets:
             if r.container:
                 subprocess.run(
@@ -543,8 +548,8 @@ class _JobWorker(threading.Thread):
             rc = r.proc.wait()
             self._record_exit(r, rc, final_state)
 
-    def _stop_all(self, final_state: str) -> None:
-        self._stop(list(self.running), final_state)
+    def _stop_all_replicas(self, final_state: str) -> None:
+        self._stop_replicas(list(self.running), final_state)
 
     def _monitor(self, job: Any) -> None:
         timeout = timeout_seconds(job)
@@ -552,14 +557,14 @@ class _JobWorker(threading.Thread):
         chief = "workerpool0-0"
         while True:
             if self.runner.stopping:
-                self._stop_all("interrupted")
+                self._stop_all_replicas("interrupted")
                 return
             if self.cancel_event.is_set():
-                self._stop_all("cancelled")
+                self._stop_all_replicas("cancelled")
                 self._cancelled()
                 return
             if timeout and time.time() - started >= timeout:
-                self._stop_all("timed-out")
+                self._stop_all_replicas("timed-out")
                 self.runner.finish(
                     self.job_id,
                     S.JOB_STATE_FAILED,
@@ -584,7 +589,7 @@ class _JobWorker(threading.Thread):
             self.cancel_event.wait(0.1)
 
     def _chief_exited(self, chief: _Running, rc: int) -> None:
-        self._stop([n for n in self.running if n != chief.plan.name], "stopped")
+        self._stop_replicas([n for n in self.running if n != chief.plan.name], "stopped")
         if self.cancel_event.is_set():
             self._cancelled()
         elif rc == 0:
@@ -626,7 +631,7 @@ class _JobWorker(threading.Thread):
             raise errors.failed_precondition(f"Replica {name} is not running.")
         r.log.write(b"[emulator] host maintenance event: stopping the replica\n")
         r.log.flush()
-        self._stop([name], "maintenance")
+        self._stop_replicas([name], "maintenance")
         r.log.close()
         self._start(r.plan, r.record.restarts + 1, "restarting after host maintenance:")
         return self.running[name].record.to_dict()
@@ -661,7 +666,7 @@ class _Simulator(threading.Thread):
         self._heap: list[tuple[float, int, str, str]] = []
         self._seq = itertools.count()
         self._cond = threading.Condition()
-        self._stop = False
+        self._halt = False
 
     def schedule(self, delay: float, job_id: str, action: str) -> None:
         with self._cond:
@@ -670,17 +675,17 @@ class _Simulator(threading.Thread):
 
     def stop(self) -> None:
         with self._cond:
-            self._stop = True
+            self._halt = True
             self._cond.notify()
         self.join(timeout=5)
 
     def run(self) -> None:
         while True:
             with self._cond:
-                while not self._stop and (not self._heap or self._heap[0][0] > time.monotonic()):
+                while not self._halt and (not self._heap or self._heap[0][0] > time.monotonic()):
                     wait = self._heap[0][0] - time.monotonic() if self._heap else None
                     self._cond.wait(wait)
-                if self._stop:
+                if self._halt:
                     return
                 _, _, job_id, action = heapq.heappop(self._heap)
             try:

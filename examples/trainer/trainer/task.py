@@ -61,6 +61,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--features", type=int, default=8)
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--checkpoint-every", type=int, default=5, help="steps between checkpoints")
+    p.add_argument(
+        "--wait-for-replicas",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="chief: wait up to this long for every replica in TF_CONFIG to report in",
+    )
     p.add_argument("--fail", action="store_true", help="exit 3 right away (to test failures)")
     args = p.parse_args(argv)
     for field in ("epochs", "steps_per_epoch", "batch_size", "samples", "features"):
@@ -189,6 +196,27 @@ def record_role(role: Role, model_dir: Path) -> None:
     _atomic_write(path, lambda fh: fh.write(json.dumps(info, indent=2).encode()))
 
 
+def wait_for_replicas(model_dir: Path, timeout: float) -> bool:
+    """Chief only: wait until every replica of TF_CONFIG's cluster wrote its role file.
+
+    A stand-in for the barrier a real distributed framework has at start-up.
+    """
+    cluster = json.loads(os.environ.get("TF_CONFIG") or "{}").get("cluster", {})
+    expected = [f"{t}-{i}" for t, addrs in cluster.items() for i in range(len(addrs))]
+    deadline = time.monotonic() + timeout
+    while True:
+        missing = [
+            n for n in expected if not (model_dir.parent / "replicas" / f"{n}.json").exists()
+        ]
+        if not missing:
+            log.info("all %d replicas reported", len(expected))
+            return True
+        if time.monotonic() > deadline:
+            log.error("replicas that never reported: %s", ", ".join(missing))
+            return False
+        time.sleep(0.05)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Train as the chief, or log the role and exit as any other replica."""
     logging.basicConfig(
@@ -207,6 +235,9 @@ def main(argv: list[str] | None = None) -> int:
         # replicas only prove they were started with the right cluster description.
         log.info("%s has no share of the work; exiting", role.name)
         return 0
+    if args.wait_for_replicas > 0 and not wait_for_replicas(model_dir, args.wait_for_replicas):
+        log.error("not every replica reported within %gs", args.wait_for_replicas)
+        return 4
     train(args, model_dir, ckpt_dir)
     return 0
 
