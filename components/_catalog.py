@@ -113,6 +113,22 @@ class TrainingImage:
     source: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class Price:
+    """A Vertex AI training price per hour: of a machine, one accelerator, or a legacy tier.
+
+    ``None`` means the price is not known for that region (never zero).
+    """
+
+    region: str
+    kind: str  # "machine", "accelerator" or "scale_tier"
+    name: str
+    on_demand_usd: float | None
+    spot_usd: float | None
+    as_of: str = ""
+    source: str = ""
+
+
 @dataclass(frozen=True)
 class Catalog:
     """Every hardware fact the validator uses, keyed for fast lookup."""
@@ -126,6 +142,7 @@ class Catalog:
     regions: Mapping[str, Region] = field(default_factory=dict)
     zones: Mapping[str, Zone] = field(default_factory=dict)
     training_images: tuple[TrainingImage, ...] = ()
+    prices: Mapping[tuple[str, str, str], Price] = field(default_factory=dict)
 
     @cached_property
     def zones_by_region(self) -> Mapping[str, tuple[Zone, ...]]:
@@ -179,6 +196,10 @@ def _number(path: str, row: dict[str, str], column: str) -> float:
         raise CatalogError(
             f"{path}: column {column!r} must be a number, got {row.get(column)!r}"
         ) from exc
+
+
+def _optional_number(path: str, row: dict[str, str], column: str) -> float | None:
+    return _number(path, row, column) if (row.get(column) or "").strip() else None
 
 
 def load_catalog_from(directory: Path) -> Catalog:
@@ -274,6 +295,18 @@ def load_catalog_from(directory: Path) -> Catalog:
         )
         for r in _rows(directory, "training_images.csv")
     )
+    prices = {
+        (r["region"], r["resource_kind"], r["name"]): Price(
+            region=r["region"],
+            kind=r["resource_kind"],
+            name=r["name"],
+            on_demand_usd=_optional_number("prices.csv", r, "on_demand_usd_per_hour"),
+            spot_usd=_optional_number("prices.csv", r, "spot_usd_per_hour"),
+            as_of=r["as_of"],
+            source=r["source"],
+        )
+        for r in _rows(directory, "prices.csv")
+    }
     catalog = Catalog(
         machine_types=machine_types,
         accelerators=accelerators,
@@ -284,6 +317,7 @@ def load_catalog_from(directory: Path) -> Catalog:
         regions=regions,
         zones=zones,
         training_images=images,
+        prices=prices,
     )
     _check_references(catalog)
     return catalog
@@ -308,6 +342,14 @@ def _check_references(catalog: Catalog) -> None:
             for acc in zone.accelerators
             if acc not in catalog.accelerators
         )
+    for region, kind, name in catalog.prices:
+        if region not in catalog.regions:
+            problems.append(f"prices.csv: unknown region {region}")
+        known = {"machine": catalog.machine_types, "accelerator": catalog.accelerators}.get(kind)
+        if kind not in ("machine", "accelerator", "scale_tier"):
+            problems.append(f"prices.csv: unknown resource_kind {kind}")
+        elif known is not None and name not in known:
+            problems.append(f"prices.csv: unknown {kind} {name}")
     for accelerator in catalog.accelerators.values():
         if accelerator.replacement and accelerator.replacement not in catalog.accelerators:
             problems.append(

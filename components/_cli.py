@@ -9,11 +9,13 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import TextIO
 
 from components._catalog import combinations, load_catalog, nearest
 from components._errors import SpecFormatError, SpecInvalidError, TrainingJobError
 from components._formats import LoadedSpec, load_spec_file
+from components._pricing import compare_regions, estimate
 from components._validation import validate
 from components._violations import Violation, errors_only
 
@@ -156,6 +158,76 @@ def cmd_catalog(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_VALID
 
 
+def _money(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:,.4f}"
+
+
+def _hours(delta: timedelta) -> str:
+    hours = delta.total_seconds() / 3600
+    return f"{hours:g} h"
+
+
+def _table(rows: Sequence[Sequence[str]], out: TextIO) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip(), file=out)
+
+
+def cmd_estimate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    loaded = _load(args.file, err)
+    if isinstance(loaded, tuple):
+        code, violations = loaded
+        _print_violations(violations, err)
+        return code
+    catalog = load_catalog()
+    spot = True if args.spot else None
+    if args.compare_regions:
+        estimates = compare_regions(loaded.spec, catalog, spot=spot, scale_tier=loaded.scale_tier)
+        if not estimates:
+            print("no region in the catalog can run this job", file=err)
+            return EXIT_INVALID
+        rows: list[tuple[str, ...]] = [
+            ("REGION", "$/H", f"MAX $ ({_hours(estimates[0].timeout)})", "UNKNOWN PRICES")
+        ]
+        rows += [
+            (e.region, _money(e.usd_per_hour), _money(e.max_usd), ", ".join(e.missing) or "-")
+            for e in estimates
+        ]
+        _table(rows, out)
+        return EXIT_VALID
+    region = args.region or loaded.spec.region
+    if region is None:
+        print("error: a region is needed for prices: --region R or region: in the file", file=err)
+        return EXIT_UNREADABLE
+    result = estimate(loaded.spec, catalog, region=region, spot=spot, scale_tier=loaded.scale_tier)
+    pricing = "spot" if result.spot else "on-demand"
+    if result.scale_tier:
+        print(f"{result.scale_tier} (legacy scale tier) in {region}, {pricing}", file=out)
+    else:
+        rows = [("POOL", "ROLE", "REPLICAS", "MACHINE", "GPUS", "$/H EACH", "$/H")]
+        for p in result.pools:
+            gpus = f"{p.accelerator_count} x {p.accelerator}" if p.accelerator else "-"
+            rows.append(
+                (
+                    str(p.index),
+                    p.role,
+                    str(p.replicas),
+                    p.machine_type,
+                    gpus,
+                    _money(p.replica_usd_per_hour),
+                    _money(p.usd_per_hour),
+                )
+            )
+        _table(rows, out)
+        print(f"region {region}, {pricing} prices", file=out)
+    print(f"total $/h: {_money(result.usd_per_hour)}", file=out)
+    ceiling = "unknown" if result.max_usd is None else f"${result.max_usd:,.2f}"
+    print(f"at most (timeout {_hours(result.timeout)}): {ceiling}", file=out)
+    for missing in result.missing:
+        print(f"unknown price: {missing}", file=err)
+    return EXIT_VALID
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m components", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -174,6 +246,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("--region", help="region to check against (default: the file's)")
     p.set_defaults(handler=cmd_convert)
+    p = sub.add_parser("estimate", help="what the job costs per hour and at most")
+    p.add_argument("file")
+    p.add_argument("--region", help="region to price in (default: the file's)")
+    p.add_argument("--spot", action="store_true", help="price as a SPOT job")
+    p.add_argument(
+        "--compare-regions",
+        action="store_true",
+        help="every region that can run it, cheapest first",
+    )
+    p.set_defaults(handler=cmd_estimate)
     p = sub.add_parser("catalog", help="what machine types and GPUs combine, and where")
     p.add_argument("--gpu", help="accelerator type, e.g. NVIDIA_TESLA_T4")
     p.add_argument("--region")
@@ -193,4 +275,6 @@ def main(
     except TrainingJobError as exc:
         print(f"error: {exc}", file=err)
         return EXIT_UNREADABLE
+    except BrokenPipeError:  # `... | head` closed the pipe: not an error of ours
+        return code if "code" in locals() else EXIT_VALID
     return code

@@ -33,6 +33,7 @@ class LoadedSpec:
     spec: JobSpec
     format: Format
     notes: list[str] = field(default_factory=list)
+    scale_tier: str | None = None
 
 
 def read_text(path: Path) -> str:
@@ -95,7 +96,7 @@ def spec_from_document(
             labels=document.get("labels"),
             catalog=catalog,
         )
-        return LoadedSpec(conversion.spec, kind, conversion.notes)
+        return LoadedSpec(conversion.spec, kind, conversion.notes, conversion.scale_tier)
     return LoadedSpec(JobSpec.parse(document), kind)
 
 
@@ -146,4 +147,4 @@ def _from_gcloud(path: Path, text: str, env: Mapping[str, str], catalog: Catalog
     spec = conversion.spec
     if command.enable_web_access:
         spec = spec.model_copy(update={"enable_web_access": True})
-    return LoadedSpec(spec, "gcloud-command", notes + conversion.notes)
+    return LoadedSpec(spec, "gcloud-command", notes + conversion.notes, conversion.scale_tier)

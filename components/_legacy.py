@@ -74,6 +74,8 @@ class LegacyConversion:
 
     spec: JobSpec
     notes: list[str] = field(default_factory=list)
+    scale_tier: str | None = None
+    """The legacy scale tier the cluster came from (None for CUSTOM): it has its own price."""
 
 
 def _registry_prefix(catalog: Catalog, region: str | None) -> str:
@@ -277,7 +279,7 @@ def convert_training_input(
     if ti.get("enableWebAccess"):
         document["enableWebAccess"] = True
     spec = JobSpec.parse({k: v for k, v in document.items() if v is not None})
-    return LegacyConversion(spec, notes)
+    return LegacyConversion(spec, notes, None if tier_name == "CUSTOM" else tier_name)
 
 
 def _legacy_scheduling(value: Any) -> Any:

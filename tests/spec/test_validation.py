@@ -281,6 +281,7 @@ def test_tiny_catalog_from_directory(tmp_path: Path) -> None:
         "regions.csv": "region,geography,source\nr1,Europe,t\nr2,Europe,t\n",
         "zones.csv": "zone,region,accelerator_type,source\nr1-a,r1,G,t\n",
         "training_images.csv": "runtime_version,python_version,accelerator,image_path,source\n",
+        "prices.csv": "region,resource_kind,name,on_demand_usd_per_hour,spot_usd_per_hour,as_of,source\nr1,machine,m1,0.5,,2026-11,t\n",
     }
     for name, text in files.items():
         (tmp_path / name).write_text(text)

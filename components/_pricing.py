@@ -1,0 +1,183 @@
+"""What a job costs: per hour, and at most (for its ``scheduling.timeout``).
+
+Prices come from ``catalog/prices.csv``. An unknown price is reported as unknown, never
+guessed: the estimate then has no total, and ``missing`` says which prices are lacking.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from components._catalog import Catalog, Price
+from components._spec import JobSpec
+from components._validation import POOL_ROLES, validate
+
+DEFAULT_TIMEOUT = timedelta(days=7)
+"""Vertex AI's default ``scheduling.timeout``."""
+
+
+@dataclass(frozen=True, slots=True)
+class PoolCost:
+    """The cost of one worker pool: each replica, and all of them together."""
+
+    index: int
+    role: str
+    replicas: int
+    machine_type: str
+    accelerator: str | None
+    accelerator_count: int
+    replica_usd_per_hour: float | None
+    missing: tuple[str, ...]
+
+    @property
+    def usd_per_hour(self) -> float | None:
+        if self.replica_usd_per_hour is None:
+            return None
+        return self.replica_usd_per_hour * self.replicas
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """A job's price in one region; ``None`` totals when a price is unknown."""
+
+    region: str
+    spot: bool
+    pools: tuple[PoolCost, ...]
+    usd_per_hour: float | None
+    timeout: timedelta
+    missing: tuple[str, ...]
+    scale_tier: str | None = None
+    sources: tuple[str, ...] = ()
+
+    @property
+    def max_usd(self) -> float | None:
+        """The ceiling: the hourly price for the whole timeout."""
+        if self.usd_per_hour is None:
+            return None
+        return self.usd_per_hour * self.timeout.total_seconds() / 3600
+
+    def cost_for(self, duration: timedelta) -> float | None:
+        """The price of running for ``duration`` (per-minute arithmetic, as in seed 003)."""
+        if self.usd_per_hour is None:
+            return None
+        return self.usd_per_hour / 60 * (duration.total_seconds() / 60)
+
+
+def _price(catalog: Catalog, region: str, kind: str, name: str, spot: bool) -> Price | None:
+    price = catalog.prices.get((region, kind, name))
+    if price is None:
+        return None
+    value = price.spot_usd if spot else price.on_demand_usd
+    return price if value is not None else None
+
+
+def _value(price: Price, spot: bool) -> float:
+    value = price.spot_usd if spot else price.on_demand_usd
+    assert value is not None
+    return value
+
+
+def estimate(
+    spec: JobSpec,
+    catalog: Catalog,
+    *,
+    region: str | None = None,
+    spot: bool | None = None,
+    scale_tier: str | None = None,
+) -> Estimate:
+    """Price ``spec`` in ``region`` (default: the spec's).
+
+    ``spot`` defaults to the spec's ``scheduling.strategy == SPOT``. A job converted from a
+    legacy scale tier (``scale_tier``) is priced by the tier's own rate when one is known.
+    """
+    where = region or spec.region
+    if where is None:
+        raise ValueError("a region is needed to look up prices (--region or region: in the spec)")
+    if spot is None:
+        spot = bool(spec.scheduling and spec.scheduling.strategy == "SPOT")
+    timeout = (spec.scheduling.timeout if spec.scheduling else None) or DEFAULT_TIMEOUT
+    if scale_tier is not None:
+        tier_price = _price(catalog, where, "scale_tier", scale_tier, spot)
+        if tier_price is not None:
+            return Estimate(
+                where,
+                spot,
+                (),
+                _value(tier_price, spot),
+                timeout,
+                (),
+                scale_tier,
+                (tier_price.source,),
+            )
+    pools: list[PoolCost] = []
+    sources: set[str] = set()
+    for index, pool in enumerate(spec.worker_pool_specs):
+        machine = pool.machine_spec
+        if pool.is_placeholder or machine is None or not machine.machine_type:
+            continue
+        missing: list[str] = []
+        replica_cost = 0.0
+        machine_price = _price(catalog, where, "machine", machine.machine_type, spot)
+        if machine_price is None:
+            missing.append(f"{machine.machine_type} in {where}")
+        else:
+            replica_cost += _value(machine_price, spot)
+            sources.add(machine_price.source)
+        if machine.accelerator_type and machine.accelerator_count > 0:
+            acc_price = _price(catalog, where, "accelerator", machine.accelerator_type, spot)
+            if acc_price is None:
+                missing.append(f"{machine.accelerator_type} in {where}")
+            else:
+                replica_cost += _value(acc_price, spot) * machine.accelerator_count
+                sources.add(acc_price.source)
+        pools.append(
+            PoolCost(
+                index=index,
+                role=POOL_ROLES[index] if index < len(POOL_ROLES) else f"pool {index}",
+                replicas=pool.replicas,
+                machine_type=machine.machine_type,
+                accelerator=machine.accelerator_type,
+                accelerator_count=machine.accelerator_count,
+                replica_usd_per_hour=None if missing else replica_cost,
+                missing=tuple(missing),
+            )
+        )
+    all_missing = tuple(m for p in pools for m in p.missing)
+    total = None if all_missing else sum(p.usd_per_hour or 0.0 for p in pools)
+    kind = " (spot)" if spot else ""
+    return Estimate(
+        where,
+        spot,
+        tuple(pools),
+        total,
+        timeout,
+        tuple(dict.fromkeys(m + kind for m in all_missing)),
+        None,
+        tuple(sorted(sources)),
+    )
+
+
+def compare_regions(
+    spec: JobSpec, catalog: Catalog, *, spot: bool | None = None, scale_tier: str | None = None
+) -> list[Estimate]:
+    """The job in every region that can run it (no region or zone violation), cheapest first.
+
+    Regions whose price is unknown come last, in name order.
+    """
+    runnable = [
+        region
+        for region in sorted(catalog.regions)
+        if not [
+            v
+            for v in validate(spec, catalog=catalog, region=region)
+            if v.rule in ("region", "zone")
+        ]
+    ]
+    estimates = [
+        estimate(spec, catalog, region=r, spot=spot, scale_tier=scale_tier) for r in runnable
+    ]
+    return sorted(
+        estimates,
+        key=lambda e: (e.usd_per_hour is None, e.usd_per_hour or 0.0, e.region),
+    )
