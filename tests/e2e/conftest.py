@@ -1,0 +1,47 @@
+"""Shared fixtures for end-to-end tests that drive the real Pulumi engine.
+
+`pulumi_bin_dir` runs scripts/install-pulumi once per session and returns the directory holding
+`pulumi`, `pulumi-language-python` and the two SDK scripts. On a machine without the cached build
+that is a cold Go build of several minutes, so every test using the fixture gets a long timeout
+(unless it sets its own); once the cache exists the fixture takes well under a second.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+INSTALL_PULUMI = REPO / "scripts" / "install-pulumi"
+# A cold build (module download + compile) on a 2-core machine, with a wide margin.
+BUILD_TIMEOUT_SECONDS = 3600
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        uses_engine = "pulumi_bin_dir" in getattr(item, "fixturenames", ())
+        if uses_engine and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(BUILD_TIMEOUT_SECONDS))
+
+
+@pytest.fixture(scope="session")
+def pulumi_bin_dir() -> Path:
+    """The bin dir of the pinned Pulumi engine (built from Go modules on first use)."""
+    # Progress goes to stderr (shown by pytest if this fails); stdout's last line is the bin dir.
+    proc = subprocess.run(
+        [str(INSTALL_PULUMI)],
+        stdout=subprocess.PIPE,
+        text=True,
+        timeout=BUILD_TIMEOUT_SECONDS,
+        check=False,
+    )
+    if proc.returncode != 0:
+        pytest.fail(
+            f"scripts/install-pulumi failed with exit code {proc.returncode}", pytrace=False
+        )
+    bin_dir = Path(proc.stdout.strip().splitlines()[-1])
+    for tool in ("pulumi", "pulumi-language-python", "pulumi-language-python-exec"):
+        assert (bin_dir / tool).is_file(), f"{tool} missing from {bin_dir}"
+    return bin_dir
