@@ -1,0 +1,61 @@
+"""Stable identities for training jobs, carried in job labels.
+
+The provider never sees a resource's URN, so the program hashes what makes the URN unique
+(project, stack, resource name) into a label value and passes it as a hidden input. Together
+with a hash of everything that defines a run, that label lets ``create`` find a job it
+submitted earlier whose result was never recorded (a crash or a lost response) and adopt it
+instead of starting a second GPU job.
+
+Nothing here imports ``pulumi`` or the Vertex client: it runs on the preview path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+IDENTITY_LABEL = "pulumi_resource"
+"""Label key: hash of (Pulumi project, stack, resource name)."""
+
+RUN_LABEL = "pulumi_run"
+"""Label key: hash of the job spec, env values, project, region and triggers."""
+
+MANAGED_LABELS = (IDENTITY_LABEL, RUN_LABEL)
+
+# 24 hex digits (96 bits): collisions between a stack's resources are out of reach, and the
+# value fits the label rules (lowercase letters, digits, '-', '_'; at most 63 characters).
+_HASH_CHARS = 24
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:_HASH_CHARS]
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no whitespace: equal data, equal text."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def identity_label(project: str, stack: str, name: str) -> str:
+    """The label value naming one resource of one stack of one Pulumi project."""
+    # The separator cannot occur in names Pulumi accepts for projects and stacks; NUL keeps
+    # ("a/b", "c") and ("a", "b/c") apart whatever the resource name holds.
+    return _digest("\0".join((project, stack, name)))
+
+
+def run_hash(
+    document: Mapping[str, Any],
+    *,
+    project: str,
+    region: str,
+    triggers: Any,
+) -> str:
+    """The label value of one run: equal inputs, equal hash; any change, a new hash.
+
+    ``document`` is the full job spec including env values: a changed secret is a new run.
+    The label is visible only to those who can read the job itself (and so its env values).
+    """
+    payload = {"spec": document, "project": project, "region": region, "triggers": triggers}
+    return _digest(canonical_json(payload))
