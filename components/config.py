@@ -1,0 +1,234 @@
+"""Typed stack configuration of the training program, read with ``pulumi.Config``.
+
+Keys (``Pulumi.<stack>.yaml``)::
+
+    gcp:project: my-project           # required
+    gcp:region: us-central1           # required
+    training:endpoint: http://127.0.0.1:8642   # optional: the local emulator
+    training:trainerSource: examples/trainer   # optional: package source to stage
+    training:jobs:                     # or training:job with one entry
+      - name: t4-spot                  # the resource name
+        spec: stacks/jobs/dev-t4-spot.yaml   # any of the three formats
+        waitFor: submitted             # submitted | running | succeeded
+        waitTimeout: 30m
+        exclusiveGpus: false
+        keepRecordOnDelete: false
+        triggers: [data-v1]
+    training:infra:                    # cloud stacks only; all optional
+      bucketName: my-project-dev-training
+      outputRetentionDays: 90
+      forceDestroy: false
+      deployer: user:me@example.com
+
+Relative paths are relative to the project directory (where ``Pulumi.yaml`` is). Every
+problem raises ``ConfigError`` naming the key, e.g. ``training:jobs[1].waitFor``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import pulumi
+
+from components._job_inputs import (
+    WAIT_FOR_VALUES,
+    WaitFor,
+    target_for_endpoint,
+    wait_timeout_seconds,
+)
+from components._validation import Target
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+__all__ = ["ConfigError", "InfraConfig", "JobConfig", "StackConfig", "load_stack_config"]
+
+
+class ConfigError(pulumi.RunError, ValueError):
+    """The stack configuration is invalid; the message names the key."""
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    """One job of the stack."""
+
+    name: str
+    spec: Path
+    wait_for: WaitFor = "submitted"
+    wait_timeout: float | None = None
+    exclusive_gpus: bool = False
+    keep_record_on_delete: bool = False
+    triggers: list[Any] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class InfraConfig:
+    """Settings of the GCP infrastructure component (cloud stacks)."""
+
+    bucket_name: str | None = None
+    output_retention_days: int | None = 90
+    force_destroy: bool = False
+    deployer: str | None = None
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    """Everything the program reads from the stack configuration."""
+
+    project: str
+    region: str
+    jobs: list[JobConfig]
+    endpoint: str | None = None
+    trainer_source: Path | None = None
+    infra: InfraConfig = field(default_factory=InfraConfig)
+
+    @property
+    def target(self) -> Target:
+        """``local`` for the emulator on this machine, ``vertex`` otherwise."""
+        return target_for_endpoint(self.endpoint)
+
+
+_JOB_KEYS = frozenset(
+    {"name", "spec", "waitFor", "waitTimeout", "exclusiveGpus", "keepRecordOnDelete", "triggers"}
+)
+_INFRA_KEYS = frozenset({"bucketName", "outputRetentionDays", "forceDestroy", "deployer"})
+
+
+def _path(value: Any, key: str, root: Path, *, directory: bool) -> Path:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{key}: expected a path, got {value!r}")
+    path = Path(value)
+    path = path if path.is_absolute() else root / path
+    if directory and not path.is_dir():
+        raise ConfigError(f"{key}: {value} is not a directory")
+    if not directory and not path.is_file():
+        raise ConfigError(f"{key}: {value} does not exist")
+    return path
+
+
+def _bool(value: Any, key: str, default: bool) -> bool:
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ConfigError(f"{key}: expected true or false, got {value!r}")
+
+
+def _job(entry: Any, key: str, root: Path) -> JobConfig:
+    if isinstance(entry, str):
+        entry = {"spec": entry}
+    if not isinstance(entry, Mapping):
+        raise ConfigError(f"{key}: expected a mapping with name and spec, or a spec file path")
+    unknown = sorted(set(entry) - _JOB_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{key}.{unknown[0]}: unknown key (known: {', '.join(sorted(_JOB_KEYS))})"
+        )
+    spec = _path(entry.get("spec"), f"{key}.spec", root, directory=False)
+    name = entry.get("name") or spec.stem
+    if not isinstance(name, str):
+        raise ConfigError(f"{key}.name: expected a string")
+    wait_for = entry.get("waitFor", "submitted")
+    if wait_for not in WAIT_FOR_VALUES:
+        raise ConfigError(f"{key}.waitFor: {wait_for!r} is not one of {', '.join(WAIT_FOR_VALUES)}")
+    try:
+        timeout = wait_timeout_seconds(entry.get("waitTimeout"))
+    except ValueError as exc:
+        raise ConfigError(f"{key}.waitTimeout: {exc}") from None
+    triggers = entry.get("triggers", [])
+    if not isinstance(triggers, list):
+        raise ConfigError(f"{key}.triggers: expected a list")
+    return JobConfig(
+        name=name,
+        spec=spec,
+        wait_for=cast(WaitFor, wait_for),
+        wait_timeout=timeout,
+        exclusive_gpus=_bool(entry.get("exclusiveGpus"), f"{key}.exclusiveGpus", False),
+        keep_record_on_delete=_bool(
+            entry.get("keepRecordOnDelete"), f"{key}.keepRecordOnDelete", False
+        ),
+        triggers=list(triggers),
+    )
+
+
+def _infra(value: Any) -> InfraConfig:
+    if value is None:
+        return InfraConfig()
+    if not isinstance(value, Mapping):
+        raise ConfigError("training:infra: expected a mapping")
+    unknown = sorted(set(value) - _INFRA_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"training:infra.{unknown[0]}: unknown key (known: {', '.join(sorted(_INFRA_KEYS))})"
+        )
+    retention = value.get("outputRetentionDays", 90)
+    if retention is not None and (
+        isinstance(retention, bool) or not isinstance(retention, int) or retention < 1
+    ):
+        raise ConfigError(
+            "training:infra.outputRetentionDays: expected a whole number of days >= 1"
+        )
+    deployer = value.get("deployer")
+    if deployer is not None and (not isinstance(deployer, str) or ":" not in deployer):
+        raise ConfigError(
+            "training:infra.deployer: expected an IAM member like user:me@example.com"
+        )
+    bucket = value.get("bucketName")
+    if bucket is not None and not isinstance(bucket, str):
+        raise ConfigError("training:infra.bucketName: expected a string")
+    return InfraConfig(
+        bucket_name=bucket,
+        output_retention_days=retention,
+        force_destroy=_bool(value.get("forceDestroy"), "training:infra.forceDestroy", False),
+        deployer=deployer,
+    )
+
+
+def load_stack_config(root: Path = PROJECT_ROOT) -> StackConfig:
+    """Read and check the stack configuration; raises ``ConfigError`` naming the key."""
+    gcp = pulumi.Config("gcp")
+    training = pulumi.Config("training")
+    project = gcp.get("project")
+    region = gcp.get("region")
+    if not project:
+        raise ConfigError("gcp:project: not set (pulumi config set gcp:project MY-PROJECT)")
+    if not region:
+        raise ConfigError("gcp:region: not set (pulumi config set gcp:region us-central1)")
+    try:
+        jobs_value = training.get_object("jobs")
+        job_value = training.get_object("job")
+        infra_value = training.get_object("infra")
+    except Exception as exc:  # pulumi raises ConfigTypeError for values that are not JSON
+        raise ConfigError(f"training: {exc}") from None
+    if jobs_value is not None and job_value is not None:
+        raise ConfigError("training:job and training:jobs: set one of them, not both")
+    if job_value is not None:
+        jobs = [_job(job_value, "training:job", root)]
+    elif jobs_value is None:
+        jobs = []
+    elif isinstance(jobs_value, list):
+        jobs = [_job(e, f"training:jobs[{i}]", root) for i, e in enumerate(jobs_value)]
+    else:
+        raise ConfigError("training:jobs: expected a list of jobs")
+    names = [j.name for j in jobs]
+    duplicate = next((n for n in names if names.count(n) > 1), None)
+    if duplicate:
+        raise ConfigError(f"training:jobs: the name {duplicate!r} is used twice")
+    source = training.get("trainerSource")
+    endpoint = training.get("endpoint") or None
+    if endpoint is not None and not endpoint.startswith(("http://", "https://")):
+        raise ConfigError(f"training:endpoint: expected http(s)://HOST:PORT, got {endpoint!r}")
+    return StackConfig(
+        project=project,
+        region=region,
+        jobs=jobs,
+        endpoint=endpoint,
+        trainer_source=(
+            _path(source, "training:trainerSource", root, directory=True) if source else None
+        ),
+        infra=_infra(infra_value),
+    )

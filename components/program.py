@@ -1,0 +1,141 @@
+"""The Pulumi program: stack configuration → infrastructure and training jobs.
+
+``__main__.py`` only calls ``run()``. Cloud stacks (no local endpoint) get a
+``TrainingInfra`` (API, bucket, service account, staged trainer package) and their jobs are
+wired to it: the package URI, the service account and an output directory are filled in
+where the spec file leaves them out. The local stack runs packages from local paths on the
+emulator; a digest of each local package directory is a trigger, so editing the trainer
+re-runs the job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+
+from components._errors import SpecError
+from components._formats import load_spec_file
+from components._packaging import PackagingError, source_digest
+from components.config import ConfigError, JobConfig, StackConfig, load_stack_config
+from components.training_job import TrainingJob, TrainingJobArgs, resolve_local_paths
+
+__all__ = ["Program", "run"]
+
+
+@dataclass
+class Program:
+    """What ``run`` declared (returned for tests and for programs that build on it)."""
+
+    config: StackConfig
+    jobs: dict[str, TrainingJob] = field(default_factory=dict)
+    infra: Any = None
+
+
+def _python_pools(document: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        pool["pythonPackageSpec"]
+        for pool in document.get("workerPoolSpecs", [])
+        if isinstance(pool, dict) and isinstance(pool.get("pythonPackageSpec"), dict)
+    ]
+
+
+def _load(job: JobConfig) -> dict[str, Any]:
+    try:
+        loaded = load_spec_file(job.spec)
+    except SpecError as exc:
+        lines = [f"  {v}" for v in getattr(exc, "violations", ())]
+        detail = "\n".join(["invalid spec:", *lines]) if lines else str(exc)
+        raise ConfigError(f"{job.spec}: {detail}") from None
+    for note in loaded.notes:
+        pulumi.log.info(f"{job.spec.name}: {note}")
+    document: dict[str, Any] = resolve_local_paths(loaded.spec, job.spec.parent).to_document()
+    return document
+
+
+def _wire_cloud(document: dict[str, Any], infra: Any, job: JobConfig) -> None:
+    if infra.package_uri is not None:
+        for package in _python_pools(document):
+            uris = package.get("packageUris") or []
+            if not any(str(u).startswith("gs://") for u in uris):
+                package["packageUris"] = [infra.package_uri]
+    document.setdefault("serviceAccount", infra.service_account_email)
+    document.setdefault("baseOutputDirectory", infra.output_uri(job.name))
+
+
+def _wire_local(document: dict[str, Any], config: StackConfig) -> list[str]:
+    triggers: list[str] = []
+    for package in _python_pools(document):
+        if not package.get("packageUris") and config.trainer_source is not None:
+            package["packageUris"] = [str(config.trainer_source)]
+        for uri in package.get("packageUris", []):
+            path = Path(str(uri).removeprefix("file://"))
+            if path.is_dir():
+                try:
+                    triggers.append(f"package:{path.name}:{source_digest(path)[:16]}")
+                except PackagingError as exc:
+                    raise ConfigError(str(exc)) from None
+    return triggers
+
+
+def run(config: StackConfig | None = None) -> Program:
+    """Declare the stack's resources; returns them."""
+    config = config or load_stack_config()
+    program = Program(config)
+    depends: list[pulumi.Resource] = []
+    if config.target == "vertex":
+        from components.infra import TrainingInfra, TrainingInfraArgs
+
+        try:
+            program.infra = TrainingInfra(
+                "training",
+                TrainingInfraArgs(
+                    project=config.project,
+                    region=config.region,
+                    trainer_source=config.trainer_source,
+                    bucket_name=config.infra.bucket_name,
+                    output_retention_days=config.infra.output_retention_days,
+                    force_destroy=config.infra.force_destroy,
+                    deployer=config.infra.deployer,
+                ),
+            )
+        except PackagingError as exc:
+            raise ConfigError(f"training:trainerSource: {exc}") from None
+        depends.append(program.infra)
+        pulumi.export("bucket", program.infra.bucket_name)
+        pulumi.export("service_account", program.infra.service_account_email)
+        if program.infra.package_uri is not None:
+            pulumi.export("package_uri", program.infra.package_uri)
+    exports: dict[str, Any] = {}
+    for job in config.jobs:
+        document = _load(job)
+        triggers = list(job.triggers)
+        if program.infra is not None:
+            _wire_cloud(document, program.infra, job)
+        else:
+            triggers += _wire_local(document, config)
+        resource = TrainingJob(
+            job.name,
+            TrainingJobArgs(
+                spec=document,
+                project=config.project,
+                region=config.region,
+                triggers=triggers or None,
+                wait_for=job.wait_for,
+                wait_timeout=job.wait_timeout,
+                exclusive_gpus=job.exclusive_gpus,
+                keep_record_on_delete=job.keep_record_on_delete,
+            ),
+            pulumi.ResourceOptions(depends_on=depends),
+        )
+        program.jobs[job.name] = resource
+        exports[job.name] = {
+            "job_name": resource.job_name,
+            "state": resource.state,
+            "console_url": resource.console_url,
+            "model_dir": resource.model_dir,
+        }
+    pulumi.export("jobs", exports)
+    return program
