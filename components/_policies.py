@@ -1,0 +1,250 @@
+"""Guardrails per stack: the rules of the policy pack in ``policy/``, as plain functions.
+
+Each rule takes a ``PolicyJob`` (one TrainingJob as the engine shows it to a policy) and
+its configuration, and returns messages that name the job and the limit. The CrossGuard
+glue in ``policy/__main__.py`` only adapts these to ``pulumi_policy``; tests call them
+directly. Costs use the catalog's prices; a spot price that is not known is bounded by
+the on-demand price (spot never costs more), and a price that is not known at all fails a
+cost limit unless the configuration allows unknown prices.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from components._catalog import Catalog, load_catalog
+from components._errors import SpecError
+from components._pricing import estimate
+from components._spec import JobSpec
+
+TRAINING_JOB_TYPE_SUFFIX = ":TrainingJob"
+
+
+@dataclass(frozen=True)
+class PolicyJob:
+    """One training job as a policy sees it."""
+
+    name: str
+    spec: JobSpec
+    region: str | None
+
+    @property
+    def gpus(self) -> int:
+        """Every accelerator the job holds at once: pools x replicas x count."""
+        return sum(
+            pool.replicas * pool.machine_spec.accelerator_count
+            for pool in self.spec.worker_pool_specs
+            if pool.machine_spec and not pool.is_placeholder
+        )
+
+    @property
+    def accelerators(self) -> set[str]:
+        return {
+            pool.machine_spec.accelerator_type
+            for pool in self.spec.worker_pool_specs
+            if pool.machine_spec and pool.machine_spec.accelerator_type
+        }
+
+
+def job_from_props(name: str, resource_type: str, props: Mapping[str, Any]) -> PolicyJob | None:
+    """The job behind a resource's inputs, or None when it is not a TrainingJob or not known yet."""
+    if not resource_type.endswith(TRAINING_JOB_TYPE_SUFFIX):
+        return None
+    document = props.get("spec")
+    if isinstance(document, str):
+        try:
+            document = json.loads(document)
+        except ValueError:
+            return None
+    if not isinstance(document, dict):
+        return None
+    try:
+        spec = JobSpec.parse(document)
+    except SpecError:
+        return None  # check() reports malformed specs; policies judge valid ones
+    region = props.get("region") or spec.region
+    return PolicyJob(name, spec, region if isinstance(region, str) else None)
+
+
+def hourly_cost_bound(job: PolicyJob, catalog: Catalog) -> tuple[float | None, str]:
+    """The most the job costs per hour, and how that figure was found."""
+    if job.region is None:
+        return None, "no region"
+    result = estimate(job.spec, catalog, region=job.region)
+    if result.usd_per_hour is not None:
+        return result.usd_per_hour, "spot" if result.spot else "on-demand"
+    if result.spot:
+        bound = estimate(job.spec, catalog, region=job.region, spot=False)
+        if bound.usd_per_hour is not None:
+            return bound.usd_per_hour, "on-demand price as the bound of an unknown spot price"
+    return None, "unknown price: " + ", ".join(result.missing)
+
+
+def _strings(config: Mapping[str, Any], key: str) -> list[str]:
+    value = config.get(key) or []
+    return [str(v) for v in value]
+
+
+def allowed_regions(job: PolicyJob, config: Mapping[str, Any], catalog: Catalog) -> list[str]:
+    allowed = _strings(config, "allowedRegions")
+    if not allowed or job.region in allowed:
+        return []
+    return [f"job {job.name!r} runs in {job.region}; this stack allows {', '.join(allowed)}"]
+
+
+def allowed_accelerators(job: PolicyJob, config: Mapping[str, Any], catalog: Catalog) -> list[str]:
+    allowed = set(_strings(config, "allowedAccelerators"))
+    return [
+        f"job {job.name!r} uses {acc}; this stack allows {', '.join(sorted(allowed)) or 'no accelerators'}"
+        for acc in sorted(job.accelerators - allowed)
+    ]
+
+
+def max_gpus_per_job(job: PolicyJob, config: Mapping[str, Any], catalog: Catalog) -> list[str]:
+    limit = int(config.get("maxGpus", 0))
+    if job.gpus <= limit:
+        return []
+    return [f"job {job.name!r} holds {job.gpus} accelerators at once; the limit is {limit}"]
+
+
+def max_cost_per_job(job: PolicyJob, config: Mapping[str, Any], catalog: Catalog) -> list[str]:
+    limit = float(config.get("maxUsdPerHour", 0))
+    cost, how = hourly_cost_bound(job, catalog)
+    if cost is None:
+        if config.get("allowUnknownPrices"):
+            return []
+        return [f"job {job.name!r}: cannot check the ${limit:g}/h limit ({how})"]
+    if cost <= limit:
+        return []
+    return [f"job {job.name!r} costs ${cost:,.2f}/h ({how}); the limit is ${limit:g}/h per job"]
+
+
+def required_labels(job: PolicyJob, config: Mapping[str, Any], catalog: Catalog) -> list[str]:
+    missing = [label for label in _strings(config, "labels") if not job.spec.labels.get(label)]
+    if not missing:
+        return []
+    return [f"job {job.name!r} lacks the label(s) {', '.join(missing)}, required in this stack"]
+
+
+def spot_required(job: PolicyJob, config: Mapping[str, Any], catalog: Catalog) -> list[str]:
+    strategy = job.spec.scheduling.strategy if job.spec.scheduling else None
+    if not config.get("enabled", True) or strategy == "SPOT":
+        return []
+    return [
+        f"job {job.name!r} runs {strategy or 'STANDARD'}; this stack requires scheduling.strategy: SPOT"
+    ]
+
+
+def max_cost_per_stack(
+    jobs: Sequence[PolicyJob], config: Mapping[str, Any], catalog: Catalog
+) -> list[str]:
+    """A stack-wide limit on the summed hourly cost of every job."""
+    limit = float(config.get("maxUsdPerHour", 0))
+    total = 0.0
+    unknown: list[str] = []
+    for job in jobs:
+        cost, _ = hourly_cost_bound(job, catalog)
+        if cost is None:
+            unknown.append(job.name)
+        else:
+            total += cost
+    problems = []
+    if unknown and not config.get("allowUnknownPrices"):
+        problems.append(
+            f"cannot check the ${limit:g}/h stack limit: no price for {', '.join(unknown)}"
+        )
+    if total > limit:
+        problems.append(
+            f"the stack's jobs cost ${total:,.2f}/h together; the limit is ${limit:g}/h"
+        )
+    return problems
+
+
+JobRule = Callable[[PolicyJob, Mapping[str, Any], Catalog], list[str]]
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    """A job-level rule with the name, description and config schema the pack publishes."""
+
+    name: str
+    description: str
+    check: JobRule
+    config: Mapping[str, Mapping[str, Any]]
+
+
+JOB_RULES: tuple[RuleSpec, ...] = (
+    RuleSpec(
+        "allowed-regions",
+        "Training jobs run only in the regions this stack allows.",
+        allowed_regions,
+        {"allowedRegions": {"type": "array", "items": {"type": "string"}}},
+    ),
+    RuleSpec(
+        "allowed-accelerators",
+        "Training jobs use only the accelerator types this stack allows.",
+        allowed_accelerators,
+        {"allowedAccelerators": {"type": "array", "items": {"type": "string"}}},
+    ),
+    RuleSpec(
+        "max-gpus-per-job",
+        "A training job holds at most this many accelerators at once.",
+        max_gpus_per_job,
+        {"maxGpus": {"type": "integer", "minimum": 0}},
+    ),
+    RuleSpec(
+        "max-hourly-cost-per-job",
+        "A training job costs at most this many dollars per hour.",
+        max_cost_per_job,
+        {
+            "maxUsdPerHour": {"type": "number", "minimum": 0},
+            "allowUnknownPrices": {"type": "boolean"},
+        },
+    ),
+    RuleSpec(
+        "required-labels",
+        "Training jobs carry the labels this stack requires (e.g. team, cost-center).",
+        required_labels,
+        {"labels": {"type": "array", "items": {"type": "string"}}},
+    ),
+    RuleSpec(
+        "spot-required",
+        "Training jobs in this stack run on SPOT capacity.",
+        spot_required,
+        {"enabled": {"type": "boolean"}},
+    ),
+)
+
+STACK_COST_RULE = RuleSpec(
+    "max-hourly-cost-per-stack",
+    "All training jobs of the stack together cost at most this many dollars per hour.",
+    lambda job, config, catalog: [],
+    {"maxUsdPerHour": {"type": "number", "minimum": 0}, "allowUnknownPrices": {"type": "boolean"}},
+)
+
+
+def evaluate(
+    jobs: Iterable[PolicyJob],
+    config: Mapping[str, Mapping[str, Any]],
+    catalog: Catalog | None = None,
+) -> dict[str, list[str]]:
+    """Every rule that has a config entry, run over ``jobs``: rule name → messages.
+
+    ``config`` has the shape of a policy config file (rule name → settings); a rule without
+    an entry, or with ``enforcementLevel: disabled``, is skipped.
+    """
+    catalog = catalog or load_catalog()
+    jobs = list(jobs)
+    results: dict[str, list[str]] = {}
+    for rule in JOB_RULES:
+        settings = config.get(rule.name)
+        if settings is None or settings.get("enforcementLevel") == "disabled":
+            continue
+        results[rule.name] = [m for job in jobs for m in rule.check(job, settings, catalog)]
+    stack = config.get(STACK_COST_RULE.name)
+    if stack is not None and stack.get("enforcementLevel") != "disabled":
+        results[STACK_COST_RULE.name] = max_cost_per_stack(jobs, stack, catalog)
+    return results

@@ -1,0 +1,79 @@
+"""CrossGuard policy pack for TrainingJob resources.
+
+The rules are plain functions in ``components._policies`` (unit-tested without the
+engine); this file only hands them to ``pulumi_policy``. Thresholds come from the policy
+config file (``policy/dev.json``, ``policy/prod.json``):
+
+    pulumi preview --stack dev --policy-pack policy --policy-pack-config policy/dev.json
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    PolicyPack,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+
+from components import load_catalog
+from components._policies import (
+    JOB_RULES,
+    STACK_COST_RULE,
+    RuleSpec,
+    job_from_props,
+    max_cost_per_stack,
+)
+
+
+def _resource_policy(rule: RuleSpec) -> ResourceValidationPolicy:
+    def check(args: ResourceValidationArgs, report: ReportViolation) -> None:
+        job = job_from_props(args.name, args.resource_type, args.props)
+        if job is None:
+            return
+        for message in rule.check(job, args.get_config(), load_catalog()):
+            report(message, args.urn)
+
+    return ResourceValidationPolicy(
+        name=rule.name,
+        description=rule.description,
+        validate=check,
+        config_schema=PolicyConfigSchema(properties={k: dict(v) for k, v in rule.config.items()}),
+    )
+
+
+def _stack_cost(args: StackValidationArgs, report: ReportViolation) -> None:
+    jobs = [
+        job
+        for resource in args.resources
+        if (job := job_from_props(resource.name, resource.resource_type, resource.props))
+        is not None
+    ]
+    for message in max_cost_per_stack(jobs, args.get_config(), load_catalog()):
+        report(message, None)
+
+
+PolicyPack(
+    name="gpu-training-guardrails",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    policies=[
+        *(_resource_policy(rule) for rule in JOB_RULES),
+        StackValidationPolicy(
+            name=STACK_COST_RULE.name,
+            description=STACK_COST_RULE.description,
+            validate=_stack_cost,
+            config_schema=PolicyConfigSchema(
+                properties={k: dict(v) for k, v in STACK_COST_RULE.config.items()}
+            ),
+        ),
+    ],
+)
