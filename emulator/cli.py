@@ -138,8 +138,6 @@ def _serve(args: argparse.Namespace, argv: list[str]) -> int:
     state_dir = _state_dir(args.state_dir)
     if args.daemon:
         return _daemonize(args, argv, state_dir)
-    from emulator.server import Service
-
     logging.basicConfig(
         level=args.log_level.upper(),
         stream=sys.stderr,
@@ -184,6 +182,10 @@ def _serve(args: argparse.Namespace, argv: list[str]) -> int:
         print(f"fault flags: {exc}", file=sys.stderr)
         return 2
     state_dir.mkdir(parents=True, exist_ok=True)
+    # Imported late: loading the aiplatform protos takes a second or two, and flag errors above
+    # should come back at once.
+    from emulator.server import Service
+
     try:
         service = Service(settings, faults, host=args.host, port=args.port)
     except OSError as exc:

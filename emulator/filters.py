@@ -9,7 +9,8 @@ Supported (as Vertex documents for custom jobs):
   characters (``display_name:"train-*"``); ``displayName`` is accepted too;
 * ``create_time``, ``update_time``, ``start_time``, ``end_time`` compared (``= != < <= > >=``)
   with an RFC 3339 timestamp in quotes;
-* ``AND``, ``OR``, ``NOT`` (and ``-`` as a prefix for NOT), juxtaposition as AND, parentheses.
+* ``AND``, ``OR``, ``NOT`` (and ``-`` as a prefix for NOT), juxtaposition as AND, parentheses;
+  as in AIP-160, OR binds tighter than AND.
 
 Values are bare words or double-quoted strings. A malformed filter raises ``ValueError`` with a
 message that names the offending part; the service turns it into 400 INVALID_ARGUMENT.
@@ -171,26 +172,27 @@ class _Parser:
         return tok
 
     def parse(self) -> Predicate:
-        pred = self.or_expr()
+        pred = self.and_expr()
         tok = self.peek()
         if tok is not None:
             raise ValueError(f"filter: unexpected {tok.text!r} at {tok.pos}")
         return pred
 
-    def or_expr(self) -> Predicate:
-        parts = [self.and_expr()]
-        while (tok := self.peek()) is not None and tok.kind == "OR":
-            self.take()
-            parts.append(self.and_expr())
-        return parts[0] if len(parts) == 1 else (lambda job: any(p(job) for p in parts))
-
+    # AIP-160 gives OR a higher precedence than AND: `a AND b OR c` is `a AND (b OR c)`.
     def and_expr(self) -> Predicate:
-        parts = [self.unary()]
-        while (tok := self.peek()) is not None and tok.kind not in ("OR", "rparen"):
+        parts = [self.or_expr()]
+        while (tok := self.peek()) is not None and tok.kind != "rparen":
             if tok.kind == "AND":
                 self.take()
-            parts.append(self.unary())
+            parts.append(self.or_expr())
         return parts[0] if len(parts) == 1 else (lambda job: all(p(job) for p in parts))
+
+    def or_expr(self) -> Predicate:
+        parts = [self.unary()]
+        while (tok := self.peek()) is not None and tok.kind == "OR":
+            self.take()
+            parts.append(self.unary())
+        return parts[0] if len(parts) == 1 else (lambda job: any(p(job) for p in parts))
 
     def unary(self) -> Predicate:
         tok = self.peek()
@@ -203,7 +205,7 @@ class _Parser:
     def primary(self) -> Predicate:
         tok = self.take("a comparison such as labels.team=vision")
         if tok.kind == "lparen":
-            inner = self.or_expr()
+            inner = self.and_expr()
             close = self.take("')'")
             if close.kind != "rparen":
                 raise ValueError(f"filter: expected ')' at {close.pos}")

@@ -1,0 +1,96 @@
+"""The list filter language, on protos directly (no server)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from emulator import protos
+from emulator.filters import compile_filter
+
+KEYS = st.sampled_from(["team", "env", "run"])
+VALUES = st.sampled_from(["a", "b", "c-1"])
+LABELS = st.dictionaries(KEYS, VALUES, max_size=3)
+
+
+def job_with(labels: dict[str, str], name: str = "train-x", state: int = 3):
+    job = protos.new_job_pb()
+    job.display_name = name
+    job.state = state
+    job.labels.update(labels)
+    return job
+
+
+@given(LABELS, KEYS, VALUES)
+def test_label_comparisons_match_python(labels: dict[str, str], key: str, value: str) -> None:
+    job = job_with(labels)
+    assert compile_filter(f"labels.{key}={value}")(job) == (labels.get(key) == value)
+    assert compile_filter(f'labels.{key}="{value}"')(job) == (labels.get(key) == value)
+    assert compile_filter(f"labels.{key}!={value}")(job) == (labels.get(key) != value)
+    assert compile_filter(f"labels.{key}:*")(job) == (key in labels)
+    assert compile_filter(f"NOT labels.{key}:*")(job) == (key not in labels)
+    assert compile_filter(f"-labels.{key}:*")(job) == (key not in labels)
+
+
+@given(LABELS, KEYS, VALUES, KEYS, VALUES)
+def test_boolean_operators(labels: dict[str, str], k1: str, v1: str, k2: str, v2: str) -> None:
+    job = job_with(labels)
+    a, b = labels.get(k1) == v1, labels.get(k2) == v2
+    assert compile_filter(f"labels.{k1}={v1} AND labels.{k2}={v2}")(job) == (a and b)
+    assert compile_filter(f"labels.{k1}={v1} labels.{k2}={v2}")(job) == (a and b)
+    assert compile_filter(f"labels.{k1}={v1} OR labels.{k2}={v2}")(job) == (a or b)
+    assert compile_filter(f"NOT (labels.{k1}={v1} OR labels.{k2}={v2})")(job) == (not (a or b))
+    # OR binds tighter than AND in AIP-160.
+    text = f"labels.{k1}={v1} AND labels.{k2}={v2} OR labels.{k1}:*"
+    assert compile_filter(text)(job) == (a and (b or k1 in labels))
+
+
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        ('display_name:"train-*"', True),
+        ("display_name:train-*", True),
+        ('display_name:"*-x"', True),
+        ('display_name:"eval-*"', False),
+        ("display_name=train-x", True),
+        ("displayName=train-x", True),
+        ("display_name!=train-x", False),
+        ("state=JOB_STATE_RUNNING", True),
+        ("state!=JOB_STATE_RUNNING", False),
+        ("", True),
+    ],
+)
+def test_display_name_and_state(expr: str, expected: bool) -> None:
+    assert compile_filter(expr)(job_with({})) is expected
+
+
+def test_time_comparisons() -> None:
+    job = job_with({})
+    protos.now_ts(job.create_time, 1_700_000_000.0)  # 2023-11-14T22:13:20Z
+    assert compile_filter('create_time>"2023-11-14T22:00:00Z"')(job)
+    assert not compile_filter('create_time<"2023-11-14T22:00:00Z"')(job)
+    assert compile_filter('createTime>="2023-11-14T22:13:20Z"')(job)
+    assert not compile_filter('end_time>"2000-01-01T00:00:00Z"')(job)  # unset never matches
+
+
+@pytest.mark.parametrize(
+    ("expr", "message"),
+    [
+        ("owner=me", "unsupported field 'owner'"),
+        ("state=DONE", "unknown state 'DONE'"),
+        ("labels.=x", "needs a key"),
+        ("labels.a=", "expected a value after labels.a="),
+        ("labels.a", "expected an operator"),
+        ("(labels.a=b", "expected ')'"),
+        ("labels.a=b)", "unexpected ')'"),
+        ("labels.a=b AND", "expected a comparison"),
+        ("labels.a>b", "operator '>' is not supported"),
+        ('create_time>"yesterday"', "not an RFC 3339 timestamp"),
+        ("labels.a=b & labels.c=d", "unexpected character '&'"),
+    ],
+)
+def test_malformed_filters_explain_themselves(expr: str, message: str) -> None:
+    with pytest.raises(ValueError, match="filter: ") as info:
+        compile_filter(expr)
+    assert message in str(info.value)
