@@ -213,8 +213,8 @@ def _affected(path: str, unknown: list[str]) -> bool:
     # A violation next to (or under) a value that is not known yet may be caused by the
     # stand-in used for it; it is checked again once the value is known.
     for hole in unknown:
-        scope = _parent(hole)
-        if not scope or path == scope or path.startswith((scope + ".", scope + "[")):
+        scope = _parent(hole) or hole
+        if path == scope or path.startswith((scope + ".", scope + "[")):
             return True
     return False
 

@@ -1,0 +1,129 @@
+"""Run the Pulumi program under ``pulumi.runtime.Mocks`` and record every registration.
+
+``run_stack("dev")`` reads ``stacks/Pulumi.dev.yaml`` (plus overrides), runs
+``components.program.run`` with mocks, and returns what the resource monitor received:
+type, name, inputs, parent, dependencies, property dependencies, secret outputs, and
+whether each input was sent as a secret.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import yaml
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime import rpc
+
+REPO = Path(__file__).resolve().parents[2]
+PROJECT = "gpu-training"
+JOB_TYPE = "pulumi-python:dynamic/vertex:TrainingJob"
+
+
+@dataclass
+class Registration:
+    type: str
+    name: str
+    urn: str
+    inputs: dict[str, Any]
+    parent: str
+    dependencies: list[str]
+    property_dependencies: dict[str, list[str]]
+    secret_inputs: set[str]
+    additional_secret_outputs: list[str]
+    raw_object: str
+
+
+@dataclass
+class StackRun:
+    registrations: list[Registration] = field(default_factory=list)
+    program: Any = None
+
+    def by_type(self, typ: str) -> list[Registration]:
+        return [r for r in self.registrations if r.type == typ]
+
+    def one(self, typ: str) -> Registration:
+        found = self.by_type(typ)
+        assert len(found) == 1, f"expected one {typ}, got {[r.name for r in found]}"
+        return found[0]
+
+    def urn_of(self, typ: str) -> str:
+        return self.one(typ).urn
+
+
+class _Mocks(pulumi.runtime.Mocks):
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        state = dict(args.inputs)
+        if args.typ == "gcp:serviceaccount/account:Account":
+            state["email"] = f"{args.inputs['accountId']}@{args.inputs['project']}.iam.gserviceaccount.com"
+            state["name"] = f"projects/{args.inputs['project']}/serviceAccounts/{state['email']}"
+        if args.typ == JOB_TYPE:
+            state["job_name"] = f"projects/p/locations/r/customJobs/{args.name}"
+            state["state"] = "JOB_STATE_QUEUED"
+        return f"{args.name}-id", state
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        return {}, []
+
+
+class _RecordingMonitor(pulumi_mocks.MockMonitor):
+    def __init__(self, mocks: pulumi.runtime.Mocks, run: StackRun) -> None:
+        super().__init__(mocks)
+        self.run = run
+
+    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (gRPC method name)
+        response = super().RegisterResource(request)
+        if request.type != "pulumi:pulumi:Stack":
+            raw = rpc.deserialize_properties(request.object, keep_unknowns=True)
+            self.run.registrations.append(
+                Registration(
+                    type=request.type,
+                    name=request.name,
+                    urn=response.urn,
+                    inputs={
+                        k: rpc.unwrap_rpc_secret(v)
+                        for k, v in rpc.deserialize_properties(request.object).items()
+                    },
+                    parent=request.parent,
+                    dependencies=list(request.dependencies),
+                    property_dependencies={
+                        k: list(v.urns) for k, v in request.propertyDependencies.items()
+                    },
+                    secret_inputs={k for k, v in raw.items() if rpc.is_rpc_secret(v)},
+                    additional_secret_outputs=list(request.additionalSecretOutputs),
+                    raw_object=json.dumps(raw, default=str),
+                )
+            )
+        return response
+
+
+def stack_config(stack: str, overrides: dict[str, Any] | None = None) -> dict[str, str]:
+    """``stacks/Pulumi.<stack>.yaml`` as the flat string map ``set_all_config`` takes."""
+    data = yaml.safe_load((REPO / "stacks" / f"Pulumi.{stack}.yaml").read_text())["config"]
+    data.update(overrides or {})
+    return {k: v if isinstance(v, str) else json.dumps(v) for k, v in data.items()}
+
+
+def run_stack(stack: str, overrides: dict[str, Any] | None = None) -> StackRun:
+    """Run the program for ``stack`` under mocks; raises what the program raises."""
+    from components.program import run as run_program
+
+    result = StackRun()
+    pulumi.runtime.set_all_config(stack_config(stack, overrides))
+    pulumi.runtime.settings.ROOT.set(None)
+    monitor = _RecordingMonitor(_Mocks(), result)
+    pulumi.runtime.set_mocks(_Mocks(), project=PROJECT, stack=stack, preview=False, monitor=monitor)
+
+    @pulumi.runtime.test
+    def program() -> Any:
+        result.program = run_program()
+        jobs = list(result.program.jobs.values())
+        root = pulumi.runtime.get_root_resource()
+        exports = getattr(root, "outputs", {})
+        return pulumi.Output.all(*[j.job_name for j in jobs], pulumi.Output.from_input(exports))
+
+    values = program()
+    return result

@@ -1,0 +1,194 @@
+"""The program for each stack under ``pulumi.runtime.Mocks``: resources, wiring, secrets."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from components import errors_only, validate
+from components._job_inputs import merge_env, target_for_endpoint
+from components._spec import JobSpec
+from components.config import ConfigError
+from components.training_job import TrainingJobInputError
+from tests.program.harness import JOB_TYPE, REPO, run_stack, stack_config
+
+INFRA = "gpu-training:infra:TrainingInfra"
+BUCKET = "gcp:storage/bucket:Bucket"
+SERVICE = "gcp:projects/service:Service"
+ACCOUNT = "gcp:serviceaccount/account:Account"
+BUCKET_MEMBER = "gcp:storage/bucketIAMMember:BucketIAMMember"
+OBJECT = "gcp:storage/bucketObject:BucketObject"
+
+
+def _pools(spec: dict) -> list[dict]:
+    return spec["workerPoolSpecs"]
+
+
+def test_local_stack_is_one_job_on_the_emulator_with_no_cloud_resources():
+    run = run_stack("local")
+    assert [r.type for r in run.registrations] == [JOB_TYPE]
+    job = run.one(JOB_TYPE)
+    assert job.name == "example-trainer"
+    assert job.inputs["project"] == "local-training"
+    assert job.inputs["region"] == "us-central1"
+    assert job.inputs["wait_for"] == "succeeded"
+    assert job.inputs["wait_timeout"] == 600
+    package = _pools(job.inputs["spec"])[0]["pythonPackageSpec"]
+    # The spec file's relative path is resolved against the file, to the example trainer.
+    assert package["packageUris"] == [str(REPO / "examples" / "trainer")]
+    assert package["pythonModule"] == "trainer.task"
+    assert "--epochs" in package["args"]
+    # A digest of the trainer source is a trigger: editing the trainer re-runs the job.
+    assert len(job.inputs["triggers"]) == 1 and job.inputs["triggers"][0].startswith("package:trainer:")
+    assert job.dependencies == []
+
+
+def test_env_values_are_a_secret_input_and_absent_from_the_spec():
+    job = run_stack("local").one(JOB_TYPE)
+    assert job.secret_inputs == {"env_values"}
+    assert job.additional_secret_outputs == ["env_values"]
+    assert job.inputs["env_values"] == {"workerPoolSpecs[0].pythonPackageSpec.env[0].value": "local-demo"}
+    env = _pools(job.inputs["spec"])[0]["pythonPackageSpec"]["env"]
+    assert env == [{"name": "TRAINER_RUN_NOTE"}]
+    assert "local-demo" not in json.dumps(job.inputs["spec"])
+
+
+def test_identity_is_a_hash_of_project_stack_and_name():
+    from components._identity import identity_label
+
+    local = run_stack("local").one(JOB_TYPE)
+    assert local.inputs["identity"] == identity_label("gpu-training", "local", "example-trainer")
+    assert local.inputs["identity"] != identity_label("gpu-training", "dev", "example-trainer")
+
+
+def _infra_checks(run, region: str) -> dict:
+    component = run.one(INFRA)
+    for typ in (SERVICE, BUCKET, ACCOUNT, BUCKET_MEMBER, OBJECT):
+        assert run.one(typ).parent == component.urn, f"{typ} is not a child of the component"
+    assert run.one(SERVICE).inputs["service"] == "aiplatform.googleapis.com"
+    assert run.one(SERVICE).inputs["disableOnDestroy"] is False
+    bucket = run.one(BUCKET).inputs
+    assert bucket["location"] == region.upper()
+    assert bucket["uniformBucketLevelAccess"] is True
+    assert bucket["publicAccessPrevention"] == "enforced"
+    actions = [rule["action"]["type"] for rule in bucket["lifecycleRules"]]
+    assert "Delete" in actions and "AbortIncompleteMultipartUpload" in actions
+    member = run.one(BUCKET_MEMBER).inputs
+    assert member["role"] == "roles/storage.objectAdmin"
+    assert member["bucket"] == bucket["name"]
+    assert member["member"].startswith("serviceAccount:")
+    package = run.one(OBJECT).inputs
+    assert package["bucket"] == bucket["name"]
+    assert package["name"].startswith("packages/") and package["name"].endswith("/trainer-0.1.0.tar.gz")
+    job = run.one(JOB_TYPE)
+    # The job waits for the whole component (API enabled, IAM granted, package uploaded):
+    # the SDK expands a dependency on a component into its children.
+    children = [r.urn for r in run.registrations if r.parent == component.urn]
+    assert len(children) == 5
+    assert set(children) <= set(job.dependencies)
+    assert run.urn_of(OBJECT) in job.property_dependencies["spec"]
+    spec = job.inputs["spec"]
+    for pool in _pools(spec):
+        uris = pool["pythonPackageSpec"]["packageUris"]
+        assert uris == [f"gs://{bucket['name']}/{package['name']}"]
+    assert spec["serviceAccount"] == f"{run.one(ACCOUNT).inputs['accountId']}@{run.one(ACCOUNT).inputs['project']}.iam.gserviceaccount.com"
+    assert spec["baseOutputDirectory"] == f"gs://{bucket['name']}/jobs/{job.name}"
+    return spec
+
+
+def test_dev_stack_is_a_small_t4_spot_job_in_us_central1():
+    run = run_stack("dev")
+    spec = _infra_checks(run, "us-central1")
+    job = run.one(JOB_TYPE)
+    assert job.inputs["region"] == "us-central1"
+    assert job.inputs["project"] == "gpu-training-dev"
+    (pool,) = _pools(spec)
+    assert pool["machineSpec"] == {
+        "machineType": "n1-standard-4",
+        "acceleratorType": "NVIDIA_TESLA_T4",
+        "acceleratorCount": 1,
+    }
+    assert spec["scheduling"]["strategy"] == "SPOT"
+    assert job.inputs["exclusive_gpus"] is False
+    assert "env_values" not in job.inputs  # no env vars in this job
+
+
+def test_prod_stack_is_a_multi_worker_a100_job_in_europe_west4():
+    run = run_stack("prod")
+    spec = _infra_checks(run, "europe-west4")
+    job = run.one(JOB_TYPE)
+    assert job.inputs["region"] == "europe-west4"
+    chief, workers = _pools(spec)
+    assert chief["machineSpec"]["machineType"].startswith("a2-highgpu-")
+    assert chief["machineSpec"]["acceleratorType"] == "NVIDIA_TESLA_A100"
+    assert workers["machineSpec"]["machineType"].startswith("a2-highgpu-")
+    assert workers["machineSpec"]["acceleratorType"] == "NVIDIA_TESLA_A100"
+    assert workers["replicaCount"] == 2
+    assert job.inputs["exclusive_gpus"] is True
+    assert job.inputs["wait_for"] == "running"
+    assert job.inputs["wait_timeout"] == 7200
+
+
+def test_same_source_same_package_object_name():
+    first = run_stack("dev").one(OBJECT).inputs["name"]
+    second = run_stack("dev").one(OBJECT).inputs["name"]
+    assert first == second
+
+
+@pytest.mark.parametrize("stack", ["local", "dev", "prod"])
+def test_every_stack_validates_clean(stack):
+    run = run_stack(stack)
+    endpoint = stack_config(stack).get("training:endpoint")
+    for job in run.by_type(JOB_TYPE):
+        document = merge_env(job.inputs["spec"], job.inputs.get("env_values"))
+        spec = JobSpec.parse(document)
+        found = validate(spec, region=job.inputs["region"], target=target_for_endpoint(endpoint))
+        assert errors_only(found) == [], found
+
+
+def test_prod_in_a_region_without_a100_fails_with_the_validators_message():
+    with pytest.raises(TrainingJobInputError) as info:
+        run_stack("prod", {"gcp:region": "us-west2"})
+    message = str(info.value)
+    assert "workerPoolSpecs[0].machineSpec.acceleratorType" in message
+    assert "NVIDIA_TESLA_A100 is not offered in us-west2" in message
+    assert "Traceback" not in message
+
+
+def test_dev_in_a_region_without_t4_fails():
+    with pytest.raises(TrainingJobInputError, match="NVIDIA_TESLA_T4 is not offered in"):
+        run_stack("dev", {"gcp:region": "me-central2"})
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key"),
+    [
+        ({"gcp:project": None}, "gcp:project"),
+        ({"training:jobs": [{"name": "x", "spec": "stacks/jobs/nope.yaml"}]}, "training:jobs[0].spec"),
+        ({"training:jobs": [{"spec": "stacks/jobs/local-trainer.yaml", "waitFor": "done"}]}, "training:jobs[0].waitFor"),
+        ({"training:jobs": [{"spec": "stacks/jobs/local-trainer.yaml", "colour": "red"}]}, "training:jobs[0].colour"),
+        ({"training:jobs": [{"spec": "stacks/jobs/local-trainer.yaml", "waitTimeout": "soon"}]}, "training:jobs[0].waitTimeout"),
+        ({"training:endpoint": "127.0.0.1:8642"}, "training:endpoint"),
+    ],
+)
+def test_bad_config_names_the_key(overrides, key):
+    config = {k: v for k, v in overrides.items() if v is not None}
+    if None in overrides.values():
+        # Leave the key out entirely.
+        from tests.program import harness
+
+        base = harness.stack_config("local")
+        for k, v in overrides.items():
+            if v is None:
+                base.pop(k)
+        import pulumi
+
+        pulumi.runtime.set_all_config(base)
+        from components.config import load_stack_config
+
+        with pytest.raises(ConfigError, match=key):
+            load_stack_config()
+        return
+    with pytest.raises(ConfigError, match=key.replace("[", r"\[").replace("]", r"\]")):
+        run_stack("local", config)
