@@ -59,7 +59,7 @@ class RetryPolicy:
     initial: float = 0.5
     maximum: float = 8.0
     deadline: float = 120.0
-    attempts: int = 8
+    attempts: int = 10
 
 
 @dataclass(frozen=True)
@@ -276,22 +276,39 @@ def submit_or_adopt(
     """Adopt this run's job if one exists, else submit ``custom_job``.
 
     A lost response (connection dropped, 503 after the job was stored) is retried, and each
-    retry looks for an adoptable job first, so at most one job is started per run.
+    retry looks for an adoptable job first, so at most one job is started per run. The
+    look-up is idempotent and retried on its own; only the create counts as an attempt.
     """
+    deadline = time.monotonic() + policy.deadline
+    delay = policy.initial
     attempts = 0
-
-    def attempt() -> Submission:
-        nonlocal attempts
-        attempts += 1
-        found = find_adoptable(client, parent, identity=identity, run=run)
+    while True:
+        found = with_retries(
+            lambda: find_adoptable(client, parent, identity=identity, run=run),
+            policy,
+            what=f"looking for this run's job in {parent}",
+            sleep=sleep,
+        )
         if found is not None:
             return Submission(found, adopted=True, attempts=attempts)
-        job = client.create_custom_job(
-            parent=parent, custom_job=custom_job, retry=None, timeout=60.0
-        )
+        attempts += 1
+        try:
+            job = client.create_custom_job(
+                parent=parent, custom_job=custom_job, retry=None, timeout=60.0
+            )
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            remaining = deadline - time.monotonic()
+            if attempts >= policy.attempts or remaining <= 0:
+                raise JobOperationError(
+                    f"submitting a job to {parent}: still failing after {attempts} attempts: "
+                    f"{_short(exc)}"
+                ) from None
+            sleep(min(delay * (0.5 + random.random() / 2), max(remaining, 0.0)))
+            delay = min(delay * 2, policy.maximum)
+            continue
         return Submission(job, adopted=False, attempts=attempts)
-
-    return with_retries(attempt, policy, what=f"submitting a job to {parent}", sleep=sleep)
 
 
 def get_job(client: Any, name: str, policy: RetryPolicy) -> Any:

@@ -61,6 +61,7 @@ from components._jobs import (
     state_name,
     submit_or_adopt,
     wait_for_state,
+    with_retries,
 )
 
 PROVIDER_KEY = "__provider"
@@ -255,7 +256,11 @@ class TrainingJobProvider(ResourceProvider):
         """The error text for a create that gave up; cancels a job that got through anyway."""
         message = f"could not submit the training job to {parent}: {exc}"
         try:
-            stray = find_adoptable(client, parent, identity=identity, run=run)
+            stray = with_retries(
+                lambda: find_adoptable(client, parent, identity=identity, run=run),
+                self.policy,
+                what="looking for a job that got through",
+            )
         except Exception:
             return (
                 message

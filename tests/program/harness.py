@@ -58,14 +58,18 @@ class _Mocks(pulumi.runtime.Mocks):
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         state = dict(args.inputs)
         if args.typ == "gcp:serviceaccount/account:Account":
-            state["email"] = f"{args.inputs['accountId']}@{args.inputs['project']}.iam.gserviceaccount.com"
+            state["email"] = (
+                f"{args.inputs['accountId']}@{args.inputs['project']}.iam.gserviceaccount.com"
+            )
             state["name"] = f"projects/{args.inputs['project']}/serviceAccounts/{state['email']}"
         if args.typ == JOB_TYPE:
             state["job_name"] = f"projects/p/locations/r/customJobs/{args.name}"
             state["state"] = "JOB_STATE_QUEUED"
         return f"{args.name}-id", state
 
-    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    def call(
+        self, args: pulumi.runtime.MockCallArgs
+    ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
         return {}, []
 
 
@@ -74,8 +78,8 @@ class _RecordingMonitor(pulumi_mocks.MockMonitor):
         super().__init__(mocks)
         self.run = run
 
-    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (gRPC method name)
-        response = super().RegisterResource(request)
+    def RegisterResource(self, request: Any) -> Any:
+        response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         if request.type != "pulumi:pulumi:Stack":
             raw = rpc.deserialize_properties(request.object, keep_unknowns=True)
             self.run.registrations.append(
@@ -117,7 +121,7 @@ def run_stack(stack: str, overrides: dict[str, Any] | None = None) -> StackRun:
     monitor = _RecordingMonitor(_Mocks(), result)
     pulumi.runtime.set_mocks(_Mocks(), project=PROJECT, stack=stack, preview=False, monitor=monitor)
 
-    @pulumi.runtime.test
+    @pulumi.runtime.test  # type: ignore[untyped-decorator]
     def program() -> Any:
         result.program = run_program()
         jobs = list(result.program.jobs.values())
@@ -125,5 +129,5 @@ def run_stack(stack: str, overrides: dict[str, Any] | None = None) -> StackRun:
         exports = getattr(root, "outputs", {})
         return pulumi.Output.all(*[j.job_name for j in jobs], pulumi.Output.from_input(exports))
 
-    values = program()
+    program()
     return result

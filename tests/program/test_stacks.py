@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -11,7 +12,7 @@ from components._job_inputs import merge_env, target_for_endpoint
 from components._spec import JobSpec
 from components.config import ConfigError
 from components.training_job import TrainingJobInputError
-from tests.program.harness import JOB_TYPE, REPO, run_stack, stack_config
+from tests.program.harness import JOB_TYPE, REPO, StackRun, run_stack, stack_config
 
 INFRA = "gpu-training:infra:TrainingInfra"
 BUCKET = "gcp:storage/bucket:Bucket"
@@ -21,8 +22,9 @@ BUCKET_MEMBER = "gcp:storage/bucketIAMMember:BucketIAMMember"
 OBJECT = "gcp:storage/bucketObject:BucketObject"
 
 
-def _pools(spec: dict) -> list[dict]:
-    return spec["workerPoolSpecs"]
+def _pools(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    pools: list[dict[str, Any]] = spec["workerPoolSpecs"]
+    return pools
 
 
 def test_local_stack_is_one_job_on_the_emulator_with_no_cloud_resources():
@@ -40,7 +42,9 @@ def test_local_stack_is_one_job_on_the_emulator_with_no_cloud_resources():
     assert package["pythonModule"] == "trainer.task"
     assert "--epochs" in package["args"]
     # A digest of the trainer source is a trigger: editing the trainer re-runs the job.
-    assert len(job.inputs["triggers"]) == 1 and job.inputs["triggers"][0].startswith("package:trainer:")
+    assert len(job.inputs["triggers"]) == 1 and job.inputs["triggers"][0].startswith(
+        "package:trainer:"
+    )
     assert job.dependencies == []
 
 
@@ -48,7 +52,9 @@ def test_env_values_are_a_secret_input_and_absent_from_the_spec():
     job = run_stack("local").one(JOB_TYPE)
     assert job.secret_inputs == {"env_values"}
     assert job.additional_secret_outputs == ["env_values"]
-    assert job.inputs["env_values"] == {"workerPoolSpecs[0].pythonPackageSpec.env[0].value": "local-demo"}
+    assert job.inputs["env_values"] == {
+        "workerPoolSpecs[0].pythonPackageSpec.env[0].value": "local-demo"
+    }
     env = _pools(job.inputs["spec"])[0]["pythonPackageSpec"]["env"]
     assert env == [{"name": "TRAINER_RUN_NOTE"}]
     assert "local-demo" not in json.dumps(job.inputs["spec"])
@@ -62,7 +68,7 @@ def test_identity_is_a_hash_of_project_stack_and_name():
     assert local.inputs["identity"] != identity_label("gpu-training", "dev", "example-trainer")
 
 
-def _infra_checks(run, region: str) -> dict:
+def _infra_checks(run: StackRun, region: str) -> dict[str, Any]:
     component = run.one(INFRA)
     for typ in (SERVICE, BUCKET, ACCOUNT, BUCKET_MEMBER, OBJECT):
         assert run.one(typ).parent == component.urn, f"{typ} is not a child of the component"
@@ -80,7 +86,9 @@ def _infra_checks(run, region: str) -> dict:
     assert member["member"].startswith("serviceAccount:")
     package = run.one(OBJECT).inputs
     assert package["bucket"] == bucket["name"]
-    assert package["name"].startswith("packages/") and package["name"].endswith("/trainer-0.1.0.tar.gz")
+    assert package["name"].startswith("packages/") and package["name"].endswith(
+        "/trainer-0.1.0.tar.gz"
+    )
     job = run.one(JOB_TYPE)
     # The job waits for the whole component (API enabled, IAM granted, package uploaded):
     # the SDK expands a dependency on a component into its children.
@@ -88,11 +96,14 @@ def _infra_checks(run, region: str) -> dict:
     assert len(children) == 5
     assert set(children) <= set(job.dependencies)
     assert run.urn_of(OBJECT) in job.property_dependencies["spec"]
-    spec = job.inputs["spec"]
+    spec: dict[str, Any] = job.inputs["spec"]
     for pool in _pools(spec):
         uris = pool["pythonPackageSpec"]["packageUris"]
         assert uris == [f"gs://{bucket['name']}/{package['name']}"]
-    assert spec["serviceAccount"] == f"{run.one(ACCOUNT).inputs['accountId']}@{run.one(ACCOUNT).inputs['project']}.iam.gserviceaccount.com"
+    assert (
+        spec["serviceAccount"]
+        == f"{run.one(ACCOUNT).inputs['accountId']}@{run.one(ACCOUNT).inputs['project']}.iam.gserviceaccount.com"
+    )
     assert spec["baseOutputDirectory"] == f"gs://{bucket['name']}/jobs/{job.name}"
     return spec
 
@@ -165,10 +176,22 @@ def test_dev_in_a_region_without_t4_fails():
     ("overrides", "key"),
     [
         ({"gcp:project": None}, "gcp:project"),
-        ({"training:jobs": [{"name": "x", "spec": "stacks/jobs/nope.yaml"}]}, "training:jobs[0].spec"),
-        ({"training:jobs": [{"spec": "stacks/jobs/local-trainer.yaml", "waitFor": "done"}]}, "training:jobs[0].waitFor"),
-        ({"training:jobs": [{"spec": "stacks/jobs/local-trainer.yaml", "colour": "red"}]}, "training:jobs[0].colour"),
-        ({"training:jobs": [{"spec": "stacks/jobs/local-trainer.yaml", "waitTimeout": "soon"}]}, "training:jobs[0].waitTimeout"),
+        (
+            {"training:jobs": [{"name": "x", "spec": "stacks/jobs/nope.yaml"}]},
+            "training:jobs[0].spec",
+        ),
+        (
+            {"training:jobs": [{"spec": "stacks/jobs/local-trainer.yaml", "waitFor": "done"}]},
+            "training:jobs[0].waitFor",
+        ),
+        (
+            {"training:jobs": [{"spec": "stacks/jobs/local-trainer.yaml", "colour": "red"}]},
+            "training:jobs[0].colour",
+        ),
+        (
+            {"training:jobs": [{"spec": "stacks/jobs/local-trainer.yaml", "waitTimeout": "soon"}]},
+            "training:jobs[0].waitTimeout",
+        ),
         ({"training:endpoint": "127.0.0.1:8642"}, "training:endpoint"),
     ],
 )

@@ -1,0 +1,109 @@
+"""Fixtures: a simulate-mode emulator per module and a provider configured for it."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pulumi.dynamic import ConfigureRequest
+from pulumi.dynamic.config import Config
+
+from components._identity import identity_label
+from components._provider import TrainingJobProvider
+from components.training_job import prepare_spec
+from emulator.testing import EmulatorProcess, running_emulator
+
+REPO = Path(__file__).resolve().parents[2]
+LOCAL_SPEC = REPO / "stacks" / "jobs" / "local-trainer.yaml"
+SECRET = "s3cr3t-token-value-42"
+
+# Jobs finish within about a second in simulate mode: tests stay fast, no process runs.
+SIMULATE_ARGS = (
+    "--mode",
+    "simulate",
+    "--simulate-queued-seconds",
+    "0.05",
+    "--simulate-pending-seconds",
+    "0.05",
+    "--simulate-run-seconds",
+    "0.6",
+    "--simulate-cancel-seconds",
+    "0.1",
+)
+
+
+@pytest.fixture(scope="module")
+def emu() -> Iterator[EmulatorProcess]:
+    with running_emulator(*SIMULATE_ARGS) as server:
+        yield server
+
+
+@pytest.fixture
+def sim(emu: EmulatorProcess) -> Iterator[EmulatorProcess]:
+    emu.clear_faults()
+    yield emu
+    emu.clear_faults()
+
+
+def configured(endpoint: str, **extra: Any) -> TrainingJobProvider:
+    provider = TrainingJobProvider()
+    config = {"training:endpoint": endpoint, **{f"training:{k}": v for k, v in extra.items()}}
+    provider.configure(ConfigureRequest(Config(config, "gpu-training")))
+    return provider
+
+
+@pytest.fixture
+def provider(sim: EmulatorProcess) -> TrainingJobProvider:
+    return configured(sim.endpoint, cancelTimeout="20", retryDeadline="30")
+
+
+def job_inputs(
+    *,
+    labels: dict[str, str] | None = None,
+    wait_for: str = "submitted",
+    wait_timeout: float | str | None = None,
+    triggers: list[Any] | None = None,
+    name: str | None = None,
+    env: dict[str, str] | None = None,
+    **knobs: Any,
+) -> dict[str, Any]:
+    """Checked-looking inputs for the local trainer spec, with a fresh identity per call."""
+    prepared = prepare_spec(LOCAL_SPEC)
+    spec = prepared.spec
+    env_values = dict(prepared.env_values)
+    if labels:
+        spec = {**spec, "labels": labels}
+    if env is not None:
+        package = spec["workerPoolSpecs"][0]["pythonPackageSpec"]
+        package["env"] = [{"name": k} for k in env]
+        env_values = {
+            f"workerPoolSpecs[0].pythonPackageSpec.env[{i}].value": v
+            for i, v in enumerate(env.values())
+        }
+    inputs: dict[str, Any] = {
+        "spec": spec,
+        "env_values": env_values,
+        "project": "local-training",
+        "region": "us-central1",
+        "triggers": triggers,
+        "wait_for": wait_for,
+        "wait_timeout": wait_timeout,
+        "exclusive_gpus": False,
+        "keep_record_on_delete": False,
+        "identity": identity_label("gpu-training", "test", name or uuid.uuid4().hex),
+        "__provider": "opaque",
+    }
+    inputs.update(knobs)
+    return inputs
+
+
+def jobs_with_identity(emu: EmulatorProcess, identity: str) -> list[Any]:
+    client = emu.client()
+    request = {
+        "parent": "projects/local-training/locations/us-central1",
+        "filter": f'labels.pulumi_resource="{identity}"',
+    }
+    return list(client.list_custom_jobs(request=request))

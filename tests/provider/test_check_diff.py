@@ -1,0 +1,245 @@
+"""check and diff: validation failures with property paths, replace decisions, no client import."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pulumi.output import UNKNOWN
+
+from components._job_inputs import check_inputs
+from components._provider import TrainingJobProvider
+from components.training_job import prepare_spec
+from tests.provider.conftest import REPO, configured, job_inputs
+
+DEV_SPEC = REPO / "stacks" / "jobs" / "dev-t4-spot.yaml"
+
+
+def _dev_inputs(region: str = "us-central1") -> dict[str, Any]:
+    prepared = prepare_spec(DEV_SPEC)
+    spec = prepared.spec
+    spec["workerPoolSpecs"][0]["pythonPackageSpec"]["packageUris"] = ["gs://b/trainer.tar.gz"]
+    return {
+        **job_inputs(),
+        "spec": spec,
+        "env_values": {},
+        "region": region,
+        "project": "my-project",
+    }
+
+
+def test_valid_local_inputs_pass_and_come_back_normalised():
+    provider = configured("http://127.0.0.1:9")
+    inputs = job_inputs()
+    inputs["spec"]["workerPoolSpecs"][0]["replicaCount"] = 1.0  # the engine sends numbers as floats
+    result = provider.check({}, inputs)
+    assert result.failures == []
+    assert result.inputs["spec"]["workerPoolSpecs"][0]["replicaCount"] == 1
+    assert "__provider" not in result.inputs
+
+
+def test_gpu_not_offered_in_region_is_one_failure_at_its_path_with_suggestion():
+    provider = TrainingJobProvider()  # unconfigured: Vertex rules
+    result = provider.check({}, _dev_inputs(region="me-central2"))
+    assert [f.property for f in result.failures] == [
+        "workerPoolSpecs[0].machineSpec.acceleratorType"
+    ]
+    reason = result.failures[0].reason
+    assert "NVIDIA_TESLA_T4 is not offered in me-central2" in reason
+    assert "is offered in" in reason  # the suggestion is part of the reason
+
+
+def test_every_violation_is_its_own_failure():
+    inputs = _dev_inputs()
+    machine = inputs["spec"]["workerPoolSpecs"][0]["machineSpec"]
+    machine["acceleratorCount"] = 3
+    inputs["spec"]["scheduling"]["strategy"] = "SPOTT"
+    failures = TrainingJobProvider().check({}, inputs).failures
+    paths = sorted(f.property for f in failures)
+    assert paths == ["scheduling.strategy", "workerPoolSpecs[0].machineSpec.acceleratorCount"]
+    strategy = next(f for f in failures if f.property == "scheduling.strategy")
+    assert "did you mean SPOT?" in strategy.reason
+
+
+def test_schema_errors_name_the_field():
+    inputs = _dev_inputs()
+    inputs["spec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorCount"] = "four"
+    inputs["spec"]["workerPoolSpecs"][0]["colour"] = "red"
+    failures = {f.property: f.reason for f in TrainingJobProvider().check({}, inputs).failures}
+    assert failures["workerPoolSpecs[0].machineSpec.acceleratorCount"] == "must be a whole number"
+    assert "workerPoolSpecs[0].colour" in failures
+
+
+def test_local_paths_fail_for_vertex_only_as_warnings_and_pass_locally():
+    inputs = job_inputs()
+    assert configured("http://127.0.0.1:8642").check({}, inputs).failures == []
+    outcome = check_inputs(inputs, target="vertex")
+    assert outcome.failures == []
+    assert [w.path for w in outcome.warnings] == [
+        "workerPoolSpecs[0].pythonPackageSpec.packageUris[0]"
+    ]
+    # A non-gs output directory is an error on Vertex.
+    inputs["spec"]["baseOutputDirectory"] = "/tmp/out"
+    assert [f.property for f in TrainingJobProvider().check({}, inputs).failures] == [
+        "baseOutputDirectory"
+    ]
+
+
+def test_knobs_are_checked():
+    inputs = job_inputs(wait_for="finished", wait_timeout="soon", exclusive_gpus="yes")
+    inputs["project"] = None
+    failures = {f.property for f in TrainingJobProvider().check({}, inputs).failures}
+    assert failures == {"wait_for", "wait_timeout", "exclusive_gpus", "project"}
+
+
+def test_wait_timeout_text_is_normalised_to_seconds():
+    result = TrainingJobProvider().check({}, job_inputs(wait_timeout="90m"))
+    assert result.failures == []
+    assert result.inputs["wait_timeout"] == 5400
+
+
+def test_unknown_values_at_preview_are_tolerated_then_validated_once_known():
+    inputs = _dev_inputs(region="me-central2")
+    inputs["spec"]["workerPoolSpecs"][0]["pythonPackageSpec"]["packageUris"] = [UNKNOWN]
+    inputs["spec"]["serviceAccount"] = UNKNOWN
+    # Unknown package and service account: still the region problem, nothing about them.
+    failures = TrainingJobProvider().check({}, inputs).failures
+    assert [f.property for f in failures] == ["workerPoolSpecs[0].machineSpec.acceleratorType"]
+    # Unknown region: region rules wait; unknown spec: everything waits.
+    inputs["region"] = UNKNOWN
+    assert TrainingJobProvider().check({}, inputs).failures == []
+    assert TrainingJobProvider().check({}, {**inputs, "spec": UNKNOWN}).failures == []
+    # Once known, a bad value is reported.
+    inputs["region"] = "us-central1"
+    inputs["spec"]["workerPoolSpecs"][0]["pythonPackageSpec"]["packageUris"] = ["ftp://x/y"]
+    inputs["spec"]["serviceAccount"] = "not an account"
+    found = {f.property for f in TrainingJobProvider().check({}, inputs).failures}
+    assert found == {"workerPoolSpecs[0].pythonPackageSpec.packageUris[0]", "serviceAccount"}
+
+
+def test_failures_never_contain_env_values():
+    inputs = job_inputs(env={"API_TOKEN": "hunter2-secret", "bad-name": "hunter3-secret"})
+    failures = TrainingJobProvider().check({}, inputs).failures
+    assert [f.property for f in failures] == ["workerPoolSpecs[0].pythonPackageSpec.env[1].name"]
+    assert all("hunter" not in f.reason for f in failures)
+
+
+def _outs(inputs: dict[str, Any]) -> dict[str, Any]:
+    """What create stores: the inputs (checked) plus outputs."""
+    checked = TrainingJobProvider().check({}, inputs).inputs
+    return {
+        **checked,
+        "job_name": "projects/p/locations/r/customJobs/1",
+        "state": "JOB_STATE_RUNNING",
+    }
+
+
+def test_no_change_means_no_diff_even_with_a_new_provider_blob():
+    inputs = job_inputs()
+    olds = {**_outs(inputs), "__provider": "old-code"}
+    news = {**TrainingJobProvider().check({}, inputs).inputs, "__provider": "new-code"}
+    diff = TrainingJobProvider().diff("id", olds, news)
+    assert diff.changes is False
+    assert diff.replaces == []
+
+
+def test_job_changes_replace_naming_the_properties():
+    inputs = job_inputs()
+    olds = _outs(inputs)
+    provider = TrainingJobProvider()
+    cases: dict[str, Callable[[dict[str, Any]], object]] = {
+        "spec": lambda n: n["spec"]["workerPoolSpecs"][0]["pythonPackageSpec"]["args"].append(
+            "--x"
+        ),
+        "triggers": lambda n: n.update(triggers=["data-v2"]),
+        "region": lambda n: n.update(region="us-east1"),
+        "env_values": lambda n: n["env_values"].update(
+            {"workerPoolSpecs[0].pythonPackageSpec.env[0].value": "changed"}
+        ),
+    }
+    for prop, change in cases.items():
+        news = provider.check({}, job_inputs(identity=inputs["identity"])).inputs
+        change(news)
+        diff = provider.diff("id", olds, news)
+        assert diff.changes is True, prop
+        assert diff.replaces == [prop], prop
+        assert diff.delete_before_replace is False  # create the new job first by default
+
+
+def test_exclusive_gpus_deletes_before_replacing():
+    inputs = job_inputs()
+    olds = _outs(inputs)
+    news = (
+        TrainingJobProvider()
+        .check({}, {**inputs, "triggers": ["v2"], "exclusive_gpus": True})
+        .inputs
+    )
+    diff = TrainingJobProvider().diff("id", olds, news)
+    assert diff.replaces == ["triggers"]
+    assert diff.delete_before_replace is True
+
+
+def test_provider_only_knobs_update_without_replacing():
+    inputs = job_inputs()
+    olds = _outs(inputs)
+    for knob, value in [
+        ("wait_for", "succeeded"),
+        ("wait_timeout", 30),
+        ("keep_record_on_delete", True),
+        ("exclusive_gpus", True),
+        ("identity", "renamed"),
+    ]:
+        news = TrainingJobProvider().check({}, {**inputs, knob: value}).inputs
+        diff = TrainingJobProvider().diff("id", olds, news)
+        assert diff.changes is True, knob
+        assert diff.replaces == [], knob
+
+
+def test_unknown_new_value_is_a_replace():
+    inputs = job_inputs()
+    olds = _outs(inputs)
+    news = dict(olds)
+    news["spec"] = {**olds["spec"], "serviceAccount": UNKNOWN}
+    assert TrainingJobProvider().diff("id", olds, news).replaces == ["spec"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    old=st.lists(st.one_of(st.text(max_size=8), st.integers(-5, 5)), max_size=3),
+    new=st.lists(st.one_of(st.text(max_size=8), st.integers(-5, 5)), max_size=3),
+)
+def test_triggers_replace_exactly_when_they_differ(old, new):
+    inputs = job_inputs(name="fixed")
+    olds = {**inputs, "triggers": old}
+    news = {**inputs, "triggers": new}
+    diff = TrainingJobProvider().diff("id", olds, news)
+    assert (diff.replaces == ["triggers"]) == (old != new and bool(old or new))
+
+
+def test_check_and_diff_never_import_the_vertex_client():
+    script = textwrap.dedent(
+        """
+        import sys
+        from components._provider import TrainingJobProvider
+        from components.training_job import prepare_spec
+        prepared = prepare_spec("stacks/jobs/local-trainer.yaml")
+        news = {"spec": prepared.spec, "env_values": prepared.env_values, "project": "p-123456",
+                "region": "us-central1", "identity": "x", "__provider": "blob"}
+        p = TrainingJobProvider()
+        inputs = p.check({}, news).inputs
+        p.diff("id", inputs, inputs)
+        loaded = [m for m in sys.modules if m.startswith("google.cloud.aiplatform")]
+        print(loaded)
+        assert not loaded, loaded
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"

@@ -1,0 +1,225 @@
+"""create/read/update/delete against the emulator through the real REST client."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from google.cloud.aiplatform_v1 import JobState
+
+from components._jobs import JobOperationError
+from components._provider import TrainingJobProvider
+from emulator.testing import wait_for_state
+from tests.provider.conftest import SECRET, configured, job_inputs, jobs_with_identity
+
+TERMINAL = [
+    JobState.JOB_STATE_SUCCEEDED,
+    JobState.JOB_STATE_FAILED,
+    JobState.JOB_STATE_CANCELLED,
+]
+
+
+def _checked(provider: TrainingJobProvider, inputs: dict[str, Any]) -> dict[str, Any]:
+    result = provider.check({}, inputs)
+    assert result.failures == []
+    return result.inputs
+
+
+def test_create_read_delete_round_trip(provider, sim):
+    inputs = _checked(provider, job_inputs(wait_for="succeeded", wait_timeout=60))
+    created = provider.create(inputs)
+    outs = created.outs
+    assert outs is not None
+    assert created.id == outs["job_name"]
+    assert created.id.startswith("projects/local-training/locations/us-central1/customJobs/")
+    assert outs["job_id"] == created.id.rsplit("/", 1)[-1]
+    assert outs["state"] == "JOB_STATE_SUCCEEDED"
+    assert outs["adopted"] is False
+    assert outs["model_dir"] == "gs://local-training/jobs/example-trainer/model/"
+    assert outs["console_url"] == f"{sim.endpoint}/v1/{created.id}"
+    assert outs["create_time"] and outs["start_time"] and outs["end_time"]
+    assert outs["error_message"] == ""
+    # Inputs are repeated in the outputs (diff compares against them); no provider blob.
+    assert outs["spec"] == inputs["spec"] and "__provider" not in outs
+    job = sim.client().get_custom_job(name=created.id)
+    assert job.labels["pulumi_resource"] == inputs["identity"]
+    assert job.labels["pulumi_run"] == outs["run_hash"]
+    assert job.job_spec.worker_pool_specs[0].python_package_spec.env[0].value == "local-demo"
+
+    read = provider.read(created.id, outs)
+    assert read.id == created.id
+    assert read.outs["state"] == "JOB_STATE_SUCCEEDED"
+    assert read.outs["end_time"] == outs["end_time"]
+
+    provider.delete(created.id, outs)
+    assert jobs_with_identity(sim, inputs["identity"]) == []
+
+
+def test_wait_for_submitted_returns_while_the_job_is_still_active(provider):
+    created = provider.create(_checked(provider, job_inputs()))
+    assert created.outs["state"] in ("JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_RUNNING")
+    provider.delete(created.id, created.outs)
+
+
+def test_wait_for_running(provider):
+    created = provider.create(_checked(provider, job_inputs(wait_for="running", wait_timeout=30)))
+    assert created.outs["state"] in ("JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED")
+    assert created.outs["start_time"]
+    provider.delete(created.id, created.outs)
+
+
+def test_lost_create_response_is_adopted_not_resubmitted(provider, sim):
+    inputs = _checked(provider, job_inputs(labels={"emulator-outcome": "hang"}))
+    for mode in ("close", "503"):
+        sim.set_faults(drop_create=1, drop_mode=mode)
+        inputs = {**inputs, "triggers": [mode]}  # a new run for each mode
+        created = provider.create(inputs)
+        assert created.outs["adopted"] is True, mode
+        matching = [
+            j
+            for j in jobs_with_identity(sim, inputs["identity"])
+            if j.labels["pulumi_run"] == created.outs["run_hash"]
+        ]
+        assert [j.name for j in matching] == [created.id], mode
+        assert sim.set_faults()["drop_create"] == 0
+        provider.delete(created.id, created.outs)
+
+
+def test_crash_before_state_was_written_adopts_on_the_next_up(provider, sim):
+    inputs = _checked(provider, job_inputs(labels={"emulator-outcome": "hang"}))
+    first = provider.create(inputs)  # Pulumi "crashes" here: the result is never recorded
+    again = provider.create(inputs)  # the next `pulumi up` creates with the same inputs
+    assert again.id == first.id
+    assert again.outs["adopted"] is True
+    assert len(jobs_with_identity(sim, inputs["identity"])) == 1
+    # A different run of the same resource is a new job, not an adoption.
+    other = provider.create({**inputs, "triggers": ["v2"]})
+    assert other.id != first.id and other.outs["adopted"] is False
+    assert len(jobs_with_identity(sim, inputs["identity"])) == 2
+    provider.delete(first.id, first.outs)
+    provider.delete(other.id, other.outs)
+
+
+def test_failed_and_cancelled_jobs_are_not_adopted(provider, sim):
+    inputs = _checked(provider, job_inputs(labels={"emulator-outcome": "fail"}))
+    first = provider.create(inputs)
+    wait_for_state(sim.client(), first.id, TERMINAL, timeout=30)
+    second = provider.create(inputs)
+    assert second.id != first.id and second.outs["adopted"] is False
+    provider.delete(first.id, first.outs)
+    provider.delete(second.id, second.outs)
+
+
+def test_transient_errors_are_retried(provider, sim):
+    inputs = _checked(provider, job_inputs(labels={"emulator-outcome": "hang"}))
+    sim.set_faults(unavailable_rate=0.3, rate_limit_rate=0.2, seed=7)
+    created = provider.create(inputs)
+    sim.clear_faults()
+    assert len(jobs_with_identity(sim, inputs["identity"])) == 1
+    provider.delete(created.id, created.outs)
+
+
+def test_wait_timeout_cancels_the_job_and_says_so(provider, sim):
+    inputs = _checked(
+        provider,
+        job_inputs(
+            labels={"emulator-outcome": "hang"},
+            wait_for="succeeded",
+            wait_timeout=1.5,
+            env={"API_TOKEN": SECRET},
+        ),
+    )
+    with pytest.raises(JobOperationError) as info:
+        provider.create(inputs)
+    message = str(info.value)
+    assert "still" in message and "was cancelled" in message
+    assert SECRET not in message
+    (job,) = jobs_with_identity(sim, inputs["identity"])
+    assert job.state == JobState.JOB_STATE_CANCELLED
+    assert job.name in message
+    # The next `up` does not adopt the cancelled job: it starts a new one.
+    sim_inputs = {**inputs, "wait_for": "submitted"}
+    fresh = provider.create(sim_inputs)
+    assert fresh.id != job.name and fresh.outs["adopted"] is False
+    provider.delete(fresh.id, fresh.outs)
+
+
+def test_job_failing_while_waiting_is_reported_without_cancel(provider, sim):
+    inputs = _checked(
+        provider,
+        job_inputs(labels={"emulator-outcome": "fail"}, wait_for="succeeded", wait_timeout=30),
+    )
+    with pytest.raises(JobOperationError, match="JOB_STATE_FAILED") as info:
+        provider.create(inputs)
+    assert "nothing to cancel" in str(info.value)
+
+
+def test_delete_of_a_job_already_gone_succeeds(provider, sim):
+    created = provider.create(_checked(provider, job_inputs()))
+    provider.delete(created.id, created.outs)
+    provider.delete(created.id, created.outs)  # second time: already gone
+    bogus = "projects/local-training/locations/us-central1/customJobs/1234567890123456789"
+    provider.delete(bogus, created.outs)
+
+
+def test_delete_cancels_an_active_job_and_can_keep_its_record(provider, sim):
+    inputs = _checked(
+        provider, job_inputs(labels={"emulator-outcome": "hang"}, keep_record_on_delete=True)
+    )
+    created = provider.create(inputs)
+    provider.delete(created.id, created.outs)
+    job = sim.client().get_custom_job(name=created.id)
+    assert job.state == JobState.JOB_STATE_CANCELLED
+    # Without keep_record_on_delete the record goes as well.
+    other = provider.create({**inputs, "keep_record_on_delete": False, "triggers": ["x"]})
+    provider.delete(other.id, other.outs)
+    assert [j.name for j in jobs_with_identity(sim, inputs["identity"])] == [created.id]
+
+
+def test_refresh_after_out_of_band_cancel_and_delete(provider, sim):
+    created = provider.create(_checked(provider, job_inputs(labels={"emulator-outcome": "hang"})))
+    client = sim.client()
+    client.cancel_custom_job(name=created.id)
+    wait_for_state(client, created.id, [JobState.JOB_STATE_CANCELLED], timeout=30)
+    read = provider.read(created.id, created.outs)
+    assert read.id == created.id
+    assert read.outs["state"] == "JOB_STATE_CANCELLED"
+    assert read.outs["end_time"]
+    assert read.outs["spec"] == created.outs["spec"]
+    client.delete_custom_job(name=created.id).result(timeout=30)
+    gone = provider.read(created.id, created.outs)
+    assert gone.id == "" and gone.outs == {}
+
+
+def test_update_changes_only_knobs_and_makes_no_api_call(provider):
+    created = provider.create(_checked(provider, job_inputs()))
+    assert created.outs is not None
+    dead = configured("http://127.0.0.1:9")  # nothing listens: any API call would fail
+    news = {**created.outs, "wait_for": "succeeded", "keep_record_on_delete": True}
+    start = time.monotonic()
+    updated = dead.update(created.id, created.outs, news)
+    assert time.monotonic() - start < 1
+    assert updated.outs is not None
+    assert updated.outs["job_name"] == created.id
+    assert updated.outs["keep_record_on_delete"] is True
+    assert updated.outs["state"] == created.outs["state"]
+    provider.delete(created.id, created.outs)
+
+
+def test_rejected_job_leaves_nothing_and_no_secret_in_the_error(sim):
+    provider = configured(sim.endpoint, retryDeadline="5")
+    inputs = _checked(provider, job_inputs(env={"API_TOKEN": SECRET}))
+    inputs["spec"]["workerPoolSpecs"][0]["pythonPackageSpec"]["packageUris"] = ["/etc/" + SECRET]
+    with pytest.raises(JobOperationError) as info:
+        provider.create(inputs)
+    assert "no job was started" in str(info.value)
+    assert SECRET not in str(info.value)
+    assert jobs_with_identity(sim, inputs["identity"]) == []
+
+
+def test_unavailable_service_gives_up_with_a_clear_error():
+    provider = configured("http://127.0.0.1:9", retryDeadline="2")
+    inputs = _checked(provider, job_inputs())
+    with pytest.raises(JobOperationError, match="could not submit the training job"):
+        provider.create(inputs)
