@@ -20,6 +20,7 @@ are therefore not supported.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tarfile
 import tempfile
@@ -54,17 +55,22 @@ def resolve_uri(uri: str, state_dir: Path) -> Path:
     if parts.scheme == "file":
         if parts.netloc not in ("", "localhost"):
             raise PackageError(f"{uri!r}: file:// URIs must name a local path")
-        return Path(unquote(parts.path)).resolve()
+        return Path(os.path.normpath(Path(unquote(parts.path)).absolute()))
     if parts.scheme and len(parts.scheme) > 1:  # one letter would be a Windows drive
         raise PackageError(
             f"{uri!r}: unsupported scheme {parts.scheme!r} (use gs://, file:// or a local path)"
         )
-    return Path(uri).expanduser().resolve()
+    return Path(os.path.normpath(Path(uri).expanduser().absolute()))
 
 
-def check_allowed(path: Path, roots: list[Path]) -> None:
-    """Raise PackageError unless ``path`` lies under one of ``roots``."""
-    real = path.resolve()
+def check_allowed(path: Path, roots: list[Path], *, follow_symlinks: bool = True) -> None:
+    """Raise PackageError unless ``path`` lies under one of ``roots`` (resolved paths).
+
+    ``follow_symlinks=False`` checks the path lexically: cheap enough for every create request
+    (resolving stats each path component). The check that guards reading the files, right before
+    a job installs them, always follows symlinks.
+    """
+    real = path.resolve() if follow_symlinks else Path(os.path.normpath(path.absolute()))
     for root in roots:
         if real == root or root in real.parents:
             return

@@ -155,7 +155,7 @@ class Service:
                 field = f"job_spec.worker_pool_specs[{i}].python_package_spec.package_uris[{j}]"
                 try:
                     path = packages.resolve_uri(uri, self.settings.state_dir)
-                    packages.check_allowed(path, self.settings.allow_roots)
+                    packages.check_allowed(path, self.settings.allow_roots, follow_symlinks=False)
                 except packages.PackageError as exc:
                     raise errors.invalid_argument(
                         _validation.redact(f"{field}: {exc}", secrets)
