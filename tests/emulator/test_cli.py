@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -81,10 +82,8 @@ def test_daemon_start_and_stop(tmp_path: Path) -> None:
         assert "emulator listening on" in (state / "server.log").read_text()
     finally:
         if pid is not None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, 9)
-            except ProcessLookupError:
-                pass
 
 
 def test_stop_without_server(tmp_path: Path) -> None:

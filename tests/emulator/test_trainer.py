@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
-
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +15,7 @@ from .conftest import TRAINER_DIR
 if str(TRAINER_DIR) not in sys.path:
     sys.path.insert(0, str(TRAINER_DIR))
 
-from trainer import task  # noqa: E402
+from trainer import task
 
 
 @pytest.fixture(autouse=True)
@@ -30,14 +29,15 @@ def run(job_dir: Path, *extra: str) -> int:
 
 
 def weights(job_dir: Path) -> np.ndarray:
-    return np.load(job_dir / "model" / "model.npz")["weights"]
+    with np.load(job_dir / "model" / "model.npz") as data:
+        return np.asarray(data["weights"])
 
 
 def test_training_reduces_the_loss(tmp_path: Path) -> None:
     assert run(tmp_path, "--epochs", "5") == 0
     metrics = json.loads((tmp_path / "model" / "metrics.json").read_text())
     assert metrics["steps"] == 50
-    x, y, true_w = task.make_data(42, 512, 8)
+    _, y, true_w = task.make_data(42, 512, 8)
     assert metrics["loss"] < float(np.mean(y**2)) / 10
     assert metrics["weight_error"] < 0.5 * float(np.linalg.norm(true_w))
 
