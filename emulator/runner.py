@@ -13,8 +13,10 @@ start (:meth:`Runner.recover`) kills replicas left behind by a crash and then re
 
 from __future__ import annotations
 
+import datetime as dt
 import heapq
 import itertools
+import json
 import logging
 import os
 import queue
@@ -269,12 +271,8 @@ def _to_state(state: int) -> Callable[[Any], bool]:
 
 
 def _op_create_time(op_json: str) -> float:
-    import json
-
     try:
         stamp = json.loads(op_json)["metadata"]["genericMetadata"]["createTime"]
-        import datetime as dt
-
         return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
     except (KeyError, ValueError, TypeError):
         return time.time()

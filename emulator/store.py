@@ -11,7 +11,6 @@ from __future__ import annotations
 import secrets
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -251,13 +250,3 @@ class Store:
         with self._lock:
             rows = self._db.execute("SELECT name, job_id FROM operations WHERE done=0").fetchall()
         return [(r[0], r[1]) for r in rows]
-
-
-def wait_for_db(state_dir: Path, timeout: float = 5.0) -> bool:
-    """True once the database file exists (the service creates it on start)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if (state_dir / DB_NAME).exists():
-            return True
-        time.sleep(0.05)
-    return False
