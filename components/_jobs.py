@@ -94,7 +94,10 @@ class Endpoint:
 def aiplatform() -> Any:
     """``google.cloud.aiplatform_v1``, imported on first use without its version warnings."""
     with warnings.catch_warnings():
+        # google.api_core warns about Python 3.11's end of life on import; in the provider
+        # process that would reach every `pulumi up` as a diagnostic.
         warnings.simplefilter("ignore", FutureWarning)
+        import google.api_core  # noqa: F401
         from google.cloud import aiplatform_v1
 
     return aiplatform_v1

@@ -50,6 +50,7 @@ from components._jobs import (
     JobOperationError,
     RetryPolicy,
     WaitFailed,
+    aiplatform,
     cancel_and_wait,
     delete_record,
     find_adoptable,
@@ -236,6 +237,8 @@ class TrainingJobProvider(ResourceProvider):
     @staticmethod
     def _custom_job(document: dict[str, Any], identity: str, run: str) -> Any:
         from components._spec import JobSpec
+
+        aiplatform()  # first import here, with the library's version warnings silenced
 
         labels = dict(document.get("labels") or {})
         labels[IDENTITY_LABEL] = identity
