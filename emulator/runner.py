@@ -13,6 +13,7 @@ start (:meth:`Runner.recover`) kills replicas left behind by a crash and then re
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import heapq
 import itertools
@@ -134,8 +135,13 @@ class Runner:
             raise errors.failed_precondition(f"Job {job_id} has no running replicas.")
         request = _MaintenanceRequest(replica)
         worker.requests.put(request)
-        if not request.done.wait(self.settings.grace_seconds + 30):
-            raise errors.unavailable("The maintenance event did not complete in time.")
+        deadline = time.monotonic() + self.settings.grace_seconds + 30
+        while not request.done.wait(0.1):
+            if not worker.is_alive():
+                # The job ended after it accepted the request but before serving it.
+                raise errors.failed_precondition(f"Job {job_id} is no longer running.")
+            if time.monotonic() > deadline:
+                raise errors.unavailable("The maintenance event did not complete in time.")
         if request.error is not None:
             raise request.error
         assert request.result is not None
@@ -531,12 +537,19 @@ class _JobWorker(threading.Thread):
                 self._record_exit(r, r.proc.wait())
         for r in targets:
             if r.container:
-                subprocess.run(
-                    ["docker", "stop", "-t", str(int(self.settings.grace_seconds)), r.container],
-                    capture_output=True,
-                    check=False,
-                    timeout=60,
-                )
+                with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                    subprocess.run(
+                        [
+                            "docker",
+                            "stop",
+                            "-t",
+                            str(int(self.settings.grace_seconds)),
+                            r.container,
+                        ],
+                        capture_output=True,
+                        check=False,
+                        timeout=60,
+                    )
             procs.signal_group(r.proc.pid, signal.SIGTERM)
         deadline = time.monotonic() + self.settings.grace_seconds
         while time.monotonic() < deadline and any(r.proc.poll() is None for r in targets):
