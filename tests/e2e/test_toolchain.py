@@ -1,9 +1,9 @@
-"""The real Pulumi engine runs a Python dynamic provider offline.
+"""The real Pulumi engine runs a Python dynamic provider and a Python policy pack offline.
 
 A tiny project in a tmp dir (its provider in an importable module beside __main__.py, with
 check/diff/create/update/read/delete and configure) goes through stack init, preview, up,
 refresh, a replacing change, destroy and stack rm, with the CLI built by scripts/install-pulumi,
-a file:// backend and no network.
+a file:// backend and no network. A pulumi-policy pack then vets the same program.
 """
 
 from __future__ import annotations
@@ -111,6 +111,23 @@ pulumi.export("message", greeting.message)
 pulumi.export("path", greeting.path)
 """
 
+POLICY_PACK = """
+from pulumi_policy import EnforcementLevel, PolicyPack, ResourceValidationPolicy
+
+
+def no_forbidden(args, report_violation):
+    if args.resource_type == "pulumi-python:dynamic:Resource" and args.props["who"] == "forbidden":
+        report_violation("greeting 'forbidden' is not allowed")
+
+
+PolicyPack(
+    name="smoke-policies",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    policies=[ResourceValidationPolicy(name="no-forbidden", description="No forbidden greetings",
+                                       validate=no_forbidden)],
+)
+"""
+
 
 def _venv() -> Path:
     """The virtualenv whose `pulumi` package the program uses: this one, else the repo's."""
@@ -124,7 +141,7 @@ class Stack:
         self.project = project
         self.env = env
 
-    def run(self, *args: str) -> str:
+    def _run(self, args: tuple[str, ...], expect_failure: bool) -> subprocess.CompletedProcess[str]:
         cmd = ["pulumi", "--non-interactive", "--color", "never", *args]
         proc = subprocess.run(
             cmd,
@@ -135,16 +152,21 @@ class Stack:
             timeout=300,
             check=False,
         )
-        if proc.returncode != 0:
+        if (proc.returncode != 0) != expect_failure:
             pytest.fail(
                 f"{' '.join(cmd)} exited {proc.returncode}\n"
                 f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}",
                 pytrace=False,
             )
-        return proc.stdout
+        return proc
+
+    def run(self, *args: str, expect_failure: bool = False) -> str:
+        """stdout and stderr of a pulumi command that must succeed (or must fail)."""
+        proc = self._run(args, expect_failure)
+        return proc.stdout + proc.stderr
 
     def json(self, *args: str) -> Any:
-        return json.loads(self.run(*args))
+        return json.loads(self._run(args, expect_failure=False).stdout)
 
     def resources(self) -> list[dict[str, Any]]:
         deployment = self.json("stack", "export")["deployment"]
@@ -238,4 +260,25 @@ def test_dynamic_provider_lifecycle(stack: Stack, tmp_path: Path) -> None:
     stack.run("destroy", "--yes", "--skip-preview")
     assert stack.resources() == []
     assert list(out.iterdir()) == []
+    stack.run("stack", "rm", "--yes")
+
+
+def test_python_policy_pack(stack: Stack, tmp_path: Path) -> None:
+    """`--policy-pack` runs a pulumi-policy pack through the language host's RunPlugin."""
+    pack = tmp_path / "policy"
+    pack.mkdir()
+    (pack / "PulumiPolicy.yaml").write_text(
+        f"runtime:\n  name: python\n  options:\n    virtualenv: {_venv()}\n"
+    )
+    (pack / "__main__.py").write_text(POLICY_PACK)
+    stack.run("stack", "init", "policy")
+    stack.run("config", "set", "directory", str(tmp_path / "out"))
+
+    stack.run("config", "set", "who", "forbidden")
+    report = stack.run("preview", "--policy-pack", str(pack), expect_failure=True)
+    assert "no-forbidden" in report
+    assert "greeting 'forbidden' is not allowed" in report
+
+    stack.run("config", "set", "who", "allowed")
+    stack.run("preview", "--policy-pack", str(pack))
     stack.run("stack", "rm", "--yes")

@@ -8,10 +8,13 @@
 //   - Run: starts `pulumi-language-python-exec` (the SDK's launcher script, installed beside this
 //     binary by scripts/install-pulumi) with the Python interpreter selected by the project's
 //     `virtualenv` / `toolchain` runtime options, passing the stack config through PULUMI_CONFIG.
+//   - RunPlugin: runs a Python plugin directory's __main__.py (e.g. a pulumi-policy pack given to
+//     `pulumi preview --policy-pack`) with the same interpreter selection.
 //   - GetPluginInfo, GetRequiredPlugins/GetRequiredPackages (none: plugins load on demand),
 //     InstallDependencies, About, GetProgramDependencies, Handshake, Cancel.
 //
-// Everything else (code generation, RunPlugin, Pack, Link, ...) answers Unimplemented.
+// Everything else (code generation for `pulumi convert`/`package gen-sdk`, `pulumi new` templating,
+// Pack, Link, ...) answers Unimplemented.
 //
 // The engine starts it as `pulumi-language-python [flags] <engine-address>`; it prints the port
 // it listens on, on one line, and serves until the engine stops it.
@@ -22,13 +25,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/util/rpcutil"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/version"
@@ -69,11 +72,21 @@ func main() {
 		}
 	}
 
+	// Stop serving if the engine goes away without stopping us (e.g. it was killed).
+	stop := make(chan bool)
+	if h.engineAddress != "" {
+		ctx, engineGone := context.WithCancel(context.Background())
+		if err := rpcutil.Healthcheck(ctx, h.engineAddress, time.Minute, engineGone); err == nil {
+			go func() { <-ctx.Done(); close(stop) }()
+		}
+	}
+
 	handle, err := rpcutil.ServeWithOptions(rpcutil.ServeOptions{
 		Init: func(s *grpc.Server) error {
 			pulumirpc.RegisterLanguageRuntimeServer(s, h)
 			return nil
 		},
+		Cancel: stop,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "pulumi-language-python: could not start the gRPC server: %v\n", err)
@@ -263,24 +276,6 @@ func (h *host) Run(ctx context.Context, req *pulumirpc.RunRequest) (*pulumirpc.R
 	return &pulumirpc.RunResponse{}, nil
 }
 
-// streamWriter forwards dependency-installation output to the engine.
-type streamWriter struct {
-	server grpc.ServerStreamingServer[pulumirpc.InstallDependenciesResponse]
-	stderr bool
-}
-
-func (w streamWriter) Write(p []byte) (int, error) {
-	data := append([]byte(nil), p...)
-	resp := &pulumirpc.InstallDependenciesResponse{Stdout: data}
-	if w.stderr {
-		resp = &pulumirpc.InstallDependenciesResponse{Stderr: data}
-	}
-	if err := w.server.Send(resp); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
-
 func (h *host) InstallDependencies(
 	req *pulumirpc.InstallDependenciesRequest,
 	server grpc.ServerStreamingServer[pulumirpc.InstallDependenciesResponse],
@@ -293,12 +288,20 @@ func (h *host) InstallDependencies(
 	if err != nil {
 		return err
 	}
-	var out, errOut io.Writer = streamWriter{server: server}, streamWriter{server: server, stderr: true}
+	closer, stdout, stderr, err := rpcutil.MakeInstallDependenciesStreams(server, req.GetIsTerminal())
+	if err != nil {
+		return err
+	}
+	defer closer.Close()
 	dir := info.GetProgramDirectory()
 	if dir == "" {
 		dir = req.GetDirectory()
 	}
-	return tc.InstallDependencies(server.Context(), dir, req.GetUseLanguageVersionTools(), true, out, errOut)
+	if err := tc.InstallDependencies(server.Context(), dir, req.GetUseLanguageVersionTools(), true,
+		stdout, stderr); err != nil {
+		return err
+	}
+	return closer.Close()
 }
 
 func (h *host) About(ctx context.Context, req *pulumirpc.AboutRequest) (*pulumirpc.AboutResponse, error) {
@@ -335,9 +338,54 @@ func (h *host) GetProgramDependencies(
 	return resp, nil
 }
 
+// RunPlugin runs `python <plugin dir> <args>` (the directory's __main__.py), streaming its output
+// and finally its exit code to the engine.
 func (h *host) RunPlugin(
-	*pulumirpc.RunPluginRequest, grpc.ServerStreamingServer[pulumirpc.RunPluginResponse],
+	req *pulumirpc.RunPluginRequest, server grpc.ServerStreamingServer[pulumirpc.RunPluginResponse],
 ) error {
-	return status.Error(codes.Unimplemented,
-		"this minimal Python language host does not run Python plugins (component providers)")
+	info := req.GetInfo()
+	if info == nil {
+		return status.Error(codes.InvalidArgument, "RunPlugin needs the plugin's ProgramInfo")
+	}
+	dir := info.GetProgramDirectory()
+	if _, err := os.Stat(filepath.Join(dir, "__main__.py")); err != nil {
+		return fmt.Errorf("this Python language host runs plugins from a __main__.py, none in %s: %w", dir, err)
+	}
+	tc, err := pythonToolchain(info)
+	if err != nil {
+		return err
+	}
+	if err := tc.ValidateVenv(server.Context()); err != nil {
+		return err
+	}
+	cmd, err := tc.Command(server.Context(), append([]string{"-u", dir}, req.GetArgs()...)...)
+	if err != nil {
+		return err
+	}
+	closer, stdout, stderr, err := rpcutil.MakeRunPluginStreams(server, false)
+	if err != nil {
+		return err
+	}
+	defer closer.Close()
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd.Env = append(env, req.GetEnv()...)
+	cmd.Dir = req.GetPwd()
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+
+	if err := cmd.Run(); err != nil {
+		var exitErr *exec.ExitError
+		if !errors.As(err, &exitErr) {
+			return fmt.Errorf("could not run the Python plugin in %s: %w", dir, err)
+		}
+		if err := closer.Close(); err != nil {
+			return err
+		}
+		return server.Send(&pulumirpc.RunPluginResponse{
+			Output: &pulumirpc.RunPluginResponse_Exitcode{Exitcode: int32(exitErr.ExitCode())}, //nolint:gosec
+		})
+	}
+	return closer.Close()
 }
