@@ -4,8 +4,9 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+STACK ?= dev
 
-.PHONY: venv lint test unit validate-examples clean
+.PHONY: venv pulumi up down lint test unit bench clean
 
 venv: $(STAMP)
 
@@ -15,16 +16,33 @@ $(STAMP): requirements.txt constraints.txt
 	$(PY) -m pip install --quiet -r requirements.txt -c constraints.txt
 	@touch $(STAMP)
 
+# The Pulumi CLI and Python language host, built once from Go modules into a cache.
+pulumi:
+	scripts/install-pulumi
+
+# The local stack: emulator in the background, `pulumi up` on the `local` stack.
+up: venv
+	scripts/local-stack up
+
+down: venv
+	scripts/local-stack down
+
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy components emulator tests bench
+	$(VENV)/bin/mypy components emulator tests bench examples/trainer scripts/local_outputs.py __main__.py
+	$(VENV)/bin/mypy policy/__main__.py
 
-test: lint
+test: lint pulumi
 	$(PY) -m pytest
 
 unit: venv
 	$(PY) -m pytest tests --ignore=tests/e2e
+
+bench: venv
+	$(PY) bench/validate.py
+	$(PY) bench/provider.py
+	$(PY) bench/emulator.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
