@@ -7,6 +7,6 @@ gcloud ai-platform jobs submit training prod_a100 \
   --config prod-a100-config.yaml \
   --module-name trainer.task \
   --package-path ../../examples/trainer/trainer \
-  --labels team=ml-platform,stack=prod \
+  --labels team=ml-platform,stack=prod,cost-center=ml-research \
   -- \
   --epochs 20 --steps-per-epoch 500

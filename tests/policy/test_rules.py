@@ -166,3 +166,30 @@ def test_props_that_are_not_training_jobs_or_not_known_are_skipped() -> None:
     spec = JobSpec.parse({"workerPoolSpecs": [{"machineSpec": {"machineType": "m"}}]})
     as_json = job_from_props("x", TYPE, {"spec": json.dumps(spec.to_document()), "region": "r"})
     assert as_json is not None and as_json.region == "r"
+
+
+STACK_JOBS = Path(__file__).parents[2] / "stacks" / "jobs"
+
+
+def stack_job(name: str, file: str) -> PolicyJob:
+    from components import load_spec_file
+
+    spec = load_spec_file(STACK_JOBS / file).spec
+    region = spec.region or {"dev": "us-central1"}.get(name.split("-")[0])
+    found = job_from_props(name, TYPE, {"spec": spec.to_document(), "region": region})
+    assert found is not None
+    return found
+
+
+def test_real_stack_jobs_dev_accepted_prod_rejected_by_dev_config() -> None:
+    dev = stack_job("dev-t4-spot", "dev-t4-spot.yaml")
+    prod = stack_job("prod-a100", "prod-a100.gcloud.sh")
+    assert all(m == [] for m in evaluate([dev], config("dev")).values())
+    rejected = evaluate([prod], config("dev"))
+    assert rejected["max-gpus-per-job"] == [
+        "job 'prod-a100' holds 9 accelerators at once; the limit is 4"
+    ]
+    assert rejected["allowed-regions"] == [
+        "job 'prod-a100' runs in europe-west4; this stack allows us-central1"
+    ]
+    assert all(m == [] for m in evaluate([prod], config("prod")).values())
