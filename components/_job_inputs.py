@@ -62,6 +62,8 @@ OUTPUT_PROPERTIES = (
     "web_access_uris",
     "run_hash",
     "adopted",
+    "hourly_cost_usd",
+    "max_cost_usd",
 )
 
 DEFAULT_WAIT_TIMEOUT = 3600.0

@@ -6,10 +6,13 @@ guessed: the estimate then has no total, and ``missing`` says which prices are l
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
-from components._catalog import Catalog, Price
+from components._catalog import Catalog, Price, load_catalog
+from components._errors import SpecError
 from components._spec import JobSpec
 from components._validation import POOL_ROLES, validate
 
@@ -180,4 +183,28 @@ def compare_regions(
     return sorted(
         estimates,
         key=lambda e: (e.usd_per_hour is None, e.usd_per_hour or 0.0, e.region),
+    )
+
+
+def cost_outputs(
+    document: Mapping[str, Any], region: str, catalog: Catalog | None = None
+) -> dict[str, float | None]:
+    """``hourly_cost_usd`` and ``max_cost_usd`` for a job document (None where unknown)."""
+    try:
+        result = estimate(JobSpec.parse(dict(document)), catalog or load_catalog(), region=region)
+    except (SpecError, ValueError):
+        return {"hourly_cost_usd": None, "max_cost_usd": None}
+    return {"hourly_cost_usd": result.usd_per_hour, "max_cost_usd": result.max_usd}
+
+
+def summary(result: Estimate) -> str:
+    """One line for logs and PR comments: ``$0.62/h on-demand in us-central1, at most $1.24 (2 h)``."""
+    pricing = "spot" if result.spot else "on-demand"
+    hours = f"{result.timeout.total_seconds() / 3600:g} h"
+    if result.usd_per_hour is None:
+        return f"$?/h {pricing} in {result.region}: unknown price for {', '.join(result.missing)}"
+    assert result.max_usd is not None
+    return (
+        f"${result.usd_per_hour:,.2f}/h {pricing} in {result.region}, "
+        f"at most ${result.max_usd:,.2f} ({hours} timeout)"
     )

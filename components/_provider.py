@@ -64,6 +64,7 @@ from components._jobs import (
     wait_for_state,
     with_retries,
 )
+from components._pricing import cost_outputs
 
 PROVIDER_KEY = "__provider"
 _JOB_NAME = re.compile(r"^projects/([^/]+)/locations/([^/]+)/customJobs/([^/]+)$")
@@ -192,6 +193,7 @@ class TrainingJobProvider(ResourceProvider):
                 **job_outputs(job, endpoint, project=project, region=region),
                 "run_hash": run,
                 "adopted": submission.adopted,
+                **cost_outputs(document, region),
             }
         return CreateResult(str(job.name), outs)
 

@@ -16,9 +16,12 @@ from typing import Any
 
 import pulumi
 
+from components._catalog import load_catalog
 from components._errors import SpecError
 from components._formats import load_spec_file
 from components._packaging import PackagingError, source_digest
+from components._pricing import estimate, summary
+from components._spec import JobSpec
 from components.config import ConfigError, JobConfig, StackConfig, load_stack_config
 from components.training_job import TrainingJob, TrainingJobArgs, resolve_local_paths
 
@@ -53,6 +56,15 @@ def _load(job: JobConfig) -> dict[str, Any]:
         pulumi.log.info(f"{job.spec.name}: {note}")
     document: dict[str, Any] = resolve_local_paths(loaded.spec, job.spec.parent).to_document()
     return document
+
+
+def _log_cost(name: str, document: dict[str, Any], region: str) -> None:
+    # Shown by `pulumi preview`, so the PR comment tells reviewers what a job costs.
+    try:
+        result = estimate(JobSpec.parse(document), load_catalog(), region=region)
+    except (SpecError, ValueError):
+        return  # the resource reports an invalid spec with the validator's messages
+    pulumi.log.info(f"{name}: {summary(result)}")
 
 
 def _wire_cloud(document: dict[str, Any], infra: Any, job: JobConfig) -> None:
@@ -111,6 +123,7 @@ def run(config: StackConfig | None = None) -> Program:
     exports: dict[str, Any] = {}
     for job in config.jobs:
         document = _load(job)
+        _log_cost(job.name, document, config.region)
         triggers = list(job.triggers)
         if program.infra is not None:
             _wire_cloud(document, program.infra, job)

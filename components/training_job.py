@@ -251,6 +251,10 @@ class TrainingJob(pulumi.dynamic.Resource, module="vertex", name="TrainingJob"):
     run_hash: pulumi.Output[str]
     adopted: pulumi.Output[bool]
     """True when create found this run's job already submitted (lost response, crash)."""
+    hourly_cost_usd: pulumi.Output[float | None]
+    """The job's price per hour from the catalog; None when a price is not known."""
+    max_cost_usd: pulumi.Output[float | None]
+    """The price for the whole ``scheduling.timeout`` (the most the run can cost)."""
 
     def __init__(
         self,

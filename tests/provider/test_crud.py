@@ -40,6 +40,9 @@ def test_create_read_delete_round_trip(provider, sim):
     assert outs["console_url"] == f"{sim.endpoint}/v1/{created.id}"
     assert outs["create_time"] and outs["start_time"] and outs["end_time"]
     assert outs["error_message"] == ""
+    # n1-standard-4 in us-central1 has a catalog price; the spec's timeout is 600 s.
+    assert outs["hourly_cost_usd"] == pytest.approx(0.21849885)
+    assert outs["max_cost_usd"] == pytest.approx(0.21849885 / 6)
     # Inputs are repeated in the outputs (diff compares against them); no provider blob.
     assert outs["spec"] == inputs["spec"] and "__provider" not in outs
     job = sim.client().get_custom_job(name=created.id)

@@ -141,3 +141,31 @@ def test_cli_estimate_table_and_unknowns() -> None:
     ]
     assert "total $/h: unknown" in out.getvalue()
     assert "unknown price: n1-standard-8 in us-central1 (spot)" in err.getvalue()
+
+
+def test_cost_outputs_and_summary_line() -> None:
+    from components._pricing import cost_outputs, summary
+
+    known = {
+        "workerPoolSpecs": [pool("n1-standard-4", "NVIDIA_TESLA_T4", 1)],
+        "scheduling": {"timeout": "2h"},
+    }
+    outs = cost_outputs(known, "us-central1")
+    assert outs["hourly_cost_usd"] == pytest.approx(0.62099885)
+    assert outs["max_cost_usd"] == pytest.approx(1.2419977)
+    assert cost_outputs({"workerPoolSpecs": "broken"}, "us-central1") == {
+        "hourly_cost_usd": None,
+        "max_cost_usd": None,
+    }
+    line = summary(
+        estimate(
+            spec(pool("n1-standard-4", "NVIDIA_TESLA_T4", 1), scheduling={"timeout": "2h"}),
+            load_catalog(),
+            region="us-central1",
+        )
+    )
+    assert line == "$0.62/h on-demand in us-central1, at most $1.24 (2 h timeout)"
+    unknown = summary(estimate(spec(pool("n1-standard-8")), load_catalog(), region="europe-west4"))
+    assert (
+        unknown == "$?/h on-demand in europe-west4: unknown price for n1-standard-8 in europe-west4"
+    )
