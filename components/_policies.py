@@ -49,11 +49,38 @@ class PolicyJob:
         }
 
 
+def _plain(value: Any) -> Any:
+    """Plain dicts and lists from the read-only proxies ``pulumi_policy`` hands to policies.
+
+    The engine gives a policy ``props`` as ``Mapping``/``Sequence`` proxies, not ``dict`` and
+    ``list``. Reading a value unknown at preview through them raises ``UnknownValueError``;
+    such a value becomes the engine's unknown sentinel string it carries, as in plain props.
+    """
+    if isinstance(value, Mapping):
+        return {str(key): _plain(_item(value, key)) for key in value}
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return [_plain(_item(value, index)) for index in range(len(value))]
+    return value
+
+
+def _item(container: Any, key: Any) -> Any:
+    try:
+        return container[key]
+    except (KeyError, IndexError):
+        return None
+    except Exception as exc:
+        sentinel = getattr(exc, "unknown_type_sentinel", None)  # pulumi_policy.UnknownValueError
+        if isinstance(sentinel, str):
+            return sentinel
+        raise
+
+
 def job_from_props(name: str, resource_type: str, props: Mapping[str, Any]) -> PolicyJob | None:
     """The job behind a resource's inputs, or None when it is not a TrainingJob or not known yet."""
     if not resource_type.endswith(TRAINING_JOB_TYPE_SUFFIX):
         return None
-    document = props.get("spec")
+    document = _plain(_item(props, "spec"))
+    region = _item(props, "region")
     if isinstance(document, str):
         try:
             document = json.loads(document)
@@ -65,7 +92,7 @@ def job_from_props(name: str, resource_type: str, props: Mapping[str, Any]) -> P
         spec = JobSpec.parse(document)
     except SpecError:
         return None  # check() reports malformed specs; policies judge valid ones
-    region = props.get("region") or spec.region
+    region = region or spec.region
     return PolicyJob(name, spec, region if isinstance(region, str) else None)
 
 
