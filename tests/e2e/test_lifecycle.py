@@ -1,0 +1,195 @@
+"""A TrainingJob through the real engine: preview, up, replace, refresh, destroy.
+
+Every test copies the project into a tmp dir (``Workspace``), starts its own emulator on a free
+port and points ``training:endpoint`` at it. Only ``test_up_runs_the_example_trainer`` runs the
+trainer for real (execute mode); the others use simulate mode, where a job labelled
+``emulator-outcome: hang`` stays RUNNING until it is cancelled.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.api_core import exceptions as gexc
+from google.cloud.aiplatform_v1 import JobState
+
+from emulator.testing import wait_for_state
+from tests.e2e._engine import (
+    HANG_LABELS,
+    SIMULATE,
+    TRAINING_JOB_TYPE,
+    Workspace,
+    emulator_for,
+    job_entry,
+    list_jobs,
+    local_config,
+    python_job,
+)
+
+JOB_NAME_RE = re.compile(r"^projects/local-training/locations/us-central1/customJobs/\d+$")
+
+
+@pytest.fixture
+def ws(pulumi_bin_dir: Path, tmp_path: Path) -> Workspace:
+    return Workspace.create(tmp_path, pulumi_bin_dir)
+
+
+def _job_steps(preview: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        s["urn"].rsplit("::", 1)[-1]: s
+        for s in preview["steps"]
+        if TRAINING_JOB_TYPE in s["urn"].split("::")[2]
+    }
+
+
+def test_preview_of_a_new_stack_shows_the_creates(ws: Workspace) -> None:
+    with emulator_for(ws, *SIMULATE) as emu:
+        spec = ws.write_job("train", python_job("train"))
+        ws.init_stack(local_config(emu.endpoint, [job_entry("train", spec)]))
+
+        preview = ws.preview_json()
+
+        ops = {s["urn"].rsplit("::", 1)[-1]: s["op"] for s in preview["steps"]}
+        assert ops == {"gpu-training-e2e": "create", "train": "create"}
+        step = _job_steps(preview)["train"]
+        assert step["urn"] == f"urn:pulumi:e2e::gpu-training::{TRAINING_JOB_TYPE}::train"
+        inputs = step["newState"]["inputs"]
+        assert inputs["region"] == "us-central1"
+        assert inputs["spec"]["workerPoolSpecs"][0]["machineSpec"] == {
+            "machineType": "n1-standard-4"
+        }
+        # Outputs are not known at preview.
+        assert "job_name" not in step["newState"].get("outputs", {})
+        assert preview["changeSummary"] == {"create": 2}
+        # A preview never calls the API: nothing was submitted, and the stack is still empty.
+        assert list_jobs(emu.client()) == []
+        assert ws.training_jobs() == {}
+
+
+def test_up_runs_the_example_trainer(ws: Workspace) -> None:
+    """The local stack's job (stacks/jobs/local-trainer.yaml) really trains, waitFor: succeeded."""
+    with emulator_for(ws, "--gpus", "ignore") as emu:
+        ws.init_stack(
+            local_config(
+                emu.endpoint,
+                [
+                    job_entry(
+                        "example-trainer",
+                        "stacks/jobs/local-trainer.yaml",
+                        waitFor="succeeded",
+                        waitTimeout="5m",
+                    )
+                ],
+            )
+        )
+        ws.up()
+
+        outputs = ws.pulumi("stack", "output", "--json").json()["jobs"]["example-trainer"]
+        assert outputs["state"] == "JOB_STATE_SUCCEEDED"
+        assert JOB_NAME_RE.match(outputs["job_name"]), outputs["job_name"]
+        assert outputs["model_dir"] == "gs://local-training/jobs/example-trainer/model/"
+        [resource] = ws.training_jobs().values()
+        assert resource["id"] == outputs["job_name"]
+        assert resource["outputs"]["state"] == "JOB_STATE_SUCCEEDED"
+        assert resource["outputs"]["adopted"] is False
+
+        job = emu.client().get_custom_job(name=outputs["job_name"])
+        assert job.state == JobState.JOB_STATE_SUCCEEDED
+        # The env value reached the job although the state holds it only as a secret.
+        [env] = job.job_spec.worker_pool_specs[0].python_package_spec.env
+        assert (env.name, env.value) == ("TRAINER_RUN_NOTE", "local-demo")
+        # gs://local-training/... is <state-dir>/gcs/local-training/... in the emulator.
+        model_dir = emu.state_dir / "gcs" / "local-training" / "jobs" / "example-trainer" / "model"
+        assert (model_dir / "model.npz").stat().st_size > 0
+        assert (model_dir / "metrics.json").is_file()
+
+
+def test_spec_change_replaces_the_job(ws: Workspace) -> None:
+    with emulator_for(ws, *SIMULATE) as emu:
+        client = emu.client()
+        spec = ws.write_job("train", python_job("train", labels=HANG_LABELS))
+        ws.init_stack(local_config(emu.endpoint, [job_entry("train", spec, waitFor="running")]))
+        ws.up()
+        old = ws.training_jobs()["train"]
+        assert client.get_custom_job(name=old["id"]).state == JobState.JOB_STATE_RUNNING
+
+        # Edit the spec: other trainer args and a bigger machine.
+        ws.write_job(
+            "train",
+            python_job(
+                "train",
+                labels=HANG_LABELS,
+                machine_type="n1-standard-8",
+                args=("--epochs", "3", "--steps-per-epoch", "2", "--samples", "32"),
+            ),
+        )
+        preview = ws.preview_json()
+        step = _job_steps(preview)["train"]
+        assert step["op"] == "replace"
+        assert step["replaceReasons"] == ["spec"]
+        old_pool = step["oldState"]["inputs"]["spec"]["workerPoolSpecs"][0]
+        new_pool = step["newState"]["inputs"]["spec"]["workerPoolSpecs"][0]
+        assert old_pool["machineSpec"]["machineType"] == "n1-standard-4"
+        assert new_pool["machineSpec"]["machineType"] == "n1-standard-8"
+        assert new_pool["pythonPackageSpec"]["args"][1] == "3"
+        assert preview["changeSummary"] == {"replace": 1, "same": 1}
+        # The CLI's own diff names the changed values too.
+        diff = ws.pulumi("preview", "--diff").output
+        assert '~ machineType: "n1-standard-4" => "n1-standard-8"' in diff
+        assert '~ [1]: "1" => "3"' in diff
+
+        ws.up()
+
+        new = ws.training_jobs()["train"]
+        assert new["id"] != old["id"]
+        assert new["outputs"]["spec"]["workerPoolSpecs"][0]["machineSpec"]["machineType"] == (
+            "n1-standard-8"
+        )
+        assert client.get_custom_job(name=new["id"]).state == JobState.JOB_STATE_RUNNING
+        # The old job was cancelled and its record deleted (create before delete: the default).
+        with pytest.raises(gexc.NotFound):
+            client.get_custom_job(name=old["id"])
+        assert [j.name for j in list_jobs(client)] == [new["id"]]
+
+
+def test_refresh_after_an_out_of_band_cancel(ws: Workspace) -> None:
+    with emulator_for(ws, *SIMULATE) as emu:
+        client = emu.client()
+        spec = ws.write_job("train", python_job("train", labels=HANG_LABELS))
+        ws.init_stack(local_config(emu.endpoint, [job_entry("train", spec, waitFor="running")]))
+        ws.up()
+        job_name = ws.training_jobs()["train"]["id"]
+        assert ws.training_jobs()["train"]["outputs"]["state"] == "JOB_STATE_RUNNING"
+
+        client.cancel_custom_job(name=job_name)
+        wait_for_state(client, job_name, [JobState.JOB_STATE_CANCELLED], timeout=30)
+        ws.pulumi("refresh", "--yes", "--skip-preview")
+
+        refreshed = ws.training_jobs()["train"]
+        assert refreshed["id"] == job_name
+        assert refreshed["outputs"]["state"] == "JOB_STATE_CANCELLED"
+        assert refreshed["outputs"]["end_time"]
+        # (Stack outputs are the program's: refresh does not run it, the next `up` updates them.)
+
+
+def test_destroy_cancels_and_removes_the_job(ws: Workspace) -> None:
+    with emulator_for(ws, *SIMULATE) as emu:
+        client = emu.client()
+        spec = ws.write_job("train", python_job("train", labels=HANG_LABELS))
+        ws.init_stack(local_config(emu.endpoint, [job_entry("train", spec, waitFor="running")]))
+        ws.up()
+        job_name = ws.training_jobs()["train"]["id"]
+        assert client.get_custom_job(name=job_name).state == JobState.JOB_STATE_RUNNING
+
+        out = ws.pulumi("destroy", "--yes", "--skip-preview").output
+
+        assert f"{TRAINING_JOB_TYPE} train deleted" in out
+        assert ws.resources() == []
+        # The emulator, like Vertex AI, refuses to delete an active job (FAILED_PRECONDITION):
+        # the record is gone, so the provider cancelled the job and waited for it to stop first.
+        with pytest.raises(gexc.NotFound):
+            client.get_custom_job(name=job_name)
+        assert list_jobs(client) == []
