@@ -1,0 +1,91 @@
+"""`pulumi up` killed with SIGKILL right after the job was submitted: no second GPU job.
+
+What the engine (v3.259, file:// backend) leaves behind after a kill -9, found here:
+
+* the stack's lock file stays: the next command fails with "the stack is currently locked"
+  and names `pulumi cancel`, which removes it;
+* the state keeps a pending operation ``creating`` for the TrainingJob and no resource;
+* `pulumi refresh --clear-pending-creates` drops it (in non-interactive mode refresh does not
+  offer to import it). Then `up` creates the resource again, and the provider adopts the job
+  the killed run submitted (labels ``pulumi_resource`` + ``pulumi_run``) instead of starting
+  another one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from google.cloud.aiplatform_v1 import JobState
+
+from tests.e2e._engine import (
+    HANG_LABELS,
+    SIMULATE,
+    TRAINING_JOB_TYPE,
+    Workspace,
+    emulator_for,
+    job_entry,
+    kill_group,
+    list_jobs,
+    local_config,
+    python_job,
+    wait_until,
+)
+
+
+@pytest.fixture
+def ws(pulumi_bin_dir: Path, tmp_path: Path) -> Workspace:
+    return Workspace.create(tmp_path, pulumi_bin_dir)
+
+
+def test_up_killed_after_submit_leaves_exactly_one_job(ws: Workspace, tmp_path: Path) -> None:
+    # The job stays QUEUED/PENDING for a few seconds, so the killed `up` is still waiting for
+    # it to run when it dies; the job then keeps RUNNING (hang) until it is cancelled.
+    with emulator_for(
+        ws, *SIMULATE, "--simulate-queued-seconds", "3", "--simulate-pending-seconds", "1"
+    ) as emu:
+        client = emu.client()
+        spec = ws.write_job("train", python_job("train", labels=HANG_LABELS))
+        ws.init_stack(local_config(emu.endpoint, [job_entry("train", spec, waitFor="running")]))
+        urn = f"urn:pulumi:e2e::gpu-training::{TRAINING_JOB_TYPE}::train"
+
+        up = ws.spawn("up", "--yes", "--skip-preview", log=tmp_path / "killed-up.log")
+        try:
+            [submitted] = wait_until(lambda: list_jobs(client), timeout=120, what="a submitted job")
+            assert up.poll() is None, "pulumi up ended before it could be killed"
+        finally:
+            kill_group(up)
+        assert up.returncode == -9
+        killed_log = (tmp_path / "killed-up.log").read_text(errors="replace")
+        assert "creating" in killed_log and "created" not in killed_log
+
+        # The killed run's lock blocks the next command, which names the way out.
+        locked = ws.pulumi("up", "--yes", "--skip-preview", expect_failure=True).output
+        assert "the stack is currently locked" in locked
+        assert "pulumi cancel" in locked
+        ws.pulumi("cancel", "--yes")
+
+        # The state knows a create was under way, and has no resource for it.
+        deployment = ws.export()
+        pending = deployment.get("pending_operations") or []
+        assert [(p["type"], p["resource"]["urn"]) for p in pending] == [("creating", urn)]
+        assert ws.training_jobs() == {}
+
+        out = ws.pulumi("refresh", "--yes", "--skip-preview", "--clear-pending-creates").output
+        assert "Traceback" not in out
+        assert not ws.export().get("pending_operations")
+
+        ws.up()
+
+        jobs = list_jobs(client)
+        assert [j.name for j in jobs] == [submitted.name], "a second job was started"
+        resource = ws.training_jobs()["train"]
+        assert resource["id"] == submitted.name
+        assert resource["outputs"]["adopted"] is True
+        assert resource["outputs"]["state"] == "JOB_STATE_RUNNING"
+        assert client.get_custom_job(name=submitted.name).state == JobState.JOB_STATE_RUNNING
+        assert not ws.export().get("pending_operations")
+
+        # The adopted job is an ordinary resource: destroy cancels and deletes it.
+        ws.pulumi("destroy", "--yes", "--skip-preview")
+        assert list_jobs(client) == []

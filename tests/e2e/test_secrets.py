@@ -1,0 +1,90 @@
+"""An env var value of a job spec is never in plain text in the state, its backups or the CLI output."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e._engine import (
+    HANG_LABELS,
+    SIMULATE,
+    Workspace,
+    emulator_for,
+    job_entry,
+    list_jobs,
+    local_config,
+    python_job,
+)
+
+# The engine's marker of a secret value in a checkpoint.
+SECRET_SIG = ("4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270")
+
+
+def _encrypted(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and value.get(SECRET_SIG[0]) == SECRET_SIG[1]
+        and str(value.get("ciphertext", "")).startswith("v1:")
+    )
+
+
+@pytest.fixture
+def ws(pulumi_bin_dir: Path, tmp_path: Path) -> Workspace:
+    return Workspace.create(tmp_path, pulumi_bin_dir)
+
+
+def test_env_values_stay_secret(ws: Workspace) -> None:
+    secret = f"e2e-SECRET-{uuid.uuid4().hex}"
+    with emulator_for(ws, *SIMULATE) as emu:
+        spec = ws.write_job(
+            "train",
+            python_job("train", labels=HANG_LABELS, env={"WANDB_API_KEY": secret, "MODE": "plain"}),
+        )
+        ws.init_stack(local_config(emu.endpoint, [job_entry("train", spec, waitFor="running")]))
+
+        printed = [
+            ws.pulumi("preview", "--diff").output,
+            ws.pulumi("preview", "--json").output,
+            ws.up().output,
+            ws.pulumi("refresh", "--yes", "--skip-preview").output,
+            ws.pulumi("stack", "output", "--json").output,
+            ws.pulumi("stack", "export").output,  # --show-secrets=false is the default
+            ws.pulumi("stack", "export", "--show-secrets=false").output,
+        ]
+        for text in printed:
+            assert secret not in text
+
+        # The job got the value, and the state has it: encrypted.
+        [job] = list_jobs(emu.client())
+        env = {e.name: e.value for e in job.job_spec.worker_pool_specs[0].python_package_spec.env}
+        assert env == {"WANDB_API_KEY": secret, "MODE": "plain"}
+        resource = ws.training_jobs()["train"]
+        assert _encrypted(resource["inputs"]["env_values"])
+        assert _encrypted(resource["outputs"]["env_values"])
+        # The names stay visible (previews show which variables a job gets), the values do not.
+        assert resource["inputs"]["spec"]["workerPoolSpecs"][0]["pythonPackageSpec"]["env"] == [
+            {"name": "WANDB_API_KEY"},
+            {"name": "MODE"},
+        ]
+
+        # The raw files of the file:// backend (checkpoint, backups, history) and PULUMI_HOME.
+        files = ws.backend_files()
+        home_files = [p for p in ws.home.rglob("*") if p.is_file()]
+        assert ws.checkpoint_file() in files
+        raw = ws.checkpoint_file().read_text()
+        assert '"ciphertext"' in raw
+        for path in files + home_files:
+            assert secret.encode() not in path.read_bytes(), (
+                f"{path} holds the secret in plain text"
+            )
+
+        # Control: the value really is in the state, so the checks above could have failed.
+        shown = ws.pulumi("stack", "export", "--show-secrets").output
+        assert secret in shown
+
+        # Nor did the emulator log it.
+        for log in emu.state_dir.glob("server*.log"):
+            assert secret not in log.read_text(errors="replace")
