@@ -1,0 +1,57 @@
+"""A stack of 50 TrainingJobs (training:jobs in the generated stack file) previews and ups."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.e2e._engine import (
+    SIMULATE,
+    TRAINING_JOB_TYPE,
+    Workspace,
+    emulator_for,
+    job_entry,
+    list_jobs,
+    local_config,
+    python_job,
+)
+
+JOBS = 50
+
+
+@pytest.fixture
+def ws(pulumi_bin_dir: Path, tmp_path: Path) -> Workspace:
+    return Workspace.create(tmp_path, pulumi_bin_dir)
+
+
+def test_fifty_jobs_preview_and_up(ws: Workspace) -> None:
+    with emulator_for(ws, *SIMULATE, "--simulate-run-seconds", "600") as emu:
+        # One spec file without displayName: each job is named after its resource.
+        spec = ws.write_job("shared", python_job(None))
+        names = [f"job-{i:02d}" for i in range(JOBS)]
+        entries = [job_entry(n, spec, waitFor="submitted", triggers=[f"shard-{n}"]) for n in names]
+        ws.init_stack(local_config(emu.endpoint, entries))
+
+        preview = ws.preview_json()
+        creates = [s for s in preview["steps"] if s["op"] == "create"]
+        assert sorted(s["urn"].rsplit("::", 1)[-1] for s in creates) == sorted(
+            [*names, "gpu-training-e2e"]
+        )
+        assert preview["changeSummary"] == {"create": JOBS + 1}
+        assert list_jobs(emu.client()) == []
+
+        ws.up()
+
+        jobs = list_jobs(emu.client())
+        assert len(jobs) == JOBS
+        assert sorted(j.display_name for j in jobs) == names
+        # One job per resource: 50 distinct identities, each found once.
+        assert len({j.labels["pulumi_resource"] for j in jobs}) == JOBS
+        state = ws.training_jobs()
+        assert sorted(state) == names
+        assert {r["id"] for r in state.values()} == {j.name for j in jobs}
+        assert all(r["type"] == TRAINING_JOB_TYPE for r in state.values())
+
+        # Nothing changed: a second preview is empty.
+        ws.pulumi("preview", "--expect-no-changes")
