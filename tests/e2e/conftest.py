@@ -2,8 +2,9 @@
 
 `pulumi_bin_dir` runs scripts/install-pulumi once per session and returns the directory holding
 `pulumi`, `pulumi-language-python` and the two SDK scripts. On a machine without the cached build
-that is a cold Go build of several minutes, so every test using the fixture gets a long timeout
-(unless it sets its own); once the cache exists the fixture takes well under a second.
+that is a cold Go build of several minutes (`make test` runs scripts/install-pulumi first), so the
+first test using the fixture gets a long timeout; once the cache exists the fixture takes well
+under a second.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ INSTALL_PULUMI = REPO / "scripts" / "install-pulumi"
 BUILD_TIMEOUT_SECONDS = 3600
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        uses_engine = "pulumi_bin_dir" in getattr(item, "fixturenames", ())
-        if uses_engine and item.get_closest_marker("timeout") is None:
-            item.add_marker(pytest.mark.timeout(BUILD_TIMEOUT_SECONDS))
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # The session fixture is built during the first test that uses it: only that test needs
+    # room for a cold build; the others keep the project's normal timeout.
+    for item in session.items:
+        if "pulumi_bin_dir" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.timeout(BUILD_TIMEOUT_SECONDS), append=False)
+            break
 
 
 @pytest.fixture(scope="session")
