@@ -32,9 +32,25 @@ def _load(path: str, out: TextIO) -> LoadedSpec | tuple[int, list[Violation]]:
         return EXIT_UNREADABLE, []
 
 
+def _load_or_report(path: str, err: TextIO) -> LoadedSpec | int:
+    """The spec, or the exit code after printing why it could not be read."""
+    loaded = _load(path, err)
+    if isinstance(loaded, tuple):
+        code, violations = loaded
+        _print_violations(violations, err)
+        return code
+    return loaded
+
+
 def _print_violations(violations: Sequence[Violation], out: TextIO) -> None:
     for violation in violations:
         print(violation, file=out)
+
+
+def _table(rows: Sequence[Sequence[str]], out: TextIO) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip(), file=out)
 
 
 def cmd_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -80,11 +96,9 @@ def cmd_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    loaded = _load(args.file, err)
-    if isinstance(loaded, tuple):
-        code, violations = loaded
-        _print_violations(violations, err)
-        return code
+    loaded = _load_or_report(args.file, err)
+    if isinstance(loaded, int):
+        return loaded
     spec = loaded.spec
     if args.region:
         spec = spec.model_copy(update={"region": args.region})
@@ -149,12 +163,7 @@ def cmd_catalog(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 regions or "-",
             )
         )
-    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-    for r in table:
-        print(
-            "  ".join(cell.ljust(width) for cell, width in zip(r, widths, strict=True)).rstrip(),
-            file=out,
-        )
+    _table(table, out)
     return EXIT_VALID
 
 
@@ -167,18 +176,10 @@ def _hours(delta: timedelta) -> str:
     return f"{hours:g} h"
 
 
-def _table(rows: Sequence[Sequence[str]], out: TextIO) -> None:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip(), file=out)
-
-
 def cmd_estimate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    loaded = _load(args.file, err)
-    if isinstance(loaded, tuple):
-        code, violations = loaded
-        _print_violations(violations, err)
-        return code
+    loaded = _load_or_report(args.file, err)
+    if isinstance(loaded, int):
+        return loaded
     catalog = load_catalog()
     spot = True if args.spot else None
     if args.compare_regions:
