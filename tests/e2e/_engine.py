@@ -231,7 +231,11 @@ class Workspace:
         return ["pulumi", "--non-interactive", "--color", "never", *args]
 
     def pulumi(
-        self, *args: str, expect_failure: bool = False, timeout: float = COMMAND_TIMEOUT
+        self,
+        *args: str,
+        expect_failure: bool = False,
+        timeout: float = COMMAND_TIMEOUT,
+        env: Mapping[str, str] | None = None,
     ) -> Result:
         """Run a pulumi command in the project on the current stack; check its exit status."""
         cmd = self._command(args)
@@ -239,7 +243,7 @@ class Workspace:
             proc = subprocess.run(
                 cmd,
                 cwd=self.project,
-                env=self.env,
+                env={**self.env, **(env or {})},
                 capture_output=True,
                 text=True,
                 timeout=timeout,

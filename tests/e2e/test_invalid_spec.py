@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from components.review import render_markdown
 from tests.e2e._engine import (
     SIMULATE,
     Workspace,
@@ -46,9 +48,14 @@ def test_invalid_spec_fails_preview_with_the_validators_message(ws: Workspace) -
         assert "Traceback" not in preview
 
         # The same through --json: the message is an error diagnostic.
-        as_json = ws.pulumi("preview", "--json", expect_failure=True).json()
+        printed = ws.pulumi("preview", "--json", expect_failure=True).stdout
+        as_json = json.loads(printed)
         errors = [d["message"] for d in as_json["diagnostics"] if d["severity"] == "error"]
         assert any(MESSAGE in e for e in errors), errors
+        # ... which the PR comment quotes.
+        comment = render_markdown(printed)
+        assert "**❌ The preview failed**" in comment
+        assert f"TrainingJob 'bad' is invalid:\n  {MESSAGE}\n" in comment
 
         # `up` fails the same way before anything is submitted.
         up = ws.pulumi("up", "--yes", "--skip-preview", expect_failure=True).output

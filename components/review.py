@@ -1,0 +1,629 @@
+"""A pull-request comment from ``pulumi preview --json``: what happens to each training job.
+
+::
+
+    pulumi preview --json > preview.json
+    python -m components.review preview.json > comment.md
+
+One table row per TrainingJob that changes (create, replace, update, delete) with its
+machines, GPUs, region and price per hour from the catalog (``components._pricing.estimate``;
+"unknown" when the catalog has no price, never a guess), the cost change of the whole preview,
+then per job the properties that change (nested, e.g.
+``spec.workerPoolSpecs[0].machineSpec.acceleratorCount: 1 → 2``) and which of them force a
+replacement. Errors of a failed preview are quoted. Other resources are counted in one line.
+
+Input is what the engine prints: the single document of ``pulumi preview --json``, or the
+event stream of ``PULUMI_ENABLE_STREAMING_JSON_PREVIEW=true pulumi preview --json`` (one JSON
+event per line), which also carries policy violations (the plain document of engine v3.259
+only says ``preview failed`` when a policy pack rejects the preview). Secrets are shown as
+the engine shows them, ``[secret]``; env var values never reach the preview at all.
+
+Nothing here imports ``pulumi`` or the Vertex client.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from components._catalog import Catalog, load_catalog
+from components._errors import SpecError
+from components._pricing import Estimate, estimate
+from components._spec import JobSpec
+
+__all__ = [
+    "JobChange",
+    "Preview",
+    "PropertyChange",
+    "ReviewError",
+    "main",
+    "parse_preview",
+    "render",
+    "render_markdown",
+]
+
+TRAINING_JOB_SUFFIX = ":TrainingJob"
+
+# Inputs a reviewer does not need: the pickled provider and the hash that identifies the
+# resource in job labels (it changes only with the stack or resource name).
+_HIDDEN_INPUTS = frozenset({"__provider", "identity"})
+_SECRET = "[secret]"
+_UNKNOWN_SENTINELS = frozenset(
+    {
+        "04da6b54-80e4-46f7-96ec-b56ff0331ba9",
+        "1c4a061d-8072-4f0a-a4cb-0ff528b18fe7",
+        "3eeb2bf0-c639-47a8-9e75-3b44932eb421",
+        "6a19a0b0-7e62-4c92-b797-7f8e31da9cc2",
+        "dd056dcd-154b-4c76-9bd3-c8f88648b5ff",
+    }
+)
+_REPLACE_OPS = frozenset({"replace", "create-replacement", "delete-replaced"})
+_SHOWN_OPS = ("create", "replace", "update", "delete")
+_OP_LABEL = {
+    "create": "🟢 create",
+    "replace": "🔁 replace",
+    "update": "🟡 update",
+    "delete": "🔴 delete",
+}
+_MAX_VALUE = 80
+_MAX_CHANGES = 25
+
+
+class ReviewError(ValueError):
+    """The input is not the JSON that ``pulumi preview --json`` prints."""
+
+
+@dataclass(frozen=True)
+class PropertyChange:
+    """One changed input: its path, old and new value (as the engine showed them)."""
+
+    path: str
+    old: Any
+    new: Any
+    forces_replacement: bool
+    kind: str = "update"  # add | delete | update
+
+
+@dataclass
+class JobChange:
+    """What a preview does to one TrainingJob."""
+
+    name: str
+    op: str
+    old_inputs: dict[str, Any] | None
+    new_inputs: dict[str, Any] | None
+    replace_reasons: list[str] = field(default_factory=list)
+    policy_violations: list[str] = field(default_factory=list)
+
+    @property
+    def region(self) -> str | None:
+        for inputs in (self.new_inputs, self.old_inputs):
+            region = (inputs or {}).get("region")
+            if isinstance(region, str) and region not in _UNKNOWN_SENTINELS:
+                return region
+        return None
+
+    def spec(self, which: str) -> JobSpec | None:
+        inputs = self.new_inputs if which == "new" else self.old_inputs
+        document = (inputs or {}).get("spec")
+        if not isinstance(document, Mapping):
+            return None
+        try:
+            return JobSpec.parse(dict(document))
+        except SpecError:
+            return None
+
+    def changes(self) -> list[PropertyChange]:
+        """Changed inputs, nested, in input order; keys in ``replace_reasons`` force replacement."""
+        if self.op not in ("replace", "update"):
+            return []
+        old, new = self.old_inputs or {}, self.new_inputs or {}
+        found: list[PropertyChange] = []
+        for key in dict.fromkeys([*old, *new]):
+            if key in _HIDDEN_INPUTS:
+                continue
+            forces = key in self.replace_reasons
+            before, after = old.get(key), new.get(key)
+            if before == _SECRET and after == _SECRET:
+                if forces:  # the engine knows it changed; nobody else may see the values
+                    found.append(PropertyChange(key, _SECRET, _SECRET, True))
+                continue
+            found.extend(_diff(key, before, after, forces, key in old, key in new))
+        # A property the engine names but whose shown values are equal (e.g. an unknown).
+        shown = {c.path.split(".", 1)[0].split("[", 1)[0] for c in found}
+        found.extend(
+            PropertyChange(key, old.get(key), new.get(key), True)
+            for key in self.replace_reasons
+            if key not in shown and key not in _HIDDEN_INPUTS
+        )
+        return found
+
+
+@dataclass
+class Preview:
+    """The parts of a preview the comment shows."""
+
+    stack: str | None
+    project: str | None
+    jobs: list[JobChange]
+    unchanged_jobs: int
+    other_resources: dict[str, int]
+    errors: list[str]
+    warnings: list[str]
+    stack_policy_violations: list[str]
+    streamed: bool
+
+
+# --- reading the engine's JSON --------------------------------------------------------------
+
+
+@dataclass
+class _Step:
+    op: str
+    urn: str
+    type: str
+    old_inputs: dict[str, Any] | None
+    new_inputs: dict[str, Any] | None
+    replace_reasons: list[str]
+
+
+def _urn_parts(urn: str) -> tuple[str | None, str | None, str, str]:
+    """(stack, project, type, name) of ``urn:pulumi:<stack>::<project>::<type>::<name>``."""
+    parts = urn.split("::")
+    if len(parts) < 4 or not parts[0].startswith("urn:pulumi:"):
+        return None, None, "", urn
+    return parts[0].removeprefix("urn:pulumi:"), parts[1], parts[2].rsplit("$", 1)[-1], parts[-1]
+
+
+def _inputs(state: Any) -> dict[str, Any] | None:
+    if not isinstance(state, Mapping):
+        return None
+    inputs = state.get("inputs")
+    return dict(inputs) if isinstance(inputs, Mapping) else {}
+
+
+def _diagnostic_text(message: Any) -> str:
+    text = str(message or "").strip()
+    for prefix in ("error: ", "warning: "):
+        text = text.removeprefix(prefix)
+    return text
+
+
+def _from_document(doc: Mapping[str, Any]) -> tuple[list[_Step], list[dict[str, Any]], list[Any]]:
+    steps = []
+    for raw in doc.get("steps") or []:
+        old, new = raw.get("oldState"), raw.get("newState")
+        type_ = (new or old or {}).get("type") or _urn_parts(str(raw.get("urn", "")))[2]
+        steps.append(
+            _Step(
+                op=str(raw.get("op", "")),
+                urn=str(raw.get("urn", "")),
+                type=str(type_),
+                old_inputs=_inputs(old),
+                new_inputs=_inputs(new),
+                replace_reasons=[str(k) for k in raw.get("replaceReasons") or []],
+            )
+        )
+    diagnostics = [d for d in doc.get("diagnostics") or [] if isinstance(d, Mapping)]
+    return steps, [dict(d) for d in diagnostics], []
+
+
+def _from_events(
+    events: Sequence[Mapping[str, Any]],
+) -> tuple[list[_Step], list[dict[str, Any]], list[Any]]:
+    steps, diagnostics, policies = [], [], []
+    for event in events:
+        if "resourcePreEvent" in event:
+            meta = event["resourcePreEvent"].get("metadata") or {}
+            steps.append(
+                _Step(
+                    op=str(meta.get("op", "")),
+                    urn=str(meta.get("urn", "")),
+                    type=str(meta.get("type", "")),
+                    old_inputs=_inputs(meta.get("old")),
+                    new_inputs=_inputs(meta.get("new")),
+                    replace_reasons=[str(k) for k in meta.get("keys") or []],
+                )
+            )
+        elif "diagnosticEvent" in event:
+            diag = event["diagnosticEvent"]
+            diagnostics.append({"message": diag.get("message"), "severity": diag.get("severity")})
+        elif "policyEvent" in event:
+            policies.append(dict(event["policyEvent"]))
+    return steps, diagnostics, policies
+
+
+def _load(text: str) -> tuple[list[_Step], list[dict[str, Any]], list[Any], bool]:
+    text = text.strip()
+    if not text:
+        raise ReviewError("the preview output is empty (did `pulumi preview --json` run?)")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError:
+        doc = None
+    if isinstance(doc, Mapping) and "steps" in doc:
+        return (*_from_document(doc), False)
+    if isinstance(doc, Mapping) and not any(k.endswith("Event") for k in doc):
+        raise ReviewError("expected the output of `pulumi preview --json` (no 'steps' in it)")
+    events = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            raise ReviewError(
+                f"line {number} is not JSON: expected `pulumi preview --json` output"
+            ) from None
+        if isinstance(event, Mapping):
+            events.append(event)
+    if not any(any(k.endswith("Event") for k in e) for e in events):
+        raise ReviewError("expected the output of `pulumi preview --json` (no steps or events)")
+    return (*_from_events(events), True)
+
+
+def parse_preview(text: str) -> Preview:
+    """Read ``pulumi preview --json`` output (a document or an event stream)."""
+    steps, diagnostics, policies, streamed = _load(text)
+    stack = project = None
+    jobs: dict[str, JobChange] = {}
+    unchanged = 0
+    others: dict[str, int] = {}
+    for step in steps:
+        urn_stack, urn_project, urn_type, name = _urn_parts(step.urn)
+        stack, project = stack or urn_stack, project or urn_project
+        type_ = step.type or urn_type
+        op = "replace" if step.op in _REPLACE_OPS else step.op
+        if not type_.endswith(TRAINING_JOB_SUFFIX):
+            if op in _SHOWN_OPS and type_ != "pulumi:pulumi:Stack":
+                others[op] = others.get(op, 0) + 1
+            continue
+        if op not in _SHOWN_OPS:
+            unchanged += op == "same"
+            continue
+        job = jobs.get(step.urn)
+        if job is None:
+            jobs[step.urn] = JobChange(
+                name, op, step.old_inputs, step.new_inputs, list(step.replace_reasons)
+            )
+            continue
+        # A replace streams as several steps; keep the fullest view of each side.
+        job.old_inputs = job.old_inputs or step.old_inputs
+        job.new_inputs = job.new_inputs or step.new_inputs
+        job.replace_reasons = job.replace_reasons or list(step.replace_reasons)
+    stack_violations = []
+    for policy in policies:
+        message = _policy_message(policy)
+        job = jobs.get(str(policy.get("resourceUrn", "")))
+        if job is not None:
+            job.policy_violations.append(message)
+        else:
+            stack_violations.append(message)
+    errors = [
+        _diagnostic_text(d.get("message")) for d in diagnostics if d.get("severity") == "error"
+    ]
+    warnings = [
+        _diagnostic_text(d.get("message")) for d in diagnostics if d.get("severity") == "warning"
+    ]
+    return Preview(
+        stack=stack,
+        project=project,
+        jobs=sorted(jobs.values(), key=lambda j: (_SHOWN_OPS.index(j.op), j.name)),
+        unchanged_jobs=unchanged,
+        other_resources=others,
+        errors=[e for e in dict.fromkeys(errors) if e],
+        warnings=[w for w in dict.fromkeys(warnings) if w],
+        stack_policy_violations=stack_violations,
+        streamed=streamed,
+    )
+
+
+def _policy_message(policy: Mapping[str, Any]) -> str:
+    lines = [line for line in str(policy.get("message", "")).strip().splitlines() if line]
+    detail = lines[-1] if lines else ""
+    level = policy.get("enforcementLevel") or "advisory"
+    return f"[{level}] {policy.get('policyName', 'policy')}: {detail}"
+
+
+# --- property diff --------------------------------------------------------------------------
+
+
+def _is_scalar_list(value: Any) -> bool:
+    return isinstance(value, list) and all(not isinstance(v, dict | list) for v in value)
+
+
+def _diff(
+    path: str, old: Any, new: Any, forces: bool, had: bool = True, has: bool = True
+) -> Iterator[PropertyChange]:
+    if old == new:
+        return
+    if not had or (old is None and new is not None):
+        yield PropertyChange(path, None, new, forces, "add")
+        return
+    if not has or (new is None and old is not None):
+        yield PropertyChange(path, old, None, forces, "delete")
+        return
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        for key in dict.fromkeys([*old, *new]):
+            yield from _diff(
+                f"{path}.{key}", old.get(key), new.get(key), forces, key in old, key in new
+            )
+        return
+    if (
+        isinstance(old, list)
+        and isinstance(new, list)
+        and not (_is_scalar_list(old) and _is_scalar_list(new))
+    ):
+        for index in range(max(len(old), len(new))):
+            yield from _diff(
+                f"{path}[{index}]",
+                old[index] if index < len(old) else None,
+                new[index] if index < len(new) else None,
+                forces,
+                index < len(old),
+                index < len(new),
+            )
+        return
+    yield PropertyChange(path, old, new, forces)
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, str) and value in _UNKNOWN_SENTINELS:
+        return "(known after apply)"
+    if value == _SECRET:
+        return _SECRET
+    text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    if len(text) > _MAX_VALUE:
+        text = text[: _MAX_VALUE - 1] + "…"
+    quoted = text.replace("`", "'")
+    return f"`{quoted}`"
+
+
+# --- hardware and cost ----------------------------------------------------------------------
+
+
+def _gpus(spec: JobSpec | None) -> str:
+    if spec is None:
+        return "?"
+    counts: dict[str, int] = {}
+    for pool in spec.worker_pool_specs:
+        machine = pool.machine_spec
+        if pool.is_placeholder or machine is None or not machine.accelerator_type:
+            continue
+        total = pool.replicas * machine.accelerator_count
+        if total:
+            counts[machine.accelerator_type] = counts.get(machine.accelerator_type, 0) + total
+    return ", ".join(f"{n} x {kind}" for kind, n in counts.items()) or "none"
+
+
+def _machines(spec: JobSpec | None) -> str:
+    if spec is None:
+        return "?"
+    parts = []
+    for pool in spec.worker_pool_specs:
+        if pool.is_placeholder or pool.machine_spec is None:
+            continue
+        machine = pool.machine_spec.machine_type or "?"
+        parts.append(f"{pool.replicas} x {machine}" if pool.replicas != 1 else machine)
+    return " + ".join(parts) or "?"
+
+
+def _estimate(spec: JobSpec | None, region: str | None, catalog: Catalog) -> Estimate | None:
+    if spec is None or region is None:
+        return None
+    try:
+        return estimate(spec, catalog, region=region)
+    except ValueError:
+        return None
+
+
+def _hourly(result: Estimate | None) -> float | None:
+    return None if result is None else result.usd_per_hour
+
+
+def _money(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:,.2f}/h"
+
+
+def _delta(value: float) -> str:
+    sign = "+" if value >= 0 else "-"
+    return f"{sign}${abs(value):,.2f}/h"
+
+
+def _side(old: str, new: str) -> str:
+    return new if old == new else f"{old} → {new}"
+
+
+# --- rendering ------------------------------------------------------------------------------
+
+
+@dataclass
+class _Row:
+    job: JobChange
+    machines: str
+    gpus: str
+    cost: str
+    delta: float | None  # change of the hourly cost, None when a price is unknown
+    missing: list[str]
+
+
+def _row(job: JobChange, catalog: Catalog) -> _Row:
+    old_spec, new_spec = job.spec("old"), job.spec("new")
+    old_est = _estimate(old_spec, job.region, catalog) if job.op != "create" else None
+    new_est = _estimate(new_spec, job.region, catalog) if job.op != "delete" else None
+    missing = [m for e in (old_est, new_est) if e is not None for m in e.missing]
+    old_cost, new_cost = _hourly(old_est), _hourly(new_est)
+    spot = " (spot)" if any(e is not None and e.spot for e in (old_est, new_est)) else ""
+    if job.op == "create":
+        return _Row(
+            job, _machines(new_spec), _gpus(new_spec), _money(new_cost) + spot, new_cost, missing
+        )
+    if job.op == "delete":
+        delta = None if old_cost is None else -old_cost
+        return _Row(
+            job, _machines(old_spec), _gpus(old_spec), _money(old_cost) + spot, delta, missing
+        )
+    machines = _side(_machines(old_spec), _machines(new_spec))
+    gpus = _side(_gpus(old_spec), _gpus(new_spec))
+    if job.op == "update":  # knobs only: the job and its price stay
+        return _Row(job, machines, gpus, _money(new_cost) + spot, 0.0, missing)
+    delta = None if old_cost is None or new_cost is None else new_cost - old_cost
+    cost = _side(_money(old_cost), _money(new_cost))
+    if delta is not None and old_cost != new_cost:
+        cost += f" ({_delta(delta)})"
+    return _Row(job, machines, gpus, cost + spot, delta, missing)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _what(job: JobChange) -> str:
+    if job.op == "replace":
+        inputs = job.new_inputs or {}
+        if inputs.get("exclusive_gpus") is True:
+            return "replace: the old job is cancelled first, then the new one starts"
+        return "replace: a new job starts, then the old one is cancelled"
+    if job.op == "update":
+        return "update in place: settings of the resource only, the job keeps running"
+    return job.op
+
+
+def render(preview: Preview, catalog: Catalog | None = None, *, title: str | None = None) -> str:
+    """The markdown comment for ``preview``."""
+    catalog = catalog or load_catalog()
+    where = "/".join(p for p in (preview.project, preview.stack) if p)
+    lines = [f"### {title or 'Training jobs'}" + (f" — `{where}`" if where else ""), ""]
+
+    counts = {op: sum(j.op == op for j in preview.jobs) for op in _SHOWN_OPS}
+    verbs = {
+        "create": "to create",
+        "replace": "to replace",
+        "update": "to update",
+        "delete": "to delete",
+    }
+    summary = [f"{counts[op]} {verbs[op]}" for op in _SHOWN_OPS if counts[op]]
+    violations = [f"`{j.name}`: {v}" for j in preview.jobs for v in j.policy_violations]
+    violations += preview.stack_policy_violations
+    if preview.errors:
+        lines += ["**❌ The preview failed**", ""]
+        reasons = [e for e in preview.errors if e != "preview failed"]
+        if reasons:
+            lines += ["```", *reasons, "```", ""]
+        elif not violations and not preview.streamed:
+            lines += [
+                "The engine gave no reason in its JSON (a policy pack's violations, for one, "
+                "are only in the event stream: run the preview with "
+                "`PULUMI_ENABLE_STREAMING_JSON_PREVIEW=true`), see the CLI output.",
+                "",
+            ]
+    if violations:
+        lines += ["**🛑 Policy violations**", ""]
+        lines += [f"- {_cell(v)}" for v in violations]
+        lines.append("")
+    if not preview.jobs:
+        lines.append(
+            "No training job changes"
+            + (f" ({preview.unchanged_jobs} unchanged)." if preview.unchanged_jobs else ".")
+        )
+    else:
+        tail = f" · {preview.unchanged_jobs} unchanged" if preview.unchanged_jobs else ""
+        lines += [f"**{' · '.join(summary)}**{tail}", ""]
+        rows = [_row(job, catalog) for job in preview.jobs]
+        lines += [
+            "| | Job | Machines | GPUs | Region | Cost per hour |",
+            "|---|---|---|---|---|---|",
+        ]
+        for row in rows:
+            lines.append(
+                f"| {_OP_LABEL[row.job.op]} | `{_cell(row.job.name)}` | {_cell(row.machines)} "
+                f"| {_cell(row.gpus)} | {row.job.region or '?'} | {_cell(row.cost)} |"
+            )
+        lines.append("")
+        known = [r.delta for r in rows if r.delta is not None]
+        unknown = [r.job.name for r in rows if r.delta is None]
+        total = f"**Hourly cost change: {_delta(sum(known)) if known else 'unknown'}**"
+        if unknown and known:
+            names = ", ".join(f"`{n}`" for n in unknown)
+            total += f" (jobs with known prices; unknown for {names})"
+        lines += [total, ""]
+        missing = list(dict.fromkeys(m for r in rows for m in r.missing))
+        if missing:
+            lines += [f"Prices not in the catalog: {', '.join(missing)}.", ""]
+        for job in preview.jobs:
+            if job.op not in ("replace", "update"):
+                continue
+            changes = job.changes()
+            lines.append(f"**`{job.name}`** — {_what(job)}")
+            for change in changes[:_MAX_CHANGES]:
+                mark = " (forces replacement)" if change.forces_replacement else ""
+                if change.kind == "add":
+                    lines.append(f"- `{change.path}`: added {_value(change.new)}{mark}")
+                elif change.kind == "delete":
+                    lines.append(f"- `{change.path}`: removed (was {_value(change.old)}){mark}")
+                else:
+                    lines.append(
+                        f"- `{change.path}`: {_value(change.old)} → {_value(change.new)}{mark}"
+                    )
+            if len(changes) > _MAX_CHANGES:
+                lines.append(f"- … and {len(changes) - _MAX_CHANGES} more")
+            lines.append("")
+    if preview.other_resources:
+        others = ", ".join(f"{n} to {op}" for op, n in preview.other_resources.items())
+        lines += [f"Other resources: {others}.", ""]
+    if preview.warnings:
+        lines += [
+            "<details><summary>Warnings</summary>",
+            "",
+            "```",
+            *preview.warnings,
+            "```",
+            "",
+            "</details>",
+            "",
+        ]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def render_markdown(text: str, catalog: Catalog | None = None, *, title: str | None = None) -> str:
+    """``render(parse_preview(text))``: the comment for the output of ``pulumi preview --json``."""
+    return render(parse_preview(text), catalog, title=title)
+
+
+def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int:
+    """``python -m components.review PREVIEW_JSON [--output FILE] [--title TEXT]``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m components.review",
+        description="Markdown summary of `pulumi preview --json` for a pull request comment.",
+    )
+    parser.add_argument(
+        "preview", help="the saved output of `pulumi preview --json`, or - for stdin"
+    )
+    parser.add_argument("--output", "-o", help="write the markdown here instead of stdout")
+    parser.add_argument("--title", help="heading of the comment (default: Training jobs)")
+    args = parser.parse_args(argv)
+    out = stdout or sys.stdout
+    try:
+        if args.preview == "-":
+            text = sys.stdin.read()
+        else:
+            with open(args.preview, encoding="utf-8") as handle:
+                text = handle.read()
+        markdown = render_markdown(text, title=args.title)
+    except (OSError, ReviewError) as exc:
+        print(f"components.review: {exc}", file=sys.stderr)
+        return 2
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as handle:
+            handle.write(markdown)
+    else:
+        out.write(markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
