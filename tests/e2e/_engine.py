@@ -312,6 +312,38 @@ class Workspace:
     def checkpoint_file(self) -> Path:
         return self.backend / ".pulumi" / "stacks" / PROJECT_NAME / f"{self.stack}.json"
 
+    def stray_processes(self) -> list[int]:
+        """Pulumi processes (CLI, language host, providers) still running in the project dir."""
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                cwd = os.readlink(entry / "cwd")
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"pulumi" in cmdline and Path(cwd) == self.project:
+                found.append(int(entry.name))
+        return found
+
+    def kill_strays(self) -> list[int]:
+        """SIGKILL the process groups of :meth:`stray_processes`; returns the pids found.
+
+        The engine starts each plugin in a process group of its own, so killing the CLI's
+        group leaves e.g. the dynamic provider (``python -m pulumi.dynamic``) running.
+        """
+        pids = self.stray_processes()
+        own = os.getpgrp()
+        for pid in pids:
+            with suppress(ProcessLookupError):
+                group = os.getpgid(pid)
+                if group != own:
+                    os.killpg(group, signal.SIGKILL)
+                else:
+                    os.kill(pid, signal.SIGKILL)
+        return pids
+
 
 def _text(value: str | bytes | None) -> str:
     if value is None:

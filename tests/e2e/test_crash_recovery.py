@@ -2,6 +2,8 @@
 
 What the engine (v3.259, file:// backend) leaves behind after a kill -9, found here:
 
+* the dynamic provider process keeps running (the engine starts plugins in their own process
+  group), still inside ``create``; the test kills it as well, as a machine crash would;
 * the stack's lock file stays: the next command fails with "the stack is currently locked"
   and names `pulumi cancel`, which removes it;
 * the state keeps a pending operation ``creating`` for the TrainingJob and no resource;
@@ -13,6 +15,7 @@ What the engine (v3.259, file:// backend) leaves behind after a kill -9, found h
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,8 +37,10 @@ from tests.e2e._engine import (
 
 
 @pytest.fixture
-def ws(pulumi_bin_dir: Path, tmp_path: Path) -> Workspace:
-    return Workspace.create(tmp_path, pulumi_bin_dir)
+def ws(pulumi_bin_dir: Path, tmp_path: Path) -> Iterator[Workspace]:
+    workspace = Workspace.create(tmp_path, pulumi_bin_dir)
+    yield workspace
+    assert workspace.kill_strays() == [], "pulumi processes outlived the test"
 
 
 def test_up_killed_after_submit_leaves_exactly_one_job(ws: Workspace, tmp_path: Path) -> None:
@@ -55,6 +60,9 @@ def test_up_killed_after_submit_leaves_exactly_one_job(ws: Workspace, tmp_path: 
             assert up.poll() is None, "pulumi up ended before it could be killed"
         finally:
             kill_group(up)
+            # The engine runs each plugin in a process group of its own: the dynamic provider
+            # (still polling in create) outlives the CLI's group. Kill it too, as a crash would.
+            ws.kill_strays()
         assert up.returncode == -9
         killed_log = (tmp_path / "killed-up.log").read_text(errors="replace")
         assert "creating" in killed_log and "created" not in killed_log

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,8 +26,10 @@ MESSAGE = (
 
 
 @pytest.fixture
-def ws(pulumi_bin_dir: Path, tmp_path: Path) -> Workspace:
-    return Workspace.create(tmp_path, pulumi_bin_dir)
+def ws(pulumi_bin_dir: Path, tmp_path: Path) -> Iterator[Workspace]:
+    workspace = Workspace.create(tmp_path, pulumi_bin_dir)
+    yield workspace
+    assert workspace.kill_strays() == [], "pulumi processes outlived the test"
 
 
 def test_invalid_spec_fails_preview_with_the_validators_message(ws: Workspace) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +29,10 @@ STREAMING = {"PULUMI_ENABLE_STREAMING_JSON_PREVIEW": "true"}
 
 
 @pytest.fixture
-def ws(pulumi_bin_dir: Path, tmp_path: Path) -> Workspace:
-    return Workspace.create(tmp_path, pulumi_bin_dir)
+def ws(pulumi_bin_dir: Path, tmp_path: Path) -> Iterator[Workspace]:
+    workspace = Workspace.create(tmp_path, pulumi_bin_dir)
+    yield workspace
+    assert workspace.kill_strays() == [], "pulumi processes outlived the test"
 
 
 def _on_demand(kind: str, name: str) -> float:

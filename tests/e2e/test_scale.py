@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,8 +22,10 @@ JOBS = 50
 
 
 @pytest.fixture
-def ws(pulumi_bin_dir: Path, tmp_path: Path) -> Workspace:
-    return Workspace.create(tmp_path, pulumi_bin_dir)
+def ws(pulumi_bin_dir: Path, tmp_path: Path) -> Iterator[Workspace]:
+    workspace = Workspace.create(tmp_path, pulumi_bin_dir)
+    yield workspace
+    assert workspace.kill_strays() == [], "pulumi processes outlived the test"
 
 
 def test_fifty_jobs_preview_and_up(ws: Workspace) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +33,10 @@ def _encrypted(value: Any) -> bool:
 
 
 @pytest.fixture
-def ws(pulumi_bin_dir: Path, tmp_path: Path) -> Workspace:
-    return Workspace.create(tmp_path, pulumi_bin_dir)
+def ws(pulumi_bin_dir: Path, tmp_path: Path) -> Iterator[Workspace]:
+    workspace = Workspace.create(tmp_path, pulumi_bin_dir)
+    yield workspace
+    assert workspace.kill_strays() == [], "pulumi processes outlived the test"
 
 
 def test_env_values_stay_secret(ws: Workspace) -> None:
