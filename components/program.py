@@ -10,6 +10,7 @@ re-runs the job.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,13 @@ from components._packaging import PackagingError, source_digest
 from components._pricing import estimate, summary
 from components._spec import JobSpec
 from components.config import ConfigError, JobConfig, StackConfig, load_stack_config
-from components.training_job import TrainingJob, TrainingJobArgs, resolve_local_paths
+from components.training_job import (
+    TrainingJob,
+    TrainingJobArgs,
+    TrainingJobInputError,
+    invalid_reason,
+    resolve_local_paths,
+)
 
 __all__ = ["Program", "run"]
 
@@ -92,9 +99,77 @@ def _wire_local(document: dict[str, Any], config: StackConfig) -> list[str]:
     return triggers
 
 
+@dataclass
+class _PlannedJob:
+    job: JobConfig
+    document: dict[str, Any]
+    triggers: list[str]
+
+
+class _InfraStandIn:
+    """What the cloud wiring reads from TrainingInfra, as values not known yet.
+
+    Checking every job before any resource exists needs the wired spec; these Outputs are
+    seen as unknown, exactly as the infra's real outputs are at preview.
+    """
+
+    def __init__(self, has_package: bool) -> None:
+        self.package_uri = (
+            pulumi.Output.from_input("gs://planned/package.tar.gz") if has_package else None
+        )
+        self.service_account_email = pulumi.Output.from_input(
+            "planned@planned.iam.gserviceaccount.com"
+        )
+
+    def output_uri(self, job: str) -> pulumi.Output[str]:
+        return pulumi.Output.from_input(f"gs://planned/jobs/{job}")
+
+
+def _plan(config: StackConfig) -> list[_PlannedJob]:
+    """Load every job, log its cost, and refuse the stack if any job is invalid."""
+    planned: list[_PlannedJob] = []
+    for job in config.jobs:
+        document = _load(job)
+        _log_cost(job.name, document, config.region)
+        triggers = list(job.triggers)
+        if config.target != "vertex":
+            triggers += _wire_local(document, config)
+        planned.append(_PlannedJob(job, document, triggers))
+    stand_in = _InfraStandIn(config.trainer_source is not None)
+    problems = []
+    for plan in planned:
+        document = copy.deepcopy(plan.document)
+        if config.target == "vertex":
+            _wire_cloud(document, stand_in, plan.job)
+        reason = invalid_reason(plan.job.name, _job_args(plan, document, config))
+        if reason:
+            problems.append(reason)
+    if problems:
+        raise TrainingJobInputError("nothing was changed, because:\n" + "\n".join(problems))
+    return planned
+
+
+def _job_args(plan: _PlannedJob, document: dict[str, Any], config: StackConfig) -> TrainingJobArgs:
+    return TrainingJobArgs(
+        spec=document,
+        project=config.project,
+        region=config.region,
+        triggers=plan.triggers or None,
+        wait_for=plan.job.wait_for,
+        wait_timeout=plan.job.wait_timeout,
+        exclusive_gpus=plan.job.exclusive_gpus,
+        keep_record_on_delete=plan.job.keep_record_on_delete,
+    )
+
+
 def run(config: StackConfig | None = None) -> Program:
-    """Declare the stack's resources; returns them."""
+    """Declare the stack's resources; returns them.
+
+    Every job is loaded and checked before anything is registered: one invalid job fails the
+    whole program with every job's problems, and nothing starts.
+    """
     config = config or load_stack_config()
+    planned = _plan(config)
     program = Program(config)
     depends: list[pulumi.Resource] = []
     if config.target == "vertex":
@@ -121,27 +196,12 @@ def run(config: StackConfig | None = None) -> Program:
         if program.infra.package_uri is not None:
             pulumi.export("package_uri", program.infra.package_uri)
     exports: dict[str, Any] = {}
-    for job in config.jobs:
-        document = _load(job)
-        _log_cost(job.name, document, config.region)
-        triggers = list(job.triggers)
+    for plan in planned:
+        job, document = plan.job, plan.document
         if program.infra is not None:
             _wire_cloud(document, program.infra, job)
-        else:
-            triggers += _wire_local(document, config)
         resource = TrainingJob(
-            job.name,
-            TrainingJobArgs(
-                spec=document,
-                project=config.project,
-                region=config.region,
-                triggers=triggers or None,
-                wait_for=job.wait_for,
-                wait_timeout=job.wait_timeout,
-                exclusive_gpus=job.exclusive_gpus,
-                keep_record_on_delete=job.keep_record_on_delete,
-            ),
-            pulumi.ResourceOptions(depends_on=depends),
+            job.name, _job_args(plan, document, config), pulumi.ResourceOptions(depends_on=depends)
         )
         program.jobs[job.name] = resource
         exports[job.name] = {

@@ -298,6 +298,19 @@ class TrainingJob(pulumi.dynamic.Resource, module="vertex", name="TrainingJob"):
             pulumi.log.warn(f"{warning.path}: {warning.reason}", resource=self)
 
 
+def invalid_reason(resource_name: str, args: TrainingJobArgs) -> str | None:
+    """Why ``TrainingJob(resource_name, args)`` would be rejected, or None; registers nothing.
+
+    A program with several jobs checks them all first, so one invalid job cannot leave the
+    others half-applied (the engine starts creating a resource as soon as it is registered).
+    """
+    try:
+        _props(resource_name, args)
+    except TrainingJobInputError as exc:
+        return str(exc)
+    return None
+
+
 def _props(resource_name: str, args: TrainingJobArgs) -> tuple[dict[str, Any], list[Any]]:
     gcp = pulumi.Config("gcp")
     spec_doc: Any

@@ -111,11 +111,16 @@ def stack_config(stack: str, overrides: dict[str, Any] | None = None) -> dict[st
     return {k: v if isinstance(v, str) else json.dumps(v) for k, v in data.items()}
 
 
-def run_stack(stack: str, overrides: dict[str, Any] | None = None) -> StackRun:
-    """Run the program for ``stack`` under mocks; raises what the program raises."""
+def run_stack(
+    stack: str, overrides: dict[str, Any] | None = None, record: StackRun | None = None
+) -> StackRun:
+    """Run the program for ``stack`` under mocks; raises what the program raises.
+
+    Pass ``record`` to see what was registered even when the program raises.
+    """
     from components.program import run as run_program
 
-    result = StackRun()
+    result = StackRun() if record is None else record
     pulumi.runtime.set_all_config(stack_config(stack, overrides))
     pulumi.runtime.settings.ROOT.set(None)
     monitor = _RecordingMonitor(_Mocks(), result)

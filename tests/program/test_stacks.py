@@ -215,3 +215,23 @@ def test_bad_config_names_the_key(overrides, key):
         return
     with pytest.raises(ConfigError, match=key.replace("[", r"\[").replace("]", r"\]")):
         run_stack("local", config)
+
+
+def test_one_invalid_job_registers_nothing_and_names_every_problem():
+    from tests.program.harness import StackRun
+
+    jobs = [
+        {"name": "good", "spec": "stacks/jobs/local-trainer.yaml", "waitFor": "submitted"},
+        {"name": "bad", "spec": "tests/program/data/three-t4.yaml"},
+        {"name": "also-bad", "spec": "tests/program/data/three-t4.yaml"},
+    ]
+    record = StackRun()
+    with pytest.raises(TrainingJobInputError) as info:
+        run_stack("local", {"training:jobs": jobs}, record=record)
+    message = str(info.value)
+    assert message.startswith("nothing was changed, because:")
+    assert (
+        "TrainingJob 'bad' is invalid" in message and "TrainingJob 'also-bad' is invalid" in message
+    )
+    assert "allowed counts of NVIDIA_TESLA_T4 on n1-highcpu-16: 1, 2, 4" in message
+    assert record.by_type(JOB_TYPE) == []  # the valid job did not start either
