@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 STACK ?= dev
 
-.PHONY: venv pulumi up down lint test unit bench clean
+.PHONY: venv pulumi up down lint test unit bench preview-md clean
 
 venv: $(STAMP)
 
@@ -18,7 +18,7 @@ $(STAMP): requirements.txt constraints.txt
 
 # The Pulumi CLI and Python language host, built once from Go modules into a cache.
 pulumi:
-	scripts/install-pulumi
+	scripts/install-pulumi >/dev/null
 
 # The local stack: emulator in the background, `pulumi up` on the `local` stack.
 up: venv
@@ -39,10 +39,22 @@ test: lint pulumi
 unit: venv
 	$(PY) -m pytest tests --ignore=tests/e2e
 
-bench: venv
+bench: venv pulumi
 	$(PY) bench/validate.py
 	$(PY) bench/provider.py
 	$(PY) bench/emulator.py
+	$(PY) bench/preview.py
+
+# A pull-request comment for STACK (default dev): `pulumi preview --json` rendered as markdown.
+preview-md: venv pulumi
+	@mkdir -p .local/pulumi-state .local/pulumi-home
+	PATH="$(CURDIR)/.tools/bin:$$PATH" PULUMI_ENABLE_STREAMING_JSON_PREVIEW=true \
+	PULUMI_BACKEND_URL="$${PULUMI_BACKEND_URL:-file://$(CURDIR)/.local/pulumi-state}" \
+	PULUMI_HOME="$(CURDIR)/.local/pulumi-home" PULUMI_SKIP_UPDATE_CHECK=true \
+	PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true \
+	PULUMI_CONFIG_PASSPHRASE="$${PULUMI_CONFIG_PASSPHRASE:-local-stack}" \
+	pulumi preview --stack $(STACK) --non-interactive --json > .local/preview-$(STACK).json || true
+	$(PY) -m components.review .local/preview-$(STACK).json
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) .tools .mypy_cache .ruff_cache .pytest_cache .hypothesis

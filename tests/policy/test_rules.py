@@ -193,3 +193,37 @@ def test_real_stack_jobs_dev_accepted_prod_rejected_by_dev_config() -> None:
         "job 'prod-a100' runs in europe-west4; this stack allows us-central1"
     ]
     assert all(m == [] for m in evaluate([prod], config("prod")).values())
+
+
+def test_props_behind_read_only_mapping_proxies_are_judged() -> None:
+    # The engine hands policies Mapping/Sequence proxies, not dict and list.
+    from types import MappingProxyType
+
+    document = {
+        "displayName": "proxied",
+        "labels": MappingProxyType({"team": "ml"}),
+        "workerPoolSpecs": (
+            MappingProxyType(
+                {
+                    "machineSpec": MappingProxyType(
+                        {
+                            "machineType": "n1-standard-4",
+                            "acceleratorType": "NVIDIA_TESLA_T4",
+                            "acceleratorCount": 8,
+                        }
+                    ),
+                    "replicaCount": 1,
+                    "containerSpec": MappingProxyType({"imageUri": "img"}),
+                }
+            ),
+        ),
+    }
+    found = job_from_props(
+        "proxied",
+        TYPE,
+        MappingProxyType({"spec": MappingProxyType(document), "region": "us-central1"}),
+    )
+    assert found is not None and found.gpus == 8
+    assert evaluate([found], config("dev"))["max-gpus-per-job"] == [
+        "job 'proxied' holds 8 accelerators at once; the limit is 4"
+    ]
