@@ -22,6 +22,9 @@ from components._gcloud import is_gcloud_command, merge_training_input, parse_gc
 from components._legacy import convert_training_input
 from components._spec import JobSpec
 
+# libyaml's loader when PyYAML was built with it: the same safe subset, several times faster.
+_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 Format = Literal["custom-job", "custom-job-spec", "legacy-config", "gcloud-command"]
 MAX_SPEC_BYTES = 1 << 20
 
@@ -54,7 +57,7 @@ def read_text(path: Path) -> str:
 def parse_document(text: str, origin: str) -> Any:
     """Parse YAML (JSON is YAML too); raises ``SpecFormatError`` with the line of the error."""
     try:
-        documents = [d for d in yaml.safe_load_all(text) if d is not None]
+        documents = [d for d in yaml.load_all(text, Loader=_SAFE_LOADER) if d is not None]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

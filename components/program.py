@@ -52,7 +52,10 @@ def _python_pools(document: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def _load(job: JobConfig) -> dict[str, Any]:
+def _load(job: JobConfig, seen: dict[Path, dict[str, Any]]) -> dict[str, Any]:
+    """The job's spec document; a file several jobs share is read once per program run."""
+    if job.spec in seen:
+        return copy.deepcopy(seen[job.spec])
     try:
         loaded = load_spec_file(job.spec)
     except SpecError as exc:
@@ -62,6 +65,7 @@ def _load(job: JobConfig) -> dict[str, Any]:
     for note in loaded.notes:
         pulumi.log.info(f"{job.spec.name}: {note}")
     document: dict[str, Any] = resolve_local_paths(loaded.spec, job.spec.parent).to_document()
+    seen[job.spec] = copy.deepcopy(document)
     return document
 
 
@@ -128,8 +132,9 @@ class _InfraStandIn:
 def _plan(config: StackConfig) -> list[_PlannedJob]:
     """Load every job, log its cost, and refuse the stack if any job is invalid."""
     planned: list[_PlannedJob] = []
+    seen: dict[Path, dict[str, Any]] = {}
     for job in config.jobs:
-        document = _load(job)
+        document = _load(job, seen)
         _log_cost(job.name, document, config.region)
         triggers = list(job.triggers)
         if config.target != "vertex":
