@@ -28,7 +28,7 @@ from components.training_job import (
     TrainingJob,
     TrainingJobArgs,
     TrainingJobInputError,
-    invalid_reason,
+    check_args,
     resolve_local_paths,
 )
 
@@ -69,13 +69,12 @@ def _load(job: JobConfig, seen: dict[Path, dict[str, Any]]) -> dict[str, Any]:
     return document
 
 
-def _log_cost(name: str, document: dict[str, Any], region: str) -> None:
-    # Shown by `pulumi preview`, so the PR comment tells reviewers what a job costs.
+def _cost_line(name: str, document: dict[str, Any], region: str) -> str:
     try:
         result = estimate(JobSpec.parse(document), load_catalog(), region=region)
     except (SpecError, ValueError):
-        return  # the resource reports an invalid spec with the validator's messages
-    pulumi.log.info(f"{name}: {summary(result)}")
+        return f"  {name}: no estimate (the spec is invalid)"
+    return f"  {name}: {summary(result)}"
 
 
 def _wire_cloud(document: dict[str, Any], infra: Any, job: JobConfig) -> None:
@@ -88,7 +87,10 @@ def _wire_cloud(document: dict[str, Any], infra: Any, job: JobConfig) -> None:
     document.setdefault("baseOutputDirectory", infra.output_uri(job.name))
 
 
-def _wire_local(document: dict[str, Any], config: StackConfig) -> list[str]:
+def _wire_local(
+    document: dict[str, Any], config: StackConfig, digests: dict[Path, str]
+) -> list[str]:
+    """Point python pools at the local trainer; a trigger per package digest re-runs on edits."""
     triggers: list[str] = []
     for package in _python_pools(document):
         if not package.get("packageUris") and config.trainer_source is not None:
@@ -96,10 +98,12 @@ def _wire_local(document: dict[str, Any], config: StackConfig) -> list[str]:
         for uri in package.get("packageUris", []):
             path = Path(str(uri).removeprefix("file://"))
             if path.is_dir():
-                try:
-                    triggers.append(f"package:{path.name}:{source_digest(path)[:16]}")
-                except PackagingError as exc:
-                    raise ConfigError(str(exc)) from None
+                if path not in digests:  # jobs sharing a trainer hash it once per run
+                    try:
+                        digests[path] = source_digest(path)[:16]
+                    except PackagingError as exc:
+                        raise ConfigError(str(exc)) from None
+                triggers.append(f"package:{path.name}:{digests[path]}")
     return triggers
 
 
@@ -133,22 +137,28 @@ def _plan(config: StackConfig) -> list[_PlannedJob]:
     """Load every job, log its cost, and refuse the stack if any job is invalid."""
     planned: list[_PlannedJob] = []
     seen: dict[Path, dict[str, Any]] = {}
+    costs: list[str] = []
+    digests: dict[Path, str] = {}
     for job in config.jobs:
         document = _load(job, seen)
-        _log_cost(job.name, document, config.region)
+        costs.append(_cost_line(job.name, document, config.region))
         triggers = list(job.triggers)
         if config.target != "vertex":
-            triggers += _wire_local(document, config)
+            triggers += _wire_local(document, config, digests)
         planned.append(_PlannedJob(job, document, triggers))
+    # One message, not one engine call per job: `pulumi preview` shows it to reviewers.
+    pulumi.log.info("estimated cost per job:\n" + "\n".join(costs))
     stand_in = _InfraStandIn(config.trainer_source is not None)
-    problems = []
+    problems: list[str] = []
     for plan in planned:
         document = copy.deepcopy(plan.document)
         if config.target == "vertex":
             _wire_cloud(document, stand_in, plan.job)
-        reason = invalid_reason(plan.job.name, _job_args(plan, document, config))
+        reason, warnings = check_args(plan.job.name, _job_args(plan, document, config))
         if reason:
             problems.append(reason)
+        for warning in warnings:
+            pulumi.log.warn(f"{plan.job.name}: {warning.path}: {warning.reason}")
     if problems:
         raise TrainingJobInputError("nothing was changed, because:\n" + "\n".join(problems))
     return planned
@@ -206,7 +216,10 @@ def run(config: StackConfig | None = None) -> Program:
         if program.infra is not None:
             _wire_cloud(document, program.infra, job)
         resource = TrainingJob(
-            job.name, _job_args(plan, document, config), pulumi.ResourceOptions(depends_on=depends)
+            job.name,
+            _job_args(plan, document, config),
+            pulumi.ResourceOptions(depends_on=depends),
+            validate=False,  # _plan checked every job before anything was registered
         )
         program.jobs[job.name] = resource
         exports[job.name] = {

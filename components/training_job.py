@@ -270,8 +270,13 @@ class TrainingJob(pulumi.dynamic.Resource, module="vertex", name="TrainingJob"):
         wait_timeout: pulumi.Input[float | str] | None = None,
         exclusive_gpus: pulumi.Input[bool] = False,
         keep_record_on_delete: pulumi.Input[bool] = False,
+        validate: bool = True,
     ) -> None:
-        """Declare a training job; pass ``args`` or the same fields as keywords."""
+        """Declare a training job; pass ``args`` or the same fields as keywords.
+
+        ``validate=False`` skips the program-side check for inputs the caller already
+        passed through ``check_args``; the provider's ``check`` validates them anyway.
+        """
         if args is None:
             if spec is None:
                 raise TrainingJobInputError(f"TrainingJob {resource_name!r}: spec is required")
@@ -289,7 +294,7 @@ class TrainingJob(pulumi.dynamic.Resource, module="vertex", name="TrainingJob"):
             raise TrainingJobInputError(
                 f"TrainingJob {resource_name!r}: pass either args or keyword fields, not both"
             )
-        props, warnings = _props(resource_name, args)
+        props, warnings = _props(resource_name, args, validate=validate)
         opts = pulumi.ResourceOptions.merge(
             opts, pulumi.ResourceOptions(additional_secret_outputs=[ENV_VALUES])
         )
@@ -298,20 +303,23 @@ class TrainingJob(pulumi.dynamic.Resource, module="vertex", name="TrainingJob"):
             pulumi.log.warn(f"{warning.path}: {warning.reason}", resource=self)
 
 
-def invalid_reason(resource_name: str, args: TrainingJobArgs) -> str | None:
-    """Why ``TrainingJob(resource_name, args)`` would be rejected, or None; registers nothing.
+def check_args(resource_name: str, args: TrainingJobArgs) -> tuple[str | None, list[Any]]:
+    """Why ``TrainingJob(resource_name, args)`` would be rejected (or None), and its warnings.
 
-    A program with several jobs checks them all first, so one invalid job cannot leave the
-    others half-applied (the engine starts creating a resource as soon as it is registered).
+    Registers nothing. A program with several jobs checks them all first, so one invalid job
+    cannot leave the others half-applied (the engine starts creating a resource as soon as it
+    is registered).
     """
     try:
-        _props(resource_name, args)
+        _, warnings = _props(resource_name, args)
     except TrainingJobInputError as exc:
-        return str(exc)
-    return None
+        return str(exc), []
+    return None, warnings
 
 
-def _props(resource_name: str, args: TrainingJobArgs) -> tuple[dict[str, Any], list[Any]]:
+def _props(
+    resource_name: str, args: TrainingJobArgs, *, validate: bool = True
+) -> tuple[dict[str, Any], list[Any]]:
     gcp = pulumi.Config("gcp")
     spec_doc: Any
     env_values: Any
@@ -340,6 +348,10 @@ def _props(resource_name: str, args: TrainingJobArgs) -> tuple[dict[str, Any], l
         KEEP_RECORD: args.keep_record_on_delete,
         IDENTITY: identity_label(pulumi.get_project(), pulumi.get_stack(), resource_name),
     }
+    if not validate:
+        for output in OUTPUT_PROPERTIES:
+            props[output] = None
+        return props, []
     # Validate now what is known now: an invalid spec fails the program (and a Mocks test)
     # with the validator's message; whatever is still an Output is checked by the provider.
     secret_free = {k: v for k, v in props.items() if k != ENV_VALUES}
