@@ -7,7 +7,7 @@ of an environment variable. Each rule cites where it comes from in ``catalog/REA
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -228,39 +228,54 @@ def _references(spec: JobSpec, ctx: _Context) -> Iterator[Violation]:
             "reservedIpRanges", "only applies with a network", "set network too", "references"
         )
     if spec.tensorboard is not None:
-        match = _TENSORBOARD.match(spec.tensorboard)
-        if not match:
-            yield Violation(
-                "tensorboard",
+        yield from _regional_name(
+            "tensorboard",
+            spec.tensorboard,
+            _TENSORBOARD,
+            (
                 "must be a full Tensorboard resource name",
                 "projects/PROJECT/locations/REGION/tensorboards/ID",
-                "references",
-            )
-        elif ctx.region and match.group(1) != ctx.region:
-            yield Violation(
-                "tensorboard",
-                f"is in {match.group(1)}, the job runs in {ctx.region}",
-                f"use a Tensorboard in {ctx.region}",
-                "references",
-            )
+            ),
+            ctx.region,
+            lambda found, region: (
+                f"is in {found}, the job runs in {region}",
+                f"use a Tensorboard in {region}",
+            ),
+        )
     if spec.kms_key_name is not None:
-        match = _KMS_KEY.match(spec.kms_key_name)
-        if not match:
-            yield Violation(
-                "encryptionSpec.kmsKeyName",
+        yield from _regional_name(
+            "encryptionSpec.kmsKeyName",
+            spec.kms_key_name,
+            _KMS_KEY,
+            (
                 "must be a full Cloud KMS key name",
                 "projects/PROJECT/locations/REGION/keyRings/RING/cryptoKeys/KEY",
-                "references",
-            )
-        elif ctx.region and match.group(1) != ctx.region:
-            yield Violation(
-                "encryptionSpec.kmsKeyName",
-                f"the key is in {match.group(1)}; Vertex AI needs a key in the job's region {ctx.region}",
-                f"create the key ring in {ctx.region}",
-                "references",
-            )
+            ),
+            ctx.region,
+            lambda found, region: (
+                f"the key is in {found}; Vertex AI needs a key in the job's region {region}",
+                f"create the key ring in {region}",
+            ),
+        )
     if spec.base_output_directory is not None:
         yield from _uri("baseOutputDirectory", spec.base_output_directory, ctx)
+
+
+def _regional_name(
+    path: str,
+    name: str,
+    pattern: re.Pattern[str],
+    malformed: tuple[str, str],
+    region: str | None,
+    elsewhere: Callable[[str, str], tuple[str, str]],
+) -> Iterator[Violation]:
+    """A full resource name whose location (the pattern's group 1) must be the job's region."""
+    match = pattern.match(name)
+    if not match:
+        yield Violation(path, malformed[0], malformed[1], "references")
+    elif region and match.group(1) != region:
+        reason, suggestion = elsewhere(match.group(1), region)
+        yield Violation(path, reason, suggestion, "references")
 
 
 def _uri(path: str, uri: str, ctx: _Context) -> Iterator[Violation]:
