@@ -10,9 +10,12 @@ under a second.
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.e2e._engine import Workspace
 
 REPO = Path(__file__).resolve().parents[2]
 INSTALL_PULUMI = REPO / "scripts" / "install-pulumi"
@@ -48,3 +51,11 @@ def pulumi_bin_dir() -> Path:
     for tool in ("pulumi", "pulumi-language-python", "pulumi-language-python-exec"):
         assert (bin_dir / tool).is_file(), f"{tool} missing from {bin_dir}"
     return bin_dir
+
+
+@pytest.fixture
+def ws(pulumi_bin_dir: Path, tmp_path: Path) -> Iterator[Workspace]:
+    """A copy of the project with its own backend; fails the test if a pulumi process outlives it."""
+    workspace = Workspace.create(tmp_path, pulumi_bin_dir)
+    yield workspace
+    assert workspace.kill_strays() == [], "pulumi processes outlived the test"

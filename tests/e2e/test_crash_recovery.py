@@ -15,10 +15,8 @@ What the engine (v3.259, file:// backend) leaves behind after a kill -9, found h
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from google.cloud.aiplatform_v1 import JobState
 
 from tests.e2e._engine import (
@@ -34,13 +32,6 @@ from tests.e2e._engine import (
     python_job,
     wait_until,
 )
-
-
-@pytest.fixture
-def ws(pulumi_bin_dir: Path, tmp_path: Path) -> Iterator[Workspace]:
-    workspace = Workspace.create(tmp_path, pulumi_bin_dir)
-    yield workspace
-    assert workspace.kill_strays() == [], "pulumi processes outlived the test"
 
 
 def test_up_killed_after_submit_leaves_exactly_one_job(ws: Workspace, tmp_path: Path) -> None:

@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 
 from components.review import render_markdown
 from tests.e2e._engine import (
@@ -23,13 +19,6 @@ MESSAGE = (
     "workerPoolSpecs[0].machineSpec.acceleratorCount: 3 x NVIDIA_TESLA_T4 is not allowed on "
     "n1-highcpu-16 (allowed counts of NVIDIA_TESLA_T4 on n1-highcpu-16: 1, 2, 4)"
 )
-
-
-@pytest.fixture
-def ws(pulumi_bin_dir: Path, tmp_path: Path) -> Iterator[Workspace]:
-    workspace = Workspace.create(tmp_path, pulumi_bin_dir)
-    yield workspace
-    assert workspace.kill_strays() == [], "pulumi processes outlived the test"
 
 
 def test_invalid_spec_fails_preview_with_the_validators_message(ws: Workspace) -> None:

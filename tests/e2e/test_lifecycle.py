@@ -9,8 +9,6 @@ trainer for real (execute mode); the others use simulate mode, where a job label
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,13 +29,6 @@ from tests.e2e._engine import (
 )
 
 JOB_NAME_RE = re.compile(r"^projects/local-training/locations/us-central1/customJobs/\d+$")
-
-
-@pytest.fixture
-def ws(pulumi_bin_dir: Path, tmp_path: Path) -> Iterator[Workspace]:
-    workspace = Workspace.create(tmp_path, pulumi_bin_dir)
-    yield workspace
-    assert workspace.kill_strays() == [], "pulumi processes outlived the test"
 
 
 def _job_steps(preview: dict[str, Any]) -> dict[str, dict[str, Any]]:

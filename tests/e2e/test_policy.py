@@ -6,11 +6,8 @@ The engine starts the Python pack through our language host's RunPlugin; its vir
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from tests.e2e._engine import (
@@ -38,13 +35,6 @@ PROD_JOB = python_job(
     labels={"team": "ml-platform", "cost-center": "cc-42"},
     spot=True,
 )
-
-
-@pytest.fixture
-def ws(pulumi_bin_dir: Path, tmp_path: Path) -> Iterator[Workspace]:
-    workspace = Workspace.create(tmp_path, pulumi_bin_dir)
-    yield workspace
-    assert workspace.kill_strays() == [], "pulumi processes outlived the test"
 
 
 def _local_stack(endpoint: str, jobs: list[dict[str, Any]]) -> dict[str, Any]:

@@ -5,11 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from components import load_catalog
 from components.review import parse_preview, render_markdown
@@ -26,13 +23,6 @@ from tests.e2e._engine import (
 )
 
 STREAMING = {"PULUMI_ENABLE_STREAMING_JSON_PREVIEW": "true"}
-
-
-@pytest.fixture
-def ws(pulumi_bin_dir: Path, tmp_path: Path) -> Iterator[Workspace]:
-    workspace = Workspace.create(tmp_path, pulumi_bin_dir)
-    yield workspace
-    assert workspace.kill_strays() == [], "pulumi processes outlived the test"
 
 
 def _on_demand(kind: str, name: str) -> float:

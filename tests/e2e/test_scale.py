@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
 from tests.e2e._engine import (
     SIMULATE,
     TRAINING_JOB_TYPE,
@@ -19,13 +14,6 @@ from tests.e2e._engine import (
 )
 
 JOBS = 50
-
-
-@pytest.fixture
-def ws(pulumi_bin_dir: Path, tmp_path: Path) -> Iterator[Workspace]:
-    workspace = Workspace.create(tmp_path, pulumi_bin_dir)
-    yield workspace
-    assert workspace.kill_strays() == [], "pulumi processes outlived the test"
 
 
 def test_fifty_jobs_preview_and_up(ws: Workspace) -> None:

@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from tests.e2e._engine import (
     HANG_LABELS,
@@ -30,13 +26,6 @@ def _encrypted(value: Any) -> bool:
         and value.get(SECRET_SIG[0]) == SECRET_SIG[1]
         and str(value.get("ciphertext", "")).startswith("v1:")
     )
-
-
-@pytest.fixture
-def ws(pulumi_bin_dir: Path, tmp_path: Path) -> Iterator[Workspace]:
-    workspace = Workspace.create(tmp_path, pulumi_bin_dir)
-    yield workspace
-    assert workspace.kill_strays() == [], "pulumi processes outlived the test"
 
 
 def test_env_values_stay_secret(ws: Workspace) -> None:
