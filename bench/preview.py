@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from components._formats import spec_from_document  # noqa: E402
-from components._job_inputs import INPUT_PROPERTIES, OUTPUT_PROPERTIES  # noqa: E402
+from components._job_inputs import INPUT_PROPERTIES, OUTPUT_PROPERTIES, encode_spec  # noqa: E402
 from components.training_job import prepare_spec, resolve_local_paths  # noqa: E402
 from tests.e2e._engine import (  # noqa: E402
     GCP_PROJECT,
@@ -87,7 +87,7 @@ def training_job_props() -> dict[str, Any]:
     prepared = prepare_spec(resolve_local_paths(loaded, REPO / "stacks" / "jobs"))
     props: dict[str, Any] = dict.fromkeys((*INPUT_PROPERTIES, *OUTPUT_PROPERTIES))
     props.update(
-        spec={"displayName": "job-000", **prepared.spec},
+        spec=encode_spec({"displayName": "job-000", **prepared.spec}),
         project=GCP_PROJECT,
         region=GCP_REGION,
         triggers=["shard-0", "package:trainer:0123456789abcdef"],

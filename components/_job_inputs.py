@@ -9,6 +9,7 @@ recognised by their type name, not by importing the SDK.
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -49,7 +50,9 @@ that already runs; only ``create`` uses it.
 
 INPUT_PROPERTIES = JOB_PROPERTIES + KNOB_PROPERTIES
 
-OUTPUT_PROPERTIES = (
+STATUS = "status"
+
+STATUS_FIELDS = (
     "job_name",
     "job_id",
     "state",
@@ -65,6 +68,29 @@ OUTPUT_PROPERTIES = (
     "hourly_cost_usd",
     "max_cost_usd",
 )
+"""What the one output ``status`` holds: the job as Vertex last reported it, and its price.
+
+One property rather than fourteen: the SDK makes an Output (an asyncio task) per property of
+every resource and waits on all of them, so each property costs every job of a stack (a
+preview of 200 jobs took about 15% less time with them folded into one). ``TrainingJob``
+still offers each field as an attribute (``job.state``).
+"""
+
+OUTPUT_PROPERTIES = (STATUS,)
+"""The outputs beyond the inputs (which every output state repeats)."""
+
+
+def status_of(outputs: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``status`` in a resource's outputs.
+
+    States written before ``status`` existed had its fields at the top level; they are read
+    from there.
+    """
+    status = outputs.get(STATUS)
+    if isinstance(status, Mapping):
+        return dict(status)
+    return {key: outputs[key] for key in STATUS_FIELDS if key in outputs}
+
 
 DEFAULT_WAIT_TIMEOUT = 3600.0
 """Seconds ``create`` waits for ``running``/``succeeded`` when no ``wait_timeout`` is given."""
@@ -102,6 +128,36 @@ def target_for_endpoint(endpoint: str | None) -> Target:
         if host in _LOCAL_HOSTS or host.startswith("127."):
             return "local"
     return "vertex"
+
+
+# --- the spec's wire form: one JSON text ---------------------------------------------------
+
+
+def encode_spec(document: Mapping[str, Any]) -> str:
+    """``spec`` as the resource carries it: canonical JSON text (sorted keys, no spaces).
+
+    One string rather than a tree of values: the SDK and the engine move a nested property
+    value by value, which made a preview of 200 jobs about a quarter slower, while the CLI
+    still shows the text decoded (``spec: (json) {...}``), with a nested diff. Sorted keys
+    make the text a function of the content, so a new release never changes a job's text.
+    """
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def decode_spec(value: Any) -> Any:
+    """The document in a ``spec`` property: JSON text decoded, a mapping (older states) as is.
+
+    Anything else (unknown, None, text that is not a JSON object) is returned unchanged, for
+    the caller to report.
+    """
+    if isinstance(value, str) and value.startswith("{"):
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            return value
+        if isinstance(decoded, dict):
+            return decoded
+    return value
 
 
 # --- env values: kept out of the spec so they can be a secret of their own ---------------
@@ -266,7 +322,7 @@ def check_inputs(news: Mapping[str, Any], *, target: Target) -> CheckOutcome:
     if identity is not None and not is_unknown(identity) and not isinstance(identity, str):
         failures.append((IDENTITY, "must be a string"))
 
-    spec = inputs.get(SPEC)
+    spec = decode_spec(inputs.get(SPEC))
     env_values = inputs.get(ENV_VALUES)
     warnings: list[Violation] = []
     if spec is None:
@@ -274,7 +330,9 @@ def check_inputs(news: Mapping[str, Any], *, target: Target) -> CheckOutcome:
     elif is_unknown(spec):
         pass  # validated once known
     elif not isinstance(spec, Mapping):
-        failures.append((SPEC, f"must be a job spec mapping, not {type(spec).__name__}"))
+        failures.append(
+            (SPEC, f"must be a job spec (JSON text of a mapping), not {_shown_type(spec)}")
+        )
     elif (
         env_values is not None
         and not is_unknown(env_values)
@@ -291,8 +349,12 @@ def check_inputs(news: Mapping[str, Any], *, target: Target) -> CheckOutcome:
         )
         failures.extend(spec_failures)
         if canonical is not None:
-            inputs[SPEC] = canonical
+            inputs[SPEC] = encode_spec(canonical)
     return CheckOutcome(inputs, failures, warnings)
+
+
+def _shown_type(value: Any) -> str:
+    return "text that is not a JSON object" if isinstance(value, str) else type(value).__name__
 
 
 def _check_spec(
@@ -336,6 +398,8 @@ def diff_inputs(olds: Mapping[str, Any], news: Mapping[str, Any]) -> tuple[list[
     ``olds`` are the resource's old outputs, which repeat every input. An unknown new value
     counts as a change: Pulumi cannot promise the job stays the same.
     """
+    olds = {**olds, SPEC: decode_spec(olds.get(SPEC))}
+    news = {**news, SPEC: decode_spec(news.get(SPEC))}
     replaces = [k for k in JOB_PROPERTIES if _changed(olds.get(k), news.get(k))]
     knobs = [k for k in KNOB_PROPERTIES if _changed(olds.get(k), news.get(k))]
     return replaces, knobs

@@ -10,13 +10,13 @@ cost limit unless the configuration allows unknown prices.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from components._catalog import Catalog, load_catalog
 from components._errors import SpecError
+from components._job_inputs import decode_spec
 from components._pricing import estimate
 from components._spec import JobSpec
 
@@ -79,13 +79,8 @@ def job_from_props(name: str, resource_type: str, props: Mapping[str, Any]) -> P
     """The job behind a resource's inputs, or None when it is not a TrainingJob or not known yet."""
     if not resource_type.endswith(TRAINING_JOB_TYPE_SUFFIX):
         return None
-    document = _plain(_item(props, "spec"))
+    document = decode_spec(_plain(_item(props, "spec")))
     region = _item(props, "region")
-    if isinstance(document, str):
-        try:
-            document = json.loads(document)
-        except ValueError:
-            return None
     if not isinstance(document, dict):
         return None
     try:

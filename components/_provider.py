@@ -32,16 +32,19 @@ from components._job_inputs import (
     EXCLUSIVE_GPUS,
     IDENTITY,
     KEEP_RECORD,
-    OUTPUT_PROPERTIES,
     PROJECT,
     REGION,
     SPEC,
+    STATUS,
+    STATUS_FIELDS,
     TRIGGERS,
     WAIT_FOR,
     WAIT_TIMEOUT,
     check_inputs,
+    decode_spec,
     diff_inputs,
     merge_env,
+    status_of,
     target_for_endpoint,
 )
 from components._jobs import (
@@ -158,7 +161,7 @@ class TrainingJobProvider(ResourceProvider):
         inputs = {k: v for k, v in props.items() if k != PROVIDER_KEY}
         project, region = str(inputs[PROJECT]), str(inputs[REGION])
         secrets = inputs.get(ENV_VALUES) or {}
-        document = merge_env(inputs[SPEC], secrets)
+        document = merge_env(decode_spec(inputs[SPEC]), secrets)
         run = run_hash(document, project=project, region=region, triggers=inputs.get(TRIGGERS))
         identity = str(
             inputs.get(IDENTITY)
@@ -190,10 +193,12 @@ class TrainingJobProvider(ResourceProvider):
                 raise
             outs = {
                 **inputs,
-                **job_outputs(job, endpoint, project=project, region=region),
-                "run_hash": run,
-                "adopted": submission.adopted,
-                **cost_outputs(document, region),
+                STATUS: {
+                    **job_outputs(job, endpoint, project=project, region=region),
+                    "run_hash": run,
+                    "adopted": submission.adopted,
+                    **cost_outputs(document, region),
+                },
             }
         return CreateResult(str(job.name), outs)
 
@@ -208,14 +213,17 @@ class TrainingJobProvider(ResourceProvider):
                     # An empty id tells the engine the resource is gone (outs must be a dict).
                     return ReadResult("", {})
                 raise
-        outs = {k: v for k, v in props.items() if k != PROVIDER_KEY}
-        outs.update(job_outputs(job, self.endpoint, project=project, region=region))
+        outs = {k: v for k, v in props.items() if k != PROVIDER_KEY and k not in STATUS_FIELDS}
+        outs[STATUS] = {
+            **status_of(props),
+            **job_outputs(job, self.endpoint, project=project, region=region),
+        }
         return ReadResult(id_, outs)
 
     def update(self, _id: str, _olds: dict[str, Any], _news: dict[str, Any]) -> UpdateResult:
         """Only provider-only settings change here (diff replaces everything else): no API call."""
-        outs = {k: _olds[k] for k in OUTPUT_PROPERTIES if k in _olds}
-        outs.update({k: v for k, v in _news.items() if k != PROVIDER_KEY})
+        outs = {k: v for k, v in _news.items() if k != PROVIDER_KEY}
+        outs[STATUS] = status_of(_olds)
         return UpdateResult(outs)
 
     def delete(self, _id: str, _props: dict[str, Any]) -> None:

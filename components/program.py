@@ -222,11 +222,6 @@ def run(config: StackConfig | None = None) -> Program:
             validate=False,  # _plan checked every job before anything was registered
         )
         program.jobs[job.name] = resource
-        exports[job.name] = {
-            "job_name": resource.job_name,
-            "state": resource.state,
-            "console_url": resource.console_url,
-            "model_dir": resource.model_dir,
-        }
+        exports[job.name] = resource.status
     pulumi.export("jobs", exports)
     return program

@@ -32,6 +32,7 @@ from typing import Any, TextIO
 
 from components._catalog import Catalog, load_catalog
 from components._errors import SpecError
+from components._job_inputs import decode_spec
 from components._pricing import Estimate, estimate
 from components._spec import JobSpec
 
@@ -183,7 +184,12 @@ def _inputs(state: Any) -> dict[str, Any] | None:
     if not isinstance(state, Mapping):
         return None
     inputs = state.get("inputs")
-    return dict(inputs) if isinstance(inputs, Mapping) else {}
+    if not isinstance(inputs, Mapping):
+        return {}
+    found = dict(inputs)
+    if "spec" in found:  # JSON text on the wire; compared and shown as the document
+        found["spec"] = decode_spec(found["spec"])
+    return found
 
 
 def _diagnostic_text(message: Any) -> str:

@@ -24,7 +24,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 import pulumi
 import pulumi.dynamic
@@ -37,15 +37,17 @@ from components._job_inputs import (
     EXCLUSIVE_GPUS,
     IDENTITY,
     KEEP_RECORD,
-    OUTPUT_PROPERTIES,
     PROJECT,
     REGION,
     SPEC,
+    STATUS,
     TRIGGERS,
     WAIT_FOR,
     WAIT_TIMEOUT,
     WaitFor,
     check_inputs,
+    contains_unknown,
+    encode_spec,
     split_env,
     target_for_endpoint,
 )
@@ -109,6 +111,8 @@ class PreparedSpec:
     project: str | None
     region: str | None
 
+
+T = TypeVar("T")
 
 _PLACEHOLDER = "\u0000pulumi-output-{}\u0000"
 
@@ -221,39 +225,76 @@ def _target() -> Target:
     return target_for_endpoint(pulumi.Config("training").get("endpoint"))
 
 
+class _StatusField(Generic[T]):
+    """``job.state`` and the like: one field of the ``status`` output, as an Output.
+
+    Made on first use and then kept on the instance, so a field nobody reads costs nothing.
+    """
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.attribute = name
+
+    @overload
+    def __get__(self, instance: None, owner: type) -> _StatusField[T]: ...
+
+    @overload
+    def __get__(self, instance: TrainingJob, owner: type) -> pulumi.Output[T]: ...
+
+    def __get__(
+        self, instance: TrainingJob | None, owner: type
+    ) -> _StatusField[T] | pulumi.Output[T]:
+        if instance is None:
+            return self
+        field = self.field
+        value = instance.status.apply(lambda status: cast(T, (status or {}).get(field)))
+        instance.__dict__[self.attribute] = value  # found before this descriptor from now on
+        return value
+
+
 class TrainingJob(pulumi.dynamic.Resource, module="vertex", name="TrainingJob"):
     """A Vertex AI custom training job (type ``pulumi-python:dynamic/vertex:TrainingJob``)."""
 
-    spec: pulumi.Output[dict[str, Any]]
-    """The job spec (camelCase CustomJobSpec) without env values."""
-    env_values: pulumi.Output[dict[str, str]]
-    """Env var values by path (``workerPoolSpecs[0].pythonPackageSpec.env[0].value``); secret."""
-    project: pulumi.Output[str]
-    region: pulumi.Output[str]
-    triggers: pulumi.Output[Any]
-    wait_for: pulumi.Output[str]
-    wait_timeout: pulumi.Output[float]
-    exclusive_gpus: pulumi.Output[bool]
-    keep_record_on_delete: pulumi.Output[bool]
-    job_name: pulumi.Output[str]
+    # Declared for type checkers only: at run time the SDK would resolve these annotations
+    # (typing.get_type_hints) on every registration, a cost per job for nothing, since no
+    # property here needs a type conversion. The attributes exist all the same: the SDK sets
+    # one Output per property.
+    if TYPE_CHECKING:
+        spec: pulumi.Output[str]
+        """The job spec (camelCase CustomJobSpec) without env values, as canonical JSON text."""
+        env_values: pulumi.Output[dict[str, str]]
+        """Env var values by path (``workerPoolSpecs[0].pythonPackageSpec.env[0].value``); secret."""
+        project: pulumi.Output[str]
+        region: pulumi.Output[str]
+        triggers: pulumi.Output[Any]
+        wait_for: pulumi.Output[str]
+        wait_timeout: pulumi.Output[float]
+        exclusive_gpus: pulumi.Output[bool]
+        keep_record_on_delete: pulumi.Output[bool]
+        status: pulumi.Output[dict[str, Any]]
+        """Every field below in one mapping: the job as last created or refreshed, and its price."""
+
+    job_name = _StatusField[str]("job_name")
     """Full resource name: ``projects/P/locations/R/customJobs/ID``."""
-    job_id: pulumi.Output[str]
-    state: pulumi.Output[str]
+    job_id = _StatusField[str]("job_id")
+    state = _StatusField[str]("state")
     """``JOB_STATE_*`` as of the last create or refresh."""
-    console_url: pulumi.Output[str]
-    create_time: pulumi.Output[str]
-    start_time: pulumi.Output[str]
-    end_time: pulumi.Output[str]
-    error_message: pulumi.Output[str]
-    model_dir: pulumi.Output[str]
+    console_url = _StatusField[str]("console_url")
+    create_time = _StatusField[str]("create_time")
+    start_time = _StatusField[str]("start_time")
+    end_time = _StatusField[str]("end_time")
+    error_message = _StatusField[str]("error_message")
+    model_dir = _StatusField[str]("model_dir")
     """``<baseOutputDirectory>/model/`` (``AIP_MODEL_DIR``), or empty without an output dir."""
-    web_access_uris: pulumi.Output[dict[str, str]]
-    run_hash: pulumi.Output[str]
-    adopted: pulumi.Output[bool]
+    web_access_uris = _StatusField[dict[str, str]]("web_access_uris")
+    run_hash = _StatusField[str]("run_hash")
+    adopted = _StatusField[bool]("adopted")
     """True when create found this run's job already submitted (lost response, crash)."""
-    hourly_cost_usd: pulumi.Output[float | None]
+    hourly_cost_usd = _StatusField[float | None]("hourly_cost_usd")
     """The job's price per hour from the catalog; None when a price is not known."""
-    max_cost_usd: pulumi.Output[float | None]
+    max_cost_usd = _StatusField[float | None]("max_cost_usd")
     """The price for the whole ``scheduling.timeout`` (the most the run can cost)."""
 
     def __init__(
@@ -349,9 +390,7 @@ def _props(
         IDENTITY: identity_label(pulumi.get_project(), pulumi.get_stack(), resource_name),
     }
     if not validate:
-        for output in OUTPUT_PROPERTIES:
-            props[output] = None
-        return props, []
+        return _finished(props), []
     # Validate now what is known now: an invalid spec fails the program (and a Mocks test)
     # with the validator's message; whatever is still an Output is checked by the provider.
     secret_free = {k: v for k, v in props.items() if k != ENV_VALUES}
@@ -366,9 +405,20 @@ def _props(
     if outcome.failures:
         lines = "\n".join(f"  {path}: {reason}" for path, reason in outcome.failures)
         raise TrainingJobInputError(f"TrainingJob {resource_name!r} is invalid:\n{lines}")
-    for output in OUTPUT_PROPERTIES:
-        props[output] = None
-    return props, outcome.warnings
+    return _finished(props), outcome.warnings
+
+
+def _finished(props: dict[str, Any]) -> dict[str, Any]:
+    """The registered bag: the spec as its JSON text, and a placeholder for every output."""
+    spec = props[SPEC]
+    if isinstance(spec, pulumi.Output):
+        props[SPEC] = spec.apply(encode_spec)
+    elif contains_unknown(_unknown_view(spec)):  # nested Outputs
+        props[SPEC] = pulumi.Output.from_input(spec).apply(encode_spec)
+    else:
+        props[SPEC] = encode_spec(spec)
+    props[STATUS] = None
+    return props
 
 
 def _with_display_name(spec: dict[str, Any], resource_name: str) -> dict[str, Any]:

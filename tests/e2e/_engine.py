@@ -105,6 +105,14 @@ def offline_env(bin_dir: Path, home: Path, backend: Path, passphrase: str) -> di
     return env
 
 
+def job_spec(props: Mapping[str, Any]) -> Any:
+    """The spec document in a TrainingJob's inputs or outputs (JSON text in the state)."""
+    text = props["spec"]
+    if not isinstance(text, str):
+        raise PulumiCommandError(f"spec should be JSON text in the state, not {text!r}")
+    return json.loads(text)
+
+
 def job_entry(name: str, spec: str, **settings: Any) -> dict[str, Any]:
     """One ``training:jobs`` entry: ``job_entry("a", "stacks/jobs/a.yaml", waitFor="running")``."""
     return {"name": name, "spec": spec, **settings}

@@ -80,8 +80,8 @@ def test_up_killed_after_submit_leaves_exactly_one_job(ws: Workspace, tmp_path: 
         assert [j.name for j in jobs] == [submitted.name], "a second job was started"
         resource = ws.training_jobs()["train"]
         assert resource["id"] == submitted.name
-        assert resource["outputs"]["adopted"] is True
-        assert resource["outputs"]["state"] == "JOB_STATE_RUNNING"
+        assert resource["outputs"]["status"]["adopted"] is True
+        assert resource["outputs"]["status"]["state"] == "JOB_STATE_RUNNING"
         assert client.get_custom_job(name=submitted.name).state == JobState.JOB_STATE_RUNNING
         assert not ws.export().get("pending_operations")
 

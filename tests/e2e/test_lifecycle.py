@@ -23,6 +23,7 @@ from tests.e2e._engine import (
     Workspace,
     emulator_for,
     job_entry,
+    job_spec,
     list_jobs,
     local_config,
     python_job,
@@ -52,7 +53,7 @@ def test_preview_of_a_new_stack_shows_the_creates(ws: Workspace) -> None:
         assert step["urn"] == f"urn:pulumi:e2e::gpu-training::{TRAINING_JOB_TYPE}::train"
         inputs = step["newState"]["inputs"]
         assert inputs["region"] == "us-central1"
-        assert inputs["spec"]["workerPoolSpecs"][0]["machineSpec"] == {
+        assert job_spec(inputs)["workerPoolSpecs"][0]["machineSpec"] == {
             "machineType": "n1-standard-4"
         }
         # Outputs are not known at preview.
@@ -87,8 +88,8 @@ def test_up_runs_the_example_trainer(ws: Workspace) -> None:
         assert outputs["model_dir"] == "gs://local-training/jobs/example-trainer/model/"
         [resource] = ws.training_jobs().values()
         assert resource["id"] == outputs["job_name"]
-        assert resource["outputs"]["state"] == "JOB_STATE_SUCCEEDED"
-        assert resource["outputs"]["adopted"] is False
+        assert resource["outputs"]["status"]["state"] == "JOB_STATE_SUCCEEDED"
+        assert resource["outputs"]["status"]["adopted"] is False
 
         job = emu.client().get_custom_job(name=outputs["job_name"])
         assert job.state == JobState.JOB_STATE_SUCCEEDED
@@ -124,8 +125,8 @@ def test_spec_change_replaces_the_job(ws: Workspace) -> None:
         step = _job_steps(preview)["train"]
         assert step["op"] == "replace"
         assert step["replaceReasons"] == ["spec"]
-        old_pool = step["oldState"]["inputs"]["spec"]["workerPoolSpecs"][0]
-        new_pool = step["newState"]["inputs"]["spec"]["workerPoolSpecs"][0]
+        old_pool = job_spec(step["oldState"]["inputs"])["workerPoolSpecs"][0]
+        new_pool = job_spec(step["newState"]["inputs"])["workerPoolSpecs"][0]
         assert old_pool["machineSpec"]["machineType"] == "n1-standard-4"
         assert new_pool["machineSpec"]["machineType"] == "n1-standard-8"
         assert new_pool["pythonPackageSpec"]["args"][1] == "3"
@@ -139,7 +140,7 @@ def test_spec_change_replaces_the_job(ws: Workspace) -> None:
 
         new = ws.training_jobs()["train"]
         assert new["id"] != old["id"]
-        assert new["outputs"]["spec"]["workerPoolSpecs"][0]["machineSpec"]["machineType"] == (
+        assert job_spec(new["outputs"])["workerPoolSpecs"][0]["machineSpec"]["machineType"] == (
             "n1-standard-8"
         )
         assert client.get_custom_job(name=new["id"]).state == JobState.JOB_STATE_RUNNING
@@ -156,7 +157,7 @@ def test_refresh_after_an_out_of_band_cancel(ws: Workspace) -> None:
         ws.init_stack(local_config(emu.endpoint, [job_entry("train", spec, waitFor="running")]))
         ws.up()
         job_name = ws.training_jobs()["train"]["id"]
-        assert ws.training_jobs()["train"]["outputs"]["state"] == "JOB_STATE_RUNNING"
+        assert ws.training_jobs()["train"]["outputs"]["status"]["state"] == "JOB_STATE_RUNNING"
 
         client.cancel_custom_job(name=job_name)
         wait_for_state(client, job_name, [JobState.JOB_STATE_CANCELLED], timeout=30)
@@ -164,8 +165,8 @@ def test_refresh_after_an_out_of_band_cancel(ws: Workspace) -> None:
 
         refreshed = ws.training_jobs()["train"]
         assert refreshed["id"] == job_name
-        assert refreshed["outputs"]["state"] == "JOB_STATE_CANCELLED"
-        assert refreshed["outputs"]["end_time"]
+        assert refreshed["outputs"]["status"]["state"] == "JOB_STATE_CANCELLED"
+        assert refreshed["outputs"]["status"]["end_time"]
         # (Stack outputs are the program's: refresh does not run it, the next `up` updates them.)
 
 

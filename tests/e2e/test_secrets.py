@@ -11,6 +11,7 @@ from tests.e2e._engine import (
     Workspace,
     emulator_for,
     job_entry,
+    job_spec,
     list_jobs,
     local_config,
     python_job,
@@ -57,7 +58,7 @@ def test_env_values_stay_secret(ws: Workspace) -> None:
         assert _encrypted(resource["inputs"]["env_values"])
         assert _encrypted(resource["outputs"]["env_values"])
         # The names stay visible (previews show which variables a job gets), the values do not.
-        assert resource["inputs"]["spec"]["workerPoolSpecs"][0]["pythonPackageSpec"]["env"] == [
+        assert job_spec(resource["inputs"])["workerPoolSpecs"][0]["pythonPackageSpec"]["env"] == [
             {"name": "WANDB_API_KEY"},
             {"name": "MODE"},
         ]

@@ -41,6 +41,10 @@ class Registration:
 class StackRun:
     registrations: list[Registration] = field(default_factory=list)
     program: Any = None
+    job_fields: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    """Per job: what ``job.job_name`` and ``job.state`` resolved to."""
+    exports: dict[str, Any] = field(default_factory=dict)
+    """The stack outputs, resolved."""
 
     def by_type(self, typ: str) -> list[Registration]:
         return [r for r in self.registrations if r.type == typ]
@@ -63,8 +67,10 @@ class _Mocks(pulumi.runtime.Mocks):
             )
             state["name"] = f"projects/{args.inputs['project']}/serviceAccounts/{state['email']}"
         if args.typ == JOB_TYPE:
-            state["job_name"] = f"projects/p/locations/r/customJobs/{args.name}"
-            state["state"] = "JOB_STATE_QUEUED"
+            state["status"] = {
+                "job_name": f"projects/p/locations/r/customJobs/{args.name}",
+                "state": "JOB_STATE_QUEUED",
+            }
         return f"{args.name}-id", state
 
     def call(
@@ -129,10 +135,19 @@ def run_stack(
     @pulumi.runtime.test  # type: ignore[untyped-decorator]
     def program() -> Any:
         result.program = run_program()
-        jobs = list(result.program.jobs.values())
+        jobs = result.program.jobs
         root = pulumi.runtime.get_root_resource()
         exports = getattr(root, "outputs", {})
-        return pulumi.Output.all(*[j.job_name for j in jobs], pulumi.Output.from_input(exports))
+
+        def keep(values: list[Any]) -> None:
+            for name, job_name, state in zip(jobs, values[0::2], values[1::2], strict=False):
+                result.job_fields[name] = (job_name, state)
+
+        fields = pulumi.Output.all(*[o for j in jobs.values() for o in (j.job_name, j.state)])
+        return pulumi.Output.all(
+            fields.apply(keep),
+            pulumi.Output.from_input(exports).apply(result.exports.update),
+        )
 
     program()
     return result

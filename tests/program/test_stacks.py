@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from components import errors_only, validate
-from components._job_inputs import merge_env, target_for_endpoint
+from components._job_inputs import encode_spec, merge_env, target_for_endpoint
 from components._spec import JobSpec
 from components.config import ConfigError
 from components.training_job import TrainingJobInputError
@@ -27,6 +27,15 @@ def _pools(spec: dict[str, Any]) -> list[dict[str, Any]]:
     return pools
 
 
+def _spec(job: Any) -> dict[str, Any]:
+    """The job's spec document; on the wire it is canonical JSON text."""
+    text = job.inputs["spec"]
+    assert isinstance(text, str)
+    document: dict[str, Any] = json.loads(text)
+    assert text == encode_spec(document)
+    return document
+
+
 def test_local_stack_is_one_job_on_the_emulator_with_no_cloud_resources():
     run = run_stack("local")
     assert [r.type for r in run.registrations] == [JOB_TYPE]
@@ -36,7 +45,7 @@ def test_local_stack_is_one_job_on_the_emulator_with_no_cloud_resources():
     assert job.inputs["region"] == "us-central1"
     assert job.inputs["wait_for"] == "succeeded"
     assert job.inputs["wait_timeout"] == 600
-    package = _pools(job.inputs["spec"])[0]["pythonPackageSpec"]
+    package = _pools(_spec(job))[0]["pythonPackageSpec"]
     # The spec file's relative path is resolved against the file, to the example trainer.
     assert package["packageUris"] == [str(REPO / "examples" / "trainer")]
     assert package["pythonModule"] == "trainer.task"
@@ -55,9 +64,9 @@ def test_env_values_are_a_secret_input_and_absent_from_the_spec():
     assert job.inputs["env_values"] == {
         "workerPoolSpecs[0].pythonPackageSpec.env[0].value": "local-demo"
     }
-    env = _pools(job.inputs["spec"])[0]["pythonPackageSpec"]["env"]
+    env = _pools(_spec(job))[0]["pythonPackageSpec"]["env"]
     assert env == [{"name": "TRAINER_RUN_NOTE"}]
-    assert "local-demo" not in json.dumps(job.inputs["spec"])
+    assert "local-demo" not in job.inputs["spec"]
 
 
 def test_identity_is_a_hash_of_project_stack_and_name():
@@ -96,7 +105,7 @@ def _infra_checks(run: StackRun, region: str) -> dict[str, Any]:
     assert len(children) == 5
     assert set(children) <= set(job.dependencies)
     assert run.urn_of(OBJECT) in job.property_dependencies["spec"]
-    spec: dict[str, Any] = job.inputs["spec"]
+    spec = _spec(job)
     for pool in _pools(spec):
         uris = pool["pythonPackageSpec"]["packageUris"]
         assert uris == [f"gs://{bucket['name']}/{package['name']}"]
@@ -147,12 +156,24 @@ def test_same_source_same_package_object_name():
     assert first == second
 
 
+def test_job_fields_and_the_jobs_output_come_from_the_one_status_output():
+    run = run_stack("local")
+    job = run.one(JOB_TYPE)
+    assert not {"status", "job_name", "state", "model_dir"} & set(job.inputs)
+    assert run.job_fields == {
+        "example-trainer": ("projects/p/locations/r/customJobs/example-trainer", "JOB_STATE_QUEUED")
+    }
+    assert run.exports["jobs"]["example-trainer"]["state"] == "JOB_STATE_QUEUED"
+    resource = run.program.jobs["example-trainer"]
+    assert resource.state is resource.state  # made once, then kept
+
+
 @pytest.mark.parametrize("stack", ["local", "dev", "prod"])
 def test_every_stack_validates_clean(stack):
     run = run_stack(stack)
     endpoint = stack_config(stack).get("training:endpoint")
     for job in run.by_type(JOB_TYPE):
-        document = merge_env(job.inputs["spec"], job.inputs.get("env_values"))
+        document = merge_env(_spec(job), job.inputs.get("env_values"))
         spec = JobSpec.parse(document)
         found = validate(spec, region=job.inputs["region"], target=target_for_endpoint(endpoint))
         assert errors_only(found) == [], found

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -12,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pulumi.output import UNKNOWN
 
-from components._job_inputs import check_inputs
+from components._job_inputs import check_inputs, decode_spec, encode_spec
 from components._provider import TrainingJobProvider
 from components.training_job import prepare_spec
 from tests.provider.conftest import REPO, configured, job_inputs
@@ -39,8 +40,41 @@ def test_valid_local_inputs_pass_and_come_back_normalised():
     inputs["spec"]["workerPoolSpecs"][0]["replicaCount"] = 1.0  # the engine sends numbers as floats
     result = provider.check({}, inputs)
     assert result.failures == []
-    assert result.inputs["spec"]["workerPoolSpecs"][0]["replicaCount"] == 1
+    assert json.loads(result.inputs["spec"])["workerPoolSpecs"][0]["replicaCount"] == 1
     assert "__provider" not in result.inputs
+
+
+def test_spec_travels_as_canonical_json_text_whatever_form_comes_in():
+    provider = configured("http://127.0.0.1:9")
+    inputs = job_inputs()
+    document = inputs["spec"]
+    from_mapping = provider.check({}, inputs).inputs["spec"]
+    assert isinstance(from_mapping, str)
+    assert from_mapping == json.dumps(
+        json.loads(from_mapping), sort_keys=True, separators=(",", ":")
+    )
+    assert json.loads(from_mapping)["workerPoolSpecs"] == document["workerPoolSpecs"]
+    from_text = provider.check({}, {**inputs, "spec": from_mapping}).inputs["spec"]
+    assert from_text == from_mapping
+    reordered = json.dumps(dict(reversed(list(json.loads(from_mapping).items()))))
+    assert provider.check({}, {**inputs, "spec": reordered}).inputs["spec"] == from_mapping
+
+
+def test_spec_text_that_is_not_a_json_object_fails_at_spec():
+    for text in ("workerPoolSpecs: []", "[1, 2]", "{not json"):
+        failures = TrainingJobProvider().check({}, {**job_inputs(), "spec": text}).failures
+        assert [f.property for f in failures] == ["spec"], text
+        assert "JSON text of a mapping" in failures[0].reason
+
+
+def test_state_written_before_the_json_text_form_gives_no_diff():
+    inputs = job_inputs()
+    olds = _outs(inputs)
+    olds_nested = {**olds, "spec": decode_spec(olds["spec"])}  # how earlier releases stored it
+    assert isinstance(olds_nested["spec"], dict)
+    news = TrainingJobProvider().check({}, inputs).inputs
+    diff = TrainingJobProvider().diff("id", olds_nested, news)
+    assert diff.changes is False
 
 
 def test_gpu_not_offered_in_region_is_one_failure_at_its_path_with_suggestion():
@@ -148,14 +182,18 @@ def test_no_change_means_no_diff_even_with_a_new_provider_blob():
     assert diff.replaces == []
 
 
+def _with_arg(text: str, arg: str) -> str:
+    document = json.loads(text)
+    document["workerPoolSpecs"][0]["pythonPackageSpec"]["args"].append(arg)
+    return encode_spec(document)
+
+
 def test_job_changes_replace_naming_the_properties():
     inputs = job_inputs()
     olds = _outs(inputs)
     provider = TrainingJobProvider()
     cases: dict[str, Callable[[dict[str, Any]], object]] = {
-        "spec": lambda n: n["spec"]["workerPoolSpecs"][0]["pythonPackageSpec"]["args"].append(
-            "--x"
-        ),
+        "spec": lambda n: n.update(spec=_with_arg(n["spec"], "--x")),
         "triggers": lambda n: n.update(triggers=["data-v2"]),
         "region": lambda n: n.update(region="us-east1"),
         "env_values": lambda n: n["env_values"].update(
@@ -203,9 +241,9 @@ def test_provider_only_knobs_update_without_replacing():
 def test_unknown_new_value_is_a_replace():
     inputs = job_inputs()
     olds = _outs(inputs)
-    news = dict(olds)
-    news["spec"] = {**olds["spec"], "serviceAccount": UNKNOWN}
-    assert TrainingJobProvider().diff("id", olds, news).replaces == ["spec"]
+    assert TrainingJobProvider().diff("id", olds, {**olds, "spec": UNKNOWN}).replaces == ["spec"]
+    nested = {**decode_spec(olds["spec"]), "serviceAccount": UNKNOWN}  # a mapping input
+    assert TrainingJobProvider().diff("id", olds, {**olds, "spec": nested}).replaces == ["spec"]
 
 
 @settings(max_examples=60, deadline=None)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
 import pytest
 from google.cloud.aiplatform_v1 import JobState
 
+from components._job_inputs import STATUS_FIELDS, encode_spec
 from components._jobs import JobOperationError
 from components._provider import TrainingJobProvider
 from emulator.testing import wait_for_state
@@ -31,29 +33,33 @@ def test_create_read_delete_round_trip(provider, sim):
     created = provider.create(inputs)
     outs = created.outs
     assert outs is not None
-    assert created.id == outs["job_name"]
+    assert created.id == outs["status"]["job_name"]
     assert created.id.startswith("projects/local-training/locations/us-central1/customJobs/")
-    assert outs["job_id"] == created.id.rsplit("/", 1)[-1]
-    assert outs["state"] == "JOB_STATE_SUCCEEDED"
-    assert outs["adopted"] is False
-    assert outs["model_dir"] == "gs://local-training/jobs/example-trainer/model/"
-    assert outs["console_url"] == f"{sim.endpoint}/v1/{created.id}"
-    assert outs["create_time"] and outs["start_time"] and outs["end_time"]
-    assert outs["error_message"] == ""
+    assert outs["status"]["job_id"] == created.id.rsplit("/", 1)[-1]
+    assert outs["status"]["state"] == "JOB_STATE_SUCCEEDED"
+    assert outs["status"]["adopted"] is False
+    assert outs["status"]["model_dir"] == "gs://local-training/jobs/example-trainer/model/"
+    assert outs["status"]["console_url"] == f"{sim.endpoint}/v1/{created.id}"
+    assert (
+        outs["status"]["create_time"]
+        and outs["status"]["start_time"]
+        and outs["status"]["end_time"]
+    )
+    assert outs["status"]["error_message"] == ""
     # n1-standard-4 in us-central1 has a catalog price; the spec's timeout is 600 s.
-    assert outs["hourly_cost_usd"] == pytest.approx(0.21849885)
-    assert outs["max_cost_usd"] == pytest.approx(0.21849885 / 6)
+    assert outs["status"]["hourly_cost_usd"] == pytest.approx(0.21849885)
+    assert outs["status"]["max_cost_usd"] == pytest.approx(0.21849885 / 6)
     # Inputs are repeated in the outputs (diff compares against them); no provider blob.
     assert outs["spec"] == inputs["spec"] and "__provider" not in outs
     job = sim.client().get_custom_job(name=created.id)
     assert job.labels["pulumi_resource"] == inputs["identity"]
-    assert job.labels["pulumi_run"] == outs["run_hash"]
+    assert job.labels["pulumi_run"] == outs["status"]["run_hash"]
     assert job.job_spec.worker_pool_specs[0].python_package_spec.env[0].value == "local-demo"
 
     read = provider.read(created.id, outs)
     assert read.id == created.id
-    assert read.outs["state"] == "JOB_STATE_SUCCEEDED"
-    assert read.outs["end_time"] == outs["end_time"]
+    assert read.outs["status"]["state"] == "JOB_STATE_SUCCEEDED"
+    assert read.outs["status"]["end_time"] == outs["status"]["end_time"]
 
     provider.delete(created.id, outs)
     assert jobs_with_identity(sim, inputs["identity"]) == []
@@ -61,14 +67,18 @@ def test_create_read_delete_round_trip(provider, sim):
 
 def test_wait_for_submitted_returns_while_the_job_is_still_active(provider):
     created = provider.create(_checked(provider, job_inputs()))
-    assert created.outs["state"] in ("JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_RUNNING")
+    assert created.outs["status"]["state"] in (
+        "JOB_STATE_QUEUED",
+        "JOB_STATE_PENDING",
+        "JOB_STATE_RUNNING",
+    )
     provider.delete(created.id, created.outs)
 
 
 def test_wait_for_running(provider):
     created = provider.create(_checked(provider, job_inputs(wait_for="running", wait_timeout=30)))
-    assert created.outs["state"] in ("JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED")
-    assert created.outs["start_time"]
+    assert created.outs["status"]["state"] in ("JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED")
+    assert created.outs["status"]["start_time"]
     provider.delete(created.id, created.outs)
 
 
@@ -78,11 +88,11 @@ def test_lost_create_response_is_adopted_not_resubmitted(provider, sim):
         sim.set_faults(drop_create=1, drop_mode=mode)
         inputs = {**inputs, "triggers": [mode]}  # a new run for each mode
         created = provider.create(inputs)
-        assert created.outs["adopted"] is True, mode
+        assert created.outs["status"]["adopted"] is True, mode
         matching = [
             j
             for j in jobs_with_identity(sim, inputs["identity"])
-            if j.labels["pulumi_run"] == created.outs["run_hash"]
+            if j.labels["pulumi_run"] == created.outs["status"]["run_hash"]
         ]
         assert [j.name for j in matching] == [created.id], mode
         assert sim.set_faults()["drop_create"] == 0
@@ -94,11 +104,11 @@ def test_crash_before_state_was_written_adopts_on_the_next_up(provider, sim):
     first = provider.create(inputs)  # Pulumi "crashes" here: the result is never recorded
     again = provider.create(inputs)  # the next `pulumi up` creates with the same inputs
     assert again.id == first.id
-    assert again.outs["adopted"] is True
+    assert again.outs["status"]["adopted"] is True
     assert len(jobs_with_identity(sim, inputs["identity"])) == 1
     # A different run of the same resource is a new job, not an adoption.
     other = provider.create({**inputs, "triggers": ["v2"]})
-    assert other.id != first.id and other.outs["adopted"] is False
+    assert other.id != first.id and other.outs["status"]["adopted"] is False
     assert len(jobs_with_identity(sim, inputs["identity"])) == 2
     provider.delete(first.id, first.outs)
     provider.delete(other.id, other.outs)
@@ -109,7 +119,7 @@ def test_failed_and_cancelled_jobs_are_not_adopted(provider, sim):
     first = provider.create(inputs)
     wait_for_state(sim.client(), first.id, TERMINAL, timeout=30)
     second = provider.create(inputs)
-    assert second.id != first.id and second.outs["adopted"] is False
+    assert second.id != first.id and second.outs["status"]["adopted"] is False
     provider.delete(first.id, first.outs)
     provider.delete(second.id, second.outs)
 
@@ -144,7 +154,7 @@ def test_wait_timeout_cancels_the_job_and_says_so(provider, sim):
     # The next `up` does not adopt the cancelled job: it starts a new one.
     sim_inputs = {**inputs, "wait_for": "submitted"}
     fresh = provider.create(sim_inputs)
-    assert fresh.id != job.name and fresh.outs["adopted"] is False
+    assert fresh.id != job.name and fresh.outs["status"]["adopted"] is False
     provider.delete(fresh.id, fresh.outs)
 
 
@@ -187,8 +197,8 @@ def test_refresh_after_out_of_band_cancel_and_delete(provider, sim):
     wait_for_state(client, created.id, [JobState.JOB_STATE_CANCELLED], timeout=30)
     read = provider.read(created.id, created.outs)
     assert read.id == created.id
-    assert read.outs["state"] == "JOB_STATE_CANCELLED"
-    assert read.outs["end_time"]
+    assert read.outs["status"]["state"] == "JOB_STATE_CANCELLED"
+    assert read.outs["status"]["end_time"]
     assert read.outs["spec"] == created.outs["spec"]
     client.delete_custom_job(name=created.id).result(timeout=30)
     gone = provider.read(created.id, created.outs)
@@ -204,16 +214,35 @@ def test_update_changes_only_knobs_and_makes_no_api_call(provider):
     updated = dead.update(created.id, created.outs, news)
     assert time.monotonic() - start < 1
     assert updated.outs is not None
-    assert updated.outs["job_name"] == created.id
+    assert updated.outs["status"]["job_name"] == created.id
     assert updated.outs["keep_record_on_delete"] is True
-    assert updated.outs["state"] == created.outs["state"]
+    assert updated.outs["status"]["state"] == created.outs["status"]["state"]
     provider.delete(created.id, created.outs)
+
+
+def test_state_written_before_status_existed_moves_into_status(provider):
+    created = provider.create(_checked(provider, job_inputs()))
+    assert created.outs is not None
+    # Earlier releases kept every status field at the top level of the outputs.
+    old_form = {k: v for k, v in created.outs.items() if k != "status"} | created.outs["status"]
+    read = provider.read(created.id, old_form)
+    assert not set(read.outs) & set(STATUS_FIELDS)
+    assert read.outs["status"]["run_hash"] == created.outs["status"]["run_hash"]
+    assert read.outs["status"]["hourly_cost_usd"] == created.outs["status"]["hourly_cost_usd"]
+    assert read.outs["status"]["job_name"] == created.id
+    inputs = {k: v for k, v in old_form.items() if k not in STATUS_FIELDS}
+    updated = provider.update(created.id, old_form, {**inputs, "wait_for": "running"})
+    assert updated.outs is not None and not set(updated.outs) & set(STATUS_FIELDS)
+    assert updated.outs["status"] == created.outs["status"]
+    provider.delete(created.id, read.outs)
 
 
 def test_rejected_job_leaves_nothing_and_no_secret_in_the_error(sim):
     provider = configured(sim.endpoint, retryDeadline="5")
     inputs = _checked(provider, job_inputs(env={"API_TOKEN": SECRET}))
-    inputs["spec"]["workerPoolSpecs"][0]["pythonPackageSpec"]["packageUris"] = ["/etc/" + SECRET]
+    document = json.loads(inputs["spec"])
+    document["workerPoolSpecs"][0]["pythonPackageSpec"]["packageUris"] = ["/etc/" + SECRET]
+    inputs["spec"] = encode_spec(document)
     with pytest.raises(JobOperationError) as info:
         provider.create(inputs)
     assert "no job was started" in str(info.value)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import subprocess
 import sys
 import textwrap
@@ -17,6 +18,7 @@ from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime import rpc
 from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
 
+from components._job_inputs import encode_spec
 from components._provider import TrainingJobProvider
 from emulator.testing import EmulatorProcess
 from tests.provider.conftest import REPO, SECRET, configured, job_inputs, jobs_with_identity
@@ -136,16 +138,17 @@ def test_grpc_check_diff_create_read_delete(
         for f in checked.failures
     ] == [("workerPoolSpecs[0].machineSpec.acceleratorType", True)]
 
+    inputs["spec"] = encode_spec(inputs["spec"])  # the wire form a program sends
     checked = stub.Check(provider_pb2.CheckRequest(urn=URN, olds=_struct({}), news=_struct(inputs)))
     assert list(checked.failures) == []
     news = _props(checked.inputs)
     assert news["__provider"] == blob
-    assert news["spec"]["workerPoolSpecs"][0]["replicaCount"] == 1
+    assert json.loads(news["spec"])["workerPoolSpecs"][0]["replicaCount"] == 1
 
     created = stub.Create(provider_pb2.CreateRequest(urn=URN, properties=checked.inputs))
     outs = _props(created.properties)
-    assert created.id == outs["job_name"]
-    assert outs["state"] == "JOB_STATE_SUCCEEDED"
+    assert created.id == outs["status"]["job_name"]
+    assert outs["status"]["state"] == "JOB_STATE_SUCCEEDED"
     assert outs["__provider"] == blob
     assert [j.name for j in jobs_with_identity(sim, inputs["identity"])] == [created.id]
 
@@ -169,7 +172,7 @@ def test_grpc_check_diff_create_read_delete(
         provider_pb2.ReadRequest(id=created.id, urn=URN, properties=created.properties)
     )
     assert read.id == created.id
-    assert _props(read.properties)["state"] == "JOB_STATE_SUCCEEDED"
+    assert _props(read.properties)["status"]["state"] == "JOB_STATE_SUCCEEDED"
 
     stub.Delete(provider_pb2.DeleteRequest(id=created.id, urn=URN, properties=created.properties))
     assert jobs_with_identity(sim, inputs["identity"]) == []
