@@ -31,7 +31,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from components._formats import spec_from_document  # noqa: E402
-from components._job_inputs import INPUT_PROPERTIES, OUTPUT_PROPERTIES, encode_spec  # noqa: E402
+from components._job_inputs import (  # noqa: E402
+    INPUT_PROPERTIES,
+    OPTIONAL_INPUTS,
+    OUTPUT_PROPERTIES,
+    encode_spec,
+)
 from components.training_job import prepare_spec, resolve_local_paths  # noqa: E402
 from tests.e2e._engine import (  # noqa: E402
     GCP_PROJECT,
@@ -82,7 +87,10 @@ for i in range(count):
 
 
 def training_job_props() -> dict[str, Any]:
-    """The property bag one bench TrainingJob registers (inputs, and outputs as None)."""
+    """The property bag one bench TrainingJob registers (inputs, and ``status`` as None).
+
+    Like ``TrainingJob``, it leaves out optional inputs that are None (``OPTIONAL_INPUTS``).
+    """
     loaded = spec_from_document(python_job(None), "bench").spec
     prepared = prepare_spec(resolve_local_paths(loaded, REPO / "stacks" / "jobs"))
     props: dict[str, Any] = dict.fromkeys((*INPUT_PROPERTIES, *OUTPUT_PROPERTIES))
@@ -96,7 +104,7 @@ def training_job_props() -> dict[str, Any]:
         keep_record_on_delete=False,
         identity="0" * 24,
     )
-    return props
+    return {k: v for k, v in props.items() if v is not None or k not in OPTIONAL_INPUTS}
 
 
 def _closed_port() -> int:

@@ -8,7 +8,6 @@ recognised by their type name, not by importing the SDK.
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -49,6 +48,10 @@ that already runs; only ``create`` uses it.
 """
 
 INPUT_PROPERTIES = JOB_PROPERTIES + KNOB_PROPERTIES
+
+OPTIONAL_INPUTS = (ENV_VALUES, TRIGGERS, WAIT_TIMEOUT)
+"""Inputs a program leaves out when they are None: every property costs every job (see
+``STATUS_FIELDS``), and an absent input means the same as None everywhere (check, diff)."""
 
 STATUS = "status"
 
@@ -163,6 +166,23 @@ def decode_spec(value: Any) -> Any:
 # --- env values: kept out of the spec so they can be a secret of their own ---------------
 
 
+def copy_document(document: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a JSON-shaped document whose dicts and lists can be changed freely.
+
+    Other values (text, numbers, Outputs) are shared, not copied: several times faster than
+    ``copy.deepcopy``, which a program with many jobs calls several times per job.
+    """
+    return {key: _copy_value(value) for key, value in document.items()}
+
+
+def _copy_value(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _copy_value(inner) for key, inner in value.items()}
+    if isinstance(value, list):
+        return [_copy_value(inner) for inner in value]
+    return value
+
+
 def env_path(pool: int, kind: str, index: int) -> str:
     """``workerPoolSpecs[0].pythonPackageSpec.env[1].value``: where an env value sits."""
     return f"workerPoolSpecs[{pool}].{kind}.env[{index}].value"
@@ -174,7 +194,7 @@ def split_env(document: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, An
     The names stay in the spec, so a preview shows which variables a job gets; the values
     travel in a separate input that is marked secret.
     """
-    spec = copy.deepcopy(dict(document))
+    spec = copy_document(document)
     values: dict[str, Any] = {}
     for i, pool in enumerate(spec.get("workerPoolSpecs") or []):
         if not isinstance(pool, dict):
@@ -194,7 +214,7 @@ def merge_env(spec: Mapping[str, Any], values: Mapping[str, Any] | None) -> dict
 
     Raises ``ValueError`` naming a path that does not lead to an env var of the spec.
     """
-    document = copy.deepcopy(dict(spec))
+    document = copy_document(spec)
     for path, value in (values or {}).items():
         match = _ENV_PATH.match(path)
         try:

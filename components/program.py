@@ -10,7 +10,6 @@ re-runs the job.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ import pulumi
 from components._catalog import load_catalog
 from components._errors import SpecError
 from components._formats import load_spec_file
+from components._job_inputs import copy_document
 from components._packaging import PackagingError, source_digest
 from components._pricing import estimate, summary
 from components._spec import JobSpec
@@ -55,7 +55,7 @@ def _python_pools(document: dict[str, Any]) -> list[dict[str, Any]]:
 def _load(job: JobConfig, seen: dict[Path, dict[str, Any]]) -> dict[str, Any]:
     """The job's spec document; a file several jobs share is read once per program run."""
     if job.spec in seen:
-        return copy.deepcopy(seen[job.spec])
+        return copy_document(seen[job.spec])
     try:
         loaded = load_spec_file(job.spec)
     except SpecError as exc:
@@ -65,7 +65,7 @@ def _load(job: JobConfig, seen: dict[Path, dict[str, Any]]) -> dict[str, Any]:
     for note in loaded.notes:
         pulumi.log.info(f"{job.spec.name}: {note}")
     document: dict[str, Any] = resolve_local_paths(loaded.spec, job.spec.parent).to_document()
-    seen[job.spec] = copy.deepcopy(document)
+    seen[job.spec] = copy_document(document)
     return document
 
 
@@ -151,7 +151,7 @@ def _plan(config: StackConfig) -> list[_PlannedJob]:
     stand_in = _InfraStandIn(config.trainer_source is not None)
     problems: list[str] = []
     for plan in planned:
-        document = copy.deepcopy(plan.document)
+        document = copy_document(plan.document)
         if config.target == "vertex":
             _wire_cloud(document, stand_in, plan.job)
         reason, warnings = check_args(plan.job.name, _job_args(plan, document, config))

@@ -37,6 +37,7 @@ from components._job_inputs import (
     EXCLUSIVE_GPUS,
     IDENTITY,
     KEEP_RECORD,
+    OPTIONAL_INPUTS,
     PROJECT,
     REGION,
     SPEC,
@@ -46,7 +47,6 @@ from components._job_inputs import (
     WAIT_TIMEOUT,
     WaitFor,
     check_inputs,
-    contains_unknown,
     encode_spec,
     split_env,
     target_for_endpoint,
@@ -110,6 +110,8 @@ class PreparedSpec:
     env_values: dict[str, Any]
     project: str | None
     region: str | None
+    nested_outputs: bool = False
+    """Outputs sit at some places of the result (given in a mapping)."""
 
 
 T = TypeVar("T")
@@ -205,6 +207,7 @@ def prepare_spec(spec: JobSpec | Mapping[str, Any] | str | os.PathLike[str]) -> 
         env_values=_restore(env_values, found),
         project=_restore(project, found),
         region=_restore(region, found),
+        nested_outputs=bool(found),
     )
 
 
@@ -254,6 +257,23 @@ class _StatusField(Generic[T]):
         return value
 
 
+class _AbsentInput:
+    """An optional input the job did not register (it was None): an Output of None.
+
+    A registered input is an entry in the instance's ``__dict__``, which comes first.
+    """
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.attribute = name
+
+    def __get__(self, instance: Any, owner: type) -> Any:
+        if instance is None:
+            return self
+        value = pulumi.Output.from_input(None)
+        instance.__dict__[self.attribute] = value
+        return value
+
+
 class TrainingJob(pulumi.dynamic.Resource, module="vertex", name="TrainingJob"):
     """A Vertex AI custom training job (type ``pulumi-python:dynamic/vertex:TrainingJob``)."""
 
@@ -275,6 +295,13 @@ class TrainingJob(pulumi.dynamic.Resource, module="vertex", name="TrainingJob"):
         keep_record_on_delete: pulumi.Output[bool]
         status: pulumi.Output[dict[str, Any]]
         """Every field below in one mapping: the job as last created or refreshed, and its price."""
+
+    if not TYPE_CHECKING:
+        # Optional inputs that are None are not registered (OPTIONAL_INPUTS); reading one
+        # gives an Output of None, as a registered None would.
+        env_values = _AbsentInput()
+        triggers = _AbsentInput()
+        wait_timeout = _AbsentInput()
 
     job_name = _StatusField[str]("job_name")
     """Full resource name: ``projects/P/locations/R/customJobs/ID``."""
@@ -335,7 +362,8 @@ class TrainingJob(pulumi.dynamic.Resource, module="vertex", name="TrainingJob"):
             raise TrainingJobInputError(
                 f"TrainingJob {resource_name!r}: pass either args or keyword fields, not both"
             )
-        props, warnings = _props(resource_name, args, validate=validate)
+        checked = _inputs(resource_name, args, validate=validate)
+        props, warnings = _registered(checked), checked.warnings
         opts = pulumi.ResourceOptions.merge(
             opts, pulumi.ResourceOptions(additional_secret_outputs=[ENV_VALUES])
         )
@@ -352,29 +380,39 @@ def check_args(resource_name: str, args: TrainingJobArgs) -> tuple[str | None, l
     is registered).
     """
     try:
-        _, warnings = _props(resource_name, args)
+        checked = _inputs(resource_name, args, validate=True)
     except TrainingJobInputError as exc:
         return str(exc), []
-    return None, warnings
+    return None, checked.warnings
 
 
-def _props(
-    resource_name: str, args: TrainingJobArgs, *, validate: bool = True
-) -> tuple[dict[str, Any], list[Any]]:
+@dataclass
+class _Inputs:
+    """A job's inputs before registration: the spec as a document, env values in the clear."""
+
+    props: dict[str, Any]
+    warnings: list[Any]
+    nested_outputs: bool
+    """The spec document holds Outputs (e.g. a bucket's URL) at some of its places."""
+
+
+def _inputs(resource_name: str, args: TrainingJobArgs, *, validate: bool) -> _Inputs:
     gcp = pulumi.Config("gcp")
     spec_doc: Any
     env_values: Any
+    nested_outputs = False
     if isinstance(args.spec, pulumi.Output):
         prepared_out = args.spec.apply(prepare_spec)
         spec_doc = prepared_out.apply(lambda p: _with_display_name(p.spec, resource_name))
-        env_values = pulumi.Output.secret(prepared_out.apply(lambda p: p.env_values))
+        env_values = prepared_out.apply(lambda p: p.env_values)
         spec_project: Any = prepared_out.apply(lambda p: p.project)
         spec_region: Any = prepared_out.apply(lambda p: p.region)
     else:
         prepared = prepare_spec(args.spec)
         spec_doc = _with_display_name(prepared.spec, resource_name)
-        env_values = pulumi.Output.secret(prepared.env_values) if prepared.env_values else None
+        env_values = prepared.env_values or None
         spec_project, spec_region = prepared.project, prepared.region
+        nested_outputs = prepared.nested_outputs
     project = args.project or gcp.get("project") or spec_project
     region = args.region or gcp.get("region") or spec_region
     props: dict[str, Any] = {
@@ -390,33 +428,37 @@ def _props(
         IDENTITY: identity_label(pulumi.get_project(), pulumi.get_stack(), resource_name),
     }
     if not validate:
-        return _finished(props), []
+        return _Inputs(props, [], nested_outputs)
     # Validate now what is known now: an invalid spec fails the program (and a Mocks test)
     # with the validator's message; whatever is still an Output is checked by the provider.
-    secret_free = {k: v for k, v in props.items() if k != ENV_VALUES}
-    view = _unknown_view(secret_free)
-    if env_values is not None:
-        view[ENV_VALUES] = (
-            _unknown_view(prepared.env_values)
-            if not isinstance(args.spec, pulumi.Output)
-            else _unknown_view(env_values)
-        )
+    view = {key: _unknown_view(value) for key, value in props.items() if key != SPEC}
+    # The spec document (the bulk of the inputs) is walked only when Outputs sit in it.
+    walk = nested_outputs or isinstance(spec_doc, pulumi.Output)
+    view[SPEC] = _unknown_view(spec_doc) if walk else spec_doc
     outcome = check_inputs(view, target=_target())
     if outcome.failures:
         lines = "\n".join(f"  {path}: {reason}" for path, reason in outcome.failures)
         raise TrainingJobInputError(f"TrainingJob {resource_name!r} is invalid:\n{lines}")
-    return _finished(props), outcome.warnings
+    return _Inputs(props, outcome.warnings, nested_outputs)
 
 
-def _finished(props: dict[str, Any]) -> dict[str, Any]:
-    """The registered bag: the spec as its JSON text, and a placeholder for every output."""
+def _registered(checked: _Inputs) -> dict[str, Any]:
+    """What the resource registers: the spec as JSON text, env values as a secret, a
+    placeholder for ``status``, and no optional input that is None."""
+    props = {
+        key: value
+        for key, value in checked.props.items()
+        if value is not None or key not in OPTIONAL_INPUTS
+    }
     spec = props[SPEC]
     if isinstance(spec, pulumi.Output):
         props[SPEC] = spec.apply(encode_spec)
-    elif contains_unknown(_unknown_view(spec)):  # nested Outputs
+    elif checked.nested_outputs:
         props[SPEC] = pulumi.Output.from_input(spec).apply(encode_spec)
     else:
         props[SPEC] = encode_spec(spec)
+    if ENV_VALUES in props:
+        props[ENV_VALUES] = pulumi.Output.secret(props[ENV_VALUES])
     props[STATUS] = None
     return props
 

@@ -37,12 +37,16 @@ class Registration:
     raw_object: str
 
 
+JOB_FIELDS = ("job_name", "state", "wait_for", "wait_timeout", "triggers")
+"""TrainingJob attributes whose resolved values ``run_stack`` records."""
+
+
 @dataclass
 class StackRun:
     registrations: list[Registration] = field(default_factory=list)
     program: Any = None
-    job_fields: dict[str, tuple[Any, Any]] = field(default_factory=dict)
-    """Per job: what ``job.job_name`` and ``job.state`` resolved to."""
+    job_fields: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per job: what its attributes in ``JOB_FIELDS`` resolved to."""
     exports: dict[str, Any] = field(default_factory=dict)
     """The stack outputs, resolved."""
 
@@ -140,10 +144,13 @@ def run_stack(
         exports = getattr(root, "outputs", {})
 
         def keep(values: list[Any]) -> None:
-            for name, job_name, state in zip(jobs, values[0::2], values[1::2], strict=False):
-                result.job_fields[name] = (job_name, state)
+            for i, name in enumerate(jobs):
+                chunk = values[i * len(JOB_FIELDS) : (i + 1) * len(JOB_FIELDS)]
+                result.job_fields[name] = dict(zip(JOB_FIELDS, chunk, strict=True))
 
-        fields = pulumi.Output.all(*[o for j in jobs.values() for o in (j.job_name, j.state)])
+        fields = pulumi.Output.all(
+            *[getattr(job, attribute) for job in jobs.values() for attribute in JOB_FIELDS]
+        )
         return pulumi.Output.all(
             fields.apply(keep),
             pulumi.Output.from_input(exports).apply(result.exports.update),

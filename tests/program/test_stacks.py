@@ -160,12 +160,24 @@ def test_job_fields_and_the_jobs_output_come_from_the_one_status_output():
     run = run_stack("local")
     job = run.one(JOB_TYPE)
     assert not {"status", "job_name", "state", "model_dir"} & set(job.inputs)
-    assert run.job_fields == {
-        "example-trainer": ("projects/p/locations/r/customJobs/example-trainer", "JOB_STATE_QUEUED")
-    }
+    fields = run.job_fields["example-trainer"]
+    assert fields["job_name"] == "projects/p/locations/r/customJobs/example-trainer"
+    assert fields["state"] == "JOB_STATE_QUEUED"
     assert run.exports["jobs"]["example-trainer"]["state"] == "JOB_STATE_QUEUED"
     resource = run.program.jobs["example-trainer"]
     assert resource.state is resource.state  # made once, then kept
+
+
+def test_optional_inputs_that_are_none_are_not_registered():
+    local = run_stack("local").one(JOB_TYPE)
+    assert "env_values" in local.inputs and "env_values" in local.secret_inputs  # TRAINER_RUN_NOTE
+    assert local.inputs["wait_timeout"] == 600
+    run = run_stack("dev")
+    job = run.one(JOB_TYPE)
+    assert "triggers" not in job.inputs and "wait_timeout" not in job.inputs
+    fields = run.job_fields["t4-spot"]
+    assert fields["triggers"] is None and fields["wait_timeout"] is None
+    assert fields["wait_for"] == "submitted"
 
 
 @pytest.mark.parametrize("stack", ["local", "dev", "prod"])
