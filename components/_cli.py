@@ -9,13 +9,12 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from datetime import timedelta
 from typing import TextIO
 
 from components._catalog import combinations, load_catalog, nearest
 from components._errors import SpecFormatError, SpecInvalidError, TrainingJobError
 from components._formats import LoadedSpec, load_spec_file
-from components._pricing import compare_regions, estimate
+from components._pricing import compare_regions, duration_text, estimate
 from components._validation import validate
 from components._violations import Violation, errors_only
 
@@ -171,11 +170,6 @@ def _money(value: float | None) -> str:
     return "unknown" if value is None else f"{value:,.4f}"
 
 
-def _hours(delta: timedelta) -> str:
-    hours = delta.total_seconds() / 3600
-    return f"{hours:g} h"
-
-
 def cmd_estimate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     loaded = _load_or_report(args.file, err)
     if isinstance(loaded, int):
@@ -188,7 +182,7 @@ def cmd_estimate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             print("no region in the catalog can run this job", file=err)
             return EXIT_INVALID
         rows: list[tuple[str, ...]] = [
-            ("REGION", "$/H", f"MAX $ ({_hours(estimates[0].timeout)})", "UNKNOWN PRICES")
+            ("REGION", "$/H", f"MAX $ ({duration_text(estimates[0].timeout)})", "UNKNOWN PRICES")
         ]
         rows += [
             (e.region, _money(e.usd_per_hour), _money(e.max_usd), ", ".join(e.missing) or "-")
@@ -223,7 +217,7 @@ def cmd_estimate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print(f"region {region}, {pricing} prices", file=out)
     print(f"total $/h: {_money(result.usd_per_hour)}", file=out)
     ceiling = "unknown" if result.max_usd is None else f"${result.max_usd:,.2f}"
-    print(f"at most (timeout {_hours(result.timeout)}): {ceiling}", file=out)
+    print(f"at most (timeout {duration_text(result.timeout)}): {ceiling}", file=out)
     for missing in result.missing:
         print(f"unknown price: {missing}", file=err)
     return EXIT_VALID

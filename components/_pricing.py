@@ -197,10 +197,20 @@ def cost_outputs(
     return {"hourly_cost_usd": result.usd_per_hour, "max_cost_usd": result.max_usd}
 
 
+def duration_text(duration: timedelta) -> str:
+    """``2 h``, ``1 h 30 min``, ``10 min``, ``45 s``: a timeout as people write it."""
+    seconds = round(duration.total_seconds())
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    parts = [f"{value} {unit}" for value, unit in ((hours, "h"), (minutes, "min"), (seconds, "s"))]
+    shown = [part for part in parts if not part.startswith("0 ")]
+    return " ".join(shown) or "0 s"
+
+
 def summary(result: Estimate) -> str:
     """One line for logs and PR comments: ``$0.62/h on-demand in us-central1, at most $1.24 (2 h)``."""
     pricing = "spot" if result.spot else "on-demand"
-    hours = f"{result.timeout.total_seconds() / 3600:g} h"
+    hours = duration_text(result.timeout)
     if result.usd_per_hour is None:
         return f"$?/h {pricing} in {result.region}: unknown price for {', '.join(result.missing)}"
     assert result.max_usd is not None

@@ -11,7 +11,7 @@ import pytest
 from components import Catalog, load_catalog, load_spec_file
 from components._catalog import Accelerator, MachineType, Price, Region, Zone
 from components._cli import main
-from components._pricing import compare_regions, estimate
+from components._pricing import compare_regions, duration_text, estimate
 from tests.spec.helpers import pool, spec
 
 
@@ -169,3 +169,18 @@ def test_cost_outputs_and_summary_line() -> None:
     assert (
         unknown == "$?/h on-demand in europe-west4: unknown price for n1-standard-8 in europe-west4"
     )
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (7200, "2 h"),
+        (600, "10 min"),
+        (5400, "1 h 30 min"),
+        (45, "45 s"),
+        (3661, "1 h 1 min 1 s"),
+        (0, "0 s"),
+    ],
+)
+def test_durations_read_as_people_write_them(seconds, text):
+    assert duration_text(timedelta(seconds=seconds)) == text
