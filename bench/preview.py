@@ -1,6 +1,6 @@
 """`pulumi preview` wall time: N TrainingJobs next to N no-op dynamic resources (the floor).
 
-Run: ``.venv/bin/python bench/preview.py [--sizes 10 50 200] [--repeat 3]``.
+Run: ``.venv/bin/python bench/preview.py [--sizes 10 50 200] [--repeat 5]``.
 
 Both projects run on the real engine (scripts/install-pulumi) with a ``file://`` backend in a
 temp dir, on a new stack, so every resource is a create: the engine runs the program, starts
@@ -9,8 +9,11 @@ number of resources of a provider that does nothing, in an importable module (pi
 reference, like ``TrainingJobProvider``): what any Python dynamic resource costs. The
 TrainingJob stack is the project itself (``components.program``), its ``training:jobs`` list
 generated, with ``training:endpoint`` on a port where nothing listens: a preview must not
-call the API (it would fail), so no emulator runs. Each figure is the median of ``--repeat``
-runs after one warm-up run; the ratio is TrainingJob / floor (goal: <= 1.5 at 200).
+call the API (it would fail), so no emulator runs. After one warm-up run of each, every round
+runs the three projects one after the other (so a change of load on a shared machine hits
+all three alike); each figure is the median of ``--repeat`` rounds, the ratio is
+TrainingJob / floor (goal: <= 1.5 at 200), and "per round" is the range of the rounds'
+own ratios.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -113,32 +117,38 @@ def _closed_port() -> int:
         return int(sock.getsockname()[1])  # closed again when this returns
 
 
-def _time(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
-    elapsed = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed in {cwd}:\n{proc.stdout}\n{proc.stderr}")
-    return elapsed
+PREVIEW = ["pulumi", "--non-interactive", "--color", "never", "preview"]
 
 
-def _median(cmd: list[str], cwd: Path, env: dict[str, str], repeat: int) -> float:
-    _time(cmd, cwd, env)  # warm-up: bytecode, plugin discovery, page cache
-    return statistics.median(_time(cmd, cwd, env) for _ in range(repeat))
+@dataclass(frozen=True)
+class Project:
+    """A project ready for ``pulumi preview``: its directory and environment."""
+
+    cwd: Path
+    env: dict[str, str]
+
+    def preview_seconds(self) -> float:
+        start = time.perf_counter()
+        proc = subprocess.run(
+            PREVIEW, cwd=self.cwd, env=self.env, capture_output=True, text=True, check=False
+        )
+        elapsed = time.perf_counter() - start
+        if proc.returncode != 0:
+            raise SystemExit(f"pulumi preview failed in {self.cwd}:\n{proc.stdout}\n{proc.stderr}")
+        return elapsed
 
 
-def training_jobs_preview(base: Path, bin_dir: Path, count: int, repeat: int) -> float:
+def training_jobs_project(base: Path, bin_dir: Path, count: int) -> Project:
     ws = Workspace.create(base, bin_dir, stack="bench")
     spec = ws.write_job("bench", python_job(None))
     jobs = [job_entry(f"job-{i:03d}", spec, triggers=[f"shard-{i}"]) for i in range(count)]
     ws.init_stack(local_config(f"http://127.0.0.1:{_closed_port()}", jobs))
-    cmd = ["pulumi", "--non-interactive", "--color", "never", "preview"]
-    return _median(cmd, ws.project, ws.env, repeat)
+    return Project(ws.project, ws.env)
 
 
-def floor_preview(
-    base: Path, bin_dir: Path, count: int, repeat: int, props: dict[str, Any] | None = None
-) -> float:
+def floor_project(
+    base: Path, bin_dir: Path, count: int, props: dict[str, Any] | None = None
+) -> Project:
     """N no-op resources; ``props`` adds the same properties to each (default: none)."""
     project = base / "floor"
     project.mkdir(parents=True)
@@ -162,7 +172,18 @@ def floor_preview(
     base_cmd = ["pulumi", "--non-interactive", "--color", "never"]
     for args in (["stack", "init", "bench"], ["config", "set", "count", str(count)]):
         subprocess.run([*base_cmd, *args], cwd=project, env=env, capture_output=True, check=True)
-    return _median([*base_cmd, "preview"], project, env, repeat)
+    return Project(project, env)
+
+
+def side_by_side(projects: dict[str, Project], repeat: int) -> dict[str, list[float]]:
+    """Preview times per project, one of each in turn: load changes hit all of them alike."""
+    for project in projects.values():
+        project.preview_seconds()  # warm-up: bytecode, plugin discovery, page cache
+    times: dict[str, list[float]] = {name: [] for name in projects}
+    for _ in range(repeat):
+        for name, project in projects.items():
+            times[name].append(project.preview_seconds())
+    return times
 
 
 def main() -> int:
@@ -170,28 +191,40 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 50, 200])
-    parser.add_argument("--repeat", type=int, default=3, help="timed runs per figure (median)")
+    parser.add_argument("--repeat", type=int, default=5, help="timed rounds per size (median)")
     args = parser.parse_args()
     bin_dir = install_pulumi()
-    print(f"pulumi preview, new stack (all creates), median of {args.repeat} after a warm-up")
     print(
-        f"{'resources':>9}  {'TrainingJob':>11}  {'no-op floor':>11}  {'ratio':>5}"
-        f"  {'floor, TrainingJob props':>24}  {'ratio':>5}"
+        f"pulumi preview, new stack (all creates): median of {args.repeat} rounds after a "
+        "warm-up; each round runs the three projects one after the other"
+    )
+    print(
+        f"{'resources':>9}  {'TrainingJob':>11}  {'no-op floor':>11}  {'ratio':>5}  "
+        f"{'(per round)':>11}  {'floor, TrainingJob props':>24}  {'ratio':>5}"
     )
     shaped_props = training_job_props()
     for count in args.sizes:
         with tempfile.TemporaryDirectory(prefix="bench-preview-") as tmp:
-            jobs = training_jobs_preview(Path(tmp) / "jobs", bin_dir, count, args.repeat)
-            floor = floor_preview(Path(tmp) / "floor", bin_dir, count, args.repeat)
-            shaped = floor_preview(Path(tmp) / "shaped", bin_dir, count, args.repeat, shaped_props)
+            base = Path(tmp)
+            times = side_by_side(
+                {
+                    "jobs": training_jobs_project(base / "jobs", bin_dir, count),
+                    "floor": floor_project(base / "floor", bin_dir, count),
+                    "shaped": floor_project(base / "shaped", bin_dir, count, shaped_props),
+                },
+                args.repeat,
+            )
+        jobs, floor, shaped = (statistics.median(times[k]) for k in ("jobs", "floor", "shaped"))
+        rounds = [j / f for j, f in zip(times["jobs"], times["floor"], strict=True)]
+        spread = f"{min(rounds):.2f}-{max(rounds):.2f}"
         print(
-            f"{count:>9}  {jobs:>10.2f}s  {floor:>10.2f}s  {jobs / floor:>4.2f}x"
+            f"{count:>9}  {jobs:>10.2f}s  {floor:>10.2f}s  {jobs / floor:>4.2f}x  {spread:>11}"
             f"  {shaped:>23.2f}s  {jobs / shaped:>4.2f}x",
             flush=True,
         )
     print(
         f"goal: <= 1.5x the no-op floor at {max(args.sizes)} jobs. The second floor registers "
-        "no-op resources with a TrainingJob's property bag (spec, inputs, output placeholders): "
+        "no-op resources with a TrainingJob's property bag (spec, inputs, status placeholder): "
         "the part of the gap that is the engine and SDK moving those properties."
     )
     return 0

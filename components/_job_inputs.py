@@ -75,7 +75,7 @@ STATUS_FIELDS = (
 
 One property rather than fourteen: the SDK makes an Output (an asyncio task) per property of
 every resource and waits on all of them, so each property costs every job of a stack (a
-preview of 200 jobs took about 15% less time with them folded into one). ``TrainingJob``
+preview of 200 jobs took about 14% less time with them folded into one). ``TrainingJob``
 still offers each field as an attribute (``job.state``).
 """
 
@@ -140,9 +140,10 @@ def encode_spec(document: Mapping[str, Any]) -> str:
     """``spec`` as the resource carries it: canonical JSON text (sorted keys, no spaces).
 
     One string rather than a tree of values: the SDK and the engine move a nested property
-    value by value, which made a preview of 200 jobs about a quarter slower, while the CLI
-    still shows the text decoded (``spec: (json) {...}``), with a nested diff. Sorted keys
-    make the text a function of the content, so a new release never changes a job's text.
+    value by value (a preview of 200 no-op resources carrying the nested spec took about
+    0.25 s longer than with the same spec as text), while the CLI still shows the text
+    decoded (``spec: (json) {...}``), with a nested diff. Sorted keys make the text a function
+    of the content, so a new release never changes a job's text.
     """
     return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
