@@ -37,9 +37,9 @@ sys.path.insert(0, str(REPO))
 from components._formats import spec_from_document  # noqa: E402
 from components._job_inputs import (  # noqa: E402
     INPUT_PROPERTIES,
-    OPTIONAL_INPUTS,
     OUTPUT_PROPERTIES,
     encode_spec,
+    is_default_input,
 )
 from components.training_job import prepare_spec, resolve_local_paths  # noqa: E402
 from tests.e2e._engine import (  # noqa: E402
@@ -93,7 +93,7 @@ for i in range(count):
 def training_job_props() -> dict[str, Any]:
     """The property bag one bench TrainingJob registers (inputs, and ``status`` as None).
 
-    Like ``TrainingJob``, it leaves out optional inputs that are None (``OPTIONAL_INPUTS``).
+    Like ``TrainingJob``, it leaves out inputs at their defaults (``INPUT_DEFAULTS``).
     """
     loaded = spec_from_document(python_job(None), "bench").spec
     prepared = prepare_spec(resolve_local_paths(loaded, REPO / "stacks" / "jobs"))
@@ -108,7 +108,7 @@ def training_job_props() -> dict[str, Any]:
         keep_record_on_delete=False,
         identity="0" * 24,
     )
-    return {k: v for k, v in props.items() if v is not None or k not in OPTIONAL_INPUTS}
+    return {k: v for k, v in props.items() if not is_default_input(k, v)}
 
 
 def _closed_port() -> int:

@@ -49,9 +49,26 @@ that already runs; only ``create`` uses it.
 
 INPUT_PROPERTIES = JOB_PROPERTIES + KNOB_PROPERTIES
 
-OPTIONAL_INPUTS = (ENV_VALUES, TRIGGERS, WAIT_TIMEOUT)
-"""Inputs a program leaves out when they are None: every property costs every job (see
-``STATUS_FIELDS``), and an absent input means the same as None everywhere (check, diff)."""
+INPUT_DEFAULTS: dict[str, Any] = {
+    ENV_VALUES: None,
+    TRIGGERS: None,
+    WAIT_TIMEOUT: None,
+    WAIT_FOR: "submitted",
+    EXCLUSIVE_GPUS: False,
+    KEEP_RECORD: False,
+}
+"""Inputs a program leaves out when they have these values: every property costs every job
+(see ``STATUS_FIELDS``), and ``check`` puts the defaults back, so the state, ``diff`` and the
+preview show them all the same."""
+
+
+def is_default_input(key: str, value: Any) -> bool:
+    """True when ``value`` is ``key``'s default (an Output or another type never is)."""
+    if key not in INPUT_DEFAULTS:
+        return False
+    default = INPUT_DEFAULTS[key]
+    return value is default or (type(value) is type(default) and value == default)
+
 
 STATUS = "status"
 

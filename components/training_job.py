@@ -36,8 +36,8 @@ from components._job_inputs import (
     ENV_VALUES,
     EXCLUSIVE_GPUS,
     IDENTITY,
+    INPUT_DEFAULTS,
     KEEP_RECORD,
-    OPTIONAL_INPUTS,
     PROJECT,
     REGION,
     SPEC,
@@ -48,6 +48,7 @@ from components._job_inputs import (
     WaitFor,
     check_inputs,
     encode_spec,
+    is_default_input,
     split_env,
     target_for_endpoint,
 )
@@ -257,11 +258,14 @@ class _StatusField(Generic[T]):
         return value
 
 
-class _AbsentInput:
-    """An optional input the job did not register (it was None): an Output of None.
+class _DefaultInput:
+    """An input the job did not register, being at its default: an Output of the default.
 
     A registered input is an entry in the instance's ``__dict__``, which comes first.
     """
+
+    def __init__(self, key: str) -> None:
+        self.key = key
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.attribute = name
@@ -269,7 +273,7 @@ class _AbsentInput:
     def __get__(self, instance: Any, owner: type) -> Any:
         if instance is None:
             return self
-        value = pulumi.Output.from_input(None)
+        value = pulumi.Output.from_input(INPUT_DEFAULTS[self.key])
         instance.__dict__[self.attribute] = value
         return value
 
@@ -297,11 +301,14 @@ class TrainingJob(pulumi.dynamic.Resource, module="vertex", name="TrainingJob"):
         """Every field below in one mapping: the job as last created or refreshed, and its price."""
 
     if not TYPE_CHECKING:
-        # Optional inputs that are None are not registered (OPTIONAL_INPUTS); reading one
-        # gives an Output of None, as a registered None would.
-        env_values = _AbsentInput()
-        triggers = _AbsentInput()
-        wait_timeout = _AbsentInput()
+        # Inputs left at their defaults are not registered (INPUT_DEFAULTS); reading one
+        # gives an Output of the default, as a registered value would.
+        env_values = _DefaultInput(ENV_VALUES)
+        triggers = _DefaultInput(TRIGGERS)
+        wait_timeout = _DefaultInput(WAIT_TIMEOUT)
+        wait_for = _DefaultInput(WAIT_FOR)
+        exclusive_gpus = _DefaultInput(EXCLUSIVE_GPUS)
+        keep_record_on_delete = _DefaultInput(KEEP_RECORD)
 
     job_name = _StatusField[str]("job_name")
     """Full resource name: ``projects/P/locations/R/customJobs/ID``."""
@@ -445,11 +452,7 @@ def _inputs(resource_name: str, args: TrainingJobArgs, *, validate: bool) -> _In
 def _registered(checked: _Inputs) -> dict[str, Any]:
     """What the resource registers: the spec as JSON text, env values as a secret, a
     placeholder for ``status``, and no optional input that is None."""
-    props = {
-        key: value
-        for key, value in checked.props.items()
-        if value is not None or key not in OPTIONAL_INPUTS
-    }
+    props = {key: value for key, value in checked.props.items() if not is_default_input(key, value)}
     spec = props[SPEC]
     if isinstance(spec, pulumi.Output):
         props[SPEC] = spec.apply(encode_spec)

@@ -130,7 +130,7 @@ def test_dev_stack_is_a_small_t4_spot_job_in_us_central1():
         "acceleratorCount": 1,
     }
     assert spec["scheduling"]["strategy"] == "SPOT"
-    assert job.inputs["exclusive_gpus"] is False
+    assert "exclusive_gpus" not in job.inputs  # false, the default: check puts it back
     assert "env_values" not in job.inputs  # no env vars in this job
 
 
@@ -168,13 +168,14 @@ def test_job_fields_and_the_jobs_output_come_from_the_one_status_output():
     assert resource.state is resource.state  # made once, then kept
 
 
-def test_optional_inputs_that_are_none_are_not_registered():
+def test_inputs_at_their_defaults_are_not_registered_and_read_as_the_default():
     local = run_stack("local").one(JOB_TYPE)
     assert "env_values" in local.inputs and "env_values" in local.secret_inputs  # TRAINER_RUN_NOTE
-    assert local.inputs["wait_timeout"] == 600
-    run = run_stack("dev")
+    assert local.inputs["wait_timeout"] == 600 and local.inputs["wait_for"] == "succeeded"
+    run = run_stack("dev")  # waitFor: submitted, the default
     job = run.one(JOB_TYPE)
-    assert "triggers" not in job.inputs and "wait_timeout" not in job.inputs
+    absent = {"triggers", "wait_timeout", "wait_for", "exclusive_gpus", "keep_record_on_delete"}
+    assert not absent & set(job.inputs)
     fields = run.job_fields["t4-spot"]
     assert fields["triggers"] is None and fields["wait_timeout"] is None
     assert fields["wait_for"] == "submitted"

@@ -60,6 +60,23 @@ def test_spec_travels_as_canonical_json_text_whatever_form_comes_in():
     assert provider.check({}, {**inputs, "spec": reordered}).inputs["spec"] == from_mapping
 
 
+def test_check_puts_back_the_inputs_a_program_leaves_out_at_their_defaults():
+    inputs = job_inputs()
+    for key in (
+        "triggers",
+        "wait_timeout",
+        "wait_for",
+        "exclusive_gpus",
+        "keep_record_on_delete",
+    ):
+        inputs.pop(key)
+    checked = TrainingJobProvider().check({}, inputs).inputs
+    assert checked["wait_for"] == "submitted"
+    assert checked["exclusive_gpus"] is False and checked["keep_record_on_delete"] is False
+    full = TrainingJobProvider().check({}, job_inputs(identity=inputs["identity"])).inputs
+    assert TrainingJobProvider().diff("id", full, checked).changes is False
+
+
 def test_spec_text_that_is_not_a_json_object_fails_at_spec():
     for text in ("workerPoolSpecs: []", "[1, 2]", "{not json"):
         failures = TrainingJobProvider().check({}, {**job_inputs(), "spec": text}).failures
