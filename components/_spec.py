@@ -108,17 +108,17 @@ class DiskSpec(_Model):
 
 class PythonPackageSpec(_Model):
     executor_image_uri: str | None = None
-    package_uris: list[str] = Field(default_factory=list)
+    package_uris: list[str] = Field(default=[])
     python_module: str | None = None
-    args: list[str] = Field(default_factory=list)
-    env: EnvList = Field(default_factory=list)
+    args: list[str] = Field(default=[])
+    env: EnvList = Field(default=[])
 
 
 class ContainerSpec(_Model):
     image_uri: str | None = None
-    command: list[str] = Field(default_factory=list)
-    args: list[str] = Field(default_factory=list)
-    env: EnvList = Field(default_factory=list)
+    command: list[str] = Field(default=[])
+    args: list[str] = Field(default=[])
+    env: EnvList = Field(default=[])
 
 
 class WorkerPoolSpec(_Model):
@@ -187,12 +187,12 @@ class JobSpec(_Model):
     project: str | None = None
     region: str | None = None
     display_name: str | None = None
-    labels: Annotated[dict[str, str], BeforeValidator(_label_values)] = Field(default_factory=dict)
-    worker_pool_specs: list[WorkerPoolSpec] = Field(default_factory=list)
+    labels: Annotated[dict[str, str], BeforeValidator(_label_values)] = Field(default={})
+    worker_pool_specs: list[WorkerPoolSpec] = Field(default=[])
     scheduling: Scheduling | None = None
     service_account: str | None = None
     network: str | None = None
-    reserved_ip_ranges: list[str] = Field(default_factory=list)
+    reserved_ip_ranges: list[str] = Field(default=[])
     base_output_directory: Annotated[str | None, BeforeValidator(_output_directory)] = None
     tensorboard: str | None = None
     enable_web_access: bool = False

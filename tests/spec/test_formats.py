@@ -256,3 +256,16 @@ def test_legacy_unknown_runtime_and_custom_tier_conflict(tmp_path: Path) -> None
         "trainingInput.runtimeVersion",
         "trainingInput.workerCount",
     } <= paths
+
+
+def test_list_and_mapping_defaults_are_never_shared_between_specs():
+    pool = {"machineSpec": {"machineType": "n1-standard-4"}, "containerSpec": {"imageUri": "x"}}
+    first = JobSpec.parse({"workerPoolSpecs": [pool]})
+    second = JobSpec.parse({"workerPoolSpecs": [pool]})
+    first.labels["team"] = "a"
+    container = first.worker_pool_specs[0].container_spec
+    assert container is not None
+    container.args.append("--x")
+    assert second.labels == {}
+    assert second.worker_pool_specs[0].container_spec is not None
+    assert second.worker_pool_specs[0].container_spec.args == []
