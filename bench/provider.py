@@ -23,6 +23,7 @@ sys.path.insert(0, str(REPO))
 from pulumi.dynamic.dynamic import serialize_provider  # noqa: E402
 
 from components._identity import identity_label  # noqa: E402
+from components._job_inputs import encode_spec  # noqa: E402
 from components._provider import TrainingJobProvider  # noqa: E402
 from components.training_job import prepare_spec  # noqa: E402
 
@@ -45,7 +46,7 @@ def _inputs(stack: str, blob: str) -> dict[str, Any]:
         spec["serviceAccount"] = "vertex-train-bench@bench-project.iam.gserviceaccount.com"
         spec["baseOutputDirectory"] = f"gs://bench-bucket/jobs/{stack}"
     return {
-        "spec": spec,
+        "spec": encode_spec(spec),  # the wire form a program sends
         "env_values": prepared.env_values,
         "project": "bench-project" if stack != "local" else "local-training",
         "region": REGIONS[stack],
