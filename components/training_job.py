@@ -229,53 +229,56 @@ def _target() -> Target:
     return target_for_endpoint(pulumi.Config("training").get("endpoint"))
 
 
-class _StatusField(Generic[T]):
-    """``job.state`` and the like: one field of the ``status`` output, as an Output.
+class _LazyOutput:
+    """An attribute whose Output is made on first read, then kept on the instance.
 
-    Made on first use and then kept on the instance, so a field nobody reads costs nothing.
+    The instance's ``__dict__`` is found before this (non-data) descriptor, so the Output is
+    made once, and an attribute nobody reads costs nothing.
     """
-
-    def __init__(self, field: str) -> None:
-        self.field = field
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.attribute = name
 
-    @overload
-    def __get__(self, instance: None, owner: type) -> _StatusField[T]: ...
-
-    @overload
-    def __get__(self, instance: TrainingJob, owner: type) -> pulumi.Output[T]: ...
-
-    def __get__(
-        self, instance: TrainingJob | None, owner: type
-    ) -> _StatusField[T] | pulumi.Output[T]:
-        if instance is None:
-            return self
-        field = self.field
-        value = instance.status.apply(lambda status: cast(T, (status or {}).get(field)))
-        instance.__dict__[self.attribute] = value  # found before this descriptor from now on
-        return value
-
-
-class _DefaultInput:
-    """An input the job did not register, being at its default: an Output of the default.
-
-    A registered input is an entry in the instance's ``__dict__``, which comes first.
-    """
-
-    def __init__(self, key: str) -> None:
-        self.key = key
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.attribute = name
+    def make(self, instance: Any) -> pulumi.Output[Any]:
+        raise NotImplementedError
 
     def __get__(self, instance: Any, owner: type) -> Any:
         if instance is None:
             return self
-        value = pulumi.Output.from_input(INPUT_DEFAULTS[self.key])
+        value = self.make(instance)
         instance.__dict__[self.attribute] = value
         return value
+
+
+class _StatusField(_LazyOutput, Generic[T]):
+    """``job.state`` and the like: one field of the ``status`` output."""
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+
+    def make(self, instance: Any) -> pulumi.Output[Any]:
+        field = self.field
+        return cast(pulumi.Output[Any], instance.status.apply(lambda s: (s or {}).get(field)))
+
+    if TYPE_CHECKING:
+
+        @overload
+        def __get__(self, instance: None, owner: type) -> _StatusField[T]: ...
+
+        @overload
+        def __get__(self, instance: TrainingJob, owner: type) -> pulumi.Output[T]: ...
+
+        def __get__(self, instance: Any, owner: type) -> Any: ...
+
+
+class _DefaultInput(_LazyOutput):
+    """An input the job did not register, being at its default: an Output of the default."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+    def make(self, instance: Any) -> pulumi.Output[Any]:
+        return pulumi.Output.from_input(INPUT_DEFAULTS[self.key])
 
 
 class TrainingJob(pulumi.dynamic.Resource, module="vertex", name="TrainingJob"):
