@@ -276,6 +276,7 @@ class _DefaultInput(_LazyOutput):
 
     def __init__(self, key: str) -> None:
         self.key = key
+        self.attribute = key  # the input's name is the attribute's
 
     def make(self, instance: Any) -> pulumi.Output[Any]:
         return pulumi.Output.from_input(INPUT_DEFAULTS[self.key])
@@ -302,16 +303,6 @@ class TrainingJob(pulumi.dynamic.Resource, module="vertex", name="TrainingJob"):
         keep_record_on_delete: pulumi.Output[bool]
         status: pulumi.Output[dict[str, Any]]
         """Every field below in one mapping: the job as last created or refreshed, and its price."""
-
-    if not TYPE_CHECKING:
-        # Inputs left at their defaults are not registered (INPUT_DEFAULTS); reading one
-        # gives an Output of the default, as a registered value would.
-        env_values = _DefaultInput(ENV_VALUES)
-        triggers = _DefaultInput(TRIGGERS)
-        wait_timeout = _DefaultInput(WAIT_TIMEOUT)
-        wait_for = _DefaultInput(WAIT_FOR)
-        exclusive_gpus = _DefaultInput(EXCLUSIVE_GPUS)
-        keep_record_on_delete = _DefaultInput(KEEP_RECORD)
 
     job_name = _StatusField[str]("job_name")
     """Full resource name: ``projects/P/locations/R/customJobs/ID``."""
@@ -380,6 +371,12 @@ class TrainingJob(pulumi.dynamic.Resource, module="vertex", name="TrainingJob"):
         super().__init__(TrainingJobProvider(), resource_name, props, opts)
         for warning in warnings:
             pulumi.log.warn(f"{warning.path}: {warning.reason}", resource=self)
+
+
+# Inputs left at their defaults are not registered (INPUT_DEFAULTS); reading one gives an
+# Output of the default, as a registered value would.
+for _key in INPUT_DEFAULTS:
+    setattr(TrainingJob, _key, _DefaultInput(_key))
 
 
 def check_args(resource_name: str, args: TrainingJobArgs) -> tuple[str | None, list[Any]]:
@@ -454,12 +451,10 @@ def _inputs(resource_name: str, args: TrainingJobArgs, *, validate: bool) -> _In
 
 def _registered(checked: _Inputs) -> dict[str, Any]:
     """What the resource registers: the spec as JSON text, env values as a secret, a
-    placeholder for ``status``, and no optional input that is None."""
+    placeholder for ``status``, and no input that is at its default."""
     props = {key: value for key, value in checked.props.items() if not is_default_input(key, value)}
     spec = props[SPEC]
-    if isinstance(spec, pulumi.Output):
-        props[SPEC] = spec.apply(encode_spec)
-    elif checked.nested_outputs:
+    if checked.nested_outputs or isinstance(spec, pulumi.Output):
         props[SPEC] = pulumi.Output.from_input(spec).apply(encode_spec)
     else:
         props[SPEC] = encode_spec(spec)

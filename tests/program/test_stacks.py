@@ -168,6 +168,17 @@ def test_job_fields_and_the_jobs_output_come_from_the_one_status_output():
     assert resource.state is resource.state  # made once, then kept
 
 
+def test_every_status_field_and_every_default_input_is_an_attribute():
+    from components._job_inputs import INPUT_DEFAULTS, STATUS_FIELDS
+    from components.training_job import TrainingJob, _DefaultInput, _StatusField
+
+    fields = {n for n, v in vars(TrainingJob).items() if isinstance(v, _StatusField)}
+    assert fields == set(STATUS_FIELDS)
+    assert all(getattr(TrainingJob, n).field == n for n in fields)
+    defaults = {n for n, v in vars(TrainingJob).items() if isinstance(v, _DefaultInput)}
+    assert defaults == set(INPUT_DEFAULTS)
+
+
 def test_inputs_at_their_defaults_are_not_registered_and_read_as_the_default():
     local = run_stack("local").one(JOB_TYPE)
     assert "env_values" in local.inputs and "env_values" in local.secret_inputs  # TRAINER_RUN_NOTE
