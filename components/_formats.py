@@ -17,13 +17,13 @@ from typing import Any, Literal
 import yaml
 
 from components._catalog import Catalog, load_catalog
-from components._errors import SpecFormatError
+from components._errors import SpecFormatError, SpecInvalidError
+from components._files import FileReadError, read_text_capped
 from components._gcloud import is_gcloud_command, merge_training_input, parse_gcloud_command
 from components._legacy import convert_training_input
 from components._spec import JobSpec
-
-# libyaml's loader when PyYAML was built with it: the same safe subset, several times faster.
-_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from components._violations import Violation
+from components._yaml import YamlBoundsError, load_documents
 
 Format = Literal["custom-job", "custom-job-spec", "legacy-config", "gcloud-command"]
 MAX_SPEC_BYTES = 1 << 20
@@ -39,25 +39,20 @@ class LoadedSpec:
     scale_tier: str | None = None
 
 
-def read_text(path: Path) -> str:
+def read_text(path: Path, *, what: str = "spec file") -> str:
+    """The text of a spec file: a regular UTF-8 file of at most ``MAX_SPEC_BYTES``."""
     try:
-        if path.stat().st_size > MAX_SPEC_BYTES:
-            raise SpecFormatError(f"{path}: larger than {MAX_SPEC_BYTES} bytes; not a job spec")
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecFormatError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise SpecFormatError(f"{path}: is a directory, not a spec file") from None
-    except UnicodeDecodeError:
-        raise SpecFormatError(f"{path}: not UTF-8 text") from None
-    except OSError as exc:
-        raise SpecFormatError(f"{path}: cannot read: {exc.strerror}") from None
+        return read_text_capped(path, MAX_SPEC_BYTES, what=what)
+    except FileReadError as exc:
+        raise SpecFormatError(str(exc)) from None
 
 
 def parse_document(text: str, origin: str) -> Any:
     """Parse YAML (JSON is YAML too); raises ``SpecFormatError`` with the line of the error."""
     try:
-        documents = [d for d in yaml.load_all(text, Loader=_SAFE_LOADER) if d is not None]
+        documents = load_documents(text)
+    except YamlBoundsError as exc:
+        raise SpecFormatError(f"{origin}: refused: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -93,6 +88,8 @@ def spec_from_document(
     """A spec from parsed data in any of the YAML formats; raises ``SpecError``."""
     kind = detect_format(document, origin)
     if kind == "legacy-config":
+        if not isinstance(document.get("jobId"), str | None):
+            raise SpecInvalidError([Violation("jobId", "must be text", rule="legacy")])
         conversion = convert_training_input(
             document["trainingInput"],
             display_name=document.get("jobId"),
@@ -130,7 +127,7 @@ def _from_gcloud(path: Path, text: str, env: Mapping[str, str], catalog: Catalog
         config_path = command.config_path
         if not config_path.is_absolute():
             config_path = path.parent / config_path
-        document = parse_document(read_text(config_path), str(config_path))
+        document = parse_document(read_text(config_path, what="--config file"), str(config_path))
         if not isinstance(document, dict) or not isinstance(document.get("trainingInput"), dict):
             raise SpecFormatError(f"{config_path}: --config must hold a trainingInput mapping")
         from_config = document["trainingInput"]

@@ -16,8 +16,11 @@ import hashlib
 import io
 import tarfile
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from components._files import FileReadError, read_bytes_capped, read_text_capped
 
 SKIP_DIRS = frozenset(
     {
@@ -36,6 +39,9 @@ SKIP_DIRS = frozenset(
 )
 SKIP_SUFFIXES = (".pyc", ".pyo", ".egg-info", ".so", ".DS_Store")
 FIXED_MTIME = 315532800  # 1980-01-01, the earliest time zip-based tools accept as well
+MAX_PACKAGE_BYTES = 256 << 20
+"""The most source a trainer package may hold: it is read (and archived) in memory."""
+MAX_METADATA_BYTES = 1 << 20
 
 
 class PackagingError(ValueError):
@@ -75,14 +81,37 @@ def source_files(root: Path) -> list[Path]:
     return found
 
 
+def _read_sources(root: Path) -> Iterator[tuple[Path, bytes]]:
+    """Each source file and its bytes; refuses a package larger than ``MAX_PACKAGE_BYTES``."""
+    budget = MAX_PACKAGE_BYTES
+    for rel in source_files(root):
+        try:
+            data = read_bytes_capped(root / rel, budget, what="source file")
+        except FileReadError as exc:
+            raise PackagingError(
+                f"{root}: {exc} (a trainer package holds at most {MAX_PACKAGE_BYTES:,} bytes)"
+                if "larger than" in str(exc)
+                else str(exc)
+            ) from None
+        budget -= len(data)
+        yield rel, data
+
+
 def source_digest(root: Path) -> str:
     """sha256 over the package source (paths and contents), for a local-path trigger."""
     digest = hashlib.sha256()
-    for rel in source_files(root):
+    for rel, data in _read_sources(root):
         digest.update(rel.as_posix().encode() + b"\0")
-        digest.update((root / rel).read_bytes())
+        digest.update(data)
         digest.update(b"\0")
     return digest.hexdigest()
+
+
+def _metadata_text(path: Path) -> str:
+    try:
+        return read_text_capped(path, MAX_METADATA_BYTES, what="package metadata file")
+    except FileReadError as exc:
+        raise PackagingError(str(exc)) from None
 
 
 def package_metadata(root: Path) -> tuple[str, str]:
@@ -91,20 +120,23 @@ def package_metadata(root: Path) -> tuple[str, str]:
     ``setup.py`` is read, not run: packaging must not execute the trainer's code.
     """
     pyproject = root / "pyproject.toml"
-    if pyproject.is_file():
+    if pyproject.exists():
         try:
-            project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})
-        except tomllib.TOMLDecodeError as exc:
+            project = tomllib.loads(_metadata_text(pyproject)).get("project")
+        except (tomllib.TOMLDecodeError, RecursionError) as exc:
             raise PackagingError(f"{pyproject}: not valid TOML: {exc}") from None
+        if not isinstance(project, dict):
+            project = {}
         if isinstance(project.get("name"), str) and isinstance(project.get("version"), str):
             return project["name"], project["version"]
     setup = root / "setup.py"
-    if setup.is_file():
+    if setup.exists():
         found: dict[str, str] = {}
         try:
-            tree = ast.parse(setup.read_text(encoding="utf-8"), str(setup))
-        except SyntaxError as exc:
-            raise PackagingError(f"{setup}: not valid Python: {exc.msg}") from None
+            tree = ast.parse(_metadata_text(setup), str(setup))
+        except (SyntaxError, ValueError, RecursionError) as exc:
+            detail = exc.msg if isinstance(exc, SyntaxError) else type(exc).__name__
+            raise PackagingError(f"{setup}: not valid Python: {detail}") from None
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "setup":
                 for keyword in node.keywords:
@@ -130,10 +162,10 @@ def build_sdist(root: Path) -> Sdist:
     name, version = package_metadata(root)
     prefix = f"{name}-{version}"
     entries: list[tuple[str, bytes]] = [(f"{prefix}/PKG-INFO", _pkg_info(name, version))]
-    for rel in source_files(root):
+    for rel, data in _read_sources(root):
         if rel.as_posix() == "PKG-INFO":
             continue
-        entries.append((f"{prefix}/{rel.as_posix()}", (root / rel).read_bytes()))
+        entries.append((f"{prefix}/{rel.as_posix()}", data))
     entries.sort(key=lambda item: item[0])
 
     tar_bytes = io.BytesIO()
