@@ -26,46 +26,120 @@ _ROLES = (
     ("parameterServer", "parameterServerType"),
     ("evaluator", "evaluatorType"),
 )
-_KNOWN_KEYS = frozenset(
-    {
-        "scaleTier",
-        "masterType",
-        "masterConfig",
-        "workerType",
-        "workerConfig",
-        "workerCount",
-        "parameterServerType",
-        "parameterServerConfig",
-        "parameterServerCount",
-        "evaluatorType",
-        "evaluatorConfig",
-        "evaluatorCount",
-        "packageUris",
-        "pythonModule",
-        "args",
-        "region",
-        "jobDir",
-        "runtimeVersion",
-        "pythonVersion",
-        "scheduling",
-        "serviceAccount",
-        "network",
-        "encryptionConfig",
-        "enableWebAccess",
-        "useChiefInTfConfig",
-        "hyperparameters",
-    }
-)
-_CONFIG_KEYS = frozenset(
-    {
-        "acceleratorConfig",
-        "imageUri",
-        "containerCommand",
-        "containerArgs",
-        "diskConfig",
-        "tpuTfVersion",
-    }
-)
+# The shape of each trainingInput field: checked before anything is converted, so a list
+# where a name belongs is a violation naming the field, never a crash (or a huge str()).
+_TEXT = "text"
+_NUMBER = "number"  # a whole number, or text holding one ("4")
+_VERSION = "version"  # text or a number: YAML reads `runtimeVersion: 2.11` as a float
+_FLAG = "flag"
+_MAPPING = "mapping"
+_TEXT_LIST = "list of text"
+_SCALAR_LIST = "list of values"  # args: YAML reads `--epochs, 10` as text and a number
+
+_FIELD_KINDS: dict[str, str] = {
+    "scaleTier": _TEXT,
+    "masterType": _TEXT,
+    "masterConfig": _MAPPING,
+    "workerType": _TEXT,
+    "workerConfig": _MAPPING,
+    "workerCount": _NUMBER,
+    "parameterServerType": _TEXT,
+    "parameterServerConfig": _MAPPING,
+    "parameterServerCount": _NUMBER,
+    "evaluatorType": _TEXT,
+    "evaluatorConfig": _MAPPING,
+    "evaluatorCount": _NUMBER,
+    "packageUris": _TEXT_LIST,
+    "pythonModule": _TEXT,
+    "args": _SCALAR_LIST,
+    "region": _TEXT,
+    "jobDir": _TEXT,
+    "runtimeVersion": _VERSION,
+    "pythonVersion": _VERSION,
+    "scheduling": _MAPPING,
+    "serviceAccount": _TEXT,
+    "network": _TEXT,
+    "encryptionConfig": _MAPPING,
+    "enableWebAccess": _FLAG,
+    "useChiefInTfConfig": _FLAG,
+    "hyperparameters": _MAPPING,
+}
+_CONFIG_FIELD_KINDS: dict[str, str] = {
+    "acceleratorConfig": _MAPPING,
+    "imageUri": _TEXT,
+    "containerCommand": _TEXT_LIST,
+    "containerArgs": _SCALAR_LIST,
+    "diskConfig": _MAPPING,
+    "tpuTfVersion": _VERSION,
+}
+_ACCELERATOR_FIELD_KINDS: dict[str, str] = {"count": _NUMBER, "type": _TEXT}
+_DISK_FIELD_KINDS: dict[str, str] = {"bootDiskSizeGb": _NUMBER, "bootDiskType": _TEXT}
+_NESTED_KINDS: dict[str, dict[str, str]] = {
+    **dict.fromkeys(
+        ("masterConfig", "workerConfig", "parameterServerConfig", "evaluatorConfig"),
+        _CONFIG_FIELD_KINDS,
+    ),
+    "acceleratorConfig": _ACCELERATOR_FIELD_KINDS,
+    "diskConfig": _DISK_FIELD_KINDS,
+    "encryptionConfig": {"kmsKeyName": _TEXT},
+}
+_SCALARS = (str, int, float)
+
+
+def _fits(value: Any, kind: str) -> bool:
+    if value is None:
+        return True  # absent and null mean the same here
+    if kind == _TEXT:
+        return isinstance(value, str)
+    if kind == _NUMBER:
+        return (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, str) and value.strip().lstrip("+").isdigit() and len(value) < 20
+        )
+    if kind == _VERSION:
+        return isinstance(value, _SCALARS) and not isinstance(value, bool)
+    if kind == _FLAG:
+        return isinstance(value, bool)
+    if kind == _MAPPING:
+        return isinstance(value, dict)
+    if kind == _TEXT_LIST:
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    return isinstance(value, list) and all(
+        isinstance(v, _SCALARS) and not isinstance(v, bool) for v in value
+    )
+
+
+def _shape_violations(mapping: dict[Any, Any], kinds: dict[str, str], path: str) -> list[Violation]:
+    """One violation per field of ``mapping`` that is unknown or of the wrong kind."""
+    found: list[Violation] = []
+    for key, value in mapping.items():
+        where = f"{path}.{key}"
+        kind = kinds.get(key) if isinstance(key, str) else None
+        if kind is None:
+            close = nearest(str(key), kinds, limit=1)
+            found.append(
+                Violation(
+                    where,
+                    f"is not a {path.rsplit('.', 1)[-1]} field this converter knows",
+                    f"did you mean {close[0]}?" if close else None,
+                    rule="legacy",
+                )
+            )
+        elif not _fits(value, kind):
+            found.append(Violation(where, f"must be {_KIND_WORDS[kind]}", rule="legacy"))
+        elif isinstance(value, dict) and key in _NESTED_KINDS:
+            found.extend(_shape_violations(value, _NESTED_KINDS[key], where))
+    return found
+
+
+_KIND_WORDS = {
+    _TEXT: "text",
+    _NUMBER: "a whole number",
+    _VERSION: "a version like 2.11",
+    _FLAG: "true or false",
+    _MAPPING: "a mapping",
+    _TEXT_LIST: "a list of text",
+    _SCALAR_LIST: "a list of text or numbers",
+}
 
 
 @dataclass
@@ -115,20 +189,13 @@ def convert_training_input(
     catalog = catalog or load_catalog()
     if not isinstance(training_input, dict):
         raise SpecInvalidError([Violation("trainingInput", "must be a mapping", rule="legacy")])
+    # Fields of the wrong shape are reported and left out, so the rest is still converted
+    # (and checked) without ever touching them.
+    shape = _shape_violations(training_input, _FIELD_KINDS, "trainingInput")
+    misshapen = {v.path.split(".")[1] for v in shape}
     problems: list[Violation] = []
     notes: list[str] = []
-    ti = dict(training_input)
-    for key in ti:
-        if key not in _KNOWN_KEYS:
-            close = nearest(key, _KNOWN_KEYS, limit=1)
-            problems.append(
-                Violation(
-                    f"trainingInput.{key}",
-                    "is not a trainingInput field this converter knows",
-                    f"did you mean {close[0]}?" if close else None,
-                    rule="legacy",
-                )
-            )
+    ti = {k: v for k, v in training_input.items() if v is not None and k not in misshapen}
 
     tier_name = str(ti.get("scaleTier", "BASIC")).upper()
     if tier_name != "CUSTOM":
@@ -213,15 +280,16 @@ def convert_training_input(
             continue
         pool = _pool(ti, role, str(machine_name), count, catalog, problems, notes)
         config = ti.get(f"{role}Config") or {}
-        image_uri = config.get("imageUri") if isinstance(config, dict) else None
-        if image_uri is None and index > 0 and isinstance(ti.get("masterConfig"), dict):
-            image_uri = ti["masterConfig"].get("imageUri")  # pools inherit the master's container
+        image_uri = config.get("imageUri")
+        if image_uri is None and index > 0:
+            # pools inherit the master's container
+            image_uri = (ti.get("masterConfig") or {}).get("imageUri")
         if image_uri:
             container: dict[str, Any] = {"imageUri": image_uri, "args": args}
-            if isinstance(config, dict) and config.get("containerCommand"):
+            if config.get("containerCommand"):
                 container["command"] = config["containerCommand"]
-            if isinstance(config, dict) and config.get("containerArgs"):
-                container["args"] = config["containerArgs"]
+            if config.get("containerArgs"):
+                container["args"] = [str(a) for a in config["containerArgs"]]
             pool["containerSpec"] = container
         else:
             gpu = bool(pool.get("machineSpec", {}).get("acceleratorCount"))
@@ -247,20 +315,9 @@ def convert_training_input(
     while pools and not pools[-1]:
         pools.pop()
 
-    for key in ("masterConfig", "workerConfig", "parameterServerConfig", "evaluatorConfig"):
-        config = ti.get(key)
-        if config is not None and not isinstance(config, dict):
-            problems.append(Violation(f"trainingInput.{key}", "must be a mapping", rule="legacy"))
-        elif isinstance(config, dict):
-            problems.extend(
-                Violation(
-                    f"trainingInput.{key}.{k}", "is not a field this converter knows", rule="legacy"
-                )
-                for k in config
-                if k not in _CONFIG_KEYS
-            )
-    if problems:
-        raise SpecInvalidError(problems)
+    if shape or problems:
+        reported = {v.path for v in shape}
+        raise SpecInvalidError([*shape, *(v for v in problems if v.path not in reported)])
 
     document: dict[str, Any] = {
         "workerPoolSpecs": pools,
@@ -322,42 +379,31 @@ def _pool(
             f" with {legacy.accelerator_count} x {legacy.accelerator}" if legacy.accelerator else ""
         )
         notes.append(f"{role}: legacy machine type {machine_name} is {legacy.machine_type}{what}")
-    config = ti.get(f"{role}Config")
-    accel = config.get("acceleratorConfig") if isinstance(config, dict) else None
+    config = ti.get(f"{role}Config") or {}
+    accel = config.get("acceleratorConfig")
     if accel is not None:
-        if not isinstance(accel, dict):
+        if legacy is not None and legacy.accelerator:
             problems.append(
                 Violation(
                     f"trainingInput.{role}Config.acceleratorConfig",
-                    "must be a mapping",
+                    f"{machine_name} already includes {legacy.accelerator_count} x {legacy.accelerator}",
+                    f"use a Compute Engine machine type such as {legacy.machine_type} with acceleratorConfig",
                     rule="legacy",
                 )
             )
-        else:
-            if legacy is not None and legacy.accelerator:
-                problems.append(
-                    Violation(
-                        f"trainingInput.{role}Config.acceleratorConfig",
-                        f"{machine_name} already includes {legacy.accelerator_count} x {legacy.accelerator}",
-                        f"use a Compute Engine machine type such as {legacy.machine_type} with acceleratorConfig",
-                        rule="legacy",
-                    )
-                )
-            if "type" in accel:
-                machine["acceleratorType"] = str(accel["type"])
-            if "count" in accel:
-                try:
-                    machine["acceleratorCount"] = int(accel["count"])
-                except (TypeError, ValueError):
-                    problems.append(
-                        Violation(
-                            f"trainingInput.{role}Config.acceleratorConfig.count",
-                            "must be a whole number",
-                            rule="legacy",
-                        )
-                    )
+        if accel.get("type") is not None:
+            machine["acceleratorType"] = accel["type"]
+        if accel.get("count") is not None:
+            machine["acceleratorCount"] = int(accel["count"])
     pool: dict[str, Any] = {"machineSpec": machine, "replicaCount": count}
-    disk = config.get("diskConfig") if isinstance(config, dict) else None
-    if isinstance(disk, dict) and disk.get("bootDiskSizeGb"):
-        pool["diskSpec"] = {"bootDiskSizeGb": disk["bootDiskSizeGb"]}
+    disk = {
+        vertex: value
+        for legacy_key, vertex in (
+            ("bootDiskSizeGb", "bootDiskSizeGb"),
+            ("bootDiskType", "bootDiskType"),
+        )
+        if (value := (config.get("diskConfig") or {}).get(legacy_key))
+    }
+    if disk:
+        pool["diskSpec"] = disk
     return pool
