@@ -8,6 +8,7 @@ user what is wrong with them and what to write instead.
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import timedelta
 from typing import Annotated, Any
@@ -31,19 +32,29 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)?\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
 
 
+MAX_DURATION_SECONDS = 315_576_000_000
+"""The longest duration a protobuf ``Duration`` holds (10,000 years)."""
+
+
 def parse_duration(value: Any) -> Any:
     """Accept ``"3600s"``, ``"90m"``, ``"2h"``, ``"1d"``, seconds as a number, or a timedelta."""
     if isinstance(value, timedelta) or value is None:
         return value
     if isinstance(value, bool):
         raise ValueError("a duration, like '3600s' or '2h', not a boolean")
+    seconds: float | None = None
     if isinstance(value, int | float):
-        return timedelta(seconds=value)
-    if isinstance(value, str):
+        seconds = float(value)
+    elif isinstance(value, str) and len(value) <= 64:
         match = _DURATION.match(value)
         if match:
-            return timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
-    raise ValueError(f"a duration, like '3600s' or '2h', not {value!r}")
+            seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    if seconds is None:
+        shown = repr(value) if len(repr(value)) <= 64 else f"{repr(value)[:60]}..."
+        raise ValueError(f"a duration, like '3600s' or '2h', not {shown}")
+    if not math.isfinite(seconds) or abs(seconds) > MAX_DURATION_SECONDS:
+        raise ValueError(f"a duration of at most {MAX_DURATION_SECONDS:,} seconds (10,000 years)")
+    return timedelta(seconds=seconds)
 
 
 def format_duration(value: timedelta) -> str:
@@ -87,10 +98,15 @@ def _env_list(value: Any) -> Any:
 EnvList = Annotated[list[EnvVar], BeforeValidator(_env_list)]
 
 
+# Whole numbers as the API's protobuf fields hold them: a larger one cannot even be sent.
+Int32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
+Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+
+
 class MachineSpec(_Model):
     machine_type: str | None = None
     accelerator_type: str | None = None
-    accelerator_count: int = 0
+    accelerator_count: Int32 = 0
     tpu_topology: str | None = None
 
     @field_validator("accelerator_type", "machine_type", "tpu_topology", mode="before")
@@ -103,7 +119,7 @@ class MachineSpec(_Model):
 
 class DiskSpec(_Model):
     boot_disk_type: str | None = None
-    boot_disk_size_gb: int | None = None
+    boot_disk_size_gb: Int32 | None = None
 
 
 class PythonPackageSpec(_Model):
@@ -125,7 +141,7 @@ class WorkerPoolSpec(_Model):
     """One worker pool: 0 chief, 1 workers, 2 parameter servers, 3 evaluators."""
 
     machine_spec: MachineSpec | None = None
-    replica_count: int | None = None
+    replica_count: Int64 | None = None
     disk_spec: DiskSpec | None = None
     python_package_spec: PythonPackageSpec | None = None
     container_spec: ContainerSpec | None = None
@@ -297,6 +313,9 @@ def violations_from_pydantic(exc: ValidationError) -> list[Violation]:
             suggestion = (
                 f"did you mean {close[0]}?" if close else f"known fields: {', '.join(known)}"
             )
+        elif kind in ("less_than_equal", "greater_than_equal"):
+            bound = (error.get("ctx") or {}).get("le" if kind == "less_than_equal" else "ge")
+            reason = f"must be {'at most' if kind == 'less_than_equal' else 'at least'} {bound}"
         else:
             reason = _FRIENDLY_TYPES.get(kind, str(error["msg"]).replace("Value error, ", ""))
         violations.append(Violation(format_path(location), reason, suggestion, rule="schema"))
