@@ -12,6 +12,7 @@ Nothing here imports ``pulumi`` or the Vertex client: it runs on the preview pat
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -51,11 +52,19 @@ def run_hash(
     project: str,
     region: str,
     triggers: Any,
+    key: str | None = None,
 ) -> str:
     """The label value of one run: equal inputs, equal hash; any change, a new hash.
 
     ``document`` is the full job spec including env values: a changed secret is a new run.
-    The label is visible only to those who can read the job itself (and so its env values).
+    With the stack's run key (``components._run_key``) the hash is an HMAC: a reader of the
+    label or of the state cannot test guesses of an env value without the key (labels reach
+    places a job's spec does not, such as billing exports). Without a key it is the plain
+    hash that states written before the key existed carry.
     """
-    payload = {"spec": document, "project": project, "region": region, "triggers": triggers}
-    return _digest(canonical_json(payload))
+    payload = canonical_json(
+        {"spec": document, "project": project, "region": region, "triggers": triggers}
+    ).encode("utf-8")
+    if key is None:
+        return hashlib.sha256(payload).hexdigest()[:_HASH_CHARS]
+    return hmac.new(key.encode("utf-8"), payload, hashlib.sha256).hexdigest()[:_HASH_CHARS]

@@ -14,7 +14,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal, get_args
-from urllib.parse import urlsplit
 
 from components._errors import SpecError
 from components._spec import JobSpec, parse_duration
@@ -36,6 +35,7 @@ WAIT_TIMEOUT = "wait_timeout"
 EXCLUSIVE_GPUS = "exclusive_gpus"
 KEEP_RECORD = "keep_record_on_delete"
 IDENTITY = "identity"
+RUN_KEY = "run_key"
 
 JOB_PROPERTIES = (SPEC, ENV_VALUES, PROJECT, REGION, TRIGGERS)
 """A change of any of these is a different job: replace."""
@@ -45,6 +45,13 @@ KNOB_PROPERTIES = (WAIT_FOR, WAIT_TIMEOUT, EXCLUSIVE_GPUS, KEEP_RECORD, IDENTITY
 
 ``identity`` is here because renaming a stack or aliasing a resource does not change the job
 that already runs; only ``create`` uses it.
+"""
+
+HIDDEN_INPUTS = (RUN_KEY,)
+"""Inputs only ``create`` reads, never compared by ``diff`` and never written to outputs.
+
+``run_key`` (the stack's secret, ``components._run_key``) keys the run hash of a new job; a
+new key changes nothing about a job that already runs.
 """
 
 INPUT_PROPERTIES = JOB_PROPERTIES + KNOB_PROPERTIES
@@ -119,7 +126,6 @@ _UNKNOWN_SENTINEL = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # pulumi.runtime.rpc
 _ENV_PATH = re.compile(
     r"^workerPoolSpecs\[(\d+)\]\.(pythonPackageSpec|containerSpec)\.env\[(\d+)\]\.value$"
 )
-_LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 def is_unknown(value: Any) -> bool:
@@ -139,15 +145,6 @@ def contains_unknown(value: Any) -> bool:
     if isinstance(value, list | tuple):
         return any(contains_unknown(v) for v in value)
     return False
-
-
-def target_for_endpoint(endpoint: str | None) -> Target:
-    """``local`` for the emulator on this machine, ``vertex`` for everything else."""
-    if endpoint and endpoint.startswith("http://"):
-        host = urlsplit(endpoint).hostname or ""
-        if host in _LOCAL_HOSTS or host.startswith("127."):
-            return "local"
-    return "vertex"
 
 
 # --- the spec's wire form: one JSON text ---------------------------------------------------
@@ -356,9 +353,10 @@ def check_inputs(news: Mapping[str, Any], *, target: Target) -> CheckOutcome:
             inputs[flag] = False
         elif not is_unknown(value) and not isinstance(value, bool):
             failures.append((flag, "must be true or false"))
-    identity = inputs.get(IDENTITY)
-    if identity is not None and not is_unknown(identity) and not isinstance(identity, str):
-        failures.append((IDENTITY, "must be a string"))
+    for text_key in (IDENTITY, RUN_KEY):
+        value = inputs.get(text_key)
+        if value is not None and not is_unknown(value) and not isinstance(value, str):
+            failures.append((text_key, "must be a string"))
 
     spec = decode_spec(inputs.get(SPEC))
     env_values = inputs.get(ENV_VALUES)

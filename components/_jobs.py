@@ -14,14 +14,14 @@ from __future__ import annotations
 import random
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from components._identity import IDENTITY_LABEL, RUN_LABEL
-from components._job_inputs import target_for_endpoint
+from components._settings import DEFAULT_RETRY_DEADLINE, Endpoint
 
 T = TypeVar("T")
 
@@ -58,37 +58,8 @@ class RetryPolicy:
 
     initial: float = 0.5
     maximum: float = 8.0
-    deadline: float = 120.0
+    deadline: float = DEFAULT_RETRY_DEADLINE
     attempts: int = 10
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """Where the Vertex AI API is: an explicit endpoint or ``{region}-aiplatform.googleapis.com``."""
-
-    url: str | None = None
-
-    def api_endpoint(self, region: str) -> str:
-        return self.url.rstrip("/") if self.url else f"{region}-aiplatform.googleapis.com"
-
-    @property
-    def anonymous(self) -> bool:
-        # Never send Application Default Credentials over plain HTTP: an http:// endpoint is
-        # the local emulator (or a test double), which wants no credentials anyway.
-        return bool(self.url) and str(self.url).startswith("http://")
-
-    @property
-    def is_local(self) -> bool:
-        return target_for_endpoint(self.url) == "local"
-
-    def console_url(self, job_name: str, project: str, region: str) -> str:
-        job_id = job_name.rsplit("/", 1)[-1]
-        if self.url:
-            return f"{self.url.rstrip('/')}/v1/{job_name}"
-        return (
-            f"https://console.cloud.google.com/vertex-ai/locations/{region}"
-            f"/training/{job_id}/cpu?project={project}"
-        )
 
 
 def aiplatform() -> Any:
@@ -216,30 +187,35 @@ def _iso(value: Any) -> str:
     return stamp.isoformat().replace("+00:00", "Z") if stamp else ""
 
 
+def _run_filter(identity: str, runs: Sequence[str]) -> str:
+    any_run = " OR ".join(f'labels.{RUN_LABEL}="{run}"' for run in runs)
+    return f'labels.{IDENTITY_LABEL}="{identity}" AND ({any_run})'
+
+
 def find_adoptable(
     client: Any,
     parent: str,
     *,
     identity: str,
     run: str,
+    earlier_runs: Sequence[str] = (),
     now: datetime | None = None,
 ) -> Any | None:
     """The job this resource submitted for this exact run, if one may be adopted.
 
+    ``earlier_runs`` are the same run's hashes as an earlier release computed them (the
+    unkeyed hash), so a job submitted before an upgrade is still found.
     Adoptable: active (queued to running, not being cancelled), or succeeded within
     ``ADOPT_FINISHED_WITHIN``. Failed, cancelled and expired jobs are never adopted: a new
     ``pulumi up`` after those is a request to run again. The newest candidate wins.
     """
     now = now or datetime.now(UTC)
-    request = {
-        "parent": parent,
-        "filter": f'labels.{IDENTITY_LABEL}="{identity}" AND labels.{RUN_LABEL}="{run}"',
-        "page_size": 100,
-    }
+    runs = (run, *(r for r in earlier_runs if r != run))
+    request = {"parent": parent, "filter": _run_filter(identity, runs), "page_size": 100}
     best: Any | None = None
     for job in client.list_custom_jobs(request=request, retry=None, timeout=60.0):
         # Filtering again here costs nothing and guards against a service that ignores filters.
-        if job.labels.get(IDENTITY_LABEL) != identity or job.labels.get(RUN_LABEL) != run:
+        if job.labels.get(IDENTITY_LABEL) != identity or job.labels.get(RUN_LABEL) not in runs:
             continue
         state = state_name(job)
         if state in ADOPTABLE_ACTIVE:
@@ -273,6 +249,7 @@ def submit_or_adopt(
     *,
     identity: str,
     run: str,
+    earlier_runs: Sequence[str] = (),
     policy: RetryPolicy,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Submission:
@@ -287,7 +264,9 @@ def submit_or_adopt(
     attempts = 0
     while True:
         found = with_retries(
-            lambda: find_adoptable(client, parent, identity=identity, run=run),
+            lambda: find_adoptable(
+                client, parent, identity=identity, run=run, earlier_runs=earlier_runs
+            ),
             policy,
             what=f"looking for this run's job in {parent}",
             sleep=sleep,

@@ -12,6 +12,8 @@ provider holds no client, socket or secret, and makes a client per operation.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from pulumi.dynamic import (
@@ -30,10 +32,12 @@ from components._job_inputs import (
     DEFAULT_WAIT_TIMEOUT,
     ENV_VALUES,
     EXCLUSIVE_GPUS,
+    HIDDEN_INPUTS,
     IDENTITY,
     KEEP_RECORD,
     PROJECT,
     REGION,
+    RUN_KEY,
     SPEC,
     STATUS,
     STATUS_FIELDS,
@@ -45,11 +49,9 @@ from components._job_inputs import (
     diff_inputs,
     merge_env,
     status_of,
-    target_for_endpoint,
 )
 from components._jobs import (
     TERMINAL_STATES,
-    Endpoint,
     JobOperationError,
     RetryPolicy,
     WaitFailed,
@@ -68,24 +70,56 @@ from components._jobs import (
     with_retries,
 )
 from components._pricing import cost_outputs
+from components._settings import DEFAULT_CANCEL_TIMEOUT, Endpoint, ProviderSettings
 
 PROVIDER_KEY = "__provider"
 _JOB_NAME = re.compile(r"^projects/([^/]+)/locations/([^/]+)/customJobs/([^/]+)$")
 
-DEFAULT_CANCEL_TIMEOUT = 600.0
-"""Seconds ``delete`` (and a failed create) wait for a cancelled job to stop."""
+__all__ = ["DEFAULT_CANCEL_TIMEOUT", "PROVIDER_KEY", "TrainingJobProvider"]
 
 
-def _float_config(value: Any, key: str, default: float) -> float:
-    if value in (None, ""):
-        return default
+def _outputs(props: dict[str, Any]) -> dict[str, Any]:
+    """``props`` without what never goes to the state's outputs (provider, run key, status)."""
+    return {
+        k: v
+        for k, v in props.items()
+        if k != PROVIDER_KEY and k not in HIDDEN_INPUTS and k not in STATUS_FIELDS
+    }
+
+
+def _without_plain_run_hash(status: dict[str, Any], props: dict[str, Any]) -> dict[str, Any]:
+    """``status`` without a ``run_hash`` written before run hashes were keyed.
+
+    That hash is unkeyed over the env values: anyone reading the state could test guesses of
+    them. It is recognised by recomputing it, and dropped from the state on the next refresh.
+    """
+    if not status.get("run_hash") or not isinstance(props.get(SPEC), str | dict):
+        return status
     try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{key}: expected a number of seconds, got {value!r}") from None
-    if number <= 0:
-        raise ValueError(f"{key}: must be greater than zero")
-    return number
+        document = merge_env(decode_spec(props[SPEC]), props.get(ENV_VALUES) or {})
+        plain = run_hash(
+            document,
+            project=str(props.get(PROJECT, "")),
+            region=str(props.get(REGION, "")),
+            triggers=props.get(TRIGGERS),
+        )
+    except (ValueError, TypeError, AttributeError):
+        return status
+    if status["run_hash"] != plain:
+        return status
+    return {k: v for k, v in status.items() if k != "run_hash"}
+
+
+@contextmanager
+def _credentials_scrubbed(endpoint: Endpoint, secrets: dict[str, Any]) -> Iterator[None]:
+    """Errors leave with the endpoint's credentials and env values taken out of their text."""
+    try:
+        yield
+    except Exception as exc:
+        text = redact(endpoint.scrub(str(exc)), secrets)
+        if text == str(exc):
+            raise
+        raise JobOperationError(text) from None
 
 
 class TrainingJobProvider(ResourceProvider):
@@ -109,37 +143,30 @@ class TrainingJobProvider(ResourceProvider):
 
     def configure(self, req: ConfigureRequest) -> None:
         """Read ``training:endpoint`` and the timeouts from the stack configuration."""
-        config = req.config
-        endpoint = config.get("training:endpoint")
-        if endpoint is not None and not isinstance(endpoint, str):
-            raise ValueError("training:endpoint: expected a URL like http://127.0.0.1:8642")
-        self._endpoint = endpoint or None
-        self._cancel_timeout = _float_config(
-            config.get("training:cancelTimeout"), "training:cancelTimeout", DEFAULT_CANCEL_TIMEOUT
-        )
-        retry_deadline = _float_config(
-            config.get("training:retryDeadline"), "training:retryDeadline", RetryPolicy.deadline
-        )
-        self._policy = RetryPolicy(deadline=retry_deadline)
+        self._settings = ProviderSettings.read(req.config.get)
+
+    @property
+    def settings(self) -> ProviderSettings:
+        settings: ProviderSettings = getattr(self, "_settings", ProviderSettings())
+        return settings
 
     @property
     def endpoint(self) -> Endpoint:
-        return Endpoint(getattr(self, "_endpoint", None))
+        return self.settings.endpoint
 
     @property
     def policy(self) -> RetryPolicy:
-        policy: RetryPolicy = getattr(self, "_policy", RetryPolicy())
-        return policy
+        return RetryPolicy(deadline=self.settings.retry_deadline)
 
     @property
     def cancel_timeout(self) -> float:
-        return float(getattr(self, "_cancel_timeout", DEFAULT_CANCEL_TIMEOUT))
+        return self.settings.cancel_timeout
 
     # -- preview path -----------------------------------------------------------------------
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         """Validate the inputs: one failure per violation, at its property path."""
-        outcome = check_inputs(news, target=target_for_endpoint(self.endpoint.url))
+        outcome = check_inputs(news, target=self.endpoint.target)
         failures = [CheckFailure(prop, reason) for prop, reason in outcome.failures]
         return CheckResult(outcome.inputs, failures)
 
@@ -162,7 +189,16 @@ class TrainingJobProvider(ResourceProvider):
         project, region = str(inputs[PROJECT]), str(inputs[REGION])
         secrets = inputs.get(ENV_VALUES) or {}
         document = merge_env(decode_spec(inputs[SPEC]), secrets)
-        run = run_hash(document, project=project, region=region, triggers=inputs.get(TRIGGERS))
+        triggers, key = inputs.get(TRIGGERS), inputs.get(RUN_KEY)
+        run = run_hash(
+            document,
+            project=project,
+            region=region,
+            triggers=triggers,
+            key=key if isinstance(key, str) else None,
+        )
+        # A job submitted by a release that did not key the hash is still this run's job.
+        earlier_runs = (run_hash(document, project=project, region=region, triggers=triggers),)
         identity = str(
             inputs.get(IDENTITY)
             or identity_label(project, region, str(document.get("displayName", "")))
@@ -170,15 +206,20 @@ class TrainingJobProvider(ResourceProvider):
         custom_job = self._custom_job(document, identity, run)
         parent = f"projects/{project}/locations/{region}"
         endpoint = self.endpoint
-        with job_client(endpoint, region) as client:
+        with job_client(endpoint, region) as client, _credentials_scrubbed(endpoint, secrets):
             try:
                 submission = submit_or_adopt(
-                    client, parent, custom_job, identity=identity, run=run, policy=self.policy
+                    client,
+                    parent,
+                    custom_job,
+                    identity=identity,
+                    run=run,
+                    earlier_runs=earlier_runs,
+                    policy=self.policy,
                 )
             except Exception as exc:
-                raise JobOperationError(
-                    redact(self._submit_failed(client, parent, identity, run, exc), secrets)
-                ) from None
+                message = self._submit_failed(client, parent, identity, (run, *earlier_runs), exc)
+                raise JobOperationError(redact(endpoint.scrub(message), secrets)) from None
             job = submission.job
             try:
                 wait_for = str(inputs.get(WAIT_FOR) or "submitted")
@@ -189,10 +230,10 @@ class TrainingJobProvider(ResourceProvider):
                 # Pulumi records nothing for a failed create, so the job must not live on.
                 message = self._cancel_after_failure(client, job.name, exc)
                 if isinstance(exc, Exception):
-                    raise JobOperationError(redact(message, secrets)) from None
+                    raise JobOperationError(redact(endpoint.scrub(message), secrets)) from None
                 raise
             outs = {
-                **inputs,
+                **_outputs(inputs),
                 STATUS: {
                     **job_outputs(job, endpoint, project=project, region=region),
                     "run_hash": run,
@@ -205,7 +246,8 @@ class TrainingJobProvider(ResourceProvider):
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         """Refresh state and times; a job deleted out of band leaves the stack."""
         project, region = self._place(id_, props)
-        with job_client(self.endpoint, region) as client:
+        endpoint = self.endpoint
+        with job_client(endpoint, region) as client, _credentials_scrubbed(endpoint, {}):
             try:
                 job = get_job(client, id_, self.policy)
             except Exception as exc:
@@ -213,23 +255,24 @@ class TrainingJobProvider(ResourceProvider):
                     # An empty id tells the engine the resource is gone (outs must be a dict).
                     return ReadResult("", {})
                 raise
-        outs = {k: v for k, v in props.items() if k != PROVIDER_KEY and k not in STATUS_FIELDS}
+        outs = _outputs(props)
         outs[STATUS] = {
-            **status_of(props),
-            **job_outputs(job, self.endpoint, project=project, region=region),
+            **_without_plain_run_hash(status_of(props), props),
+            **job_outputs(job, endpoint, project=project, region=region),
         }
         return ReadResult(id_, outs)
 
     def update(self, _id: str, _olds: dict[str, Any], _news: dict[str, Any]) -> UpdateResult:
         """Only provider-only settings change here (diff replaces everything else): no API call."""
-        outs = {k: v for k, v in _news.items() if k != PROVIDER_KEY}
-        outs[STATUS] = status_of(_olds)
+        outs = _outputs(_news)
+        outs[STATUS] = _without_plain_run_hash(status_of(_olds), _olds)
         return UpdateResult(outs)
 
     def delete(self, _id: str, _props: dict[str, Any]) -> None:
         """Cancel an active job, wait for it to stop, then delete its record unless kept."""
         _, region = self._place(_id, _props)
-        with job_client(self.endpoint, region) as client:
+        endpoint = self.endpoint
+        with job_client(endpoint, region) as client, _credentials_scrubbed(endpoint, {}):
             job = cancel_and_wait(client, _id, timeout=self.cancel_timeout, policy=self.policy)
             if job is None:
                 return  # already gone: nothing to do
@@ -264,13 +307,15 @@ class TrainingJobProvider(ResourceProvider):
         return str(props.get(PROJECT, "")), str(props.get(REGION, ""))
 
     def _submit_failed(
-        self, client: Any, parent: str, identity: str, run: str, exc: Exception
+        self, client: Any, parent: str, identity: str, runs: tuple[str, ...], exc: Exception
     ) -> str:
         """The error text for a create that gave up; cancels a job that got through anyway."""
         message = f"could not submit the training job to {parent}: {exc}"
         try:
             stray = with_retries(
-                lambda: find_adoptable(client, parent, identity=identity, run=run),
+                lambda: find_adoptable(
+                    client, parent, identity=identity, run=runs[0], earlier_runs=runs[1:]
+                ),
                 self.policy,
                 what="looking for a job that got through",
             )

@@ -33,12 +33,9 @@ from typing import Any, cast
 
 import pulumi
 
-from components._job_inputs import (
-    WAIT_FOR_VALUES,
-    WaitFor,
-    target_for_endpoint,
-    wait_timeout_seconds,
-)
+from components._files import is_regular_file
+from components._job_inputs import WAIT_FOR_VALUES, WaitFor, wait_timeout_seconds
+from components._settings import ProviderSettings, SettingError, target_for_endpoint
 from components._validation import Target
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -101,10 +98,15 @@ def _path(value: Any, key: str, root: Path, *, directory: bool) -> Path:
         raise ConfigError(f"{key}: expected a path, got {value!r}")
     path = Path(value)
     path = path if path.is_absolute() else root / path
+    if "\0" in value:
+        raise ConfigError(f"{key}: {value!r} is not a valid path (it holds a NUL byte)")
     if directory and not path.is_dir():
         raise ConfigError(f"{key}: {value} is not a directory")
-    if not directory and not path.is_file():
-        raise ConfigError(f"{key}: {value} does not exist")
+    if not directory and not is_regular_file(path):
+        if not path.exists():
+            raise ConfigError(f"{key}: {value} does not exist")
+        what = "a directory" if path.is_dir() else "not a regular file"
+        raise ConfigError(f"{key}: {value} is {what}, not a spec file")
     return path
 
 
@@ -219,9 +221,12 @@ def load_stack_config(root: Path = PROJECT_ROOT) -> StackConfig:
     if duplicate:
         raise ConfigError(f"training:jobs: the name {duplicate!r} is used twice")
     source = training.get("trainerSource")
-    endpoint = training.get("endpoint") or None
-    if endpoint is not None and not endpoint.startswith(("http://", "https://")):
-        raise ConfigError(f"training:endpoint: expected http(s)://HOST:PORT, got {endpoint!r}")
+    try:
+        # The provider reads these too; checking them here fails a preview before it starts.
+        settings = ProviderSettings.read(lambda key: training.get(key.removeprefix("training:")))
+    except SettingError as exc:
+        raise ConfigError(str(exc)) from None
+    endpoint = settings.endpoint.url
     return StackConfig(
         project=project,
         region=region,

@@ -165,10 +165,10 @@ def _plan(config: StackConfig) -> list[_PlannedJob]:
 
 
 def _job_args(plan: _PlannedJob, document: dict[str, Any], config: StackConfig) -> TrainingJobArgs:
+    # Project and region are left to TrainingJob, which reads gcp:project and gcp:region
+    # itself and so names those keys in its messages.
     return TrainingJobArgs(
         spec=document,
-        project=config.project,
-        region=config.region,
         triggers=plan.triggers or None,
         wait_for=plan.job.wait_for,
         wait_timeout=plan.job.wait_timeout,

@@ -40,6 +40,7 @@ from components._job_inputs import (
     KEEP_RECORD,
     PROJECT,
     REGION,
+    RUN_KEY,
     SPEC,
     STATUS,
     TRIGGERS,
@@ -50,9 +51,10 @@ from components._job_inputs import (
     encode_spec,
     is_default_input,
     split_env,
-    target_for_endpoint,
 )
 from components._provider import TrainingJobProvider
+from components._run_key import stack_run_key
+from components._settings import SettingError, parse_endpoint, target_for_endpoint
 from components._spec import JobSpec
 from components._validation import Target
 
@@ -226,7 +228,11 @@ def _unknown_view(value: Any) -> Any:
 
 
 def _target() -> Target:
-    return target_for_endpoint(pulumi.Config("training").get("endpoint"))
+    try:
+        endpoint = parse_endpoint(pulumi.Config("training").get("endpoint"))
+    except SettingError as exc:
+        raise TrainingJobInputError(str(exc)) from None
+    return target_for_endpoint(endpoint)
 
 
 class _LazyOutput:
@@ -365,6 +371,7 @@ class TrainingJob(pulumi.dynamic.Resource, module="vertex", name="TrainingJob"):
             )
         checked = _inputs(resource_name, args, validate=validate)
         props, warnings = _registered(checked), checked.warnings
+        props[RUN_KEY] = stack_run_key()
         opts = pulumi.ResourceOptions.merge(
             opts, pulumi.ResourceOptions(additional_secret_outputs=[ENV_VALUES])
         )
@@ -422,6 +429,12 @@ def _inputs(resource_name: str, args: TrainingJobArgs, *, validate: bool) -> _In
         nested_outputs = prepared.nested_outputs
     project = args.project or gcp.get("project") or spec_project
     region = args.region or gcp.get("region") or spec_region
+    # A value read from the stack configuration is named by its key in messages.
+    origins = {
+        key: f"gcp:{key}"
+        for key, given in ((PROJECT, args.project), (REGION, args.region))
+        if given is None and gcp.get(key)
+    }
     props: dict[str, Any] = {
         SPEC: spec_doc,
         ENV_VALUES: env_values,
@@ -444,7 +457,9 @@ def _inputs(resource_name: str, args: TrainingJobArgs, *, validate: bool) -> _In
     view[SPEC] = _unknown_view(spec_doc) if walk else spec_doc
     outcome = check_inputs(view, target=_target())
     if outcome.failures:
-        lines = "\n".join(f"  {path}: {reason}" for path, reason in outcome.failures)
+        lines = "\n".join(
+            f"  {origins.get(path, path)}: {reason}" for path, reason in outcome.failures
+        )
         raise TrainingJobInputError(f"TrainingJob {resource_name!r} is invalid:\n{lines}")
     return _Inputs(props, outcome.warnings, nested_outputs)
 

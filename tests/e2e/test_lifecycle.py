@@ -48,7 +48,12 @@ def test_preview_of_a_new_stack_shows_the_creates(ws: Workspace) -> None:
         preview = ws.preview_json()
 
         ops = {s["urn"].rsplit("::", 1)[-1]: s["op"] for s in preview["steps"]}
-        assert ops == {"gpu-training-e2e": "create", "train": "create"}
+        # The stack's run key (a secret that keys run hashes) is made once, with the stack.
+        assert ops == {
+            "gpu-training-e2e": "create",
+            "training-run-key": "create",
+            "train": "create",
+        }
         step = _job_steps(preview)["train"]
         assert step["urn"] == f"urn:pulumi:e2e::gpu-training::{TRAINING_JOB_TYPE}::train"
         inputs = step["newState"]["inputs"]
@@ -58,7 +63,7 @@ def test_preview_of_a_new_stack_shows_the_creates(ws: Workspace) -> None:
         }
         # Outputs are not known at preview.
         assert "job_name" not in step["newState"].get("outputs", {})
-        assert preview["changeSummary"] == {"create": 2}
+        assert preview["changeSummary"] == {"create": 3}
         # A preview never calls the API: nothing was submitted, and the stack is still empty.
         assert list_jobs(emu.client()) == []
         assert ws.training_jobs() == {}
@@ -130,7 +135,7 @@ def test_spec_change_replaces_the_job(ws: Workspace) -> None:
         assert old_pool["machineSpec"]["machineType"] == "n1-standard-4"
         assert new_pool["machineSpec"]["machineType"] == "n1-standard-8"
         assert new_pool["pythonPackageSpec"]["args"][1] == "3"
-        assert preview["changeSummary"] == {"replace": 1, "same": 1}
+        assert preview["changeSummary"] == {"replace": 1, "same": 2}  # stack and run key
         # The CLI's own diff names the changed values too.
         diff = ws.pulumi("preview", "--diff").output
         assert '~ machineType: "n1-standard-4" => "n1-standard-8"' in diff

@@ -27,9 +27,9 @@ def test_fifty_jobs_preview_and_up(ws: Workspace) -> None:
         preview = ws.preview_json()
         creates = [s for s in preview["steps"] if s["op"] == "create"]
         assert sorted(s["urn"].rsplit("::", 1)[-1] for s in creates) == sorted(
-            [*names, "gpu-training-e2e"]
+            [*names, "gpu-training-e2e", "training-run-key"]
         )
-        assert preview["changeSummary"] == {"create": JOBS + 1}
+        assert preview["changeSummary"] == {"create": JOBS + 2}
         assert list_jobs(emu.client()) == []
 
         ws.up()

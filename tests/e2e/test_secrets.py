@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
+from components._identity import run_hash
 from tests.e2e._engine import (
     HANG_LABELS,
     SIMULATE,
@@ -81,3 +83,71 @@ def test_env_values_stay_secret(ws: Workspace) -> None:
         # Nor did the emulator log it.
         for log in emu.state_dir.glob("server*.log"):
             assert secret not in log.read_text(errors="replace")
+
+
+def _plain_run_hash(state: dict[str, Any], env: dict[str, str]) -> str:
+    """The unkeyed run hash of a job whose env values are ``env`` (a guesser's computation)."""
+    document = job_spec(state["inputs"])
+    for var in document["workerPoolSpecs"][0]["pythonPackageSpec"]["env"]:
+        var["value"] = env[var["name"]]
+    inputs = state["inputs"]
+    return run_hash(
+        document,
+        project=inputs["project"],
+        region=inputs["region"],
+        triggers=inputs.get("triggers"),
+    )
+
+
+def test_state_reveals_nothing_that_lets_env_values_be_guessed(ws: Workspace) -> None:
+    """Two jobs, equal but for an env value: a reader of the state cannot test guesses."""
+    weak = {"a": "hunter2", "b": "hunter3"}
+    with emulator_for(ws, *SIMULATE) as emu:
+        entries = []
+        for name, value in weak.items():
+            spec = ws.write_job(name, python_job("same", labels=HANG_LABELS, env={"PW": value}))
+            entries.append(job_entry(name, spec, waitFor="running"))
+        ws.init_stack(local_config(emu.endpoint, entries))
+        ws.up()
+
+        state = ws.export()
+        [key] = [r for r in state["resources"] if r["type"].endswith(":RunKey")]
+        assert _encrypted(key["outputs"]["key"])  # the stack's secret, stored as ciphertext
+        shown = next(
+            r["outputs"]["key"]
+            for r in ws.export(show_secrets=True)["resources"]
+            if r["type"].endswith(":RunKey")
+        )
+        real_key = json.loads(shown["plaintext"]) if isinstance(shown, dict) else shown
+        assert isinstance(real_key, str) and len(real_key) == 64
+        raw = ws.checkpoint_file().read_text()
+        assert real_key not in raw and real_key not in ws.pulumi("stack", "output", "--json").output
+
+        jobs = ws.training_jobs()
+        labels = {
+            j.display_name + str(j.name): j.labels["pulumi_run"] for j in list_jobs(emu.client())
+        }
+        for name, value in weak.items():
+            status = jobs[name]["outputs"]["status"]
+            # The hash in the state (and on the job) is keyed: the right guess does not match it.
+            assert status["run_hash"] in labels.values()
+            assert status["run_hash"] != _plain_run_hash(jobs[name], {"PW": value})
+            assert _plain_run_hash(jobs[name], {"PW": value}) not in raw
+            # With the key, it is the keyed hash of exactly these inputs.
+            document = job_spec(jobs[name]["inputs"])
+            document["workerPoolSpecs"][0]["pythonPackageSpec"]["env"][0]["value"] = value
+            inputs = jobs[name]["inputs"]
+            assert status["run_hash"] == run_hash(
+                document,
+                project=inputs["project"],
+                region=inputs["region"],
+                triggers=inputs.get("triggers"),
+                key=real_key,
+            )
+        assert (
+            jobs["a"]["outputs"]["status"]["run_hash"] != jobs["b"]["outputs"]["status"]["run_hash"]
+        )
+        # The key itself is an input of each job only as a secret, and never an output.
+        for job in jobs.values():
+            assert _encrypted(job["inputs"]["run_key"])
+            assert "run_key" not in job["outputs"]

@@ -21,6 +21,8 @@ from pulumi.runtime import rpc
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = "gpu-training"
 JOB_TYPE = "pulumi-python:dynamic/vertex:TrainingJob"
+RUN_KEY_TYPE = "pulumi-python:dynamic/vertex:RunKey"
+MOCK_RUN_KEY = "5a" * 32
 
 
 @dataclass
@@ -70,6 +72,8 @@ class _Mocks(pulumi.runtime.Mocks):
                 f"{args.inputs['accountId']}@{args.inputs['project']}.iam.gserviceaccount.com"
             )
             state["name"] = f"projects/{args.inputs['project']}/serviceAccounts/{state['email']}"
+        if args.typ == RUN_KEY_TYPE:
+            state["key"] = MOCK_RUN_KEY
         if args.typ == JOB_TYPE:
             state["status"] = {
                 "job_name": f"projects/p/locations/r/customJobs/{args.name}",

@@ -8,11 +8,20 @@ from typing import Any
 import pytest
 
 from components import errors_only, validate
-from components._job_inputs import encode_spec, merge_env, target_for_endpoint
+from components._job_inputs import encode_spec, merge_env
+from components._settings import target_for_endpoint
 from components._spec import JobSpec
 from components.config import ConfigError
 from components.training_job import TrainingJobInputError
-from tests.program.harness import JOB_TYPE, REPO, StackRun, run_stack, stack_config
+from tests.program.harness import (
+    JOB_TYPE,
+    MOCK_RUN_KEY,
+    REPO,
+    RUN_KEY_TYPE,
+    StackRun,
+    run_stack,
+    stack_config,
+)
 
 INFRA = "gpu-training:infra:TrainingInfra"
 BUCKET = "gcp:storage/bucket:Bucket"
@@ -38,7 +47,7 @@ def _spec(job: Any) -> dict[str, Any]:
 
 def test_local_stack_is_one_job_on_the_emulator_with_no_cloud_resources():
     run = run_stack("local")
-    assert [r.type for r in run.registrations] == [JOB_TYPE]
+    assert [r.type for r in run.registrations] == [RUN_KEY_TYPE, JOB_TYPE]
     job = run.one(JOB_TYPE)
     assert job.name == "example-trainer"
     assert job.inputs["project"] == "local-training"
@@ -54,12 +63,16 @@ def test_local_stack_is_one_job_on_the_emulator_with_no_cloud_resources():
     assert len(job.inputs["triggers"]) == 1 and job.inputs["triggers"][0].startswith(
         "package:trainer:"
     )
-    assert job.dependencies == []
+    # The stack's run key is the job's only dependency, and it travels as a secret.
+    key = run.one(RUN_KEY_TYPE)
+    assert job.dependencies == [key.urn]
+    assert key.additional_secret_outputs == ["key"]
+    assert job.inputs["run_key"] == MOCK_RUN_KEY and "run_key" in job.secret_inputs
 
 
 def test_env_values_are_a_secret_input_and_absent_from_the_spec():
     job = run_stack("local").one(JOB_TYPE)
-    assert job.secret_inputs == {"env_values"}
+    assert job.secret_inputs == {"env_values", "run_key"}
     assert job.additional_secret_outputs == ["env_values"]
     assert job.inputs["env_values"] == {
         "workerPoolSpecs[0].pythonPackageSpec.env[0].value": "local-demo"
@@ -260,6 +273,49 @@ def test_bad_config_names_the_key(overrides, key):
         return
     with pytest.raises(ConfigError, match=key.replace("[", r"\[").replace("]", r"\]")):
         run_stack("local", config)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (
+            {"training:endpoint": "http://[::1"},
+            "training:endpoint: 'http://[::1' is not a valid URL",
+        ),
+        ({"training:endpoint": "http://"}, "training:endpoint: 'http://' names no host"),
+        ({"training:endpoint": "http://127.0.0.1:99999"}, "training:endpoint: 'http://127.0.0.1"),
+        ({"training:endpoint": "http://127.0.0.1:8642/v1"}, "has a path, query or fragment"),
+        ({"training:cancelTimeout": "nan"}, "training:cancelTimeout: expected a finite number"),
+        ({"training:retryDeadline": "inf"}, "training:retryDeadline: expected a finite number"),
+        ({"training:retryDeadline": "-3"}, "training:retryDeadline: must be greater than zero"),
+        ({"training:cancelTimeout": "1e12"}, "training:cancelTimeout: at most 604800 seconds"),
+        (
+            {"training:jobs": [{"spec": "stacks/jobs"}]},
+            "training:jobs[0].spec: stacks/jobs is a directory",
+        ),
+        ({"training:jobs": [{"spec": "/dev/null"}]}, "is not a regular file, not a spec file"),
+        ({"training:jobs": [{"spec": "stacks/jobs/a\u0000b.yaml"}]}, "holds a NUL byte"),
+    ],
+)
+def test_bad_settings_are_refused_naming_the_key(overrides, message):
+    with pytest.raises(ConfigError) as info:
+        run_stack("local", overrides)
+    assert message in str(info.value)
+    assert "Traceback" not in str(info.value)
+
+
+def test_endpoint_credentials_never_show_in_messages():
+    with pytest.raises(ConfigError) as info:
+        run_stack("local", {"training:endpoint": "http://user:s3cret@127.0.0.1:8642/path"})
+    assert "s3cret" not in str(info.value) and "127.0.0.1:8642/path" in str(info.value)
+
+
+def test_region_problems_name_gcp_region():
+    with pytest.raises(TrainingJobInputError) as info:
+        run_stack("local", {"gcp:region": "us-centrall"})
+    message = str(info.value)
+    assert "gcp:region: unknown region 'us-centrall' (did you mean us-central1" in message
+    assert "\n  region:" not in message
 
 
 def test_one_invalid_job_registers_nothing_and_names_every_problem():

@@ -60,6 +60,10 @@ def provider(sim: EmulatorProcess) -> TrainingJobProvider:
     return configured(sim.endpoint, cancelTimeout="20", retryDeadline="30")
 
 
+RUN_KEY = "0f" * 32
+"""The stack's run key, as the program passes it (``components._run_key``)."""
+
+
 def job_inputs(
     *,
     labels: dict[str, str] | None = None,
@@ -94,6 +98,7 @@ def job_inputs(
         "exclusive_gpus": False,
         "keep_record_on_delete": False,
         "identity": identity_label("gpu-training", "test", name or uuid.uuid4().hex),
+        "run_key": RUN_KEY,
         "__provider": "opaque",
     }
     inputs.update(knobs)

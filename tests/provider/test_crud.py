@@ -9,11 +9,18 @@ from typing import Any
 import pytest
 from google.cloud.aiplatform_v1 import JobState
 
-from components._job_inputs import STATUS_FIELDS, encode_spec
+from components._identity import run_hash
+from components._job_inputs import STATUS_FIELDS, encode_spec, merge_env
 from components._jobs import JobOperationError
 from components._provider import TrainingJobProvider
 from emulator.testing import wait_for_state
-from tests.provider.conftest import SECRET, configured, job_inputs, jobs_with_identity
+from tests.provider.conftest import (
+    RUN_KEY,
+    SECRET,
+    configured,
+    job_inputs,
+    jobs_with_identity,
+)
 
 TERMINAL = [
     JobState.JOB_STATE_SUCCEEDED,
@@ -227,7 +234,7 @@ def test_state_written_before_status_existed_moves_into_status(provider):
     old_form = {k: v for k, v in created.outs.items() if k != "status"} | created.outs["status"]
     read = provider.read(created.id, old_form)
     assert not set(read.outs) & set(STATUS_FIELDS)
-    assert read.outs["status"]["run_hash"] == created.outs["status"]["run_hash"]
+    assert read.outs["status"]["run_hash"] == created.outs["status"]["run_hash"]  # keyed: kept
     assert read.outs["status"]["hourly_cost_usd"] == created.outs["status"]["hourly_cost_usd"]
     assert read.outs["status"]["job_name"] == created.id
     inputs = {k: v for k, v in old_form.items() if k not in STATUS_FIELDS}
@@ -255,3 +262,66 @@ def test_unavailable_service_gives_up_with_a_clear_error():
     inputs = _checked(provider, job_inputs())
     with pytest.raises(JobOperationError, match="could not submit the training job"):
         provider.create(inputs)
+
+
+def _plain_run_hash(outs: dict[str, Any]) -> str:
+    """The unkeyed run hash earlier releases wrote to the state."""
+    document = merge_env(json.loads(outs["spec"]), outs["env_values"])
+    return run_hash(
+        document, project=outs["project"], region=outs["region"], triggers=outs["triggers"]
+    )
+
+
+def test_run_hash_is_keyed_and_the_key_never_reaches_the_outputs(provider, sim):
+    created = provider.create(_checked(provider, job_inputs(env={"TOKEN": "hunter2"})))
+    outs = created.outs
+    assert outs is not None and "run_key" not in outs and RUN_KEY not in json.dumps(outs)
+    label = sim.client().get_custom_job(name=created.id).labels["pulumi_run"]
+    assert outs["status"]["run_hash"] == label
+    # Without the key, a guess of the env value cannot be tested against the state or label.
+    assert label != _plain_run_hash(outs)
+    other_key = provider.create(
+        _checked(provider, job_inputs(env={"TOKEN": "hunter2"}, run_key="aa" * 32))
+    )
+    assert other_key.outs["status"]["run_hash"] != label
+    updated = provider.update(created.id, outs, {**outs, "run_key": RUN_KEY, "wait_for": "running"})
+    assert "run_key" not in updated.outs
+    for job in (created, other_key):
+        provider.delete(job.id, job.outs)
+
+
+def test_plain_run_hash_of_an_older_state_is_dropped_on_refresh_and_update(provider):
+    created = provider.create(_checked(provider, job_inputs(env={"TOKEN": "hunter2"})))
+    older = {**created.outs, "status": {**created.outs["status"]}}
+    older["status"]["run_hash"] = _plain_run_hash(older)
+    read = provider.read(created.id, older)
+    assert "run_hash" not in read.outs["status"]
+    assert read.outs["status"]["job_name"] == created.id
+    updated = provider.update(created.id, older, {**older, "wait_for": "running"})
+    assert "run_hash" not in updated.outs["status"]
+    provider.delete(created.id, created.outs)
+
+
+def test_job_submitted_by_a_release_without_the_key_is_adopted(provider, sim):
+    """A crash before the upgrade, the next `up` after it: still one job, not two."""
+    inputs = _checked(provider, job_inputs())
+    unkeyed = provider.create({k: v for k, v in inputs.items() if k != "run_key"})
+    again = provider.create(inputs)
+    assert again.id == unkeyed.id and again.outs["status"]["adopted"] is True
+    assert len(jobs_with_identity(sim, inputs["identity"])) == 1
+    provider.delete(again.id, again.outs)
+
+
+def test_endpoint_credentials_never_reach_outputs_or_errors(sim):
+    """`training:endpoint` set (as a secret) with credentials in its URL."""
+    with_credentials = sim.endpoint.replace("http://", "http://deployer:s3cret-token@")
+    provider = configured(with_credentials, cancelTimeout="20", retryDeadline="5")
+    created = provider.create(_checked(provider, job_inputs()))
+    assert "s3cret-token" not in json.dumps(created.outs)
+    assert created.outs["status"]["console_url"] == f"{sim.endpoint}/v1/{created.id}"
+    sim.set_faults(unavailable_rate=1.0)
+    with pytest.raises(Exception) as info:
+        provider.read(created.id, created.outs)
+    assert "s3cret-token" not in str(info.value)
+    sim.clear_faults()
+    provider.delete(created.id, created.outs)

@@ -1,0 +1,81 @@
+"""The stack's run key: a random secret that keys every TrainingJob's run hash.
+
+A run hash (``components._identity.run_hash``) covers a job's env values, so that a changed
+secret is a new run. Unkeyed, it let anyone who reads the state (or a job's labels, which
+reach billing exports) test guesses of an env value offline. Keyed with this secret, it
+cannot be recomputed without the key.
+
+The key is made once per stack by a tiny dynamic resource (``RunKey``, type
+``pulumi-python:dynamic/vertex:RunKey``) and kept in the state as a Pulumi secret, so a
+``pulumi up`` that was killed after submitting a job computes the same run hash the next time
+and adopts the job. It needs no cloud API: create draws 32 random bytes, nothing else calls
+out. If it is ever lost, a new key is drawn; running jobs are not touched (the key is only
+read when a job is created).
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import pulumi
+import pulumi.dynamic
+from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider
+
+__all__ = ["KEY", "RUN_KEY_RESOURCE_NAME", "RunKey", "RunKeyProvider", "stack_run_key"]
+
+KEY = "key"
+RUN_KEY_RESOURCE_NAME = "training-run-key"
+
+
+class RunKeyProvider(ResourceProvider):
+    """Draws the key on create; the key never changes afterwards."""
+
+    serialize_as_secret_always = False
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        """A new key: 256 random bits as hex text."""
+        return CreateResult(RUN_KEY_RESOURCE_NAME, {KEY: secrets.token_hex(32)})
+
+    def diff(self, _id: str, _olds: dict[str, Any], _news: dict[str, Any]) -> DiffResult:
+        """Nothing about the key is an input: it never changes."""
+        return DiffResult(changes=False)
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        """The key lives only in the state: refresh keeps it."""
+        return ReadResult(id_, props)
+
+
+class RunKey(pulumi.dynamic.Resource, module="vertex", name="RunKey"):
+    """The stack's run key (``key`` is a secret Output)."""
+
+    key: pulumi.Output[str]
+
+    def __init__(self, resource_name: str, opts: pulumi.ResourceOptions | None = None) -> None:
+        opts = pulumi.ResourceOptions.merge(
+            opts, pulumi.ResourceOptions(additional_secret_outputs=[KEY])
+        )
+        super().__init__(RunKeyProvider(), resource_name, {KEY: None}, opts)
+
+
+# One RunKey per program run. The run is told apart by its resource monitor (the engine's
+# connection, or a test's mock): unit tests run many programs in one process.
+_keys: dict[int, tuple[Any, RunKey]] = {}
+
+
+def stack_run_key() -> pulumi.Output[str]:
+    """The run key of the stack being deployed (its resource is declared on first use)."""
+    from pulumi.runtime import settings
+
+    monitor = settings.SETTINGS.monitor
+    found = _keys.get(id(monitor))
+    if found is None or found[0] is not monitor:
+        found = _keys[id(monitor)] = (monitor, RunKey(RUN_KEY_RESOURCE_NAME))
+    # Secret by itself, not only because the engine marks the output secret.
+    return pulumi.Output.secret(found[1].key)

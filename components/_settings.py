@@ -1,0 +1,185 @@
+"""The provider's stack settings, read and checked in one place.
+
+``training:endpoint`` (where the Vertex AI API is), ``training:cancelTimeout`` and
+``training:retryDeadline`` are read by the program (to fail ``pulumi preview`` early, naming
+the key) and by the provider process (``configure``): both go through ``ProviderSettings``.
+Nothing here imports ``pulumi`` or the Vertex client.
+
+A URL may carry credentials (``http://user:token@host``, set as a secret): ``public_url``
+is the only form that may be shown, logged or written to outputs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from components._validation import Target
+
+__all__ = [
+    "DEFAULT_CANCEL_TIMEOUT",
+    "DEFAULT_RETRY_DEADLINE",
+    "ENDPOINT_KEY",
+    "Endpoint",
+    "ProviderSettings",
+    "SettingError",
+    "parse_endpoint",
+    "public_url",
+    "seconds_setting",
+    "target_for_endpoint",
+]
+
+ENDPOINT_KEY = "training:endpoint"
+CANCEL_TIMEOUT_KEY = "training:cancelTimeout"
+RETRY_DEADLINE_KEY = "training:retryDeadline"
+
+DEFAULT_CANCEL_TIMEOUT = 600.0
+"""Seconds ``delete`` (and a failed create) wait for a cancelled job to stop."""
+DEFAULT_RETRY_DEADLINE = 120.0
+"""Seconds an API call is retried on transient errors."""
+MAX_SETTING_SECONDS = 7 * 86400.0
+
+_LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+class SettingError(ValueError):
+    """A stack setting is malformed; the message names the key."""
+
+
+def public_url(url: str) -> str:
+    """``url`` without user name and password: the form that may be shown or stored.
+
+    Done on the text, so that it holds for URLs too malformed to parse.
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    cut = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    authority = rest[:cut]
+    if "@" not in authority:
+        return url
+    return f"{scheme}://{authority.rsplit('@', 1)[1]}{rest[cut:]}"
+
+
+def parse_endpoint(value: Any) -> str | None:
+    """``training:endpoint`` checked: None (Vertex AI) or ``http(s)://HOST[:PORT]``.
+
+    Raises ``SettingError`` naming the key; the message never shows credentials.
+    """
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise SettingError(f"{ENDPOINT_KEY}: expected a URL like http://127.0.0.1:8642")
+    shown = public_url(value)
+    if not value.startswith(("http://", "https://")):
+        raise SettingError(f"{ENDPOINT_KEY}: expected http(s)://HOST:PORT, got {shown!r}")
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError as exc:
+        raise SettingError(f"{ENDPOINT_KEY}: {shown!r} is not a valid URL ({exc})") from None
+    if not parts.hostname:
+        raise SettingError(f"{ENDPOINT_KEY}: {shown!r} names no host")
+    if port == 0:
+        raise SettingError(f"{ENDPOINT_KEY}: port 0 in {shown!r} is not a port to connect to")
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise SettingError(
+            f"{ENDPOINT_KEY}: {shown!r} has a path, query or fragment; give only http(s)://HOST:PORT"
+        )
+    return value
+
+
+def target_for_endpoint(endpoint: str | None) -> Target:
+    """``local`` for the emulator on this machine, ``vertex`` for everything else."""
+    if endpoint and endpoint.startswith("http://"):
+        try:
+            host = urlsplit(endpoint).hostname or ""
+        except ValueError:
+            return "vertex"
+        if host in _LOCAL_HOSTS or host.startswith("127."):
+            return "local"
+    return "vertex"
+
+
+def seconds_setting(value: Any, key: str, default: float) -> float:
+    """A setting in seconds: a finite number above zero, at most 7 days; unset → ``default``."""
+    if value is None or value == "":
+        return default
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise SettingError(f"{key}: expected a number of seconds, got {value!r}") from None
+    if not math.isfinite(number):
+        raise SettingError(f"{key}: expected a finite number of seconds, got {value!r}")
+    if number <= 0:
+        raise SettingError(f"{key}: must be greater than zero")
+    if number > MAX_SETTING_SECONDS:
+        raise SettingError(f"{key}: at most {MAX_SETTING_SECONDS:g} seconds (7 days)")
+    return number
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where the Vertex AI API is: an explicit endpoint or ``{region}-aiplatform.googleapis.com``."""
+
+    url: str | None = None
+
+    def api_endpoint(self, region: str) -> str:
+        return self.url.rstrip("/") if self.url else f"{region}-aiplatform.googleapis.com"
+
+    @property
+    def anonymous(self) -> bool:
+        # Never send Application Default Credentials over plain HTTP: an http:// endpoint is
+        # the local emulator (or a test double), which wants no credentials anyway.
+        return bool(self.url) and str(self.url).startswith("http://")
+
+    @property
+    def is_local(self) -> bool:
+        return target_for_endpoint(self.url) == "local"
+
+    @property
+    def target(self) -> Target:
+        return target_for_endpoint(self.url)
+
+    def scrub(self, text: str) -> str:
+        """``text`` with this endpoint's credentials (if its URL has any) taken out."""
+        if not self.url or "@" not in self.url:
+            return text
+        public = public_url(self.url)
+        userinfo = self.url.split("://", 1)[-1].rsplit("@", 1)[0]
+        return text.replace(self.url, public).replace(userinfo + "@", "")
+
+    def console_url(self, job_name: str, project: str, region: str) -> str:
+        """Where a person looks at the job (never with the endpoint's credentials)."""
+        job_id = job_name.rsplit("/", 1)[-1]
+        if self.url:
+            return f"{public_url(self.url).rstrip('/')}/v1/{job_name}"
+        return (
+            f"https://console.cloud.google.com/vertex-ai/locations/{region}"
+            f"/training/{job_id}/cpu?project={project}"
+        )
+
+
+@dataclass(frozen=True)
+class ProviderSettings:
+    """Everything the provider reads from the stack configuration."""
+
+    endpoint: Endpoint = field(default_factory=Endpoint)
+    cancel_timeout: float = DEFAULT_CANCEL_TIMEOUT
+    retry_deadline: float = DEFAULT_RETRY_DEADLINE
+
+    @classmethod
+    def read(cls, get: Callable[[str], Any]) -> ProviderSettings:
+        """Settings from ``get(full key)``; raises ``SettingError`` naming the bad key."""
+        return cls(
+            endpoint=Endpoint(parse_endpoint(get(ENDPOINT_KEY))),
+            cancel_timeout=seconds_setting(
+                get(CANCEL_TIMEOUT_KEY), CANCEL_TIMEOUT_KEY, DEFAULT_CANCEL_TIMEOUT
+            ),
+            retry_deadline=seconds_setting(
+                get(RETRY_DEADLINE_KEY), RETRY_DEADLINE_KEY, DEFAULT_RETRY_DEADLINE
+            ),
+        )
