@@ -27,6 +27,7 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
+from components._engine_watch import watch_engine
 from components._identity import IDENTITY_LABEL, RUN_LABEL, identity_label, run_hash
 from components._job_inputs import (
     DEFAULT_WAIT_TIMEOUT,
@@ -73,6 +74,9 @@ from components._pricing import cost_outputs
 from components._settings import DEFAULT_CANCEL_TIMEOUT, Endpoint, ProviderSettings
 
 PROVIDER_KEY = "__provider"
+
+# Inside the provider process: end it when the engine that started it is gone.
+watch_engine()
 _JOB_NAME = re.compile(r"^projects/([^/]+)/locations/([^/]+)/customJobs/([^/]+)$")
 
 __all__ = ["DEFAULT_CANCEL_TIMEOUT", "PROVIDER_KEY", "TrainingJobProvider"]

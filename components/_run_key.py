@@ -22,9 +22,14 @@ import pulumi
 import pulumi.dynamic
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider
 
+from components._engine_watch import watch_engine
+
 __all__ = ["KEY", "RUN_KEY_RESOURCE_NAME", "RunKey", "RunKeyProvider", "stack_run_key"]
 
 KEY = "key"
+
+# Inside the provider process: end it when the engine that started it is gone.
+watch_engine()
 RUN_KEY_RESOURCE_NAME = "training-run-key"
 
 

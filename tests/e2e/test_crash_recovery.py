@@ -51,12 +51,15 @@ def test_up_killed_after_submit_leaves_exactly_one_job(ws: Workspace, tmp_path: 
             assert up.poll() is None, "pulumi up ended before it could be killed"
         finally:
             kill_group(up)
-            # The engine runs each plugin in a process group of its own: the dynamic provider
-            # (still polling in create) outlives the CLI's group. Kill it too, as a crash would.
-            ws.kill_strays()
         assert up.returncode == -9
+        # The engine runs each plugin in a process group of its own, so the dynamic provider
+        # (still polling in create) and the language host outlive the CLI's group; they notice
+        # the engine is gone (their stdin pipe closes) and end by themselves.
+        wait_until(
+            lambda: not ws.stray_processes(), timeout=10, what="the plugins to end by themselves"
+        )
         killed_log = (tmp_path / "killed-up.log").read_text(errors="replace")
-        assert "creating" in killed_log and "created" not in killed_log
+        assert "train creating" in killed_log and "train created" not in killed_log
 
         # The killed run's lock blocks the next command, which names the way out.
         locked = ws.pulumi("up", "--yes", "--skip-preview", expect_failure=True).output

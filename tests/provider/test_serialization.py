@@ -208,3 +208,40 @@ def test_grpc_create_failure_names_the_job_and_hides_env_values(
     assert SECRET not in details
     (job,) = jobs_with_identity(sim, inputs["identity"])
     assert job.state.name == "JOB_STATE_CANCELLED"
+
+
+def _check_once(port: int) -> None:
+    """One Check call, which makes the host load (unpickle) the provider's module."""
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    grpc.channel_ready_future(channel).result(timeout=30)
+    inputs = {k: v for k, v in job_inputs().items() if v is not None}
+    inputs["__provider"] = serialize_provider(TrainingJobProvider())
+    provider_pb2_grpc.ResourceProviderStub(channel).Check(
+        provider_pb2.CheckRequest(urn=URN, olds=_struct({}), news=_struct(inputs))
+    )
+    channel.close()
+
+
+@pytest.mark.parametrize("engine_gone", [True, False])
+def test_provider_host_ends_when_the_engine_that_started_it_is_gone(engine_gone):
+    """The engine gives the host a pipe as stdin; its end of file means the engine is gone."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pulumi.dynamic", "127.0.0.1:1"],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        _check_once(int(proc.stdout.readline().decode().strip()))
+        if engine_gone:
+            proc.stdin.close()  # what the kernel does when the engine dies
+            assert proc.wait(timeout=10) == 0
+        else:
+            with pytest.raises(subprocess.TimeoutExpired):
+                proc.wait(timeout=2)  # an engine that is alive keeps its provider
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,12 +73,22 @@ func main() {
 		}
 	}
 
-	// Stop serving if the engine goes away without stopping us (e.g. it was killed).
+	// Stop serving if the engine goes away without stopping us (e.g. it was killed): at once when
+	// the pipe the engine gave us as stdin reaches end of file (only the engine holds its write
+	// end), else when the engine stops answering health checks.
 	stop := make(chan bool)
+	var stopOnce sync.Once
+	engineGone := func() { stopOnce.Do(func() { close(stop) }) }
+	if info, err := os.Stdin.Stat(); err == nil && info.Mode()&os.ModeNamedPipe != 0 {
+		go func() {
+			_, _ = io.Copy(io.Discard, os.Stdin)
+			engineGone()
+		}()
+	}
 	if h.engineAddress != "" {
-		ctx, engineGone := context.WithCancel(context.Background())
-		if err := rpcutil.Healthcheck(ctx, h.engineAddress, time.Minute, engineGone); err == nil {
-			go func() { <-ctx.Done(); close(stop) }()
+		ctx, cancel := context.WithCancel(context.Background())
+		if err := rpcutil.Healthcheck(ctx, h.engineAddress, time.Minute, cancel); err == nil {
+			go func() { <-ctx.Done(); engineGone() }()
 		}
 	}
 
