@@ -70,6 +70,16 @@ Duration = Annotated[
 ]
 
 
+def _holds_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, list):
+        return any(isinstance(v, str) and "\x00" in v for v in value)
+    if isinstance(value, dict):
+        return any(isinstance(v, str) and "\x00" in v for pair in value.items() for v in pair)
+    return False
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(
         alias_generator=to_camel,
@@ -79,6 +89,15 @@ class _Model(BaseModel):
         extra="forbid",
         str_strip_whitespace=True,
     )
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_nul_bytes(cls, value: Any) -> Any:
+        # A NUL byte is never part of a name, URI, path or argument; the OS and the API
+        # refuse it far from where it was written.
+        if _holds_nul(value):
+            raise ValueError("must not contain NUL bytes")
+        return value
 
 
 class EnvVar(_Model):

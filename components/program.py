@@ -58,13 +58,14 @@ def _load(job: JobConfig, seen: dict[Path, dict[str, Any]]) -> dict[str, Any]:
         return copy_document(seen[job.spec])
     try:
         loaded = load_spec_file(job.spec)
+        spec = resolve_local_paths(loaded.spec, job.spec.parent)
     except SpecError as exc:
         lines = [f"  {v}" for v in getattr(exc, "violations", ())]
         detail = "\n".join(["invalid spec:", *lines]) if lines else str(exc)
         raise ConfigError(f"{job.spec}: {detail}") from None
     for note in loaded.notes:
         pulumi.log.info(f"{job.spec.name}: {note}")
-    document: dict[str, Any] = resolve_local_paths(loaded.spec, job.spec.parent).to_document()
+    document: dict[str, Any] = spec.to_document()
     seen[job.spec] = copy_document(document)
     return document
 

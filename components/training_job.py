@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 import pulumi
 import pulumi.dynamic
 
-from components._errors import SpecError
+from components._errors import SpecError, SpecInvalidError
 from components._formats import load_spec_file
 from components._identity import identity_label
 from components._job_inputs import (
@@ -57,6 +57,7 @@ from components._run_key import stack_run_key
 from components._settings import SettingError, parse_endpoint, target_for_endpoint
 from components._spec import JobSpec
 from components._validation import Target
+from components._violations import Violation
 
 __all__ = [
     "SpecInput",
@@ -119,7 +120,8 @@ class PreparedSpec:
 
 T = TypeVar("T")
 
-_PLACEHOLDER = "\u0000pulumi-output-{}\u0000"
+# Private-use characters: no spec text holds them (and NUL bytes are refused by the model).
+_PLACEHOLDER = "\uf8ffpulumi-output-{}\uf8ff"
 
 
 def _swap_outputs(value: Any, found: dict[str, pulumi.Output[Any]]) -> Any:
@@ -148,21 +150,31 @@ def _restore(value: Any, lookup: Mapping[str, Any]) -> Any:
 def resolve_local_paths(spec: JobSpec, base: Path) -> JobSpec:
     """Make relative local package paths absolute, relative to ``base`` (the spec file's dir).
 
-    A spec file's local paths mean the same wherever ``pulumi`` is started from.
+    A spec file's local paths mean the same wherever ``pulumi`` is started from. Raises
+    ``SpecInvalidError`` naming a path that cannot be resolved (a symlink loop).
     """
     pools = []
-    for pool in spec.worker_pool_specs:
+    for index, pool in enumerate(spec.worker_pool_specs):
         package = pool.python_package_spec
         if package is not None and package.package_uris:
             uris = [
-                str((base / uri).resolve()) if "://" not in uri and not uri.startswith("/") else uri
-                for uri in package.package_uris
+                _resolved(base, uri, f"workerPoolSpecs[{index}].pythonPackageSpec.packageUris[{j}]")
+                for j, uri in enumerate(package.package_uris)
             ]
             pool = pool.model_copy(
                 update={"python_package_spec": package.model_copy(update={"package_uris": uris})}
             )
         pools.append(pool)
     return spec.model_copy(update={"worker_pool_specs": pools})
+
+
+def _resolved(base: Path, uri: str, path: str) -> str:
+    if "://" in uri or uri.startswith("/"):
+        return uri
+    try:
+        return str((base / uri).resolve())
+    except (OSError, RuntimeError, ValueError) as exc:  # RuntimeError: a symlink loop
+        raise SpecInvalidError([Violation(path, f"cannot be resolved: {exc}")]) from None
 
 
 def _invalid(origin: str, exc: SpecError) -> TrainingJobInputError:
@@ -188,7 +200,10 @@ def prepare_spec(spec: JobSpec | Mapping[str, Any] | str | os.PathLike[str]) -> 
             model = load_spec_file(path).spec
         except SpecError as exc:
             raise _invalid(str(path), exc) from None
-        model = resolve_local_paths(model, path.resolve().parent)
+        try:
+            model = resolve_local_paths(model, path.resolve().parent)
+        except SpecError as exc:
+            raise _invalid(str(path), exc) from None
         found = {}
     elif isinstance(spec, Mapping):
         found = {}

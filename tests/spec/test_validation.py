@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from components import Catalog, JobSpec, Violation, load_catalog_from, validate
+from components import Catalog, JobSpec, SpecInvalidError, Violation, load_catalog_from, validate
 from components._catalog import Accelerator, MachineType, Region, Zone
 from tests.spec.helpers import pool, spec
 
@@ -317,3 +317,27 @@ def test_zone_rule_with_tiny_catalog() -> None:
     [zone] = [v for v in validate(job, catalog=catalog, region="r") if v.rule == "zone"]
     assert zone.suggestion == "use one GPU type, or a region where one zone has them all: s"
     assert validate(job, catalog=catalog, region="s") == []
+
+
+@pytest.mark.parametrize(
+    ("document", "path"),
+    [
+        ({"displayName": "a\x00b"}, "displayName"),
+        ({"labels": {"team": "m\x00l"}}, "labels"),
+        (
+            {"workerPoolSpecs": [{"pythonPackageSpec": {"packageUris": ["gs://b/p\x00.tar.gz"]}}]},
+            "workerPoolSpecs[0].pythonPackageSpec.packageUris",
+        ),
+        (
+            {"workerPoolSpecs": [{"containerSpec": {"imageUri": "i", "env": {"A": "x\x00"}}}]},
+            "workerPoolSpecs[0].containerSpec.env",
+        ),
+        ({"baseOutputDirectory": "gs://b/o\x00ut"}, "baseOutputDirectory"),
+    ],
+)
+def test_nul_bytes_are_refused_at_their_field(document, path):
+    with pytest.raises(SpecInvalidError) as info:
+        JobSpec.parse(document)
+    assert [(v.path, v.reason) for v in info.value.violations] == [
+        (path, "must not contain NUL bytes")
+    ]
