@@ -317,6 +317,7 @@ def test_endpoint_credentials_never_reach_outputs_or_errors(sim):
     with_credentials = sim.endpoint.replace("http://", "http://deployer:s3cret-token@")
     provider = configured(with_credentials, cancelTimeout="20", retryDeadline="5")
     created = provider.create(_checked(provider, job_inputs()))
+    assert created.outs is not None
     assert "s3cret-token" not in json.dumps(created.outs)
     assert created.outs["status"]["console_url"] == f"{sim.endpoint}/v1/{created.id}"
     sim.set_faults(unavailable_rate=1.0)
