@@ -45,6 +45,13 @@ def _count(text: str) -> int:
     return value
 
 
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     parser = argparse.ArgumentParser(prog="python -m emulator", description=__doc__)
@@ -76,6 +83,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="time between SIGTERM and SIGKILL when stopping a replica",
     )
     serve.add_argument("--max-running-jobs", type=int, default=4)
+    serve.add_argument(
+        "--max-unpacked-mb",
+        type=_positive_int,
+        default=config.DEFAULT_MAX_UNPACKED_MB,
+        metavar="MB",
+        help="the most one package (wheel, sdist, zip or directory) may unpack or copy into a job "
+        f"(default {config.DEFAULT_MAX_UNPACKED_MB}); archive headers are checked before anything "
+        "is extracted",
+    )
     serve.add_argument(
         "--no-project-validation",
         action="store_true",
@@ -165,6 +181,7 @@ def _serve(args: argparse.Namespace, argv: list[str]) -> int:
         simulate_pending_seconds=args.simulate_pending_seconds,
         simulate_run_seconds=args.simulate_run_seconds,
         simulate_cancel_seconds=args.simulate_cancel_seconds,
+        max_unpacked_mb=args.max_unpacked_mb,
     )
     faults = config.Faults(args.fault_seed)
     try:
@@ -310,15 +327,20 @@ def _jobs(args: argparse.Namespace) -> int:
             (
                 job_id,
                 protos.state_name(job.state).removeprefix("JOB_STATE_"),
-                job.display_name,
+                _terminal_safe(job.display_name),
                 created,
-                error,
+                _terminal_safe(error),
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
     return 0
+
+
+def _terminal_safe(text: str) -> str:
+    # Display names come from API clients: escape sequences in them must not reach the terminal.
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
 
 
 def _logs(args: argparse.Namespace) -> int:

@@ -62,7 +62,10 @@ def plan_replicas(job: Any) -> list[ReplicaPlan]:
 
 def gpus_per_replica(pool: Any) -> int:
     """GPUs one replica of ``pool`` asks for (TPUs are not GPUs and are not emulated)."""
-    name = aip.AcceleratorType(pool.machine_spec.accelerator_type).name
+    try:
+        name = aip.AcceleratorType(pool.machine_spec.accelerator_type).name
+    except ValueError:  # a number no AcceleratorType has (refused at create since)
+        return 0
     return int(pool.machine_spec.accelerator_count) if name.startswith("NVIDIA") else 0
 
 

@@ -12,6 +12,7 @@ from typing import Any
 MODES = ("execute", "simulate")
 GPU_MODES = ("auto", "ignore")
 DROP_MODES = ("close", "503")
+DEFAULT_MAX_UNPACKED_MB = 512
 
 
 @dataclass
@@ -30,6 +31,8 @@ class Settings:
     simulate_run_seconds: float = 5.0
     simulate_cancel_seconds: float = 0.2
     python: str = sys.executable
+    # The most one package (archive or directory) may unpack or copy into a job, in MiB.
+    max_unpacked_mb: int = DEFAULT_MAX_UNPACKED_MB
 
 
 @dataclass

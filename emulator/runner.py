@@ -329,6 +329,9 @@ class _JobWorker(threading.Thread):
                 self._run()
             finally:
                 self.runner.release_slot()
+        except _JobFailure as failure:  # e.g. a replica restarted by maintenance cannot start
+            self._stop_all_replicas("failed")
+            self.runner.finish(self.job_id, S.JOB_STATE_FAILED, (failure.code, failure.message))
         except Exception as exc:
             log.exception("job %s: internal error", self.job_id)
             self._stop_all_replicas("failed")
@@ -375,7 +378,12 @@ class _JobWorker(threading.Thread):
         for plan in plans:
             restarts = previous[plan.name] + 1 if self.relaunch and plan.name in previous else 0
             note = "relaunched after an emulator restart" if self.relaunch else "starting"
-            self._start(plan, restarts, note)
+            try:
+                self._start(plan, restarts, note)
+            except _JobFailure as failure:
+                self._stop_all_replicas("failed")
+                self.runner.finish(self.job_id, S.JOB_STATE_FAILED, (failure.code, failure.message))
+                return
         self.accepting.set()
         self._monitor(job)
 
@@ -407,6 +415,7 @@ class _JobWorker(threading.Thread):
             if problem is not None:
                 raise _JobFailure(errors.RPC_RESOURCE_EXHAUSTED, problem)
         sites: dict[tuple[str, ...], Path] = {}
+        limits = packages.Limits(max_bytes=self.settings.max_unpacked_mb * 1024 * 1024)
         for i, pool in enumerate(pools):
             if pool.WhichOneof("task") != "python_package_spec":
                 continue
@@ -416,11 +425,15 @@ class _JobWorker(threading.Thread):
             site = self.job_dir / f"site-{len(sites)}"
             shutil.rmtree(site, ignore_errors=True)
             try:
-                paths = [packages.resolve_uri(u, self.settings.state_dir) for u in uris]
-                for path in paths:
-                    packages.check_allowed(path, self.settings.allow_roots)
-                packages.install(paths, site)
+                # Checked again here, right before reading: the file system may have changed
+                # since the create (a symlink planted after it).
+                paths = [
+                    packages.resolve_package(u, self.settings.state_dir, self.settings.allow_roots)
+                    for u in uris
+                ]
+                packages.install(paths, site, roots=self.settings.allow_roots, limits=limits)
             except (packages.PackageError, OSError) as exc:
+                shutil.rmtree(site, ignore_errors=True)
                 raise _JobFailure(
                     errors.RPC_INVALID_ARGUMENT,
                     f"Installing the packages of worker pool {i} failed: {exc}",
@@ -429,9 +442,13 @@ class _JobWorker(threading.Thread):
         output_dir: str | None = None
         prefix = job.job_spec.base_output_directory.output_uri_prefix
         if prefix:
-            local = packages.gcs_to_local(prefix, self.settings.state_dir)
-            local.mkdir(parents=True, exist_ok=True)
-            output_dir = str(local)
+            try:
+                output_dir = str(packages.prepare_output_dir(prefix, self.settings.state_dir))
+            except (packages.PackageError, OSError) as exc:
+                raise _JobFailure(
+                    errors.RPC_INVALID_ARGUMENT,
+                    f"base_output_directory.output_uri_prefix {prefix}: {exc}",
+                ) from None
         for plan in plans:
             pool = pools[plan.pool]
             env = {k: os.environ[k] for k in _PASSTHROUGH_ENV if k in os.environ}
@@ -475,11 +492,20 @@ class _JobWorker(threading.Thread):
             if key not in _PASSTHROUGH_ENV:
                 cmd += ["-e", key]
         if output_dir is not None:
+            if ":" in output_dir or "," in output_dir:
+                # `-v SRC:DST` splits at ':'; the create check sees only the URI, not where an
+                # in-root symlink made it point.
+                raise _JobFailure(
+                    errors.RPC_INVALID_ARGUMENT,
+                    f"The output directory {output_dir} holds ':' or ',', which docker -v "
+                    "cannot mount.",
+                )
             cmd += ["-v", f"{output_dir}:{output_dir}"]
         if plan.gpus:
             cmd += ["--gpus", "device=" + ",".join(map(str, plan.gpus))]
         if cs.command:
-            cmd += ["--entrypoint", cs.command[0], cs.image_uri, *cs.command[1:], *cs.args]
+            # One argument, so that a command starting with '-' cannot read as a docker flag.
+            cmd += [f"--entrypoint={cs.command[0]}", cs.image_uri, *cs.command[1:], *cs.args]
         else:
             cmd += [cs.image_uri, *cs.args]
         return cmd
@@ -496,15 +522,27 @@ class _JobWorker(threading.Thread):
         logf.write(f"[emulator] {note} {plan.name} (restart {restarts}): {shown} ...\n".encode())
         logf.flush()
         container = cmd[cmd.index("--name") + 1] if cmd[0] == "docker" else None
-        proc = subprocess.Popen(
-            cmd,
-            cwd=workdir,
-            env=self.envs[plan.name],
-            stdin=subprocess.DEVNULL,
-            stdout=logf,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        try:
+            proc = subprocess.Popen(
+                cmd,
+                cwd=workdir,
+                env=self.envs[plan.name],
+                stdin=subprocess.DEVNULL,
+                stdout=logf,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except (OSError, ValueError) as exc:
+            # E2BIG: arguments plus environment (CLUSTER_SPEC holds the whole job spec) are over
+            # the OS limits; ENOENT: no such interpreter or docker. The job's doing, not ours.
+            logf.write(f"[emulator] could not start {plan.name}: {exc}\n".encode())
+            logf.close()
+            raise _JobFailure(
+                errors.RPC_INVALID_ARGUMENT,
+                f"The replica {plan.name} could not be started: {exc}. Arguments and "
+                "environment of a replica (its job spec included, in CLUSTER_SPEC and "
+                "TF_CONFIG) must fit the operating system's limits.",
+            ) from None
         record = Replica(
             job_id=self.job_id,
             replica=plan.name,
