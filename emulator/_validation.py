@@ -1,11 +1,15 @@
 """Server-side validation of a CustomJob at create time.
 
-Two layers, both answered as 400 INVALID_ARGUMENT:
+Layers, all answered as 400 INVALID_ARGUMENT:
 
 1. Vertex's own basic rules, enforced here whatever else is installed (display name, worker pools,
-   replica counts, one task kind per pool, accelerator type/count pairing, label syntax, ...).
-2. The project's validator (``components.JobSpec`` + ``components.validate``), imported lazily so
-   the service starts and works even when that package is absent or older than the contract.
+   replica counts, one task kind per pool, accelerator type/count pairing, label syntax, ...), and
+   the emulator's rules for every string that becomes a process argument or environment variable
+   (no NUL, a module name that is one, a container image that is not a docker flag).
+2. (In ``server``: package and output paths, which need the service's settings.)
+3. The project's validator (``components.JobSpec`` + ``components.validate``), imported lazily so
+   the service starts and works even when that package is absent or older than the contract. A
+   crash in it is answered as a 400 naming the validator, never as a 500.
 
 Messages never contain environment variable values: every value of every pool's ``env`` is
 replaced by ``<redacted>`` before a message leaves this module.
@@ -16,8 +20,10 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import json
 import logging
 import re
+import traceback
 from typing import Any
 
 from google.cloud.aiplatform_v1 import types as aip
@@ -26,10 +32,18 @@ from emulator import errors
 
 log = logging.getLogger("emulator.validation")
 
-_LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
-_LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Used with fullmatch: `$` would also match before a trailing newline.
+_LABEL_KEY = re.compile(r"[a-z][a-z0-9_-]{0,62}")
+_LABEL_VALUE = re.compile(r"[a-z0-9_-]{0,63}")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A docker image reference as `docker run` takes it; above all it must not start with '-', or
+# docker would read it as one of its own flags.
+_IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]*")
 MAX_POOLS = 4
+_ACCELERATOR_NUMBERS = frozenset(int(v) for v in aip.AcceleratorType.__members__.values())
+MAX_DISPLAY_NAME = 128
+MAX_LABELS = 64
+MAX_MODULE_NAME = 1000
 
 
 def _pool_is_empty(pool: Any) -> bool:
@@ -42,8 +56,17 @@ def vertex_rule_violations(job: Any) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     if not job.display_name.strip():
         found.append(("custom_job.display_name", "Required field is not set"))
+    elif len(job.display_name) > MAX_DISPLAY_NAME:
+        found.append(
+            (
+                "custom_job.display_name",
+                f"The display name may have at most {MAX_DISPLAY_NAME} characters",
+            )
+        )
+    if len(job.labels) > MAX_LABELS:
+        found.append(("custom_job.labels", f"At most {MAX_LABELS} labels are allowed"))
     for key, value in job.labels.items():
-        if not _LABEL_KEY.match(key):
+        if not _LABEL_KEY.fullmatch(key):
             found.append(
                 (
                     f"custom_job.labels[{key!r}]",
@@ -51,7 +74,7 @@ def vertex_rule_violations(job: Any) -> list[tuple[str, str]]:
                     "letters, digits, '_' or '-' (at most 63 characters)",
                 )
             )
-        elif not _LABEL_VALUE.match(value):
+        elif not _LABEL_VALUE.fullmatch(value):
             found.append(
                 (
                     f"custom_job.labels[{key!r}]",
@@ -110,6 +133,14 @@ def vertex_rule_violations(job: Any) -> list[tuple[str, str]]:
         ms = pool.machine_spec
         if not ms.machine_type:
             found.append((f"{path}.machine_spec.machine_type", "Required field is not set"))
+        if ms.accelerator_type not in _ACCELERATOR_NUMBERS:
+            # JSON may carry any number for an enum; the protobuf runtime keeps unknown ones.
+            found.append(
+                (
+                    f"{path}.machine_spec.accelerator_type",
+                    f"unknown accelerator type {ms.accelerator_type}",
+                )
+            )
         has_type = ms.accelerator_type != aip.AcceleratorType.ACCELERATOR_TYPE_UNSPECIFIED
         if has_type != (ms.accelerator_count > 0):
             found.append(
@@ -118,7 +149,7 @@ def vertex_rule_violations(job: Any) -> list[tuple[str, str]]:
                     "Both accelerator_type and accelerator_count should be specified or none",
                 )
             )
-    if spec.scheduling.timeout.seconds < 0:
+    if spec.scheduling.timeout.seconds < 0 or spec.scheduling.timeout.nanos < 0:
         found.append(("custom_job.job_spec.scheduling.timeout", "timeout must not be negative"))
     prefix = spec.base_output_directory.output_uri_prefix
     if spec.HasField("base_output_directory") and not prefix.startswith("gs://"):
@@ -131,11 +162,76 @@ def vertex_rule_violations(job: Any) -> list[tuple[str, str]]:
     return found
 
 
+def _nul(value: str) -> bool:
+    return "\x00" in value
+
+
+def process_rule_violations(job: Any) -> list[tuple[str, str]]:
+    """(field path, message) for each string that could not reach a replica's process as sent.
+
+    Arguments and environment values cannot hold NUL (the OS call would fail when the job runs);
+    a python_module must be a dotted module name (it follows ``python -m``); a container image
+    must look like an image reference (it follows ``docker run`` flags). Messages never quote an
+    environment value.
+    """
+    found: list[tuple[str, str]] = []
+    for i, pool in enumerate(job.job_spec.worker_pool_specs):
+        path = f"custom_job.job_spec.worker_pool_specs[{i}]"
+        task = pool.WhichOneof("task")
+        if task == "python_package_spec":
+            pps = pool.python_package_spec
+            base = f"{path}.python_package_spec"
+            module = pps.python_module
+            if module and (
+                len(module) > MAX_MODULE_NAME
+                or not all(part.isidentifier() for part in module.split("."))
+            ):
+                found.append(
+                    (
+                        f"{base}.python_module",
+                        "must be a Python module name such as trainer.task",
+                    )
+                )
+            found.extend(_list_violations(pps.args, f"{base}.args"))
+            found.extend(_env_value_violations(pps.env, f"{base}.env"))
+        elif task == "container_spec":
+            cs = pool.container_spec
+            base = f"{path}.container_spec"
+            if cs.image_uri and not _IMAGE.fullmatch(cs.image_uri):
+                found.append(
+                    (
+                        f"{base}.image_uri",
+                        "must be a container image reference such as "
+                        "us-docker.pkg.dev/project/repo/image:tag",
+                    )
+                )
+            found.extend(_list_violations(cs.command, f"{base}.command"))
+            found.extend(_list_violations(cs.args, f"{base}.args"))
+            found.extend(_env_value_violations(cs.env, f"{base}.env"))
+    return found
+
+
+def _list_violations(values: Any, path: str) -> list[tuple[str, str]]:
+    return [
+        (f"{path}[{j}]", "must not contain a NUL character")
+        for j, value in enumerate(values)
+        if _nul(value)
+    ]
+
+
+def _env_value_violations(env: Any, path: str) -> list[tuple[str, str]]:
+    return [
+        (f"{path}[{j}].value", "must not contain a NUL character")
+        for j, var in enumerate(env)
+        if _nul(var.value)
+    ]
+
+
 def _env_violations(env: Any, path: str) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     seen: set[str] = set()
     for j, var in enumerate(env):
-        if not _ENV_NAME.match(var.name):
+        if not _ENV_NAME.fullmatch(var.name):
             found.append((f"{path}[{j}].name", "must be a valid environment variable name"))
         elif var.name in seen:
             found.append((f"{path}[{j}].name", f"duplicate environment variable {var.name}"))
@@ -154,9 +250,17 @@ def env_values(job: Any) -> list[str]:
 
 
 def redact(message: str, secrets: list[str]) -> str:
-    """Replace each secret in ``message`` by ``<redacted>`` (longest first, so none leaks)."""
-    for value in sorted(set(secrets), key=len, reverse=True):
-        message = message.replace(value, "<redacted>")
+    """Replace each secret in ``message`` by ``<redacted>`` (longest first, so none leaks).
+
+    Also the escaped forms Python's repr and JSON give a secret: validators quote bad input that
+    way (``input_value='a\\nb'``).
+    """
+    forms = {
+        form for value in secrets for form in (value, repr(value)[1:-1], json.dumps(value)[1:-1])
+    }
+    for value in sorted(forms, key=len, reverse=True):
+        if value:
+            message = message.replace(value, "<redacted>")
     return message
 
 
@@ -182,6 +286,10 @@ def project_violations(job: Any, project: str, region: str) -> list[str]:
         spec = job_spec_cls.from_custom_job(wrapped, project=project, region=region)
     except spec_error as exc:
         return [str(exc)]
+    except ValueError as exc:
+        # The contract names SpecError, but any ValueError (pydantic's ValidationError is one)
+        # says the same: the job does not make a valid spec.
+        return [_one_line(exc)]
     kwargs: dict[str, Any] = {}
     if _takes_target(validate):
         # The emulator runs packages from local paths, which Vertex itself would refuse.
@@ -191,17 +299,43 @@ def project_violations(job: Any, project: str, region: str) -> list[str]:
     return [str(v) for v in found if getattr(v, "severity", "error") != "warning"]
 
 
+def _one_line(exc: Exception) -> str:
+    lines = [ln.strip() for ln in str(exc).splitlines()]
+    return " ".join(ln for ln in lines if ln and not ln.startswith("For further information"))
+
+
 @functools.lru_cache(maxsize=4)
 def _takes_target(validate: Any) -> bool:
     # inspect.signature costs ~2 ms: once per validator function, not once per request.
     return "target" in inspect.signature(validate).parameters
 
 
-def check_create(job: Any, *, project: str, region: str, use_project_validator: bool) -> None:
-    """Raise 400 INVALID_ARGUMENT listing every problem with ``job``; return when it is valid."""
-    problems = [f"Field: {path}; Message: {msg}." for path, msg in vertex_rule_violations(job)]
-    if not problems and use_project_validator:
-        problems = [f"Message: {v}." for v in project_violations(job, project, region)]
+def _raise_if_any(job: Any, problems: list[str]) -> None:
     if problems:
         listed = " ".join(f"{i}.{p}" for i, p in enumerate(problems, start=1))
         raise errors.invalid_argument(redact(f"List of found errors: {listed}", env_values(job)))
+
+
+def check_service_rules(job: Any) -> None:
+    """Raise 400 INVALID_ARGUMENT listing every Vertex and process rule ``job`` breaks."""
+    found = vertex_rule_violations(job) + process_rule_violations(job)
+    _raise_if_any(job, [f"Field: {path}; Message: {msg}." for path, msg in found])
+
+
+def check_project_rules(job: Any, *, project: str, region: str) -> None:
+    """Raise 400 INVALID_ARGUMENT listing the project validator's errors about ``job``.
+
+    The validator is the project's code, run on whatever a client sent: if it crashes, the job is
+    refused with a message naming the crash (logged with its traceback), not answered with a 500.
+    """
+    try:
+        found = project_violations(job, project, region)
+    except Exception as exc:
+        # The traceback may quote the job (environment values included): redacted like messages.
+        trace = redact(traceback.format_exc(), env_values(job))
+        log.error("the project's validator failed on a create request:\n%s", trace)
+        found = [
+            f"the project's validator (components.validate) could not check this job "
+            f"({type(exc).__name__}); start the emulator with --no-project-validation to skip it"
+        ]
+    _raise_if_any(job, [f"Message: {v}." for v in found])

@@ -13,7 +13,9 @@ Supported (as Vertex documents for custom jobs):
   as in AIP-160, OR binds tighter than AND.
 
 Values are bare words or double-quoted strings. A malformed filter raises ``ValueError`` with a
-message that names the offending part; the service turns it into 400 INVALID_ARGUMENT.
+message that names the offending part; the service turns it into 400 INVALID_ARGUMENT. So does a
+filter longer than :data:`MAX_FILTER_LENGTH` characters or nested deeper than :data:`MAX_DEPTH`
+levels (parentheses, ``NOT`` and ``-``): the parser is recursive, and Python's stack is not.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ from typing import Any
 from emulator import protos
 
 Predicate = Callable[[Any], bool]
+
+MAX_FILTER_LENGTH = 8192
+MAX_DEPTH = 32
 
 _TOKEN = re.compile(
     r"""\s*(?:
@@ -160,6 +165,15 @@ class _Parser:
     def __init__(self, toks: list[_Tok]) -> None:
         self.toks = toks
         self.i = 0
+        self.depth = 0
+
+    def enter(self, tok: _Tok) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise ValueError(
+                f"filter: nested more than {MAX_DEPTH} levels deep (parentheses, NOT and '-') "
+                f"at {tok.pos}"
+            )
 
     def peek(self) -> _Tok | None:
         return self.toks[self.i] if self.i < len(self.toks) else None
@@ -198,17 +212,21 @@ class _Parser:
         tok = self.peek()
         if tok is not None and tok.kind in ("NOT", "minus"):
             self.take()
+            self.enter(tok)
             inner = self.unary()
+            self.depth -= 1
             return lambda job: not inner(job)
         return self.primary()
 
     def primary(self) -> Predicate:
         tok = self.take("a comparison such as labels.team=vision")
         if tok.kind == "lparen":
+            self.enter(tok)
             inner = self.and_expr()
             close = self.take("')'")
             if close.kind != "rparen":
                 raise ValueError(f"filter: expected ')' at {close.pos}")
+            self.depth -= 1
             return inner
         if tok.kind != "word":
             raise ValueError(f"filter: expected a field name at {tok.pos}, got {tok.text!r}")
@@ -223,6 +241,10 @@ class _Parser:
 
 def compile_filter(text: str) -> Predicate:
     """Compile a filter string into a predicate over CustomJob protos (empty: match all)."""
+    if len(text) > MAX_FILTER_LENGTH:
+        raise ValueError(
+            f"filter: at most {MAX_FILTER_LENGTH} characters are supported (got {len(text)})"
+        )
     if not text.strip():
         return lambda job: True
     return _Parser(_tokenize(text)).parse()

@@ -32,6 +32,7 @@ TERMINAL_STATES = frozenset(
 STATE_NUMBERS: dict[str, int] = {name: int(v) for name, v in JobState.__members__.items()}
 
 _CUSTOM_JOB_PB: Any = type(aip.CustomJob.pb(aip.CustomJob()))
+_TOO_DEEP = "Invalid JSON payload received. The JSON is nested too deeply."
 
 
 def new_job_pb() -> Any:
@@ -40,18 +41,43 @@ def new_job_pb() -> Any:
 
 
 def parse_job(text: str | bytes) -> Any:
-    """Parse CustomJob JSON as sent by a client; unknown fields are an INVALID_ARGUMENT."""
+    """Parse CustomJob JSON as sent by a client; unknown fields are an INVALID_ARGUMENT.
+
+    So is JSON nested deeper than Python's recursion limit (about 1000 levels; a CustomJob needs
+    fewer than 10): RecursionError is not a ValueError and would otherwise be a 500.
+    """
     try:
         data = json.loads(text or b"{}")
     except ValueError as exc:
         raise errors.invalid_argument(f"Invalid JSON payload received. {exc}") from None
+    except RecursionError:
+        raise errors.invalid_argument(_TOO_DEEP) from None
     if not isinstance(data, dict):
         raise errors.invalid_argument("Invalid JSON payload received. Expected a CustomJob object.")
+    try:
+        # JSON may escape half a surrogate pair (\ud800), which no UTF-8 string can hold; the
+        # protobuf runtime fails on such a string with a SystemError, so refuse it first.
+        json.dumps(data, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        raise errors.invalid_argument(
+            "Invalid JSON payload received. A string holds an unpaired surrogate (\\ud800 to "
+            "\\udfff), which is not valid Unicode."
+        ) from None
+    except RecursionError:
+        raise errors.invalid_argument(_TOO_DEEP) from None
     msg = new_job_pb()
     try:
         json_format.ParseDict(data, msg, ignore_unknown_fields=False)
     except json_format.ParseError as exc:
         raise errors.invalid_argument(f"Invalid JSON payload received. {exc}") from None
+    except RecursionError:
+        raise errors.invalid_argument(_TOO_DEEP) from None
+    except Exception as exc:
+        # The protobuf runtime on a payload it did not expect (a string where a message belongs,
+        # say) may raise anything; it is still the payload that is wrong.
+        raise errors.invalid_argument(
+            f"Invalid JSON payload received. It does not fit a CustomJob ({type(exc).__name__})."
+        ) from None
     return msg
 
 

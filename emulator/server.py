@@ -12,11 +12,19 @@ Routes (``{p}``/``{l}`` are any project and location):
   ``POST /emulator/v1/jobs/{id}:maintenance``, ``GET /emulator/v1/jobs/{id}/replicas``
 
 Responses use the enum encoding the client asks for in ``$alt`` (``json;enum-encoding=int``).
+
+Hostile input is answered with a 4xx naming what is wrong, never a 500: bodies must arrive whole
+within :data:`BODY_TIMEOUT_SECONDS` and hold at most :data:`MAX_BODY` bytes of JSON (too deep a
+nesting is a 400), project and location must look like IDs, page tokens are signed with a key kept
+in the database (a token this service did not issue is a 400), and HTTP-level errors of
+``http.server`` itself (bad request line, unknown method) come back as the same JSON errors.
 """
 
 from __future__ import annotations
 
-import base64
+import contextlib
+import hashlib
+import hmac
 import json
 import logging
 import os
@@ -25,6 +33,7 @@ import signal
 import socket
 import threading
 import time
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -41,6 +50,11 @@ SERVER_FILE = "server.json"
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
 MAX_BODY = 10 * 1024 * 1024
+# A body announced by Content-Length must arrive within this time, or the request is a 400.
+BODY_TIMEOUT_SECONDS = 10.0
+# Replicas of one job in execute mode: each is a real process on this machine.
+MAX_LOCAL_REPLICAS = 32
+_TOKEN_KEY = "page-token-key"
 
 _SEG = r"[^/:]+"
 _JOBS = re.compile(rf"^/v1/projects/(?P<p>{_SEG})/locations/(?P<l>{_SEG})/customJobs$")
@@ -53,7 +67,14 @@ _OP = re.compile(
     rf"(?:/customJobs/{_SEG})?/operations/{_SEG})(?P<verb>:wait)?$"
 )
 _ADMIN_JOB = re.compile(rf"^/emulator/v1/jobs/(?P<id>{_SEG})(?P<rest>:maintenance|/replicas)$")
-_NUMERIC = re.compile(r"^[0-9]+$")
+# Used with fullmatch: `$` would also match before a trailing newline.
+_NUMERIC = re.compile(r"[0-9]{1,19}")
+_RUN_MS = re.compile(r"[0-9]{1,12}")
+# Project IDs and numbers, and location names: they end up in job names, replica environments and
+# messages, so anything else (`..`, control characters, 300 characters) is refused.
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
+_TOKEN = re.compile(r"(?P<seq>[0-9]{1,19})\.(?P<scope>[0-9a-f]{16})\.(?P<mac>[0-9a-f]{32})")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class Service:
@@ -63,6 +84,7 @@ class Service:
         self.settings = settings
         self.faults = faults
         self.store = Store(settings.state_dir)
+        self._token_key = self.store.secret_key(_TOKEN_KEY)
         self.runner = runner.Runner(settings, self.store)
         self.httpd = _HTTPServer((host, port), _Handler)
         self.httpd.service = self
@@ -132,13 +154,13 @@ class Service:
             "web_access_uris",
         ):
             job.ClearField(output_only)
-        _validation.check_create(
-            job,
-            project=project,
-            region=location,
-            use_project_validator=self.settings.project_validation,
-        )
+        _check_ids(project, location)
+        # The emulator's own rules come before the project's validator: they guard what reaches
+        # paths and processes, and must hold whatever that validator does with hostile input.
+        _validation.check_service_rules(job)
         self._check_local_rules(job)
+        if self.settings.project_validation:
+            _validation.check_project_rules(job, project=project, region=location)
         job_id = self.store.new_job_id()
         job.name = f"projects/{project}/locations/{location}/customJobs/{job_id}"
         protos.set_state(job, protos.JobState.JOB_STATE_QUEUED)
@@ -148,14 +170,20 @@ class Service:
         return job
 
     def _check_local_rules(self, job: Any) -> None:
-        """Emulator-specific checks: package locations and simulate-mode labels."""
+        """Emulator-specific checks: package and output paths, replica count, simulate labels.
+
+        Paths are resolved (symlinks followed) and must stay under their root: a package under an
+        allowed root (``<state-dir>/gcs`` for gs://), an output directory and its model/,
+        checkpoints/ and logs/ under ``<state-dir>/gcs``. The runner checks again before it reads
+        or writes anything, since the file system may change in between.
+        """
         secrets = _validation.env_values(job)
+        state_dir = self.settings.state_dir
         for i, pool in enumerate(job.job_spec.worker_pool_specs):
             for j, uri in enumerate(pool.python_package_spec.package_uris):
                 field = f"job_spec.worker_pool_specs[{i}].python_package_spec.package_uris[{j}]"
                 try:
-                    path = packages.resolve_uri(uri, self.settings.state_dir)
-                    packages.check_allowed(path, self.settings.allow_roots, follow_symlinks=False)
+                    packages.resolve_package(uri, state_dir, self.settings.allow_roots)
                 except packages.PackageError as exc:
                     raise errors.invalid_argument(
                         _validation.redact(f"{field}: {exc}", secrets)
@@ -163,25 +191,45 @@ class Service:
         prefix = job.job_spec.base_output_directory.output_uri_prefix
         if prefix:
             try:
-                packages.gcs_to_local(prefix, self.settings.state_dir)
+                packages.output_dirs(prefix, state_dir)
             except packages.PackageError as exc:
                 raise errors.invalid_argument(
-                    f"job_spec.base_output_directory.output_uri_prefix: {exc}"
+                    _validation.redact(
+                        f"job_spec.base_output_directory.output_uri_prefix: {exc}", secrets
+                    )
                 ) from None
+            if ":" in prefix[len("gs://") :] and any(
+                p.WhichOneof("task") == "container_spec" for p in job.job_spec.worker_pool_specs
+            ):
+                # docker -v SRC:DST splits at ':', so the mount would name another directory.
+                raise errors.invalid_argument(
+                    "job_spec.base_output_directory.output_uri_prefix: ':' in the path is not "
+                    "supported for container_spec pools (docker -v would split at it)"
+                )
+        if self.settings.mode == "execute":
+            replicas = sum(
+                p.replica_count for p in job.job_spec.worker_pool_specs if p.ByteSize() > 0
+            )
+            if replicas > MAX_LOCAL_REPLICAS:
+                raise errors.invalid_argument(
+                    f"job_spec.worker_pool_specs: {replicas} replicas in total; the emulator runs "
+                    f"at most {MAX_LOCAL_REPLICAS} processes for one job on this machine"
+                )
         outcome = job.labels.get(runner.OUTCOME_LABEL)
         if outcome is not None and outcome not in runner.OUTCOMES:
             raise errors.invalid_argument(
                 f"labels.{runner.OUTCOME_LABEL}: expected one of {list(runner.OUTCOMES)}"
             )
         run_ms = job.labels.get(runner.RUN_MS_LABEL)
-        if run_ms is not None and not _NUMERIC.match(run_ms):
+        if run_ms is not None and not _RUN_MS.fullmatch(run_ms):
             raise errors.invalid_argument(
                 f"labels.{runner.RUN_MS_LABEL}: expected a whole number of milliseconds"
             )
 
     def get_job(self, project: str, location: str, job_id: str) -> Any:
         """The job, or 404."""
-        job = self.store.get_job(job_id) if _NUMERIC.match(job_id) else None
+        _check_ids(project, location)
+        job = self.store.get_job(job_id) if _NUMERIC.fullmatch(job_id) else None
         name = f"projects/{project}/locations/{location}/customJobs/{job_id}"
         if job is None or job.name != name:
             raise errors.not_found(f'The CustomJob "{name}" does not exist.')
@@ -189,6 +237,7 @@ class Service:
 
     def list_jobs(self, project: str, location: str, query: dict[str, str]) -> dict[str, Any]:
         """One page of jobs matching ``filter``; the page token encodes where to resume."""
+        _check_ids(project, location)
         text = query.get("filter", "")
         try:
             match = filters.compile_filter(text)
@@ -201,8 +250,8 @@ class Service:
         if size < 0:
             raise errors.invalid_argument("pageSize: must not be negative")
         size = min(size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
-        after = _decode_token(query.get("pageToken", ""), text)
         parent = f"projects/{project}/locations/{location}"
+        after = self._decode_token(query.get("pageToken", ""), parent, text)
         page: list[Any] = []
         next_token = ""
         last_seq = after
@@ -210,7 +259,7 @@ class Service:
             if not match(job):
                 continue
             if len(page) == size:
-                next_token = _encode_token(last_seq, text)
+                next_token = self._encode_token(last_seq, parent, text)
                 break
             page.append(job)
             last_seq = seq
@@ -257,27 +306,55 @@ class Service:
         """The operation's JSON, or 404."""
         op_json = self.store.get_operation(name)
         if op_json is None:
-            raise errors.not_found(f'The Operation "{name}" does not exist.')
+            raise errors.not_found(f'The Operation "{_printable(name)}" does not exist.')
         return op_json
 
+    # -- page tokens ----------------------------------------------------------------------------
+    #
+    # `<seq>.<scope>.<mac>`: the last job sequence number of the page, a hash of the parent and
+    # filter the token belongs to, and an HMAC of both under a key kept in the database. Only
+    # tokens this service issued verify, so a client cannot hand SQLite a number it cannot bind.
 
-def _encode_token(seq: int, filter_text: str) -> str:
-    raw = json.dumps({"after": seq, "filter": filter_text}).encode()
-    return base64.urlsafe_b64encode(raw).decode()
+    def _token_mac(self, payload: str) -> str:
+        return hmac.new(self._token_key, payload.encode(), hashlib.sha256).hexdigest()[:32]
+
+    def _encode_token(self, seq: int, parent: str, filter_text: str) -> str:
+        payload = f"{seq}.{_token_scope(parent, filter_text)}"
+        return f"{payload}.{self._token_mac(payload)}"
+
+    def _decode_token(self, token: str, parent: str, filter_text: str) -> int:
+        if not token:
+            return 0
+        m = _TOKEN.fullmatch(token)
+        if m is None or not hmac.compare_digest(
+            m["mac"], self._token_mac(f"{m['seq']}.{m['scope']}")
+        ):
+            raise errors.invalid_argument("pageToken: not a token returned by this service")
+        if m["scope"] != _token_scope(parent, filter_text):
+            raise errors.invalid_argument(
+                "pageToken: the parent or the filter changed since this token was issued"
+            )
+        return int(m["seq"])
 
 
-def _decode_token(token: str, filter_text: str) -> int:
-    if not token:
-        return 0
-    try:
-        data = json.loads(base64.urlsafe_b64decode(token.encode()))
-        after = int(data["after"])
-        same_filter = data["filter"] == filter_text
-    except (ValueError, KeyError, TypeError):
-        raise errors.invalid_argument("pageToken: not a token returned by this service") from None
-    if not same_filter:
-        raise errors.invalid_argument("pageToken: the filter changed since this token was issued")
-    return after
+def _token_scope(parent: str, filter_text: str) -> str:
+    return hashlib.sha256(f"{parent}\n{filter_text}".encode()).hexdigest()[:16]
+
+
+def _check_ids(project: str, location: str) -> None:
+    """400 unless the project and location of a request path look like IDs."""
+    if not _ID.fullmatch(project):
+        raise errors.invalid_argument(
+            f"projects/{_printable(project)}: not a valid project ID or number"
+        )
+    if not _ID.fullmatch(location):
+        raise errors.invalid_argument(f"locations/{_printable(location)}: not a valid location")
+
+
+def _printable(text: str, limit: int = 200) -> str:
+    """``text`` with control characters escaped and cut to ``limit``: safe in messages and logs."""
+    short = text if len(text) <= limit else text[:limit] + "..."
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", short)
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -314,11 +391,18 @@ class _Handler(BaseHTTPRequestHandler):
     def do_PUT(self) -> None:
         self._dispatch("PUT")
 
+    def do_HEAD(self) -> None:
+        self._dispatch("HEAD")
+
+    def do_OPTIONS(self) -> None:
+        self._dispatch("OPTIONS")
+
     # -- plumbing -----------------------------------------------------------------------------
 
     def _dispatch(self, method: str) -> None:
         started = time.perf_counter()
         status = 500
+        shown = _printable(self.path.split("?")[0])
         try:
             url = urlsplit(self.path)
             path = unquote(url.path)
@@ -332,20 +416,22 @@ class _Handler(BaseHTTPRequestHandler):
             status = exc.http_code
             self._send(exc.http_code, exc.body())
         except Exception:
-            log.exception("internal error on %s %s", method, self.path.split("?")[0])
+            log.exception("internal error on %s %s", method, shown)
             failure = errors.internal("Internal error in the emulator; see its log.")
             status = failure.http_code
             self._send(failure.http_code, failure.body())
         finally:
             log.info(
-                "%s %s %d %.1fms",
-                method,
-                self.path.split("?")[0],
-                status,
-                (time.perf_counter() - started) * 1000,
+                "%s %s %d %.1fms", method, shown, status, (time.perf_counter() - started) * 1000
             )
 
     def _read_body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding"):
+            # Without a length the body would be read as the next request; refuse it whole.
+            self.close_connection = True
+            raise errors.invalid_argument(
+                "Transfer-Encoding: not supported; send the body with a Content-Length"
+            )
         length_text = self.headers.get("Content-Length")
         if not length_text:
             return b""
@@ -354,17 +440,99 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             self.close_connection = True
             raise errors.invalid_argument("Content-Length: not a number") from None
-        if length < 0 or length > MAX_BODY:
+        if length < 0:
+            self.close_connection = True
+            raise errors.invalid_argument("Content-Length: must not be negative")
+        if length > MAX_BODY:
             self.close_connection = True
             raise errors.invalid_argument(f"request body: must be at most {MAX_BODY} bytes")
-        return self.rfile.read(length)
+        return self._read_exactly(length)
+
+    def _read_exactly(self, length: int) -> bytes:
+        """The body, which must arrive whole within BODY_TIMEOUT_SECONDS (a 400 otherwise).
+
+        One deadline for the whole body, not per read: a client dribbling a byte at a time cannot
+        hold the thread longer.
+        """
+        deadline = time.monotonic() + BODY_TIMEOUT_SECONDS
+        chunks: list[bytes] = []
+        received = 0
+        previous = self.connection.gettimeout()
+        try:
+            while received < length:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError
+                self.connection.settimeout(left)
+                chunk = self.rfile.read1(min(length - received, 1024 * 1024))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                received += len(chunk)
+        except OSError:  # TimeoutError included; the connection is unusable either way
+            self.close_connection = True
+            raise errors.invalid_argument(
+                f"request body: {received} of the {length} bytes of Content-Length arrived "
+                f"within {BODY_TIMEOUT_SECONDS:g} seconds"
+            ) from None
+        finally:
+            with contextlib.suppress(OSError):
+                self.connection.settimeout(previous)
+        if received < length:
+            self.close_connection = True
+            raise errors.invalid_argument(
+                f"request body: the connection ended after {received} of the {length} bytes "
+                "of Content-Length"
+            )
+        return b"".join(chunks)
 
     def _send(self, code: int, payload: bytes) -> None:
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json; charset=UTF-8")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        try:
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json; charset=UTF-8")
+            self.send_header("Content-Length", str(len(payload)))
+            if self.close_connection:
+                self.send_header("Connection", "close")
+            self.end_headers()
+            if getattr(self, "command", None) != "HEAD":
+                self.wfile.write(payload)
+        except OSError:
+            # The client went away (it may have sent half a body and hung up): nobody to tell.
+            self.close_connection = True
+
+    def _discard_request_head(self) -> None:
+        # Read the rest of the request line and the headers before answering: closing a socket
+        # with unread data resets the connection, and the client would never see the answer.
+        deadline = time.monotonic() + 2.0
+        left = 1024 * 1024
+        with contextlib.suppress(OSError, ValueError):
+            while left > 0 and time.monotonic() < deadline:
+                self.connection.settimeout(max(deadline - time.monotonic(), 0.01))
+                line = self.rfile.readline(min(left, 65537))
+                left -= len(line)
+                if line in (b"", b"\r\n", b"\n"):
+                    break
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """http.server's own errors (bad request line, headers too long, unknown method) as JSON.
+
+        A method without a handler is a 404 like any unknown route, not http.server's 501.
+        """
+        self.close_connection = True
+        # Called before the request line is parsed too: path and command may not exist yet.
+        command = _printable(str(getattr(self, "command", None) or "-"))
+        path = _printable(str(getattr(self, "path", None) or "-"))
+        if code == HTTPStatus.REQUEST_URI_TOO_LONG:
+            self._discard_request_head()
+        if code == HTTPStatus.NOT_IMPLEMENTED:
+            code = HTTPStatus.NOT_FOUND
+            message = f"No such method: {command} {path}"
+        elif code >= 500:  # 505 HTTP version not supported: still the client's request
+            code = HTTPStatus.BAD_REQUEST
+        status = "NOT_FOUND" if code == HTTPStatus.NOT_FOUND else "INVALID_ARGUMENT"
+        text = _printable(message or HTTPStatus(code).phrase)
+        log.info("%s %s %d (%s)", command, path, code, text)
+        self._send(code, ApiError(code, status, text).body())
 
     def _send_json(self, obj: Any) -> int:
         self._send(200, json.dumps(obj).encode())
@@ -418,7 +586,7 @@ class _Handler(BaseHTTPRequestHandler):
         ):
             self._send(200, svc.get_operation(m["name"]).encode())
             return 200
-        raise errors.not_found(f"No such method: {method} {path}")
+        raise errors.not_found(f"No such method: {method} {_printable(path)}")
 
     def _admin(self, method: str, path: str, body: bytes) -> int:
         svc = self.server.service
@@ -441,8 +609,8 @@ class _Handler(BaseHTTPRequestHandler):
                     raise errors.invalid_argument(str(exc)) from None
         if (m := _ADMIN_JOB.match(path)) is not None:
             job_id = m["id"]
-            if not _NUMERIC.match(job_id) or svc.store.get_job(job_id) is None:
-                raise errors.not_found(f"No job with id {job_id}.")
+            if not _NUMERIC.fullmatch(job_id) or svc.store.get_job(job_id) is None:
+                raise errors.not_found(f"No job with id {_printable(job_id)}.")
             if m["rest"] == "/replicas" and method == "GET":
                 return self._send_json(
                     {"replicas": [r.to_dict() for r in svc.store.replicas(job_id)]}
@@ -453,7 +621,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if not isinstance(replica, str):
                     raise errors.invalid_argument("replica: expected a name like workerpool0-0")
                 return self._send_json(svc.runner.maintenance(job_id, replica))
-        raise errors.not_found(f"No such method: {method} {path}")
+        raise errors.not_found(f"No such method: {method} {_printable(path)}")
 
 
 def _json_body(body: bytes) -> Any:
@@ -461,6 +629,10 @@ def _json_body(body: bytes) -> Any:
         return json.loads(body or b"{}")
     except ValueError:
         raise errors.invalid_argument("Invalid JSON payload received.") from None
+    except RecursionError:
+        raise errors.invalid_argument(
+            "Invalid JSON payload received: the JSON is nested too deeply."
+        ) from None
 
 
 def default_state_dir() -> Path:

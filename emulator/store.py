@@ -50,6 +50,10 @@ CREATE TABLE IF NOT EXISTS operations (
     done INTEGER NOT NULL,
     op_json TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value BLOB NOT NULL
+);
 """
 
 
@@ -226,6 +230,21 @@ class Store:
         with self._lock:
             rows = self._db.execute("SELECT * FROM replicas").fetchall()
         return [Replica(*row) for row in rows]
+
+    # -- service secrets --------------------------------------------------------------------
+
+    def secret_key(self, name: str) -> bytes:
+        """A random 32-byte key kept in the database under ``name``, made on first use.
+
+        Kept with the jobs so that what it signs (page tokens) stays valid across restarts.
+        """
+        with self._tx() as db:
+            row = db.execute("SELECT value FROM meta WHERE key=?", (name,)).fetchone()
+            if row is not None:
+                return bytes(row[0])
+            key = secrets.token_bytes(32)
+            db.execute("INSERT INTO meta(key, value) VALUES (?, ?)", (name, key))
+            return key
 
     # -- operations -------------------------------------------------------------------------
 

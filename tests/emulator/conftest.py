@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import http.client
+import json
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from google.cloud.aiplatform_v1 import types as aip
@@ -110,3 +113,31 @@ def make_job(
                 "nanos": int((timeout_seconds % 1) * 1e9),
             }
     return aip.CustomJob(display_name=display_name, labels=labels or {}, job_spec=spec)
+
+
+def raw_http(
+    emu: EmulatorProcess,
+    method: str,
+    path: str,
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+    *,
+    timeout: float = 30.0,
+) -> tuple[int, Any]:
+    """One raw HTTP request; returns (status, decoded JSON body, or the raw bytes if not JSON).
+
+    http.client sends whatever method, path and body it is given, which the REST client never
+    would: how hostile requests reach the server.
+    """
+    conn = http.client.HTTPConnection("127.0.0.1", emu.port, timeout=timeout)
+    try:
+        sent = {"Content-Type": "application/json", **(headers or {})}
+        conn.request(method, path, body=body, headers=sent)
+        resp = conn.getresponse()
+        data = resp.read()
+    finally:
+        conn.close()
+    try:
+        return resp.status, json.loads(data)
+    except ValueError:
+        return resp.status, data

@@ -126,3 +126,10 @@ def test_fault_flags_apply_from_startup_and_flip_at_runtime() -> None:
         job = client.create_custom_job(parent=PARENT, custom_job=make_job("yes"))
         assert job.state == S.JOB_STATE_QUEUED
         assert time.monotonic() - started < 5
+
+
+def test_jobs_table_escapes_control_characters() -> None:
+    from emulator.cli import _terminal_safe
+
+    assert _terminal_safe("red\x1b[31m\nname") == "red\\x1b[31m\\nname"
+    assert _terminal_safe("plain ünïcode") == "plain ünïcode"
