@@ -1,0 +1,103 @@
+"""Write a stack state with the current code, for the upgrade tests of a later release.
+
+    .venv/bin/python -m tests.e2e.upgrade_fixture tests/e2e/data/state-<name>
+
+Runs ``pulumi up`` of two jobs (a CustomJob spec with an env value and triggers, a legacy
+``config.yaml`` with exclusiveGpus) against a simulate-mode emulator, and writes what a later
+release needs to load that state as if it were a user's stack: ``state.json`` (``pulumi stack
+export``), ``encryptionsalt`` (the stack's secrets salt), ``config.json`` (the stack config)
+and the two spec files. Package URIs are gs:// and the endpoint is kept in the config, so the
+inputs do not depend on where the test runs. Run it with the release whose state you capture;
+``tests/e2e/test_upgrade.py`` then checks that this release previews no change to it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.e2e._engine import (
+    SIMULATE,
+    Workspace,
+    emulator_for,
+    install_pulumi,
+    job_entry,
+    local_config,
+)
+
+PACKAGE = "gs://local-training/packages/trainer-0.1.tar.gz"
+WITH_ENV_SPEC: dict[str, Any] = {
+    "displayName": "with-env",
+    "labels": {"team": "ml"},
+    "workerPoolSpecs": [
+        {
+            "machineSpec": {
+                "machineType": "n1-standard-4",
+                "acceleratorType": "NVIDIA_TESLA_T4",
+                "acceleratorCount": 1,
+            },
+            "replicaCount": 1,
+            "pythonPackageSpec": {
+                "executorImageUri": "us-docker.pkg.dev/vertex-ai/training/tf-gpu.2-15.py310:latest",
+                "packageUris": [PACKAGE],
+                "pythonModule": "trainer.task",
+                "args": ["--epochs", "3"],
+                "env": [{"name": "API_TOKEN", "value": "upgrade-fixture-secret"}],
+            },
+        }
+    ],
+    "scheduling": {"timeout": "3600s", "strategy": "SPOT"},
+    "baseOutputDirectory": "gs://local-training/jobs/with-env",
+}
+LEGACY_CONFIG: dict[str, Any] = {
+    "trainingInput": {
+        "scaleTier": "CUSTOM",
+        "region": "us-central1",
+        "runtimeVersion": "2.15",
+        "pythonVersion": "3.10",
+        "pythonModule": "trainer.task",
+        "packageUris": [PACKAGE],
+        "masterType": "n1-standard-8",
+        "masterConfig": {"acceleratorConfig": {"count": 2, "type": "NVIDIA_TESLA_T4"}},
+        "workerType": "n1-standard-8",
+        "workerCount": 1,
+        "workerConfig": {"acceleratorConfig": {"count": 2, "type": "NVIDIA_TESLA_T4"}},
+    },
+    "labels": {"team": "ml"},
+}
+SPEC_FILES = {"upgrade-with-env.yaml": WITH_ENV_SPEC, "upgrade-legacy.yaml": LEGACY_CONFIG}
+
+
+def write_fixture(out: Path) -> None:
+    """Run the stack and write its state and everything needed to load it into ``out``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Workspace.create(Path(tmp), install_pulumi())
+        for name, document in SPEC_FILES.items():
+            (ws.project / "stacks" / "jobs" / name).write_text(
+                yaml.safe_dump(document, sort_keys=False)
+            )
+        entries = [
+            job_entry("with-env", "stacks/jobs/upgrade-with-env.yaml", triggers=["data-v1"]),
+            job_entry("legacy", "stacks/jobs/upgrade-legacy.yaml", exclusiveGpus=True),
+        ]
+        with emulator_for(ws, *SIMULATE) as emu:
+            ws.init_stack(local_config(emu.endpoint, entries))
+            ws.up()
+            state = ws.pulumi("stack", "export").json()
+        stack = yaml.safe_load(ws.stack_file.read_text())
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "state.json").write_text(json.dumps(state, indent=1, sort_keys=True) + "\n")
+        (out / "encryptionsalt").write_text(stack["encryptionsalt"] + "\n")
+        (out / "config.json").write_text(json.dumps(stack["config"], indent=1) + "\n")
+        for name in SPEC_FILES:
+            shutil.copy(ws.project / "stacks" / "jobs" / name, out / name)
+
+
+if __name__ == "__main__":
+    write_fixture(Path(sys.argv[1]))
