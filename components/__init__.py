@@ -14,7 +14,6 @@ from components._catalog import (
     combinations,
     load_catalog,
     load_catalog_from,
-    nearest,
     regions_offering,
     zones_offering,
 )
@@ -25,7 +24,6 @@ from components._errors import (
     SpecInvalidError,
     TrainingJobError,
 )
-from components._formats import LoadedSpec, load_spec_file, spec_from_document
 from components._spec import (
     ContainerSpec,
     DiskSpec,
@@ -38,7 +36,8 @@ from components._spec import (
     WorkerPoolSpec,
 )
 from components._validation import validate, validate_document
-from components._violations import Violation, errors_only
+from components._violations import Violation, did_you_mean, errors_only, nearest
+from components.formats import LoadedSpec, load_spec_file, spec_from_document
 
 __all__ = [
     "Accelerator",
@@ -63,6 +62,7 @@ __all__ = [
     "WorkerPoolSpec",
     "allowed_counts",
     "combinations",
+    "did_you_mean",
     "errors_only",
     "load_catalog",
     "load_catalog_from",

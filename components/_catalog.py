@@ -8,7 +8,6 @@ take the catalog as an argument, so tests can build tiny catalogs with ``Catalog
 from __future__ import annotations
 
 import csv
-import difflib
 import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -16,6 +15,27 @@ from functools import cached_property
 from pathlib import Path
 
 from components._errors import CatalogError
+
+__all__ = [
+    "CATALOG_DIR",
+    "Accelerator",
+    "Catalog",
+    "Combination",
+    "HostLimit",
+    "LegacyMachineType",
+    "MachineType",
+    "Price",
+    "Region",
+    "ScaleTier",
+    "TrainingImage",
+    "Zone",
+    "allowed_counts",
+    "combinations",
+    "load_catalog",
+    "load_catalog_from",
+    "regions_offering",
+    "zones_offering",
+]
 
 CATALOG_DIR = Path(__file__).parent / "catalog"
 
@@ -204,7 +224,27 @@ def _optional_number(path: str, row: dict[str, str], column: str) -> float | Non
 
 def load_catalog_from(directory: Path) -> Catalog:
     """Read a catalog from a directory of CSV files (see ``catalog/README.md``)."""
-    machine_types = {
+    catalog = Catalog(
+        machine_types=_machine_types(directory),
+        accelerators=_accelerators(directory),
+        attachable_counts=_attachable_counts(directory),
+        host_limits=_host_limits(directory),
+        legacy_machine_types=_legacy_machine_types(directory),
+        scale_tiers=_scale_tiers(directory),
+        regions={
+            r["region"]: Region(name=r["region"], geography=r["geography"], source=r["source"])
+            for r in _rows(directory, "regions.csv")
+        },
+        zones=_zones(directory),
+        training_images=_training_images(directory),
+        prices=_prices(directory),
+    )
+    _check_references(catalog)
+    return catalog
+
+
+def _machine_types(directory: Path) -> dict[str, MachineType]:
+    return {
         r["machine_type"]: MachineType(
             name=r["machine_type"],
             family=r["family"],
@@ -216,7 +256,10 @@ def load_catalog_from(directory: Path) -> Catalog:
         )
         for r in _rows(directory, "machine_types.csv")
     }
-    accelerators = {
+
+
+def _accelerators(directory: Path) -> dict[str, Accelerator]:
+    return {
         r["accelerator_type"]: Accelerator(
             name=r["accelerator_type"],
             kind=r["kind"],
@@ -229,6 +272,9 @@ def load_catalog_from(directory: Path) -> Catalog:
         )
         for r in _rows(directory, "accelerators.csv")
     }
+
+
+def _attachable_counts(directory: Path) -> dict[tuple[str, str], tuple[int, ...]]:
     attachable: dict[tuple[str, str], tuple[int, ...]] = {}
     for r in _rows(directory, "attachable_counts.csv"):
         try:
@@ -236,7 +282,11 @@ def load_catalog_from(directory: Path) -> Catalog:
         except ValueError as exc:
             raise CatalogError(f"attachable_counts.csv: bad counts {r['counts']!r}") from exc
         attachable[(r["machine_type"], r["accelerator_type"])] = counts
-    host_limits = {
+    return attachable
+
+
+def _host_limits(directory: Path) -> dict[tuple[str, int], HostLimit]:
+    return {
         (r["accelerator_type"], int(r["accelerator_count"])): HostLimit(
             accelerator=r["accelerator_type"],
             count=int(r["accelerator_count"]),
@@ -246,7 +296,10 @@ def load_catalog_from(directory: Path) -> Catalog:
         )
         for r in _rows(directory, "n1_host_limits.csv")
     }
-    legacy = {
+
+
+def _legacy_machine_types(directory: Path) -> dict[str, LegacyMachineType]:
+    return {
         r["legacy_type"]: LegacyMachineType(
             name=r["legacy_type"],
             machine_type=r["machine_type"],
@@ -256,7 +309,10 @@ def load_catalog_from(directory: Path) -> Catalog:
         )
         for r in _rows(directory, "legacy_machine_types.csv")
     }
-    tiers = {
+
+
+def _scale_tiers(directory: Path) -> dict[str, ScaleTier]:
+    return {
         r["scale_tier"]: ScaleTier(
             name=r["scale_tier"],
             master_type=r["master_type"],
@@ -268,10 +324,9 @@ def load_catalog_from(directory: Path) -> Catalog:
         )
         for r in _rows(directory, "scale_tiers.csv")
     }
-    regions = {
-        r["region"]: Region(name=r["region"], geography=r["geography"], source=r["source"])
-        for r in _rows(directory, "regions.csv")
-    }
+
+
+def _zones(directory: Path) -> dict[str, Zone]:
     zone_accs: dict[str, set[str]] = {}
     zone_region: dict[str, str] = {}
     for r in _rows(directory, "zones.csv"):
@@ -281,11 +336,14 @@ def load_catalog_from(directory: Path) -> Catalog:
         zone_accs.setdefault(r["zone"], set())
         if r["accelerator_type"]:
             zone_accs[r["zone"]].add(r["accelerator_type"])
-    zones = {
+    return {
         name: Zone(name=name, region=zone_region[name], accelerators=frozenset(accs))
         for name, accs in zone_accs.items()
     }
-    images = tuple(
+
+
+def _training_images(directory: Path) -> tuple[TrainingImage, ...]:
+    return tuple(
         TrainingImage(
             runtime_version=r["runtime_version"],
             python_version=r["python_version"],
@@ -295,7 +353,10 @@ def load_catalog_from(directory: Path) -> Catalog:
         )
         for r in _rows(directory, "training_images.csv")
     )
-    prices = {
+
+
+def _prices(directory: Path) -> dict[tuple[str, str, str], Price]:
+    return {
         (r["region"], r["resource_kind"], r["name"]): Price(
             region=r["region"],
             kind=r["resource_kind"],
@@ -307,20 +368,6 @@ def load_catalog_from(directory: Path) -> Catalog:
         )
         for r in _rows(directory, "prices.csv")
     }
-    catalog = Catalog(
-        machine_types=machine_types,
-        accelerators=accelerators,
-        attachable_counts=attachable,
-        host_limits=host_limits,
-        legacy_machine_types=legacy,
-        scale_tiers=tiers,
-        regions=regions,
-        zones=zones,
-        training_images=images,
-        prices=prices,
-    )
-    _check_references(catalog)
-    return catalog
 
 
 def _check_references(catalog: Catalog) -> None:
@@ -367,16 +414,6 @@ def load_catalog() -> Catalog:
 
 
 # --- queries -------------------------------------------------------------------------
-
-
-def nearest(name: str, choices: Iterable[str], limit: int = 3) -> list[str]:
-    """The valid names closest to ``name`` (case-insensitive, ``-``/``_`` folded)."""
-    fold = {c.lower().replace("_", "-"): c for c in choices}
-    key = name.lower().replace("_", "-")
-    if key in fold:
-        return [fold[key]]
-    matches = difflib.get_close_matches(key, list(fold), n=limit, cutoff=0.6)
-    return [fold[m] for m in matches]
 
 
 def allowed_counts(catalog: Catalog, machine_type: str, accelerator: str) -> tuple[int, ...]:

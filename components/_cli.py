@@ -11,12 +11,14 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from components._catalog import combinations, load_catalog, nearest
+from components._catalog import combinations, load_catalog
 from components._errors import SpecFormatError, SpecInvalidError, TrainingJobError
-from components._formats import LoadedSpec, load_spec_file
 from components._pricing import compare_regions, duration_text, estimate
 from components._validation import validate
-from components._violations import Violation, errors_only
+from components._violations import Violation, did_you_mean, errors_only
+from components.formats import LoadedSpec, load_spec_file
+
+__all__ = ["build_parser", "cmd_catalog", "cmd_convert", "cmd_estimate", "cmd_validate", "main"]
 
 EXIT_VALID, EXIT_INVALID, EXIT_UNREADABLE = 0, 1, 2
 
@@ -111,7 +113,10 @@ def cmd_convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     # Converting needs the client library's types (about a second to import).
     import yaml
 
-    from components._vertex import custom_job_spec_document
+    from components.vertex.api import aiplatform
+
+    aiplatform()  # imported first without the library's version warnings on stderr
+    from components.vertex.convert import custom_job_spec_document
 
     flags = [f"--display-name={spec.display_name}"] if spec.display_name else []
     if spec.region:
@@ -132,9 +137,8 @@ def cmd_catalog(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         (args.machine, catalog.machine_types, "machine type"),
     ):
         if value and value not in known:
-            close = nearest(value, known)
-            hint = f"; did you mean {' or '.join(close)}?" if close else ""
-            print(f"error: unknown {what} {value!r}{hint}", file=err)
+            hint = did_you_mean(value, known, limit=3)
+            print(f"error: unknown {what} {value!r}" + (f"; {hint}" if hint else ""), file=err)
             return EXIT_UNREADABLE
     rows = combinations(
         catalog, accelerator=args.gpu, region=args.region, machine_type=args.machine

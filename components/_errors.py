@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+__all__ = ["CatalogError", "SpecError", "SpecFormatError", "SpecInvalidError", "TrainingJobError"]
+
 if TYPE_CHECKING:
     from components._violations import Violation
 

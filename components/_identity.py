@@ -1,4 +1,5 @@
-"""Stable identities for training jobs, carried in job labels.
+"""Stable identities for training jobs, carried in job labels
+(``components._wire.IDENTITY_LABEL`` and ``RUN_LABEL``).
 
 The provider never sees a resource's URN, so the program hashes what makes the URN unique
 (project, stack, resource name) into a label value and passes it as a hidden input. Together
@@ -13,17 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 from collections.abc import Mapping
 from typing import Any
 
-IDENTITY_LABEL = "pulumi_resource"
-"""Label key: hash of (Pulumi project, stack, resource name)."""
+from components._wire import canonical_json
 
-RUN_LABEL = "pulumi_run"
-"""Label key: hash of the job spec, env values, project, region and triggers."""
-
-MANAGED_LABELS = (IDENTITY_LABEL, RUN_LABEL)
+__all__ = ["identity_label", "run_hash"]
 
 # 24 hex digits (96 bits): collisions between a stack's resources are out of reach, and the
 # value fits the label rules (lowercase letters, digits, '-', '_'; at most 63 characters).
@@ -32,11 +28,6 @@ _HASH_CHARS = 24
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:_HASH_CHARS]
-
-
-def canonical_json(value: Any) -> str:
-    """JSON with sorted keys and no whitespace: equal data, equal text."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def identity_label(project: str, stack: str, name: str) -> str:

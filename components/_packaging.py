@@ -22,6 +22,21 @@ from pathlib import Path
 
 from components._files import FileReadError, read_bytes_capped, read_text_capped
 
+__all__ = [
+    "FIXED_MTIME",
+    "MAX_METADATA_BYTES",
+    "MAX_PACKAGE_BYTES",
+    "SKIP_DIRS",
+    "SKIP_SUFFIXES",
+    "PackagingError",
+    "Sdist",
+    "build_sdist",
+    "package_metadata",
+    "source_digest",
+    "source_files",
+    "write_sdist",
+]
+
 SKIP_DIRS = frozenset(
     {
         "__pycache__",

@@ -16,11 +16,27 @@ from typing import Any
 
 from components._catalog import Catalog, load_catalog
 from components._errors import SpecError
-from components._job_inputs import decode_spec
 from components._pricing import estimate
 from components._spec import JobSpec
+from components._wire import TRAINING_JOB_TYPE_SUFFIX, decode_spec
 
-TRAINING_JOB_TYPE_SUFFIX = ":TrainingJob"
+__all__ = [
+    "JOB_RULES",
+    "STACK_COST_RULE",
+    "JobRule",
+    "PolicyJob",
+    "RuleSpec",
+    "allowed_accelerators",
+    "allowed_regions",
+    "evaluate",
+    "hourly_cost_bound",
+    "job_from_props",
+    "max_cost_per_job",
+    "max_cost_per_stack",
+    "max_gpus_per_job",
+    "required_labels",
+    "spot_required",
+]
 
 
 @dataclass(frozen=True)

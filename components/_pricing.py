@@ -13,8 +13,19 @@ from typing import Any
 
 from components._catalog import Catalog, Price, load_catalog
 from components._errors import SpecError
-from components._spec import JobSpec
+from components._spec import JobSpec, WorkerPoolSpec
 from components._validation import POOL_ROLES, validate
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "Estimate",
+    "PoolCost",
+    "compare_regions",
+    "cost_outputs",
+    "duration_text",
+    "estimate",
+    "summary",
+]
 
 DEFAULT_TIMEOUT = timedelta(days=7)
 """Vertex AI's default ``scheduling.timeout``."""
@@ -113,39 +124,12 @@ def estimate(
                 scale_tier,
                 (tier_price.source,),
             )
-    pools: list[PoolCost] = []
     sources: set[str] = set()
-    for index, pool in enumerate(spec.worker_pool_specs):
-        machine = pool.machine_spec
-        if pool.is_placeholder or machine is None or not machine.machine_type:
-            continue
-        missing: list[str] = []
-        replica_cost = 0.0
-        machine_price = _price(catalog, where, "machine", machine.machine_type, spot)
-        if machine_price is None:
-            missing.append(f"{machine.machine_type} in {where}")
-        else:
-            replica_cost += _value(machine_price, spot)
-            sources.add(machine_price.source)
-        if machine.accelerator_type and machine.accelerator_count > 0:
-            acc_price = _price(catalog, where, "accelerator", machine.accelerator_type, spot)
-            if acc_price is None:
-                missing.append(f"{machine.accelerator_type} in {where}")
-            else:
-                replica_cost += _value(acc_price, spot) * machine.accelerator_count
-                sources.add(acc_price.source)
-        pools.append(
-            PoolCost(
-                index=index,
-                role=POOL_ROLES[index] if index < len(POOL_ROLES) else f"pool {index}",
-                replicas=pool.replicas,
-                machine_type=machine.machine_type,
-                accelerator=machine.accelerator_type,
-                accelerator_count=machine.accelerator_count,
-                replica_usd_per_hour=None if missing else replica_cost,
-                missing=tuple(missing),
-            )
-        )
+    pools = [
+        cost
+        for index, pool in enumerate(spec.worker_pool_specs)
+        if (cost := _pool_cost(catalog, where, spot, index, pool, sources)) is not None
+    ]
     all_missing = tuple(m for p in pools for m in p.missing)
     total = None if all_missing else sum(p.usd_per_hour or 0.0 for p in pools)
     kind = " (spot)" if spot else ""
@@ -158,6 +142,40 @@ def estimate(
         tuple(dict.fromkeys(m + kind for m in all_missing)),
         None,
         tuple(sorted(sources)),
+    )
+
+
+def _pool_cost(
+    catalog: Catalog, where: str, spot: bool, index: int, pool: WorkerPoolSpec, sources: set[str]
+) -> PoolCost | None:
+    """The price of one pool's replicas (None for a placeholder); adds the sources used."""
+    machine = pool.machine_spec
+    if pool.is_placeholder or machine is None or not machine.machine_type:
+        return None
+    missing: list[str] = []
+    replica_cost = 0.0
+    machine_price = _price(catalog, where, "machine", machine.machine_type, spot)
+    if machine_price is None:
+        missing.append(f"{machine.machine_type} in {where}")
+    else:
+        replica_cost += _value(machine_price, spot)
+        sources.add(machine_price.source)
+    if machine.accelerator_type and machine.accelerator_count > 0:
+        acc_price = _price(catalog, where, "accelerator", machine.accelerator_type, spot)
+        if acc_price is None:
+            missing.append(f"{machine.accelerator_type} in {where}")
+        else:
+            replica_cost += _value(acc_price, spot) * machine.accelerator_count
+            sources.add(acc_price.source)
+    return PoolCost(
+        index=index,
+        role=POOL_ROLES[index] if index < len(POOL_ROLES) else f"pool {index}",
+        replicas=pool.replicas,
+        machine_type=machine.machine_type,
+        accelerator=machine.accelerator_type,
+        accelerator_count=machine.accelerator_count,
+        replica_usd_per_hour=None if missing else replica_cost,
+        missing=tuple(missing),
     )
 
 

@@ -11,9 +11,9 @@ provider holds no client, socket or secret, and makes a client per operation.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from pulumi.dynamic import (
@@ -27,59 +27,57 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
+from components._check import check_inputs, diff_inputs
 from components._engine_watch import watch_engine
-from components._identity import IDENTITY_LABEL, RUN_LABEL, identity_label, run_hash
-from components._job_inputs import (
+from components._identity import identity_label, run_hash
+from components._pricing import cost_outputs
+from components._settings import Endpoint, ProviderSettings
+from components._spec import JobSpec
+from components._wire import (
     DEFAULT_WAIT_TIMEOUT,
     ENV_VALUES,
     EXCLUSIVE_GPUS,
     HIDDEN_INPUTS,
     IDENTITY,
+    IDENTITY_LABEL,
     KEEP_RECORD,
     PROJECT,
+    PROVIDER_KEY,
     REGION,
     RUN_KEY,
+    RUN_LABEL,
     SPEC,
     STATUS,
     STATUS_FIELDS,
     TRIGGERS,
     WAIT_FOR,
     WAIT_TIMEOUT,
-    check_inputs,
     decode_spec,
-    diff_inputs,
     merge_env,
+    parse_job_name,
     status_of,
 )
-from components._jobs import (
+from components.vertex.api import (
+    CUSTOM_JOB,
     TERMINAL_STATES,
+    JobApi,
     JobOperationError,
     RetryPolicy,
+    Submission,
     WaitFailed,
     aiplatform,
-    cancel_and_wait,
-    delete_record,
-    find_adoptable,
-    get_job,
     is_not_found,
-    job_client,
+    job_api,
     job_outputs,
     redact,
     state_name,
-    submit_or_adopt,
-    wait_for_state,
     with_retries,
 )
-from components._pricing import cost_outputs
-from components._settings import DEFAULT_CANCEL_TIMEOUT, Endpoint, ProviderSettings
-
-PROVIDER_KEY = "__provider"
 
 # Inside the provider process: end it when the engine that started it is gone.
 watch_engine()
-_JOB_NAME = re.compile(r"^projects/([^/]+)/locations/([^/]+)/customJobs/([^/]+)$")
 
-__all__ = ["DEFAULT_CANCEL_TIMEOUT", "PROVIDER_KEY", "TrainingJobProvider"]
+__all__ = ["TrainingJobProvider"]
 
 
 def _outputs(props: dict[str, Any]) -> dict[str, Any]:
@@ -190,70 +188,60 @@ class TrainingJobProvider(ResourceProvider):
     def create(self, props: dict[str, Any]) -> CreateResult:
         """Submit the job (or adopt the one this run already started), then maybe wait."""
         inputs = {k: v for k, v in props.items() if k != PROVIDER_KEY}
-        project, region = str(inputs[PROJECT]), str(inputs[REGION])
-        secrets = inputs.get(ENV_VALUES) or {}
-        document = merge_env(decode_spec(inputs[SPEC]), secrets)
-        triggers, key = inputs.get(TRIGGERS), inputs.get(RUN_KEY)
-        run = run_hash(
-            document,
-            project=project,
-            region=region,
-            triggers=triggers,
-            key=key if isinstance(key, str) else None,
-        )
-        # A job submitted by a release that did not key the hash is still this run's job.
-        earlier_runs = (run_hash(document, project=project, region=region, triggers=triggers),)
-        identity = str(
-            inputs.get(IDENTITY)
-            or identity_label(project, region, str(document.get("displayName", "")))
-        )
-        custom_job = self._custom_job(document, identity, run)
-        parent = f"projects/{project}/locations/{region}"
+        run = _Run.of(inputs)
+        custom_job = self._custom_job(run)
         endpoint = self.endpoint
-        with job_client(endpoint, region) as client, _credentials_scrubbed(endpoint, secrets):
-            try:
-                submission = submit_or_adopt(
-                    client,
-                    parent,
-                    custom_job,
-                    identity=identity,
-                    run=run,
-                    earlier_runs=earlier_runs,
-                    policy=self.policy,
-                )
-            except Exception as exc:
-                message = self._submit_failed(client, parent, identity, (run, *earlier_runs), exc)
-                raise JobOperationError(redact(endpoint.scrub(message), secrets)) from None
-            job = submission.job
-            try:
-                wait_for = str(inputs.get(WAIT_FOR) or "submitted")
-                if wait_for != "submitted":
-                    timeout = float(inputs.get(WAIT_TIMEOUT) or DEFAULT_WAIT_TIMEOUT)
-                    job = wait_for_state(client, job, wait_for, timeout=timeout, policy=self.policy)
-            except BaseException as exc:
-                # Pulumi records nothing for a failed create, so the job must not live on.
-                message = self._cancel_after_failure(client, job.name, exc)
-                if isinstance(exc, Exception):
-                    raise JobOperationError(redact(endpoint.scrub(message), secrets)) from None
-                raise
-            outs = {
-                **_outputs(inputs),
-                STATUS: {
-                    **job_outputs(job, endpoint, project=project, region=region),
-                    "run_hash": run,
-                    "adopted": submission.adopted,
-                    **cost_outputs(document, region),
-                },
+        with (
+            job_api(endpoint, run.region, CUSTOM_JOB, self.policy) as api,
+            _credentials_scrubbed(endpoint, run.secrets),
+        ):
+            submission = self._submit(api, run, custom_job)
+            job = self._wait(api, run, submission.job, inputs)
+            status = {
+                **job_outputs(job, endpoint, project=run.project, region=run.region),
+                "run_hash": run.run,
+                "adopted": submission.adopted,
+                **cost_outputs(run.document, run.region),
             }
-        return CreateResult(str(job.name), outs)
+        return CreateResult(str(job.name), {**_outputs(inputs), STATUS: status})
+
+    def _submit(self, api: JobApi, run: _Run, custom_job: Any) -> Submission:
+        try:
+            return api.submit_or_adopt(
+                run.parent,
+                custom_job,
+                identity=run.identity,
+                run=run.run,
+                earlier_runs=run.earlier_runs,
+            )
+        except Exception as exc:
+            message = self._submit_failed(api, run, exc)
+            raise JobOperationError(redact(self.endpoint.scrub(message), run.secrets)) from None
+
+    def _wait(self, api: JobApi, run: _Run, job: Any, inputs: dict[str, Any]) -> Any:
+        wait_for = str(inputs.get(WAIT_FOR) or "submitted")
+        if wait_for == "submitted":
+            return job
+        timeout = float(inputs.get(WAIT_TIMEOUT) or DEFAULT_WAIT_TIMEOUT)
+        try:
+            return api.wait_for_state(job, wait_for, timeout=timeout)
+        except BaseException as exc:
+            # Pulumi records nothing for a failed create, so the job must not live on.
+            message = self._cancel_after_failure(api, job.name, exc)
+            if isinstance(exc, Exception):
+                raise JobOperationError(redact(self.endpoint.scrub(message), run.secrets)) from None
+            raise
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         """Refresh state and times; a job deleted out of band leaves the stack."""
         project, region = self._place(id_, props)
         endpoint = self.endpoint
-        with job_client(endpoint, region) as client, _credentials_scrubbed(endpoint, {}):
+        with (
+            job_api(endpoint, region, CUSTOM_JOB, self.policy) as api,
+            _credentials_scrubbed(endpoint, {}),
+        ):
             try:
-                job = get_job(client, id_, self.policy)
+                job = api.get(id_)
             except Exception as exc:
                 if is_not_found(exc):
                     # An empty id tells the engine the resource is gone (outs must be a dict).
@@ -276,8 +264,11 @@ class TrainingJobProvider(ResourceProvider):
         """Cancel an active job, wait for it to stop, then delete its record unless kept."""
         _, region = self._place(_id, _props)
         endpoint = self.endpoint
-        with job_client(endpoint, region) as client, _credentials_scrubbed(endpoint, {}):
-            job = cancel_and_wait(client, _id, timeout=self.cancel_timeout, policy=self.policy)
+        with (
+            job_api(endpoint, region, CUSTOM_JOB, self.policy) as api,
+            _credentials_scrubbed(endpoint, {}),
+        ):
+            job = api.cancel_and_wait(_id, timeout=self.cancel_timeout)
             if job is None:
                 return  # already gone: nothing to do
             state = state_name(job)
@@ -287,38 +278,35 @@ class TrainingJobProvider(ResourceProvider):
                     "it stays in the stack: run the command again once it has stopped"
                 )
             if not _props.get(KEEP_RECORD):
-                delete_record(client, _id, timeout=120.0, policy=self.policy)
+                api.delete_record(_id, timeout=120.0)
 
     # -- helpers ----------------------------------------------------------------------------
 
     @staticmethod
-    def _custom_job(document: dict[str, Any], identity: str, run: str) -> Any:
-        from components._spec import JobSpec
-
+    def _custom_job(run: _Run) -> Any:
+        """The ``CustomJob`` to submit: the spec with the identity and run labels added."""
         aiplatform()  # first import here, with the library's version warnings silenced
+        from components.vertex.convert import to_custom_job
 
-        labels = dict(document.get("labels") or {})
-        labels[IDENTITY_LABEL] = identity
-        labels[RUN_LABEL] = run
-        spec = JobSpec.parse({**document, "labels": labels})
-        return spec.to_custom_job()
+        labels = dict(run.document.get("labels") or {})
+        labels[IDENTITY_LABEL] = run.identity
+        labels[RUN_LABEL] = run.run
+        return to_custom_job(JobSpec.parse({**run.document, "labels": labels}))
 
     @staticmethod
     def _place(job_name: str, props: dict[str, Any]) -> tuple[str, str]:
-        match = _JOB_NAME.match(job_name)
-        if match:
-            return match.group(1), match.group(2)
+        parsed = parse_job_name(job_name)
+        if parsed is not None:
+            return parsed[0], parsed[1]
         return str(props.get(PROJECT, "")), str(props.get(REGION, ""))
 
-    def _submit_failed(
-        self, client: Any, parent: str, identity: str, runs: tuple[str, ...], exc: Exception
-    ) -> str:
+    def _submit_failed(self, api: JobApi, run: _Run, exc: Exception) -> str:
         """The error text for a create that gave up; cancels a job that got through anyway."""
-        message = f"could not submit the training job to {parent}: {exc}"
+        message = f"could not submit the training job to {run.parent}: {exc}"
         try:
             stray = with_retries(
-                lambda: find_adoptable(
-                    client, parent, identity=identity, run=runs[0], earlier_runs=runs[1:]
+                lambda: api.find_adoptable(
+                    run.parent, identity=run.identity, run=run.run, earlier_runs=run.earlier_runs
                 ),
                 self.policy,
                 what="looking for a job that got through",
@@ -330,14 +318,14 @@ class TrainingJobProvider(ResourceProvider):
             )
         if stray is None:
             return message + "; no job was started"
-        return message + "; " + self._cancel_after_failure(client, stray.name, None)
+        return message + "; " + self._cancel_after_failure(api, stray.name, None)
 
-    def _cancel_after_failure(self, client: Any, name: str, exc: BaseException | None) -> str:
+    def _cancel_after_failure(self, api: JobApi, name: str, exc: BaseException | None) -> str:
         what = str(exc) if exc is not None else "the submission failed"
         if isinstance(exc, WaitFailed) and not exc.timed_out:
             return f"{what}; nothing to cancel (its record is kept for its logs)"
         try:
-            job = cancel_and_wait(client, name, timeout=self.cancel_timeout, policy=self.policy)
+            job = api.cancel_and_wait(name, timeout=self.cancel_timeout)
         except Exception as cancel_exc:
             return (
                 f"{what}; cancelling job {name} FAILED ({type(cancel_exc).__name__}): "
@@ -346,3 +334,44 @@ class TrainingJobProvider(ResourceProvider):
         if job is None:
             return f"{what}; job {name} no longer exists"
         return f"{what}; job {name} was cancelled (now {state_name(job)})"
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What one create submits: the full spec (env values merged back) and the run's labels."""
+
+    project: str
+    region: str
+    document: dict[str, Any]
+    secrets: dict[str, Any]
+    identity: str
+    run: str
+    earlier_runs: tuple[str, ...]
+    """The unkeyed hash an earlier release labelled the same run with (still adopted)."""
+
+    @property
+    def parent(self) -> str:
+        return f"projects/{self.project}/locations/{self.region}"
+
+    @classmethod
+    def of(cls, inputs: dict[str, Any]) -> _Run:
+        project, region = str(inputs[PROJECT]), str(inputs[REGION])
+        secrets = dict(inputs.get(ENV_VALUES) or {})
+        document = merge_env(decode_spec(inputs[SPEC]), secrets)
+        triggers, key = inputs.get(TRIGGERS), inputs.get(RUN_KEY)
+        identity = inputs.get(IDENTITY) or identity_label(
+            project, region, str(document.get("displayName", ""))
+        )
+
+        def hashed(key: str | None) -> str:
+            return run_hash(document, project=project, region=region, triggers=triggers, key=key)
+
+        return cls(
+            project=project,
+            region=region,
+            document=document,
+            secrets=secrets,
+            identity=str(identity),
+            run=hashed(key if isinstance(key, str) else None),
+            earlier_runs=(hashed(None),),
+        )

@@ -26,7 +26,28 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from components._errors import SpecInvalidError
-from components._violations import Violation
+from components._violations import Violation, did_you_mean
+
+__all__ = [
+    "MAX_DURATION_SECONDS",
+    "ContainerSpec",
+    "DiskSpec",
+    "Duration",
+    "EncryptionSpec",
+    "EnvList",
+    "EnvVar",
+    "Int32",
+    "Int64",
+    "JobSpec",
+    "MachineSpec",
+    "PythonPackageSpec",
+    "Scheduling",
+    "WorkerPoolSpec",
+    "format_duration",
+    "format_path",
+    "parse_duration",
+    "violations_from_pydantic",
+]
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)?\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
@@ -264,21 +285,6 @@ class JobSpec(_Model):
         """The spec as camelCase JSON-ready data, with unset fields left out."""
         return self.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
 
-    def to_custom_job(self) -> Any:
-        """This spec as ``google.cloud.aiplatform_v1.CustomJob`` (imports the client library)."""
-        from components._vertex import to_custom_job
-
-        return to_custom_job(self)
-
-    @classmethod
-    def from_custom_job(
-        cls, job: Any, *, project: str | None = None, region: str | None = None
-    ) -> JobSpec:
-        """Read an ``aiplatform_v1.CustomJob``; project and region default to its name's."""
-        from components._vertex import from_custom_job
-
-        return from_custom_job(job, project=project, region=region)
-
 
 # --- pydantic errors as violations ----------------------------------------------------
 
@@ -322,15 +328,12 @@ def violations_from_pydantic(exc: ValidationError) -> list[Violation]:
         kind = error["type"]
         suggestion = None
         if kind == "extra_forbidden":
-            from components._catalog import nearest
-
             field_name = str(location[-1]) if location else ""
             parent = _model_at(location[:-1])
             known = sorted(_aliases(parent)) if parent else []
-            close = nearest(field_name, known, limit=1)
             reason = "is not a field of this object"
-            suggestion = (
-                f"did you mean {close[0]}?" if close else f"known fields: {', '.join(known)}"
+            suggestion = did_you_mean(
+                field_name, known, otherwise=f"known fields: {', '.join(known)}"
             )
         elif kind in ("less_than_equal", "greater_than_equal"):
             bound = (error.get("ctx") or {}).get("le" if kind == "less_than_equal" else "ge")

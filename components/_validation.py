@@ -16,13 +16,25 @@ from components._catalog import (
     MachineType,
     allowed_counts,
     load_catalog,
-    nearest,
     regions_offering,
     zones_offering,
 )
 from components._errors import SpecError
 from components._spec import JobSpec, MachineSpec, WorkerPoolSpec
-from components._violations import Violation
+from components._violations import Violation, did_you_mean
+
+__all__ = [
+    "BOOT_DISK_GB",
+    "BOOT_DISK_TYPES",
+    "MAX_DISPLAY_NAME",
+    "MAX_LABELS",
+    "MAX_LABEL_CHARS",
+    "POOL_ROLES",
+    "STRATEGIES",
+    "Target",
+    "validate",
+    "validate_document",
+]
 
 Target = Literal["vertex", "local"]
 
@@ -107,21 +119,21 @@ def _job_violations(spec: JobSpec, ctx: _Context) -> Iterator[Violation]:
             "displayName",
             "must not be empty",
             "leave it out to use the resource name",
-            "display-name",
+            rule="display-name",
         )
     if spec.display_name and len(spec.display_name) > MAX_DISPLAY_NAME:
         yield Violation(
             "displayName",
             f"is {len(spec.display_name)} characters long; Vertex AI allows at most {MAX_DISPLAY_NAME}",
             "shorten it",
-            "display-name",
+            rule="display-name",
         )
     if spec.project is not None and not _PROJECT.match(spec.project):
         yield Violation(
             "project",
             f"{spec.project!r} is not a project ID",
             "6-30 lowercase letters, digits or hyphens, starting with a letter",
-            "project",
+            rule="project",
         )
     yield from _scheduling(spec)
     yield from _references(spec, ctx)
@@ -132,15 +144,23 @@ def _job_violations(spec: JobSpec, ctx: _Context) -> Iterator[Violation]:
 def _labels(labels: dict[str, str]) -> Iterator[Violation]:
     if len(labels) > MAX_LABELS:
         yield Violation(
-            "labels", f"has {len(labels)} labels; at most {MAX_LABELS} are allowed", None, "labels"
+            "labels",
+            f"has {len(labels)} labels; at most {MAX_LABELS} are allowed",
+            None,
+            rule="labels",
         )
     for key, value in labels.items():
         path = f"labels.{key}"
         if not key or len(key) > MAX_LABEL_CHARS:
-            yield Violation(path, f"key must be 1-{MAX_LABEL_CHARS} characters", None, "labels")
+            yield Violation(
+                path, f"key must be 1-{MAX_LABEL_CHARS} characters", None, rule="labels"
+            )
         elif not key[0].islower():
             yield Violation(
-                path, "key must start with a lowercase letter", f"use {key.lower()!r}", "labels"
+                path,
+                "key must start with a lowercase letter",
+                f"use {key.lower()!r}",
+                rule="labels",
             )
         bad = (
             [] if _PLAIN_LABEL.fullmatch(key) else sorted({c for c in key if not _label_char_ok(c)})
@@ -150,11 +170,14 @@ def _labels(labels: dict[str, str]) -> Iterator[Violation]:
                 path,
                 f"key has characters labels do not allow: {''.join(bad)!r}",
                 "use lowercase letters, digits, '_' and '-'",
-                "labels",
+                rule="labels",
             )
         if len(value) > MAX_LABEL_CHARS:
             yield Violation(
-                path, f"value is {len(value)} characters; at most {MAX_LABEL_CHARS}", None, "labels"
+                path,
+                f"value is {len(value)} characters; at most {MAX_LABEL_CHARS}",
+                None,
+                rule="labels",
             )
         bad = (
             []
@@ -166,7 +189,7 @@ def _labels(labels: dict[str, str]) -> Iterator[Violation]:
                 path,
                 f"value has characters labels do not allow: {''.join(bad)!r}",
                 f"e.g. {_label_safe(value)!r}",
-                "labels",
+                rule="labels",
             )
 
 
@@ -184,15 +207,16 @@ def _scheduling(spec: JobSpec) -> Iterator[Violation]:
         return
     if sched.timeout is not None and sched.timeout.total_seconds() <= 0:
         yield Violation(
-            "scheduling.timeout", "must be longer than zero", "e.g. '86400s'", "scheduling"
+            "scheduling.timeout", "must be longer than zero", "e.g. '86400s'", rule="scheduling"
         )
     if sched.strategy is not None and sched.strategy not in STRATEGIES:
-        close = nearest(sched.strategy, STRATEGIES, limit=1)
         yield Violation(
             "scheduling.strategy",
             f"unknown strategy {sched.strategy!r}",
-            f"did you mean {close[0]}?" if close else f"one of {', '.join(STRATEGIES[:3])}",
-            "scheduling",
+            did_you_mean(
+                sched.strategy, STRATEGIES, otherwise=f"one of {', '.join(STRATEGIES[:3])}"
+            ),
+            rule="scheduling",
         )
     if sched.max_wait_duration is not None:
         if sched.strategy != "FLEX_START":
@@ -200,11 +224,11 @@ def _scheduling(spec: JobSpec) -> Iterator[Violation]:
                 "scheduling.maxWaitDuration",
                 "only applies to the FLEX_START strategy",
                 "set strategy: FLEX_START or remove maxWaitDuration",
-                "scheduling",
+                rule="scheduling",
             )
         if sched.max_wait_duration.total_seconds() <= 0:
             yield Violation(
-                "scheduling.maxWaitDuration", "must be longer than zero", None, "scheduling"
+                "scheduling.maxWaitDuration", "must be longer than zero", None, rule="scheduling"
             )
 
 
@@ -214,18 +238,18 @@ def _references(spec: JobSpec, ctx: _Context) -> Iterator[Violation]:
             "serviceAccount",
             f"{spec.service_account!r} is not a service account email",
             "e.g. trainer@my-project.iam.gserviceaccount.com",
-            "references",
+            rule="references",
         )
     if spec.network is not None and not _NETWORK.match(spec.network):
         yield Violation(
             "network",
             "must be a full network name",
             "projects/PROJECT_NUMBER/global/networks/NETWORK",
-            "references",
+            rule="references",
         )
     if spec.reserved_ip_ranges and spec.network is None:
         yield Violation(
-            "reservedIpRanges", "only applies with a network", "set network too", "references"
+            "reservedIpRanges", "only applies with a network", "set network too", rule="references"
         )
     if spec.tensorboard is not None:
         yield from _regional_name(
@@ -272,16 +296,16 @@ def _regional_name(
     """A full resource name whose location (the pattern's group 1) must be the job's region."""
     match = pattern.match(name)
     if not match:
-        yield Violation(path, malformed[0], malformed[1], "references")
+        yield Violation(path, malformed[0], malformed[1], rule="references")
     elif region and match.group(1) != region:
         reason, suggestion = elsewhere(match.group(1), region)
-        yield Violation(path, reason, suggestion, "references")
+        yield Violation(path, reason, suggestion, rule="references")
 
 
 def _uri(path: str, uri: str, ctx: _Context) -> Iterator[Violation]:
     if uri.startswith("gs://"):
         if len(uri) <= len("gs://") or uri[5] == "/":
-            yield Violation(path, "names no bucket", "gs://BUCKET/PATH", "uris")
+            yield Violation(path, "names no bucket", "gs://BUCKET/PATH", rule="uris")
         return
     if ctx.target == "local" and (uri.startswith(_LOCAL_SCHEMES) or "://" not in uri):
         return
@@ -290,11 +314,11 @@ def _uri(path: str, uri: str, ctx: _Context) -> Iterator[Violation]:
             path,
             "is a local path; Vertex AI reads only Cloud Storage",
             "upload it and use a gs:// URI (the TrainingJob resource stages local trainer code for you)",
-            "uris",
+            rule="uris",
             severity="warning" if path.endswith("]") else "error",
         )
         return
-    yield Violation(path, f"unsupported URI scheme in {uri!r}", "use gs://BUCKET/PATH", "uris")
+    yield Violation(path, f"unsupported URI scheme in {uri!r}", "use gs://BUCKET/PATH", rule="uris")
 
 
 # --- worker pools ---------------------------------------------------------------------
@@ -307,7 +331,7 @@ def _pools(spec: JobSpec, ctx: _Context) -> Iterator[Violation]:
             "workerPoolSpecs",
             "at least one worker pool is required",
             "add the chief as workerPoolSpecs[0]",
-            "pools",
+            rule="pools",
         )
         return
     if len(pools) > len(POOL_ROLES):
@@ -315,21 +339,21 @@ def _pools(spec: JobSpec, ctx: _Context) -> Iterator[Violation]:
             "workerPoolSpecs",
             f"has {len(pools)} pools; Vertex AI has {len(POOL_ROLES)} (chief, workers, parameter servers, evaluators)",
             "merge the extra pools into workerPoolSpecs[1]",
-            "pools",
+            rule="pools",
         )
     if pools[0].is_placeholder:
         yield Violation(
             "workerPoolSpecs[0]",
             "the chief pool is empty; pools 1-3 need a chief in pool 0",
             "move the first pool's settings to workerPoolSpecs[0]",
-            "pools",
+            rule="pools",
         )
     if pools[-1].is_placeholder and len(pools) > 1:
         yield Violation(
             f"workerPoolSpecs[{len(pools) - 1}]",
             "an empty pool only holds the place of a later pool",
             "remove trailing empty pools",
-            "pools",
+            rule="pools",
         )
     for index, pool in enumerate(pools):
         if not pool.is_placeholder:
@@ -343,25 +367,28 @@ def _pool(index: int, pool: WorkerPoolSpec, ctx: _Context) -> Iterator[Violation
             f"{base}.replicaCount",
             f"the chief pool runs exactly 1 replica, not {pool.replicas}",
             "set replicaCount: 1 and put the other replicas in workerPoolSpecs[1]",
-            "pools",
+            rule="pools",
         )
     elif pool.replicas < 1:
         yield Violation(
             f"{base}.replicaCount",
             "must be at least 1",
             "remove the pool or set replicaCount: 1",
-            "pools",
+            rule="pools",
         )
     yield from _trainer(base, pool, ctx)
     disk = pool.disk_spec
     if disk is not None:
         if disk.boot_disk_type is not None and disk.boot_disk_type not in BOOT_DISK_TYPES:
-            close = nearest(disk.boot_disk_type, BOOT_DISK_TYPES, limit=1)
             yield Violation(
                 f"{base}.diskSpec.bootDiskType",
                 f"unknown disk type {disk.boot_disk_type!r}",
-                f"did you mean {close[0]}?" if close else f"one of {', '.join(BOOT_DISK_TYPES)}",
-                "disk",
+                did_you_mean(
+                    disk.boot_disk_type,
+                    BOOT_DISK_TYPES,
+                    otherwise=f"one of {', '.join(BOOT_DISK_TYPES)}",
+                ),
+                rule="disk",
             )
         low, high = BOOT_DISK_GB
         if disk.boot_disk_size_gb is not None and not low <= disk.boot_disk_size_gb <= high:
@@ -369,11 +396,11 @@ def _pool(index: int, pool: WorkerPoolSpec, ctx: _Context) -> Iterator[Violation
                 f"{base}.diskSpec.bootDiskSizeGb",
                 f"{disk.boot_disk_size_gb} GB is outside {low}-{high} GB",
                 f"the default is {low}",
-                "disk",
+                rule="disk",
             )
     if pool.machine_spec is None or not pool.machine_spec.machine_type:
         yield Violation(
-            f"{base}.machineSpec.machineType", "is required", "e.g. n1-standard-8", "machine"
+            f"{base}.machineSpec.machineType", "is required", "e.g. n1-standard-8", rule="machine"
         )
         return
     yield from _machine(f"{base}.machineSpec", pool.machine_spec, ctx)
@@ -387,31 +414,36 @@ def _trainer(base: str, pool: WorkerPoolSpec, ctx: _Context) -> Iterator[Violati
             "needs exactly one of pythonPackageSpec and containerSpec"
             + (", not both" if package else ""),
             "a Python package on a prebuilt image, or your own container image",
-            "trainer",
+            rule="trainer",
         )
     if package is not None:
         path = f"{base}.pythonPackageSpec"
         if not package.executor_image_uri:
             yield Violation(
-                f"{path}.executorImageUri", "is required", "a prebuilt training image", "trainer"
+                f"{path}.executorImageUri",
+                "is required",
+                "a prebuilt training image",
+                rule="trainer",
             )
         if not package.package_uris:
             yield Violation(
                 f"{path}.packageUris",
                 "needs at least one package",
                 "gs://BUCKET/trainer.tar.gz",
-                "trainer",
+                rule="trainer",
             )
         for i, uri in enumerate(package.package_uris):
             yield from _uri(f"{path}.packageUris[{i}]", uri, ctx)
         if not package.python_module:
-            yield Violation(f"{path}.pythonModule", "is required", "e.g. trainer.task", "trainer")
+            yield Violation(
+                f"{path}.pythonModule", "is required", "e.g. trainer.task", rule="trainer"
+            )
         elif not _MODULE.match(package.python_module):
             yield Violation(
                 f"{path}.pythonModule",
                 f"{package.python_module!r} is not a Python module name",
                 "dotted names like trainer.task",
-                "trainer",
+                rule="trainer",
             )
         yield from _env(f"{path}.env", package.env)
     if container is not None:
@@ -421,7 +453,7 @@ def _trainer(base: str, pool: WorkerPoolSpec, ctx: _Context) -> Iterator[Violati
                 f"{path}.imageUri",
                 "is required",
                 "e.g. us-docker.pkg.dev/PROJECT/REPO/IMAGE:TAG",
-                "trainer",
+                rule="trainer",
             )
         yield from _env(f"{path}.env", container.env)
 
@@ -431,10 +463,10 @@ def _env(path: str, env: list[Any]) -> Iterator[Violation]:
     for i, var in enumerate(env):
         if not _ENV_NAME.match(var.name):
             yield Violation(
-                f"{path}[{i}].name", f"{var.name!r} is not a valid variable name", None, "env"
+                f"{path}[{i}].name", f"{var.name!r} is not a valid variable name", None, rule="env"
             )
         if var.name in seen:
-            yield Violation(f"{path}[{i}].name", f"{var.name} is set twice", "keep one", "env")
+            yield Violation(f"{path}[{i}].name", f"{var.name} is set twice", "keep one", rule="env")
         seen.add(var.name)
 
 
@@ -450,11 +482,13 @@ def _machine(path: str, spec: MachineSpec, ctx: _Context) -> Iterator[Violation]
             f"{path}.machineType",
             f"unknown machine type {spec.machine_type!r}",
             _did_you_mean(spec.machine_type, catalog.machine_types),
-            "machine",
+            rule="machine",
         )
     acc_name, count = spec.accelerator_type, spec.accelerator_count
     if count < 0:
-        yield Violation(f"{path}.acceleratorCount", "must not be negative", None, "accelerator")
+        yield Violation(
+            f"{path}.acceleratorCount", "must not be negative", None, rule="accelerator"
+        )
         return
     if (acc_name is None) != (count == 0):
         missing = "acceleratorCount" if acc_name else "acceleratorType"
@@ -463,23 +497,19 @@ def _machine(path: str, spec: MachineSpec, ctx: _Context) -> Iterator[Violation]
             "acceleratorType and acceleratorCount must be given together, or neither",
             f"set {missing} too"
             + (f" (e.g. {_counts_text(catalog, spec)})" if acc_name and machine else ""),
-            "accelerator",
+            rule="accelerator",
         )
         return
     accelerator_info = catalog.accelerators.get(acc_name) if acc_name else None
     if spec.tpu_topology and (accelerator_info is None or accelerator_info.kind != "tpu"):
         yield Violation(
-            f"{path}.tpuTopology", "only applies to TPU accelerators", "remove it", "accelerator"
+            f"{path}.tpuTopology",
+            "only applies to TPU accelerators",
+            "remove it",
+            rule="accelerator",
         )
     if acc_name is None:
-        if machine is not None and machine.fixed_accelerator:
-            yield Violation(
-                f"{path}.acceleratorType",
-                f"{machine.name} comes with {machine.fixed_accelerator_count} {machine.fixed_accelerator}",
-                f"set acceleratorType: {machine.fixed_accelerator} and "
-                f"acceleratorCount: {machine.fixed_accelerator_count}",
-                "accelerator",
-            )
+        yield from _fixed_accelerator_missing(path, machine)
         return
     accelerator = catalog.accelerators.get(acc_name)
     if accelerator is None:
@@ -487,7 +517,7 @@ def _machine(path: str, spec: MachineSpec, ctx: _Context) -> Iterator[Violation]
             f"{path}.acceleratorType",
             f"unknown accelerator type {acc_name!r}",
             _accelerator_suggestion(acc_name, catalog),
-            "accelerator",
+            rule="accelerator",
         )
         return
     if accelerator.retired:
@@ -495,10 +525,22 @@ def _machine(path: str, spec: MachineSpec, ctx: _Context) -> Iterator[Violation]
             f"{path}.acceleratorType",
             f"{acc_name} was retired on {accelerator.retired_on}; Vertex AI no longer offers it",
             _replacement_suggestion(accelerator.replacement, machine, catalog),
-            "retired",
+            rule="retired",
         )
     if machine is not None:
         yield from _compatibility(path, machine, acc_name, count, catalog)
+
+
+def _fixed_accelerator_missing(path: str, machine: MachineType | None) -> Iterator[Violation]:
+    """A machine that comes with GPUs (a2, g2, a3...) named without them."""
+    if machine is not None and machine.fixed_accelerator:
+        yield Violation(
+            f"{path}.acceleratorType",
+            f"{machine.name} comes with {machine.fixed_accelerator_count} {machine.fixed_accelerator}",
+            f"set acceleratorType: {machine.fixed_accelerator} and "
+            f"acceleratorCount: {machine.fixed_accelerator_count}",
+            rule="accelerator",
+        )
 
 
 def _compatibility(
@@ -517,7 +559,7 @@ def _compatibility(
                 if machine.fixed_accelerator
                 else "no machine type in the catalog takes it"
             ),
-            "compatibility",
+            rule="compatibility",
         )
         return
     if count not in counts:
@@ -530,7 +572,7 @@ def _compatibility(
             f"{path}.acceleratorCount",
             f"{count} x {acc} is not allowed on {machine.name}{hint}",
             f"allowed counts of {acc} on {machine.name}: {', '.join(map(str, counts))}",
-            "compatibility",
+            rule="compatibility",
         )
         return
     problem = _host_limit_problem(machine, acc, count, catalog)
@@ -539,7 +581,7 @@ def _compatibility(
             f"{path}.machineType",
             f"{problem}",
             _smaller_machine_suggestion(machine, acc, count, catalog),
-            "host-limits",
+            rule="host-limits",
         )
 
 
@@ -596,8 +638,8 @@ def _replacement_suggestion(
 
 
 def _did_you_mean(name: str, choices: Any) -> str:
-    close = nearest(name, choices)
-    return f"did you mean {' or '.join(close)}?" if close else "see `python -m components catalog`"
+    found = did_you_mean(name, choices, limit=3, otherwise="see `python -m components catalog`")
+    return str(found)
 
 
 def _short_list(names: Any, limit: int = 6) -> str:
@@ -634,7 +676,10 @@ def _region(spec: JobSpec, ctx: _Context) -> Iterator[Violation]:
     assert region is not None
     if region not in catalog.regions:
         yield Violation(
-            "region", f"unknown region {region!r}", _did_you_mean(region, catalog.regions), "region"
+            "region",
+            f"unknown region {region!r}",
+            _did_you_mean(region, catalog.regions),
+            rule="region",
         )
         return
     gpus: dict[str, list[int]] = {}
@@ -655,7 +700,7 @@ def _region(spec: JobSpec, ctx: _Context) -> Iterator[Violation]:
             f"{acc} is offered in {_short_list(elsewhere)}"
             if elsewhere
             else "no region in the catalog offers it",
-            "region",
+            rule="region",
         )
     wanted = [acc for acc in gpus if acc in offered]
     if len(wanted) > 1 and not zones_offering(catalog, region, wanted):
@@ -671,5 +716,5 @@ def _region(spec: JobSpec, ctx: _Context) -> Iterator[Violation]:
             f"use one GPU type, or a region where one zone has them all: {_short_list(everywhere)}"
             if everywhere
             else "use one GPU type for every pool",
-            "zone",
+            rule="zone",
         )

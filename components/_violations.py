@@ -2,10 +2,39 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal, get_args
+
+__all__ = ["RULES", "Rule", "Severity", "Violation", "did_you_mean", "errors_only", "nearest"]
 
 Severity = Literal["error", "warning"]
+
+Rule = Literal[
+    "accelerator",
+    "compatibility",
+    "disk",
+    "display-name",
+    "env",
+    "host-limits",
+    "internal",
+    "labels",
+    "legacy",
+    "machine",
+    "pools",
+    "project",
+    "references",
+    "region",
+    "retired",
+    "scheduling",
+    "schema",
+    "trainer",
+    "uris",
+    "zone",
+]
+"""Which rule found a violation; ``components/catalog/README.md`` says where each comes from."""
+RULES: tuple[str, ...] = get_args(Rule)
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,8 +49,8 @@ class Violation:
     path: str
     reason: str
     suggestion: str | None = None
-    rule: str = ""
-    severity: Severity = "error"
+    rule: Rule = field(kw_only=True)
+    severity: Severity = field(default="error", kw_only=True)
 
     def __str__(self) -> str:
         text = f"{self.path}: {self.reason}"
@@ -45,3 +74,24 @@ class Violation:
 def errors_only(violations: list[Violation]) -> list[Violation]:
     """The violations that make a spec invalid (warnings dropped)."""
     return [v for v in violations if v.severity == "error"]
+
+
+def nearest(name: str, choices: Iterable[str], limit: int = 3) -> list[str]:
+    """The valid names closest to ``name`` (case-insensitive, ``-``/``_`` folded)."""
+    fold = {c.lower().replace("_", "-"): c for c in choices}
+    key = name.lower().replace("_", "-")
+    if key in fold:
+        return [fold[key]]
+    matches = difflib.get_close_matches(key, list(fold), n=limit, cutoff=0.6)
+    return [fold[m] for m in matches]
+
+
+def did_you_mean(
+    name: str, choices: Iterable[str], *, limit: int = 1, otherwise: str | None = None
+) -> str | None:
+    """``did you mean X?`` (or ``X or Y``) for the choices closest to ``name``, else ``otherwise``.
+
+    The one wording of every suggestion this package makes.
+    """
+    close = nearest(name, choices, limit=limit)
+    return f"did you mean {' or '.join(close)}?" if close else otherwise

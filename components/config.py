@@ -33,10 +33,11 @@ from typing import Any, cast
 
 import pulumi
 
+from components._check import wait_timeout_seconds
 from components._files import is_regular_file
-from components._job_inputs import WAIT_FOR_VALUES, WaitFor, wait_timeout_seconds
 from components._settings import ProviderSettings, SettingError, target_for_endpoint
 from components._validation import Target
+from components._wire import WAIT_FOR_VALUES, WaitFor
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 

@@ -84,7 +84,6 @@ class TrainingInfra(pulumi.ComponentResource):
                 "(3-63 lowercase letters, digits, '-', '_'; no 'goog')"
             )
         child = pulumi.ResourceOptions(parent=self)
-
         self.api = gcp.projects.Service(
             f"{name}-aiplatform-api",
             project=args.project,
@@ -92,6 +91,24 @@ class TrainingInfra(pulumi.ComponentResource):
             disable_on_destroy=False,
             opts=child,
         )
+        self.bucket = self._bucket(name, bucket_name, args, child)
+        self._identity(name, args, child)
+        self.package, self.package_uri = self._package(name, args, child)
+        self.bucket_name = self.bucket.name
+        self.service_account_email = self.service_account.email
+        outputs: dict[str, pulumi.Input[str]] = {
+            "bucket_name": self.bucket.name,
+            "service_account_email": self.service_account.email,
+        }
+        if self.package_uri is not None:
+            outputs["package_uri"] = self.package_uri
+        self.register_outputs(outputs)
+
+    @staticmethod
+    def _bucket(
+        name: str, bucket_name: str, args: TrainingInfraArgs, child: pulumi.ResourceOptions
+    ) -> gcp.storage.Bucket:
+        """The regional bucket: uniform access, never public, job outputs expire."""
         rules = [
             gcp.storage.BucketLifecycleRuleArgs(
                 action=gcp.storage.BucketLifecycleRuleActionArgs(
@@ -109,7 +126,7 @@ class TrainingInfra(pulumi.ComponentResource):
                     ),
                 )
             )
-        self.bucket = gcp.storage.Bucket(
+        return gcp.storage.Bucket(
             f"{name}-bucket",
             name=bucket_name,
             project=args.project,
@@ -121,6 +138,9 @@ class TrainingInfra(pulumi.ComponentResource):
             labels={"managed-by": "pulumi", "purpose": "vertex-training"},
             opts=child,
         )
+
+    def _identity(self, name: str, args: TrainingInfraArgs, child: pulumi.ResourceOptions) -> None:
+        """The jobs' service account, object admin on the bucket only; act-as for the deployer."""
         self.service_account = gcp.serviceaccount.Account(
             f"{name}-job-sa",
             project=args.project,
@@ -145,33 +165,25 @@ class TrainingInfra(pulumi.ComponentResource):
                 member=args.deployer,
                 opts=child,
             )
-        self.package = None
-        self.package_uri = None
-        if args.trainer_source is not None:
-            sdist = build_sdist(args.trainer_source)
-            build_dir = args.build_dir or Path(__file__).resolve().parents[1] / "build" / "packages"
-            archive = write_sdist(sdist, build_dir)
-            object_name = f"packages/{sdist.sha256[:16]}/{sdist.filename}"
-            self.package = gcp.storage.BucketObject(
-                f"{name}-trainer-package",
-                bucket=self.bucket.name,
-                name=object_name,
-                source=pulumi.FileAsset(str(archive)),
-                content_type="application/gzip",
-                opts=child,
-            )
-            self.package_uri = pulumi.Output.concat(
-                "gs://", self.package.bucket, "/", self.package.name
-            )
-        self.bucket_name = self.bucket.name
-        self.service_account_email = self.service_account.email
-        outputs: dict[str, pulumi.Input[str]] = {
-            "bucket_name": self.bucket.name,
-            "service_account_email": self.service_account.email,
-        }
-        if self.package_uri is not None:
-            outputs["package_uri"] = self.package_uri
-        self.register_outputs(outputs)
+
+    def _package(
+        self, name: str, args: TrainingInfraArgs, child: pulumi.ResourceOptions
+    ) -> tuple[gcp.storage.BucketObject | None, pulumi.Output[str] | None]:
+        """The trainer, built deterministically and uploaded under its hash (or nothing)."""
+        if args.trainer_source is None:
+            return None, None
+        sdist = build_sdist(args.trainer_source)
+        build_dir = args.build_dir or Path(__file__).resolve().parents[1] / "build" / "packages"
+        archive = write_sdist(sdist, build_dir)
+        package = gcp.storage.BucketObject(
+            f"{name}-trainer-package",
+            bucket=self.bucket.name,
+            name=f"packages/{sdist.sha256[:16]}/{sdist.filename}",
+            source=pulumi.FileAsset(str(archive)),
+            content_type="application/gzip",
+            opts=child,
+        )
+        return package, pulumi.Output.concat("gs://", package.bucket, "/", package.name)
 
     def output_uri(self, job: str) -> pulumi.Output[str]:
         """``gs://<bucket>/jobs/<job>``: a job's ``baseOutputDirectory``."""

@@ -18,12 +18,11 @@ import pulumi
 
 from components._catalog import load_catalog
 from components._errors import SpecError
-from components._formats import load_spec_file
-from components._job_inputs import copy_document
 from components._packaging import PackagingError, source_digest
 from components._pricing import estimate, summary
 from components._spec import JobSpec
 from components.config import ConfigError, JobConfig, StackConfig, load_stack_config
+from components.formats import load_spec_file
 from components.training_job import (
     TrainingJob,
     TrainingJobArgs,
@@ -52,10 +51,10 @@ def _python_pools(document: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def _load(job: JobConfig, seen: dict[Path, dict[str, Any]]) -> dict[str, Any]:
-    """The job's spec document; a file several jobs share is read once per program run."""
+def _load(job: JobConfig, seen: dict[Path, JobSpec]) -> JobSpec:
+    """The job's spec, parsed once; a file several jobs share is read once per program run."""
     if job.spec in seen:
-        return copy_document(seen[job.spec])
+        return seen[job.spec]
     try:
         loaded = load_spec_file(job.spec)
         spec = resolve_local_paths(loaded.spec, job.spec.parent)
@@ -65,20 +64,21 @@ def _load(job: JobConfig, seen: dict[Path, dict[str, Any]]) -> dict[str, Any]:
         raise ConfigError(f"{job.spec}: {detail}") from None
     for note in loaded.notes:
         pulumi.log.info(f"{job.spec.name}: {note}")
-    document: dict[str, Any] = spec.to_document()
-    seen[job.spec] = copy_document(document)
-    return document
+    seen[job.spec] = spec
+    return spec
 
 
-def _cost_line(name: str, document: dict[str, Any], region: str) -> str:
+def _cost_line(name: str, spec: JobSpec, region: str) -> str:
     try:
-        result = estimate(JobSpec.parse(document), load_catalog(), region=region)
+        result = estimate(spec, load_catalog(), region=region)
     except (SpecError, ValueError):
         return f"  {name}: no estimate (the spec is invalid)"
     return f"  {name}: {summary(result)}"
 
 
-def _wire_cloud(document: dict[str, Any], infra: Any, job: JobConfig) -> None:
+def _wire_cloud(spec: JobSpec, infra: Any, job: JobConfig) -> dict[str, Any]:
+    """The spec as a document with the infra's Outputs where the spec file leaves them out."""
+    document = spec.to_document()
     if infra.package_uri is not None:
         for package in _python_pools(document):
             uris = package.get("packageUris") or []
@@ -86,18 +86,23 @@ def _wire_cloud(document: dict[str, Any], infra: Any, job: JobConfig) -> None:
                 package["packageUris"] = [infra.package_uri]
     document.setdefault("serviceAccount", infra.service_account_email)
     document.setdefault("baseOutputDirectory", infra.output_uri(job.name))
+    return document
 
 
 def _wire_local(
-    document: dict[str, Any], config: StackConfig, digests: dict[Path, str]
-) -> list[str]:
+    spec: JobSpec, config: StackConfig, digests: dict[Path, str]
+) -> tuple[JobSpec, list[str]]:
     """Point python pools at the local trainer; a trigger per package digest re-runs on edits."""
     triggers: list[str] = []
-    for package in _python_pools(document):
-        if not package.get("packageUris") and config.trainer_source is not None:
-            package["packageUris"] = [str(config.trainer_source)]
-        for uri in package.get("packageUris", []):
-            path = Path(str(uri).removeprefix("file://"))
+    pools = []
+    for pool in spec.worker_pool_specs:
+        package = pool.python_package_spec
+        if package is not None and not package.package_uris and config.trainer_source:
+            package = package.model_copy(update={"package_uris": [str(config.trainer_source)]})
+            pool = pool.model_copy(update={"python_package_spec": package})
+        pools.append(pool)
+        for uri in package.package_uris if package is not None else ():
+            path = Path(uri.removeprefix("file://"))
             if path.is_dir():
                 if path not in digests:  # jobs sharing a trainer hash it once per run
                     try:
@@ -105,13 +110,14 @@ def _wire_local(
                     except PackagingError as exc:
                         raise ConfigError(str(exc)) from None
                 triggers.append(f"package:{path.name}:{digests[path]}")
-    return triggers
+    return spec.model_copy(update={"worker_pool_specs": pools}), triggers
 
 
 @dataclass
 class _PlannedJob:
     job: JobConfig
-    document: dict[str, Any]
+    spec: JobSpec
+    """Parsed once from the spec file; local stacks' package paths filled in."""
     triggers: list[str]
 
 
@@ -137,25 +143,24 @@ class _InfraStandIn:
 def _plan(config: StackConfig) -> list[_PlannedJob]:
     """Load every job, log its cost, and refuse the stack if any job is invalid."""
     planned: list[_PlannedJob] = []
-    seen: dict[Path, dict[str, Any]] = {}
+    seen: dict[Path, JobSpec] = {}
     costs: list[str] = []
     digests: dict[Path, str] = {}
     for job in config.jobs:
-        document = _load(job, seen)
-        costs.append(_cost_line(job.name, document, config.region))
+        spec = _load(job, seen)
+        costs.append(_cost_line(job.name, spec, config.region))
         triggers = list(job.triggers)
         if config.target != "vertex":
-            triggers += _wire_local(document, config, digests)
-        planned.append(_PlannedJob(job, document, triggers))
+            spec, found = _wire_local(spec, config, digests)
+            triggers += found
+        planned.append(_PlannedJob(job, spec, triggers))
     # One message, not one engine call per job: `pulumi preview` shows it to reviewers.
     pulumi.log.info("estimated cost per job:\n" + "\n".join(costs))
     stand_in = _InfraStandIn(config.trainer_source is not None)
     problems: list[str] = []
     for plan in planned:
-        document = copy_document(plan.document)
-        if config.target == "vertex":
-            _wire_cloud(document, stand_in, plan.job)
-        reason, warnings = check_args(plan.job.name, _job_args(plan, document, config))
+        wired = _wire_cloud(plan.spec, stand_in, plan.job) if config.target == "vertex" else None
+        reason, warnings = check_args(plan.job.name, _job_args(plan, wired))
         if reason:
             problems.append(reason)
         for warning in warnings:
@@ -165,11 +170,14 @@ def _plan(config: StackConfig) -> list[_PlannedJob]:
     return planned
 
 
-def _job_args(plan: _PlannedJob, document: dict[str, Any], config: StackConfig) -> TrainingJobArgs:
-    # Project and region are left to TrainingJob, which reads gcp:project and gcp:region
-    # itself and so names those keys in its messages.
+def _job_args(plan: _PlannedJob, wired: dict[str, Any] | None) -> TrainingJobArgs:
+    """The job's arguments: the typed spec, or the cloud-wired document holding Outputs.
+
+    Project and region are left to TrainingJob, which reads gcp:project and gcp:region itself
+    and so names those keys in its messages.
+    """
     return TrainingJobArgs(
-        spec=document,
+        spec=plan.spec if wired is None else wired,
         triggers=plan.triggers or None,
         wait_for=plan.job.wait_for,
         wait_timeout=plan.job.wait_timeout,
@@ -213,12 +221,11 @@ def run(config: StackConfig | None = None) -> Program:
             pulumi.export("package_uri", program.infra.package_uri)
     exports: dict[str, Any] = {}
     for plan in planned:
-        job, document = plan.job, plan.document
-        if program.infra is not None:
-            _wire_cloud(document, program.infra, job)
+        job = plan.job
+        wired = _wire_cloud(plan.spec, program.infra, job) if program.infra is not None else None
         resource = TrainingJob(
             job.name,
-            _job_args(plan, document, config),
+            _job_args(plan, wired),
             pulumi.ResourceOptions(depends_on=depends),
             validate=False,  # _plan checked every job before anything was registered
         )

@@ -32,9 +32,17 @@ from typing import Any, TextIO
 
 from components._catalog import Catalog, load_catalog
 from components._errors import SpecError
-from components._job_inputs import decode_spec
 from components._pricing import Estimate, estimate
 from components._spec import JobSpec
+from components._wire import (
+    HIDDEN_INPUTS,
+    IDENTITY,
+    PROVIDER_KEY,
+    RUN_KEY_TYPE,
+    TRAINING_JOB_TYPE_SUFFIX,
+    UNKNOWN_VALUES,
+    decode_spec,
+)
 
 __all__ = [
     "JobChange",
@@ -47,21 +55,10 @@ __all__ = [
     "render_markdown",
 ]
 
-TRAINING_JOB_SUFFIX = ":TrainingJob"
-
 # Inputs a reviewer does not need: the pickled provider and the hash that identifies the
 # resource in job labels (it changes only with the stack or resource name).
-_HIDDEN_INPUTS = frozenset({"__provider", "identity"})
+_HIDDEN_INPUTS = frozenset({PROVIDER_KEY, IDENTITY, *HIDDEN_INPUTS})
 _SECRET = "[secret]"
-_UNKNOWN_SENTINELS = frozenset(
-    {
-        "04da6b54-80e4-46f7-96ec-b56ff0331ba9",
-        "1c4a061d-8072-4f0a-a4cb-0ff528b18fe7",
-        "3eeb2bf0-c639-47a8-9e75-3b44932eb421",
-        "6a19a0b0-7e62-4c92-b797-7f8e31da9cc2",
-        "dd056dcd-154b-4c76-9bd3-c8f88648b5ff",
-    }
-)
 _REPLACE_OPS = frozenset({"replace", "create-replacement", "delete-replaced"})
 _SHOWN_OPS = ("create", "replace", "update", "delete")
 _OP_LABEL = {
@@ -104,7 +101,7 @@ class JobChange:
     def region(self) -> str | None:
         for inputs in (self.new_inputs, self.old_inputs):
             region = (inputs or {}).get("region")
-            if isinstance(region, str) and region not in _UNKNOWN_SENTINELS:
+            if isinstance(region, str) and region not in UNKNOWN_VALUES:
                 return region
         return None
 
@@ -284,8 +281,9 @@ def parse_preview(text: str) -> Preview:
         stack, project = stack or urn_stack, project or urn_project
         type_ = step.type or urn_type
         op = "replace" if step.op in _REPLACE_OPS else step.op
-        if not type_.endswith(TRAINING_JOB_SUFFIX):
-            if op in _SHOWN_OPS and type_ != "pulumi:pulumi:Stack":
+        if not type_.endswith(TRAINING_JOB_TYPE_SUFFIX):
+            # The stack and its run key are not something a reviewer decides on.
+            if op in _SHOWN_OPS and type_ not in ("pulumi:pulumi:Stack", RUN_KEY_TYPE):
                 others[op] = others.get(op, 0) + 1
             continue
         if op not in _SHOWN_OPS:
@@ -378,7 +376,7 @@ def _diff(
 
 
 def _value(value: Any) -> str:
-    if isinstance(value, str) and value in _UNKNOWN_SENTINELS:
+    if isinstance(value, str) and value in UNKNOWN_VALUES:
         return "(known after apply)"
     if value == _SECRET:
         return _SECRET
@@ -499,100 +497,103 @@ def _what(job: JobChange) -> str:
     return job.op
 
 
+_VERBS = {
+    "create": "to create",
+    "replace": "to replace",
+    "update": "to update",
+    "delete": "to delete",
+}
+
+
 def render(preview: Preview, catalog: Catalog | None = None, *, title: str | None = None) -> str:
     """The markdown comment for ``preview``."""
     catalog = catalog or load_catalog()
     where = "/".join(p for p in (preview.project, preview.stack) if p)
     lines = [f"### {title or 'Training jobs'}" + (f" — `{where}`" if where else ""), ""]
-
-    counts = {op: sum(j.op == op for j in preview.jobs) for op in _SHOWN_OPS}
-    verbs = {
-        "create": "to create",
-        "replace": "to replace",
-        "update": "to update",
-        "delete": "to delete",
-    }
-    summary = [f"{counts[op]} {verbs[op]}" for op in _SHOWN_OPS if counts[op]]
     violations = [f"`{j.name}`: {v}" for j in preview.jobs for v in j.policy_violations]
     violations += preview.stack_policy_violations
-    if preview.errors:
-        lines += ["**❌ The preview failed**", ""]
-        reasons = [e for e in preview.errors if e != "preview failed"]
-        if reasons:
-            lines += ["```", *reasons, "```", ""]
-        elif not violations and not preview.streamed:
-            lines += [
-                "The engine gave no reason in its JSON (a policy pack's violations, for one, "
-                "are only in the event stream: run the preview with "
-                "`PULUMI_ENABLE_STREAMING_JSON_PREVIEW=true`), see the CLI output.",
-                "",
-            ]
+    lines += _failure_lines(preview, violations)
     if violations:
         lines += ["**🛑 Policy violations**", ""]
         lines += [f"- {_cell(v)}" for v in violations]
         lines.append("")
-    if not preview.jobs:
+    if preview.jobs:
+        lines += _job_lines(preview, [_row(job, catalog) for job in preview.jobs])
+    else:
         lines.append(
             "No training job changes"
             + (f" ({preview.unchanged_jobs} unchanged)." if preview.unchanged_jobs else ".")
         )
-    else:
-        tail = f" · {preview.unchanged_jobs} unchanged" if preview.unchanged_jobs else ""
-        lines += [f"**{' · '.join(summary)}**{tail}", ""]
-        rows = [_row(job, catalog) for job in preview.jobs]
-        lines += [
-            "| | Job | Machines | GPUs | Region | Cost per hour |",
-            "|---|---|---|---|---|---|",
-        ]
-        for row in rows:
-            lines.append(
-                f"| {_OP_LABEL[row.job.op]} | `{_cell(row.job.name)}` | {_cell(row.machines)} "
-                f"| {_cell(row.gpus)} | {row.job.region or '?'} | {_cell(row.cost)} |"
-            )
-        lines.append("")
-        known = [r.delta for r in rows if r.delta is not None]
-        unknown = [r.job.name for r in rows if r.delta is None]
-        total = f"**Hourly cost change: {_delta(sum(known)) if known else 'unknown'}**"
-        if unknown and known:
-            names = ", ".join(f"`{n}`" for n in unknown)
-            total += f" (jobs with known prices; unknown for {names})"
-        lines += [total, ""]
-        missing = list(dict.fromkeys(m for r in rows for m in r.missing))
-        if missing:
-            lines += [f"Prices not in the catalog: {', '.join(missing)}.", ""]
-        for job in preview.jobs:
-            if job.op not in ("replace", "update"):
-                continue
-            changes = job.changes()
-            lines.append(f"**`{job.name}`** — {_what(job)}")
-            for change in changes[:_MAX_CHANGES]:
-                mark = " (forces replacement)" if change.forces_replacement else ""
-                if change.kind == "add":
-                    lines.append(f"- `{change.path}`: added {_value(change.new)}{mark}")
-                elif change.kind == "delete":
-                    lines.append(f"- `{change.path}`: removed (was {_value(change.old)}){mark}")
-                else:
-                    lines.append(
-                        f"- `{change.path}`: {_value(change.old)} → {_value(change.new)}{mark}"
-                    )
-            if len(changes) > _MAX_CHANGES:
-                lines.append(f"- … and {len(changes) - _MAX_CHANGES} more")
-            lines.append("")
     if preview.other_resources:
         others = ", ".join(f"{n} to {op}" for op, n in preview.other_resources.items())
         lines += [f"Other resources: {others}.", ""]
     if preview.warnings:
+        lines += ["<details><summary>Warnings</summary>", "", "```", *preview.warnings, "```"]
+        lines += ["", "</details>", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _failure_lines(preview: Preview, violations: list[str]) -> list[str]:
+    if not preview.errors:
+        return []
+    lines = ["**❌ The preview failed**", ""]
+    reasons = [e for e in preview.errors if e != "preview failed"]
+    if reasons:
+        lines += ["```", *reasons, "```", ""]
+    elif not violations and not preview.streamed:
         lines += [
-            "<details><summary>Warnings</summary>",
-            "",
-            "```",
-            *preview.warnings,
-            "```",
-            "",
-            "</details>",
+            "The engine gave no reason in its JSON (a policy pack's violations, for one, "
+            "are only in the event stream: run the preview with "
+            "`PULUMI_ENABLE_STREAMING_JSON_PREVIEW=true`), see the CLI output.",
             "",
         ]
-    return "\n".join(lines).rstrip() + "\n"
+    return lines
+
+
+def _job_lines(preview: Preview, rows: list[_Row]) -> list[str]:
+    """The summary line, one table row per job, the cost change and each job's changes."""
+    counts = {op: sum(j.op == op for j in preview.jobs) for op in _SHOWN_OPS}
+    summary = [f"{counts[op]} {_VERBS[op]}" for op in _SHOWN_OPS if counts[op]]
+    tail = f" · {preview.unchanged_jobs} unchanged" if preview.unchanged_jobs else ""
+    lines = [f"**{' · '.join(summary)}**{tail}", ""]
+    lines += ["| | Job | Machines | GPUs | Region | Cost per hour |", "|---|---|---|---|---|---|"]
+    for row in rows:
+        lines.append(
+            f"| {_OP_LABEL[row.job.op]} | `{_cell(row.job.name)}` | {_cell(row.machines)} "
+            f"| {_cell(row.gpus)} | {row.job.region or '?'} | {_cell(row.cost)} |"
+        )
+    lines.append("")
+    known = [r.delta for r in rows if r.delta is not None]
+    unknown = [r.job.name for r in rows if r.delta is None]
+    total = f"**Hourly cost change: {_delta(sum(known)) if known else 'unknown'}**"
+    if unknown and known:
+        names = ", ".join(f"`{n}`" for n in unknown)
+        total += f" (jobs with known prices; unknown for {names})"
+    lines += [total, ""]
+    missing = list(dict.fromkeys(m for r in rows for m in r.missing))
+    if missing:
+        lines += [f"Prices not in the catalog: {', '.join(missing)}.", ""]
+    for job in preview.jobs:
+        if job.op in ("replace", "update"):
+            lines += _change_lines(job)
+    return lines
+
+
+def _change_lines(job: JobChange) -> list[str]:
+    changes = job.changes()
+    lines = [f"**`{job.name}`** — {_what(job)}"]
+    for change in changes[:_MAX_CHANGES]:
+        mark = " (forces replacement)" if change.forces_replacement else ""
+        if change.kind == "add":
+            lines.append(f"- `{change.path}`: added {_value(change.new)}{mark}")
+        elif change.kind == "delete":
+            lines.append(f"- `{change.path}`: removed (was {_value(change.old)}){mark}")
+        else:
+            lines.append(f"- `{change.path}`: {_value(change.old)} → {_value(change.new)}{mark}")
+    if len(changes) > _MAX_CHANGES:
+        lines.append(f"- … and {len(changes) - _MAX_CHANGES} more")
+    lines.append("")
+    return lines
 
 
 def render_markdown(text: str, catalog: Catalog | None = None, *, title: str | None = None) -> str:

@@ -29,10 +29,16 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 import pulumi
 import pulumi.dynamic
 
+from components._check import check_inputs
 from components._errors import SpecError, SpecInvalidError
-from components._formats import load_spec_file
 from components._identity import identity_label
-from components._job_inputs import (
+from components._provider import TrainingJobProvider
+from components._run_key import stack_run_key
+from components._settings import SettingError, parse_endpoint, target_for_endpoint
+from components._spec import JobSpec
+from components._validation import Target
+from components._violations import Violation
+from components._wire import (
     ENV_VALUES,
     EXCLUSIVE_GPUS,
     IDENTITY,
@@ -47,17 +53,11 @@ from components._job_inputs import (
     WAIT_FOR,
     WAIT_TIMEOUT,
     WaitFor,
-    check_inputs,
     encode_spec,
     is_default_input,
     split_env,
 )
-from components._provider import TrainingJobProvider
-from components._run_key import stack_run_key
-from components._settings import SettingError, parse_endpoint, target_for_endpoint
-from components._spec import JobSpec
-from components._validation import Target
-from components._violations import Violation
+from components.formats import load_spec_file
 
 __all__ = [
     "SpecInput",
@@ -116,6 +116,8 @@ class PreparedSpec:
     region: str | None
     nested_outputs: bool = False
     """Outputs sit at some places of the result (given in a mapping)."""
+    model: JobSpec | None = None
+    """The parsed spec, project and region included, when no Output sits in it."""
 
 
 T = TypeVar("T")
@@ -174,7 +176,9 @@ def _resolved(base: Path, uri: str, path: str) -> str:
     try:
         return str((base / uri).resolve())
     except (OSError, RuntimeError, ValueError) as exc:  # RuntimeError: a symlink loop
-        raise SpecInvalidError([Violation(path, f"cannot be resolved: {exc}")]) from None
+        raise SpecInvalidError(
+            [Violation(path, f"cannot be resolved: {exc}", rule="uris")]
+        ) from None
 
 
 def _invalid(origin: str, exc: SpecError) -> TrainingJobInputError:
@@ -226,6 +230,7 @@ def prepare_spec(spec: JobSpec | Mapping[str, Any] | str | os.PathLike[str]) -> 
         project=_restore(project, found),
         region=_restore(region, found),
         nested_outputs=bool(found),
+        model=None if found else model,
     )
 
 
@@ -430,6 +435,7 @@ def _inputs(resource_name: str, args: TrainingJobArgs, *, validate: bool) -> _In
     spec_doc: Any
     env_values: Any
     nested_outputs = False
+    parsed: JobSpec | None = None
     if isinstance(args.spec, pulumi.Output):
         prepared_out = args.spec.apply(prepare_spec)
         spec_doc = prepared_out.apply(lambda p: _with_display_name(p.spec, resource_name))
@@ -438,6 +444,9 @@ def _inputs(resource_name: str, args: TrainingJobArgs, *, validate: bool) -> _In
         spec_region: Any = prepared_out.apply(lambda p: p.region)
     else:
         prepared = prepare_spec(args.spec)
+        parsed = prepared.model
+        if parsed is not None and not parsed.display_name:
+            parsed = parsed.model_copy(update={"display_name": resource_name})
         spec_doc = _with_display_name(prepared.spec, resource_name)
         env_values = prepared.env_values or None
         spec_project, spec_region = prepared.project, prepared.region
@@ -470,7 +479,7 @@ def _inputs(resource_name: str, args: TrainingJobArgs, *, validate: bool) -> _In
     # The spec document (the bulk of the inputs) is walked only when Outputs sit in it.
     walk = nested_outputs or isinstance(spec_doc, pulumi.Output)
     view[SPEC] = _unknown_view(spec_doc) if walk else spec_doc
-    outcome = check_inputs(view, target=_target())
+    outcome = check_inputs(view, target=_target(), parsed=parsed)
     if outcome.failures:
         lines = "\n".join(
             f"  {origins.get(path, path)}: {reason}" for path, reason in outcome.failures

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from components import errors_only, validate
-from components._job_inputs import encode_spec, merge_env
 from components._settings import target_for_endpoint
 from components._spec import JobSpec
+from components._wire import encode_spec, merge_env
 from components.config import ConfigError
 from components.training_job import TrainingJobInputError
 from tests.program.harness import (
@@ -182,7 +182,7 @@ def test_job_fields_and_the_jobs_output_come_from_the_one_status_output():
 
 
 def test_every_status_field_and_every_default_input_is_an_attribute():
-    from components._job_inputs import INPUT_DEFAULTS, STATUS_FIELDS
+    from components._wire import INPUT_DEFAULTS, STATUS_FIELDS
     from components.training_job import TrainingJob, _DefaultInput, _StatusField
 
     fields = {n for n, v in vars(TrainingJob).items() if isinstance(v, _StatusField)}

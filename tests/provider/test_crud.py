@@ -10,9 +10,9 @@ import pytest
 from google.cloud.aiplatform_v1 import JobState
 
 from components._identity import run_hash
-from components._job_inputs import STATUS_FIELDS, encode_spec, merge_env
-from components._jobs import JobOperationError
 from components._provider import TrainingJobProvider
+from components._wire import STATUS_FIELDS, encode_spec, merge_env
+from components.vertex.api import JobOperationError
 from emulator.testing import wait_for_state
 from tests.provider.conftest import (
     RUN_KEY,

@@ -18,8 +18,8 @@ from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime import rpc
 from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
 
-from components._job_inputs import encode_spec
 from components._provider import TrainingJobProvider
+from components._wire import encode_spec
 from emulator.testing import EmulatorProcess
 from tests.provider.conftest import REPO, SECRET, configured, job_inputs, jobs_with_identity
 

@@ -15,8 +15,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from components._catalog import Catalog, nearest
+from components._catalog import Catalog
 from components._errors import SpecFormatError
+from components._violations import did_you_mean
+from components.formats.legacy_config import convert_training_input
+from components.formats.result import LoadedSpec
+from components.formats.text import parse_document, read_text
+
+__all__ = [
+    "GcloudCommand",
+    "expand_variables",
+    "is_gcloud_command",
+    "merge_training_input",
+    "parse_gcloud_command",
+    "read_gcloud_command",
+]
 
 _COMMANDS = (
     ("ai-platform", "jobs", "submit", "training"),
@@ -153,7 +166,30 @@ def _key_values(flag: str, value: str) -> dict[str, str]:
 
 def parse_gcloud_command(text: str, env: Mapping[str, str], catalog: Catalog) -> GcloudCommand:
     """Parse the command; raises ``SpecFormatError`` naming the flag that is wrong."""
-    words = _tokens(text, env)
+    command, rest = _command_words(_tokens(text, env))
+    user_args: list[str] = []
+    if "--" in rest:
+        cut = rest.index("--")
+        rest, user_args = rest[:cut], rest[cut + 1 :]
+    flags, positionals = _split_flags(rest)
+    if len(positionals) != 1:
+        raise SpecFormatError(
+            f"expected exactly one job name after `{' '.join(command)}`, got {positionals or 'none'}"
+        )
+    reader = _FlagReader(GcloudCommand(job_name=positionals[0], training_input={}), catalog)
+    for name, value in flags:
+        reader.read(name, value)
+    overrides = reader.overrides
+    if reader.package_uris:
+        overrides["packageUris"] = reader.package_uris
+    if user_args:
+        overrides["args"] = user_args
+    reader.result.training_input = overrides
+    return reader.result
+
+
+def _command_words(words: list[str]) -> tuple[tuple[str, ...], list[str]]:
+    """(the submit command's words, the words after them); refuses any other gcloud command."""
     if not words or words[0] != "gcloud":
         raise SpecFormatError("the command must start with gcloud")
     rest = words[1:]
@@ -165,90 +201,106 @@ def parse_gcloud_command(text: str, env: Mapping[str, str], catalog: Catalog) ->
             "only `gcloud ai-platform jobs submit training` (or `gcloud ml-engine ...`) is understood, "
             f"got `gcloud {' '.join(rest[:4])}`"
         )
-    rest = rest[len(command) :]
-    user_args: list[str] = []
-    if "--" in rest:
-        cut = rest.index("--")
-        rest, user_args = rest[:cut], rest[cut + 1 :]
+    return command, rest[len(command) :]
 
+
+def _split_flags(words: list[str]) -> tuple[list[tuple[str, str | None]], list[str]]:
+    """(flags with their values, positional words); ``--flag value`` and ``--flag=value``."""
     flags: list[tuple[str, str | None]] = []
     positionals: list[str] = []
     i = 0
-    while i < len(rest):
-        word = rest[i]
+    while i < len(words):
+        word = words[i]
         if word.startswith("-") and word != "-":
             name, eq, inline = word.partition("=")
             if name in _IGNORED_SWITCHES:
                 flags.append((name, None))
             elif eq:
                 flags.append((name, inline))
-            elif i + 1 < len(rest):
-                flags.append((name, rest[i + 1]))
+            elif i + 1 < len(words):
+                flags.append((name, words[i + 1]))
                 i += 1
             else:
                 raise SpecFormatError(f"{name} needs a value")
         else:
             positionals.append(word)
         i += 1
-    if len(positionals) != 1:
-        raise SpecFormatError(
-            f"expected exactly one job name after `{' '.join(command)}`, got {positionals or 'none'}"
-        )
+    return flags, positionals
 
-    result = GcloudCommand(job_name=positionals[0], training_input={})
-    overrides: dict[str, Any] = {}
-    package_uris: list[str] = []
-    known = [
-        *_SIMPLE_FLAGS,
-        *_ACCELERATOR_FLAGS,
-        *_IMAGE_FLAGS,
-        *_OTHER_FLAGS,
-        *_IGNORED_VALUE_FLAGS,
-        *_IGNORED_SWITCHES,
-    ]
-    for name, flag_value in flags:
+
+_KNOWN_FLAGS = [
+    *_SIMPLE_FLAGS,
+    *_ACCELERATOR_FLAGS,
+    *_IMAGE_FLAGS,
+    *_OTHER_FLAGS,
+    *_IGNORED_VALUE_FLAGS,
+    *_IGNORED_SWITCHES,
+]
+
+
+@dataclass
+class _FlagReader:
+    """Reads flags, one at a time, into a ``GcloudCommand`` and its trainingInput overrides."""
+
+    result: GcloudCommand
+    catalog: Catalog
+    overrides: dict[str, Any] = field(default_factory=dict)
+    package_uris: list[str] = field(default_factory=list)
+
+    def read(self, name: str, value: str | None) -> None:
         if name in _IGNORED_SWITCHES:
             if name == "--enable-web-access":
-                result.enable_web_access = True
-            continue
-        assert flag_value is not None
-        value = flag_value
+                self.result.enable_web_access = True
+            return
+        assert value is not None
         if name in _SIMPLE_FLAGS:
-            key = _SIMPLE_FLAGS[name]
-            if key in _INT_KEYS:
-                try:
-                    overrides[key] = int(value)
-                except ValueError:
-                    raise SpecFormatError(f"{name} must be a whole number, got {value!r}") from None
-            else:
-                overrides[key] = value.upper() if key == "scaleTier" else value
+            self.simple(name, _SIMPLE_FLAGS[name], value)
         elif name in _ACCELERATOR_FLAGS:
-            pairs = _key_values(name, value)
-            unknown = set(pairs) - {"count", "type"}
-            if unknown:
-                raise SpecFormatError(
-                    f"{name}: unknown key(s) {sorted(unknown)}; use count=N,type=TYPE"
-                )
-            config = overrides.setdefault(_ACCELERATOR_FLAGS[name], {})
-            accel: dict[str, Any] = {}
-            if "type" in pairs:
-                accel["type"] = catalog.accelerators_by_gcloud_name.get(
-                    pairs["type"].lower(), pairs["type"]
-                )
-            if "count" in pairs:
-                try:
-                    accel["count"] = int(pairs["count"])
-                except ValueError:
-                    raise SpecFormatError(
-                        f"{name}: count must be a whole number, got {pairs['count']!r}"
-                    ) from None
-            config["acceleratorConfig"] = accel
+            config = self.overrides.setdefault(_ACCELERATOR_FLAGS[name], {})
+            config["acceleratorConfig"] = self.accelerator(name, value)
         elif name in _IMAGE_FLAGS:
-            overrides.setdefault(_IMAGE_FLAGS[name], {})["imageUri"] = value
-        elif name == "--package-path":
-            package_uris.insert(0, value)
+            self.overrides.setdefault(_IMAGE_FLAGS[name], {})["imageUri"] = value
+        elif name in _OTHER_FLAGS:
+            self.other(name, value)
+        elif name not in _IGNORED_VALUE_FLAGS:
+            hint = did_you_mean(name, _KNOWN_FLAGS)
+            raise SpecFormatError(f"unknown flag {name}" + (f"; {hint}" if hint else ""))
+
+    def simple(self, name: str, key: str, value: str) -> None:
+        if key in _INT_KEYS:
+            try:
+                self.overrides[key] = int(value)
+            except ValueError:
+                raise SpecFormatError(f"{name} must be a whole number, got {value!r}") from None
+        else:
+            self.overrides[key] = value.upper() if key == "scaleTier" else value
+
+    def accelerator(self, name: str, value: str) -> dict[str, Any]:
+        pairs = _key_values(name, value)
+        unknown = set(pairs) - {"count", "type"}
+        if unknown:
+            raise SpecFormatError(
+                f"{name}: unknown key(s) {sorted(unknown)}; use count=N,type=TYPE"
+            )
+        accel: dict[str, Any] = {}
+        if "type" in pairs:
+            by_gcloud_name = self.catalog.accelerators_by_gcloud_name
+            accel["type"] = by_gcloud_name.get(pairs["type"].lower(), pairs["type"])
+        if "count" in pairs:
+            try:
+                accel["count"] = int(pairs["count"])
+            except ValueError:
+                raise SpecFormatError(
+                    f"{name}: count must be a whole number, got {pairs['count']!r}"
+                ) from None
+        return accel
+
+    def other(self, name: str, value: str) -> None:
+        result = self.result
+        if name == "--package-path":
+            self.package_uris.insert(0, value)
         elif name == "--packages":
-            package_uris.extend(p for p in value.split(",") if p)
+            self.package_uris.extend(p for p in value.split(",") if p)
         elif name == "--config":
             result.config_path = Path(value)
         elif name == "--labels":
@@ -256,21 +308,9 @@ def parse_gcloud_command(text: str, env: Mapping[str, str], catalog: Catalog) ->
         elif name == "--project":
             result.project = value
         elif name == "--kms-key":
-            overrides["encryptionConfig"] = {"kmsKeyName": value}
+            self.overrides["encryptionConfig"] = {"kmsKeyName": value}
         elif name == "--staging-bucket":
             result.staging_bucket = value
-        elif name in _IGNORED_VALUE_FLAGS:
-            continue
-        else:
-            close = nearest(name, known, limit=1)
-            hint = f"; did you mean {close[0]}?" if close else ""
-            raise SpecFormatError(f"unknown flag {name}{hint}")
-    if package_uris:
-        overrides["packageUris"] = package_uris
-    if user_args:
-        overrides["args"] = user_args
-    result.training_input = overrides
-    return result
 
 
 def merge_training_input(from_config: dict[str, Any], from_flags: dict[str, Any]) -> dict[str, Any]:
@@ -282,3 +322,37 @@ def merge_training_input(from_config: dict[str, Any], from_flags: dict[str, Any]
         else:
             merged[key] = value
     return merged
+
+
+def read_gcloud_command(
+    path: Path, text: str, env: Mapping[str, str], catalog: Catalog
+) -> LoadedSpec:
+    """The spec of a command file: its flags over its ``--config`` (relative to the file)."""
+    command = parse_gcloud_command(text, env, catalog)
+    from_config: dict[str, Any] = {}
+    notes: list[str] = []
+    if command.config_path is not None:
+        config_path = command.config_path
+        if not config_path.is_absolute():
+            config_path = path.parent / config_path
+        document = parse_document(read_text(config_path, what="--config file"), str(config_path))
+        if not isinstance(document, dict) or not isinstance(document.get("trainingInput"), dict):
+            raise SpecFormatError(f"{config_path}: --config must hold a trainingInput mapping")
+        from_config = document["trainingInput"]
+        notes.append(f"read --config {config_path}; flags override its values")
+    training_input = merge_training_input(from_config, command.training_input)
+    if command.staging_bucket:
+        notes.append(
+            f"--staging-bucket {command.staging_bucket}: package staging is done by the TrainingJob resource"
+        )
+    conversion = convert_training_input(
+        training_input,
+        display_name=command.job_name,
+        labels=command.labels,
+        project=command.project,
+        catalog=catalog,
+    )
+    spec = conversion.spec
+    if command.enable_web_access:
+        spec = spec.model_copy(update={"enable_web_access": True})
+    return LoadedSpec(spec, "gcloud-command", notes + conversion.notes, conversion.scale_tier)

@@ -1,16 +1,19 @@
 """Conversion between ``JobSpec`` and ``google.cloud.aiplatform_v1.CustomJob``.
 
-This module imports the client library (about a second), so nothing on the validation
-path imports it; ``JobSpec.to_custom_job`` and ``from_custom_job`` load it on first use.
+This module imports the client library's types (about a second) when it is imported, so nothing
+on the validation path imports it: the provider's ``create`` and ``python -m components convert``
+import it on first use. ``validate_custom_job`` is what the emulator calls to check a job it was
+sent with the project's validator.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from google.cloud import aiplatform_v1
+from pydantic import ValidationError
 
+from components._errors import SpecInvalidError
 from components._spec import (
     ContainerSpec,
     DiskSpec,
@@ -21,9 +24,13 @@ from components._spec import (
     PythonPackageSpec,
     Scheduling,
     WorkerPoolSpec,
+    violations_from_pydantic,
 )
+from components._validation import Target, validate
+from components._violations import Violation
+from components._wire import parse_job_name
 
-_JOB_NAME = re.compile(r"^projects/([^/]+)/locations/([^/]+)/customJobs/[^/]+$")
+__all__ = ["custom_job_spec_document", "from_custom_job", "to_custom_job", "validate_custom_job"]
 
 
 def _env_to_proto(env: list[EnvVar]) -> list[Any]:
@@ -165,29 +172,42 @@ def _pool_from_proto(proto: Any) -> WorkerPoolSpec:
 
 
 def from_custom_job(job: Any, *, project: str | None = None, region: str | None = None) -> JobSpec:
-    """Read a ``CustomJob`` back into a spec (output-only fields are not part of a spec)."""
-    match = _JOB_NAME.match(job.name or "")
-    if match:
-        project = project or match.group(1)
-        region = region or match.group(2)
+    """Read a ``CustomJob`` back into a spec (output-only fields are not part of a spec).
+
+    Project and region default to the job name's. Raises ``SpecInvalidError`` for a job no
+    spec can hold (e.g. a NUL byte in a field).
+    """
+    place = parse_job_name(job.name or "")
+    if place is not None:
+        project, region = project or place[0], region or place[1]
+    try:
+        return _spec_from_proto(job, project, region)
+    except ValidationError as exc:
+        raise SpecInvalidError(violations_from_pydantic(exc)) from None
+
+
+def _scheduling_from_proto(spec: Any) -> Scheduling | None:
+    if not _has(spec, "scheduling"):
+        return None
+    s = spec.scheduling
+    return Scheduling(
+        timeout=s.timeout if _has(s, "timeout") else None,
+        restart_job_on_worker_restart=s.restart_job_on_worker_restart,
+        disable_retries=s.disable_retries,
+        strategy=s.strategy.name if s.strategy else None,
+        max_wait_duration=s.max_wait_duration if _has(s, "max_wait_duration") else None,
+    )
+
+
+def _spec_from_proto(job: Any, project: str | None, region: str | None) -> JobSpec:
     spec = job.job_spec
-    scheduling = None
-    if _has(spec, "scheduling"):
-        s = spec.scheduling
-        scheduling = Scheduling(
-            timeout=s.timeout if _has(s, "timeout") else None,
-            restart_job_on_worker_restart=s.restart_job_on_worker_restart,
-            disable_retries=s.disable_retries,
-            strategy=s.strategy.name if s.strategy else None,
-            max_wait_duration=s.max_wait_duration if _has(s, "max_wait_duration") else None,
-        )
     return JobSpec(
         project=project,
         region=region,
         display_name=job.display_name or None,
         labels=dict(job.labels),
         worker_pool_specs=[_pool_from_proto(p) for p in spec.worker_pool_specs],
-        scheduling=scheduling,
+        scheduling=_scheduling_from_proto(spec),
         service_account=spec.service_account or None,
         network=spec.network or None,
         reserved_ip_ranges=list(spec.reserved_ip_ranges),
@@ -205,6 +225,20 @@ def from_custom_job(job: Any, *, project: str | None = None, region: str | None 
             else None
         ),
     )
+
+
+def validate_custom_job(
+    job: Any, *, project: str, region: str, target: Target = "local"
+) -> list[Violation]:
+    """The project's validator on a ``CustomJob`` as a client sent it: every violation found.
+
+    A job no spec can hold gives the reasons of ``from_custom_job`` as violations.
+    """
+    try:
+        spec = from_custom_job(job, project=project, region=region)
+    except SpecInvalidError as exc:
+        return list(exc.violations)
+    return validate(spec, region=region, target=target)
 
 
 def custom_job_spec_document(spec: JobSpec) -> dict[str, Any]:

@@ -12,10 +12,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from components._catalog import Catalog, load_catalog, nearest
+from components._catalog import Catalog, load_catalog
 from components._errors import SpecInvalidError
 from components._spec import JobSpec
-from components._violations import Violation
+from components._violations import Violation, did_you_mean
+from components.formats.result import LoadedSpec
+
+__all__ = [
+    "DEFAULT_RUNTIME_VERSION",
+    "LegacyConversion",
+    "convert_training_input",
+    "read_legacy_config",
+    "training_image",
+]
 
 DEFAULT_RUNTIME_VERSION = "2.15"
 """Used when a legacy config names no runtimeVersion (documented in the README)."""
@@ -115,12 +124,11 @@ def _shape_violations(mapping: dict[Any, Any], kinds: dict[str, str], path: str)
         where = f"{path}.{key}"
         kind = kinds.get(key) if isinstance(key, str) else None
         if kind is None:
-            close = nearest(str(key), kinds, limit=1)
             found.append(
                 Violation(
                     where,
                     f"is not a {path.rsplit('.', 1)[-1]} field this converter knows",
-                    f"did you mean {close[0]}?" if close else None,
+                    did_you_mean(str(key), kinds),
                     rule="legacy",
                 )
             )
@@ -186,157 +194,181 @@ def convert_training_input(
     catalog: Catalog | None = None,
 ) -> LegacyConversion:
     """Convert a ``trainingInput`` mapping; raises ``SpecInvalidError`` naming bad fields."""
-    catalog = catalog or load_catalog()
     if not isinstance(training_input, dict):
         raise SpecInvalidError([Violation("trainingInput", "must be a mapping", rule="legacy")])
     # Fields of the wrong shape are reported and left out, so the rest is still converted
     # (and checked) without ever touching them.
     shape = _shape_violations(training_input, _FIELD_KINDS, "trainingInput")
     misshapen = {v.path.split(".")[1] for v in shape}
-    problems: list[Violation] = []
-    notes: list[str] = []
     ti = {k: v for k, v in training_input.items() if v is not None and k not in misshapen}
+    converter = _Converter(ti, catalog or load_catalog())
+    tier_name = converter.expand_scale_tier()
+    pools = converter.pools()
+    if shape or converter.problems:
+        reported = {v.path for v in shape}
+        raise SpecInvalidError([*shape, *(v for v in converter.problems if v.path not in reported)])
+    document = converter.document(pools, display_name, labels, project)
+    spec = JobSpec.parse({k: v for k, v in document.items() if v is not None})
+    return LegacyConversion(spec, converter.notes, None if tier_name == "CUSTOM" else tier_name)
 
-    tier_name = str(ti.get("scaleTier", "BASIC")).upper()
-    if tier_name != "CUSTOM":
-        tier = catalog.scale_tiers.get(tier_name)
+
+_TIER_SETS = (
+    "masterType",
+    "workerType",
+    "parameterServerType",
+    "workerCount",
+    "parameterServerCount",
+)
+
+
+@dataclass
+class _Converter:
+    """One conversion: the (well-shaped) trainingInput, and what it found on the way."""
+
+    ti: dict[str, Any]
+    catalog: Catalog
+    problems: list[Violation] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def problem(self, path: str, reason: str, suggestion: str | None = None) -> None:
+        self.problems.append(Violation(path, reason, suggestion, rule="legacy"))
+
+    def expand_scale_tier(self) -> str:
+        """Fill the cluster in from the scale tier (not CUSTOM); returns the tier's name."""
+        ti = self.ti
+        tier_name = str(ti.get("scaleTier", "BASIC")).upper()
+        if tier_name == "CUSTOM":
+            if "masterType" not in ti:
+                path = "trainingInput.masterType"
+                self.problem(path, "is required with scaleTier CUSTOM", "e.g. n1-standard-8")
+            return tier_name
+        tier = self.catalog.scale_tiers.get(tier_name)
         if tier is None:
-            close = nearest(tier_name, [*catalog.scale_tiers, "CUSTOM"], limit=1)
-            problems.append(
-                Violation(
-                    "trainingInput.scaleTier",
-                    f"unknown scale tier {tier_name!r}",
-                    f"did you mean {close[0]}?" if close else None,
-                    rule="legacy",
-                )
+            choices = [*self.catalog.scale_tiers, "CUSTOM"]
+            reason = f"unknown scale tier {tier_name!r}"
+            self.problem("trainingInput.scaleTier", reason, did_you_mean(tier_name, choices))
+            return tier_name
+        conflicting = [k for k in _TIER_SETS if k in ti]
+        if conflicting:
+            self.problem(
+                "trainingInput.scaleTier",
+                f"{tier_name} sets the cluster itself; {', '.join(conflicting)} need scaleTier CUSTOM",
+                "set scaleTier: CUSTOM",
             )
-        else:
-            conflicting = [
-                k
-                for k in (
-                    "masterType",
-                    "workerType",
-                    "parameterServerType",
-                    "workerCount",
-                    "parameterServerCount",
-                )
-                if k in ti
-            ]
-            if conflicting:
-                problems.append(
-                    Violation(
-                        "trainingInput.scaleTier",
-                        f"{tier_name} sets the cluster itself; {', '.join(conflicting)} need scaleTier CUSTOM",
-                        "set scaleTier: CUSTOM",
-                        rule="legacy",
-                    )
-                )
-            ti["masterType"] = tier.master_type
-            if tier.worker_type:
-                ti["workerType"], ti["workerCount"] = tier.worker_type, tier.worker_count
-            if tier.parameter_server_type:
-                ti["parameterServerType"] = tier.parameter_server_type
-                ti["parameterServerCount"] = tier.parameter_server_count
-            notes.append(f"scale tier {tier_name} expanded from scale_tiers.csv ({tier.source})")
-    elif "masterType" not in ti:
-        problems.append(
-            Violation(
-                "trainingInput.masterType",
-                "is required with scaleTier CUSTOM",
-                "e.g. n1-standard-8",
-                rule="legacy",
-            )
-        )
+        ti["masterType"] = tier.master_type
+        if tier.worker_type:
+            ti["workerType"], ti["workerCount"] = tier.worker_type, tier.worker_count
+        if tier.parameter_server_type:
+            ti["parameterServerType"] = tier.parameter_server_type
+            ti["parameterServerCount"] = tier.parameter_server_count
+        self.notes.append(f"scale tier {tier_name} expanded from scale_tiers.csv ({tier.source})")
+        return tier_name
 
-    region = ti.get("region")
-    runtime = str(ti.get("runtimeVersion") or DEFAULT_RUNTIME_VERSION)
-    python = str(ti["pythonVersion"]) if ti.get("pythonVersion") else None
-    if not ti.get("runtimeVersion"):
-        notes.append(f"no runtimeVersion: using the default {DEFAULT_RUNTIME_VERSION}")
-    args = [str(a) for a in ti.get("args") or []]
-    job_dir = ti.get("jobDir")
-    if job_dir:
-        # The legacy service passed --job-dir to the trainer as well (seeds 000/001).
-        args = [f"--job-dir={job_dir}", *args]
+    def trainer_args(self) -> list[str]:
+        args = [str(a) for a in self.ti.get("args") or []]
+        job_dir = self.ti.get("jobDir")
+        if job_dir:
+            # The legacy service passed --job-dir to the trainer as well (seeds 000/001).
+            args = [f"--job-dir={job_dir}", *args]
+        return args
 
-    pools: list[dict[str, Any]] = []
-    for index, (role, type_key) in enumerate(_ROLES):
-        count = 1 if index == 0 else _count(ti, f"{role}Count", problems)
+    def pools(self) -> list[dict[str, Any]]:
+        """Pool 0 master, 1 workers, 2 parameter servers, 3 evaluators; empty middle pools kept."""
+        if not self.ti.get("runtimeVersion"):
+            self.notes.append(f"no runtimeVersion: using the default {DEFAULT_RUNTIME_VERSION}")
+        args = self.trainer_args()
+        pools = [
+            self.role_pool(index, role, type_key, args)
+            for index, (role, type_key) in enumerate(_ROLES)
+        ]
+        while pools and not pools[-1]:
+            pools.pop()
+        return pools
+
+    def role_pool(self, index: int, role: str, type_key: str, args: list[str]) -> dict[str, Any]:
+        ti = self.ti
+        count = 1 if index == 0 else _count(ti, f"{role}Count", self.problems)
         machine_name = ti.get(type_key)
         if index > 0 and count == 0:
-            pools.append({})
-            continue
+            return {}
         if machine_name is None:
             if index > 0:
-                problems.append(
-                    Violation(
-                        f"trainingInput.{type_key}",
-                        f"is required when {role}Count is {count}",
-                        f"e.g. {ti.get('masterType', 'n1-standard-8')}",
-                        rule="legacy",
-                    )
+                self.problem(
+                    f"trainingInput.{type_key}",
+                    f"is required when {role}Count is {count}",
+                    f"e.g. {ti.get('masterType', 'n1-standard-8')}",
                 )
-            pools.append({})
-            continue
-        pool = _pool(ti, role, str(machine_name), count, catalog, problems, notes)
+            return {}
+        pool = _pool(ti, role, str(machine_name), count, self.catalog, self.problems, self.notes)
         config = ti.get(f"{role}Config") or {}
         image_uri = config.get("imageUri")
         if image_uri is None and index > 0:
             # pools inherit the master's container
             image_uri = (ti.get("masterConfig") or {}).get("imageUri")
         if image_uri:
-            container: dict[str, Any] = {"imageUri": image_uri, "args": args}
-            if config.get("containerCommand"):
-                container["command"] = config["containerCommand"]
-            if config.get("containerArgs"):
-                container["args"] = [str(a) for a in config["containerArgs"]]
-            pool["containerSpec"] = container
+            pool["containerSpec"] = _container(image_uri, config, args)
         else:
             gpu = bool(pool.get("machineSpec", {}).get("acceleratorCount"))
-            image = training_image(catalog, runtime, python, gpu, region)
-            if image is None:
-                known = sorted({i.runtime_version for i in catalog.training_images})
-                problems.append(
-                    Violation(
-                        "trainingInput.runtimeVersion",
-                        f"no prebuilt Vertex training image is known for runtimeVersion {runtime}"
-                        + (f" with pythonVersion {python}" if python else ""),
-                        f"known runtime versions: {', '.join(known)}",
-                        rule="legacy",
-                    )
-                )
-            package: dict[str, Any] = {"executorImageUri": image or "", "args": args}
-            if ti.get("packageUris"):
-                package["packageUris"] = [str(u) for u in ti["packageUris"]]
-            if ti.get("pythonModule"):
-                package["pythonModule"] = str(ti["pythonModule"])
-            pool["pythonPackageSpec"] = package
-        pools.append(pool)
-    while pools and not pools[-1]:
-        pools.pop()
+            pool["pythonPackageSpec"] = self.python_package(gpu, args)
+        return pool
 
-    if shape or problems:
-        reported = {v.path for v in shape}
-        raise SpecInvalidError([*shape, *(v for v in problems if v.path not in reported)])
+    def python_package(self, gpu: bool, args: list[str]) -> dict[str, Any]:
+        ti = self.ti
+        runtime = str(ti.get("runtimeVersion") or DEFAULT_RUNTIME_VERSION)
+        python = str(ti["pythonVersion"]) if ti.get("pythonVersion") else None
+        image = training_image(self.catalog, runtime, python, gpu, ti.get("region"))
+        if image is None:
+            known = sorted({i.runtime_version for i in self.catalog.training_images})
+            self.problem(
+                "trainingInput.runtimeVersion",
+                f"no prebuilt Vertex training image is known for runtimeVersion {runtime}"
+                + (f" with pythonVersion {python}" if python else ""),
+                f"known runtime versions: {', '.join(known)}",
+            )
+        package: dict[str, Any] = {"executorImageUri": image or "", "args": args}
+        if ti.get("packageUris"):
+            package["packageUris"] = [str(u) for u in ti["packageUris"]]
+        if ti.get("pythonModule"):
+            package["pythonModule"] = str(ti["pythonModule"])
+        return package
 
-    document: dict[str, Any] = {
-        "workerPoolSpecs": pools,
-        "displayName": display_name,
-        "labels": labels or {},
-        "project": project,
-        "region": region,
-    }
-    if job_dir:
-        document["baseOutputDirectory"] = job_dir
-    for key in ("serviceAccount", "network", "scheduling"):
-        if ti.get(key) is not None:
-            document[key] = _legacy_scheduling(ti[key]) if key == "scheduling" else ti[key]
-    if isinstance(ti.get("encryptionConfig"), dict) and ti["encryptionConfig"].get("kmsKeyName"):
-        document["encryptionSpec"] = {"kmsKeyName": ti["encryptionConfig"]["kmsKeyName"]}
-    if ti.get("enableWebAccess"):
-        document["enableWebAccess"] = True
-    spec = JobSpec.parse({k: v for k, v in document.items() if v is not None})
-    return LegacyConversion(spec, notes, None if tier_name == "CUSTOM" else tier_name)
+    def document(
+        self,
+        pools: list[dict[str, Any]],
+        display_name: str | None,
+        labels: dict[str, str] | None,
+        project: str | None,
+    ) -> dict[str, Any]:
+        """The CustomJob document (None values are left out by the caller)."""
+        ti = self.ti
+        document: dict[str, Any] = {
+            "workerPoolSpecs": pools,
+            "displayName": display_name,
+            "labels": labels or {},
+            "project": project,
+            "region": ti.get("region"),
+        }
+        if ti.get("jobDir"):
+            document["baseOutputDirectory"] = ti["jobDir"]
+        for key in ("serviceAccount", "network", "scheduling"):
+            if ti.get(key) is not None:
+                document[key] = _legacy_scheduling(ti[key]) if key == "scheduling" else ti[key]
+        if isinstance(ti.get("encryptionConfig"), dict) and ti["encryptionConfig"].get(
+            "kmsKeyName"
+        ):
+            document["encryptionSpec"] = {"kmsKeyName": ti["encryptionConfig"]["kmsKeyName"]}
+        if ti.get("enableWebAccess"):
+            document["enableWebAccess"] = True
+        return document
+
+
+def _container(image_uri: str, config: dict[str, Any], args: list[str]) -> dict[str, Any]:
+    container: dict[str, Any] = {"imageUri": image_uri, "args": args}
+    if config.get("containerCommand"):
+        container["command"] = config["containerCommand"]
+    if config.get("containerArgs"):
+        container["args"] = [str(a) for a in config["containerArgs"]]
+    return container
 
 
 def _legacy_scheduling(value: Any) -> Any:
@@ -407,3 +439,16 @@ def _pool(
     if disk:
         pool["diskSpec"] = disk
     return pool
+
+
+def read_legacy_config(document: dict[str, Any], *, catalog: Catalog | None = None) -> LoadedSpec:
+    """The spec of a legacy ``config.yaml``: ``trainingInput``, ``jobId`` and ``labels``."""
+    if not isinstance(document.get("jobId"), str | None):
+        raise SpecInvalidError([Violation("jobId", "must be text", rule="legacy")])
+    conversion = convert_training_input(
+        document["trainingInput"],
+        display_name=document.get("jobId"),
+        labels=document.get("labels"),
+        catalog=catalog,
+    )
+    return LoadedSpec(conversion.spec, "legacy-config", conversion.notes, conversion.scale_tier)

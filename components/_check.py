@@ -1,0 +1,280 @@
+"""What the provider's ``check`` and ``diff`` decide about a TrainingJob's inputs.
+
+``check_inputs`` validates and normalises (the job spec through the validator, the knobs by
+type); ``diff_inputs`` says which properties changed and so whether the job is replaced. Both
+run on every preview: nothing here imports ``pulumi`` or the Vertex client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from components._errors import SpecError
+from components._spec import JobSpec, parse_duration
+from components._validation import Target, validate
+from components._violations import Violation
+from components._wire import (
+    ENV_VALUES,
+    EXCLUSIVE_GPUS,
+    IDENTITY,
+    JOB_PROPERTIES,
+    KEEP_RECORD,
+    KNOB_PROPERTIES,
+    PROJECT,
+    PROVIDER_KEY,
+    REGION,
+    RUN_KEY,
+    SPEC,
+    WAIT_FOR,
+    WAIT_FOR_VALUES,
+    WAIT_TIMEOUT,
+    contains_unknown,
+    decode_spec,
+    encode_spec,
+    is_unknown,
+    merge_env,
+    split_env,
+)
+
+__all__ = ["CheckOutcome", "check_inputs", "diff_inputs", "wait_timeout_seconds"]
+
+Failure = tuple[str, str]
+"""(property path, reason)."""
+
+
+@dataclass
+class CheckOutcome:
+    """What ``check`` found: the inputs to use, the failures, and warnings to show."""
+
+    inputs: dict[str, Any]
+    failures: list[Failure] = field(default_factory=list)
+    warnings: list[Violation] = field(default_factory=list)
+
+
+def wait_timeout_seconds(value: Any) -> float | None:
+    """``wait_timeout`` as seconds; accepts numbers and ``"90m"``-style text.
+
+    Raises ``ValueError`` with a message meant for the user.
+    """
+    if value is None:
+        return None
+    try:
+        parsed = parse_duration(value)
+    except ValueError:
+        raise ValueError("must be a duration like '30m', '2h' or a number of seconds") from None
+    if not isinstance(parsed, timedelta):
+        raise ValueError("must be a duration like '30m', '2h' or a number of seconds")
+    seconds = parsed.total_seconds()
+    if seconds <= 0:
+        raise ValueError("must be longer than zero")
+    return seconds
+
+
+def _unknown_paths(value: Any, path: str = "") -> Iterator[str]:
+    if is_unknown(value):
+        yield path
+    elif isinstance(value, Mapping):
+        for key, inner in value.items():
+            yield from _unknown_paths(inner, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list | tuple):
+        for index, inner in enumerate(value):
+            yield from _unknown_paths(inner, f"{path}[{index}]")
+
+
+def _without_unknowns(value: Any) -> Any:
+    """A copy with unknowns left out of mappings and replaced in lists (positions matter)."""
+    if isinstance(value, Mapping):
+        return {k: _without_unknowns(v) for k, v in value.items() if not is_unknown(v)}
+    if isinstance(value, list | tuple):
+        return ["unknown" if is_unknown(v) else _without_unknowns(v) for v in value]
+    return value
+
+
+def _parent(path: str) -> str:
+    """``a.b[1].c`` → ``a.b[1]``; ``a.b[1]`` → ``a.b``; ``a`` → ``""``."""
+    cut = max(path.rfind("."), path.rfind("["))
+    return path[:cut] if cut > 0 else ""
+
+
+def _affected(path: str, unknown: list[str]) -> bool:
+    # A violation next to (or under) a value that is not known yet may be caused by the
+    # stand-in used for it; it is checked again once the value is known.
+    for hole in unknown:
+        scope = _parent(hole) or hole
+        if path == scope or path.startswith((scope + ".", scope + "[")):
+            return True
+    return False
+
+
+def _reason(violation: Violation) -> str:
+    return (
+        f"{violation.reason} ({violation.suggestion})" if violation.suggestion else violation.reason
+    )
+
+
+def check_inputs(
+    news: Mapping[str, Any], *, target: Target, parsed: JobSpec | None = None
+) -> CheckOutcome:
+    """Validate and normalise a TrainingJob's inputs; never raises.
+
+    Failures are ``(property path, reason)``: spec violations carry the validator's camelCase
+    path (``workerPoolSpecs[1].machineSpec.acceleratorCount``); other inputs their own name.
+    ``parsed`` is the spec already parsed by the caller (the program), with env values and
+    nothing unknown: it is validated as it is, and ``spec`` is then not put in canonical form.
+    """
+    inputs = {k: v for k, v in news.items() if k != PROVIDER_KEY}
+    failures = [*_place_failures(inputs), *_knob_failures(inputs)]
+    if parsed is not None:
+        spec_failures, warnings = _parsed_failures(parsed, inputs, target)
+        return CheckOutcome(inputs, failures + spec_failures, warnings)
+    spec_failures, warnings = _spec_failures(inputs, target)
+    return CheckOutcome(inputs, failures + spec_failures, warnings)
+
+
+def _place_failures(inputs: Mapping[str, Any]) -> Iterator[Failure]:
+    for key in (PROJECT, REGION):
+        value = inputs.get(key)
+        if value is None:
+            yield key, f"is not set: pass {key}= or set gcp:{key} in the stack configuration"
+        elif not is_unknown(value) and (not isinstance(value, str) or not value):
+            yield key, "must be a non-empty string"
+
+
+def _knob_failures(inputs: dict[str, Any]) -> Iterator[Failure]:
+    """Checks the provider-only inputs, and puts back the defaults a program leaves out."""
+    wait_for = inputs.get(WAIT_FOR)
+    if wait_for is None:
+        inputs[WAIT_FOR] = "submitted"
+    elif not is_unknown(wait_for) and wait_for not in WAIT_FOR_VALUES:
+        yield WAIT_FOR, f"{wait_for!r} is not one of {', '.join(WAIT_FOR_VALUES)}"
+    timeout = inputs.get(WAIT_TIMEOUT)
+    if timeout is not None and not is_unknown(timeout):
+        try:
+            inputs[WAIT_TIMEOUT] = wait_timeout_seconds(timeout)
+        except ValueError as exc:
+            yield WAIT_TIMEOUT, str(exc)
+    for flag in (EXCLUSIVE_GPUS, KEEP_RECORD):
+        value = inputs.get(flag)
+        if value is None:
+            inputs[flag] = False
+        elif not is_unknown(value) and not isinstance(value, bool):
+            yield flag, "must be true or false"
+    for text_key in (IDENTITY, RUN_KEY):
+        value = inputs.get(text_key)
+        if value is not None and not is_unknown(value) and not isinstance(value, str):
+            yield text_key, "must be a string"
+
+
+def _parsed_failures(
+    parsed: JobSpec, inputs: Mapping[str, Any], target: Target
+) -> tuple[list[Failure], list[Violation]]:
+    project, region = inputs.get(PROJECT), inputs.get(REGION)
+    place = {
+        "project": project if isinstance(project, str) else None,
+        "region": region if isinstance(region, str) else None,
+    }
+    found = validate(parsed.model_copy(update=place), region=place["region"], target=target)
+    return _split(found)
+
+
+def _split(found: list[Violation]) -> tuple[list[Failure], list[Violation]]:
+    """(errors as failures, warnings)."""
+    failures = [(v.path, _reason(v)) for v in found if v.severity == "error"]
+    return failures, [v for v in found if v.severity == "warning"]
+
+
+def _spec_failures(inputs: dict[str, Any], target: Target) -> tuple[list[Failure], list[Violation]]:
+    """Failures and warnings of the spec; a fully known spec is put back in canonical form."""
+    spec, env_values = decode_spec(inputs.get(SPEC)), inputs.get(ENV_VALUES)
+    if spec is None:
+        return [(SPEC, "is required: a job spec (mapping, JobSpec or spec file)")], []
+    if is_unknown(spec):
+        return [], []  # validated once known
+    if not isinstance(spec, Mapping):
+        return [(SPEC, f"must be a job spec (JSON text of a mapping), not {_shown_type(spec)}")], []
+    if (
+        env_values is not None
+        and not is_unknown(env_values)
+        and not isinstance(env_values, Mapping)
+    ):
+        return [(ENV_VALUES, "must be a mapping of env value paths to values")], []
+    project, region = inputs.get(PROJECT), inputs.get(REGION)
+    failures, warnings, canonical = _check_spec(
+        spec,
+        env_values if isinstance(env_values, Mapping) else None,
+        project=project if isinstance(project, str) else None,
+        region=region if isinstance(region, str) else None,
+        target=target,
+    )
+    if canonical is not None:
+        inputs[SPEC] = encode_spec(canonical)
+    return failures, warnings
+
+
+def _shown_type(value: Any) -> str:
+    return "text that is not a JSON object" if isinstance(value, str) else type(value).__name__
+
+
+def _check_spec(
+    spec: Mapping[str, Any],
+    env_values: Mapping[str, Any] | None,
+    *,
+    project: str | None,
+    region: str | None,
+    target: Target,
+) -> tuple[list[Failure], list[Violation], dict[str, Any] | None]:
+    """(failures, warnings, canonical spec or None when parts are unknown)."""
+    try:
+        document = merge_env(spec, {k: v for k, v in (env_values or {}).items()})
+    except ValueError as exc:
+        return [(ENV_VALUES, str(exc))], [], None
+    holes = list(_unknown_paths(document))
+    if project is not None and "project" in document and document["project"] != project:
+        return [("project", "the spec names another project than the resource's project")], [], None
+    known = _without_unknowns(document)
+    known.pop("project", None)
+    known.pop("region", None)
+    try:
+        parsed = JobSpec.parse(known)
+    except SpecError as exc:
+        violations = list(getattr(exc, "violations", ())) or [
+            Violation("(spec)", str(exc), rule="schema")
+        ]
+        return [(v.path, _reason(v)) for v in violations if not _affected(v.path, holes)], [], None
+    with_place = parsed.model_copy(update={"project": project, "region": region})
+    found = validate(with_place, region=region, target=target)
+    failures, warnings = _split([v for v in found if not _affected(v.path, holes)])
+    canonical = None
+    if not holes:
+        canonical, _ = split_env(parsed.to_document())
+    return failures, warnings, canonical
+
+
+def diff_inputs(olds: Mapping[str, Any], news: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """(job properties that changed, provider-only properties that changed).
+
+    ``olds`` are the resource's old outputs, which repeat every input. An unknown new value
+    counts as a change: Pulumi cannot promise the job stays the same.
+    """
+    olds = {**olds, SPEC: decode_spec(olds.get(SPEC))}
+    news = {**news, SPEC: decode_spec(news.get(SPEC))}
+    replaces = [k for k in JOB_PROPERTIES if _changed(olds.get(k), news.get(k))]
+    knobs = [k for k in KNOB_PROPERTIES if _changed(olds.get(k), news.get(k))]
+    return replaces, knobs
+
+
+def _changed(old: Any, new: Any) -> bool:
+    if contains_unknown(new):
+        return True
+    return bool(_normal(old) != _normal(new))
+
+
+def _normal(value: Any) -> Any:
+    # Empty collections and absent values mean the same job; numbers come back as floats
+    # from the engine (1 == 1.0 already holds in Python).
+    if value in ({}, [], None):
+        return None
+    return value

@@ -1,0 +1,565 @@
+"""Calls to the Vertex AI job API: the client, retries, and a job's lifecycle.
+
+Everything that touches the API imports ``google.cloud.aiplatform_v1`` inside the function
+(about 1.5 s): ``check`` and ``diff`` never come here, so a preview stays fast. Clients are made
+per operation and closed afterwards; the provider object keeps none.
+
+The lifecycle (``JobApi``) is written against a ``JobKind``: the calls and names of one kind of
+Vertex AI job. ``CUSTOM_JOB`` is the one kind today; every kind shares the job states and the
+``labels`` field the lifecycle relies on.
+
+Transient errors (429, 503, 504, a dropped connection, 409 ABORTED) are retried with
+exponential backoff. Creating is the one call that is not idempotent, so every create
+attempt first looks for a job it may have submitted already (see ``JobApi.submit_or_adopt``).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+from components._settings import DEFAULT_RETRY_DEADLINE, Endpoint
+from components._wire import IDENTITY_LABEL, RUN_LABEL
+
+__all__ = [
+    "ACTIVE_STATES",
+    "ADOPTABLE_ACTIVE",
+    "ADOPT_FINISHED_WITHIN",
+    "CUSTOM_JOB",
+    "SUCCEEDED_STATES",
+    "TERMINAL_STATES",
+    "Backoff",
+    "JobApi",
+    "JobKind",
+    "JobOperationError",
+    "RetryPolicy",
+    "Submission",
+    "WaitFailed",
+    "aiplatform",
+    "is_not_found",
+    "is_transient",
+    "job_api",
+    "job_outputs",
+    "job_service_client",
+    "reached",
+    "redact",
+    "state_name",
+    "with_retries",
+]
+
+T = TypeVar("T")
+
+CALL_TIMEOUT = 60.0
+"""Seconds one API call may take."""
+
+ACTIVE_STATES = frozenset(
+    {
+        "JOB_STATE_QUEUED",
+        "JOB_STATE_PENDING",
+        "JOB_STATE_RUNNING",
+        "JOB_STATE_UPDATING",
+        "JOB_STATE_PAUSED",
+        "JOB_STATE_CANCELLING",
+    }
+)
+SUCCEEDED_STATES = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_PARTIALLY_SUCCEEDED"})
+TERMINAL_STATES = SUCCEEDED_STATES | {
+    "JOB_STATE_FAILED",
+    "JOB_STATE_CANCELLED",
+    "JOB_STATE_EXPIRED",
+}
+ADOPTABLE_ACTIVE = ACTIVE_STATES - {"JOB_STATE_CANCELLING"}
+"""A job being cancelled was given up on (by a failed wait or by hand): never adopt it."""
+
+ADOPT_FINISHED_WITHIN = timedelta(hours=24)
+"""A succeeded job with the same identity and run hash that ended this recently is adopted."""
+
+
+class JobOperationError(RuntimeError):
+    """An API operation failed; the message says what happened to the job."""
+
+
+class WaitFailed(JobOperationError):
+    """The job did not reach the wanted state; ``job`` is its last known form."""
+
+    def __init__(self, message: str, job: Any, *, timed_out: bool) -> None:
+        super().__init__(message)
+        self.job = job
+        self.timed_out = timed_out
+
+
+@dataclass(frozen=True)
+class JobKind:
+    """The calls and names of one kind of Vertex AI job, as the lifecycle uses them."""
+
+    noun: str
+    """``CustomJob``: for messages."""
+    collection: str
+    """``customJobs``: the last collection of the job's resource name."""
+    create: Callable[[Any, str, Any], Any]
+    """``(client, parent, job)`` → the created job."""
+    get: Callable[[Any, str], Any]
+    list: Callable[[Any, dict[str, Any]], Iterable[Any]]
+    """``(client, {"parent", "filter", "page_size"})`` → the jobs, every page."""
+    cancel: Callable[[Any, str], Any]
+    delete: Callable[[Any, str], Any]
+    """``(client, name)`` → a long-running operation."""
+
+
+CUSTOM_JOB = JobKind(
+    noun="CustomJob",
+    collection="customJobs",
+    create=lambda client, parent, job: client.create_custom_job(
+        parent=parent, custom_job=job, retry=None, timeout=CALL_TIMEOUT
+    ),
+    get=lambda client, name: client.get_custom_job(name=name, retry=None, timeout=CALL_TIMEOUT),
+    list=lambda client, request: client.list_custom_jobs(
+        request=request, retry=None, timeout=CALL_TIMEOUT
+    ),
+    cancel=lambda client, name: client.cancel_custom_job(
+        name=name, retry=None, timeout=CALL_TIMEOUT
+    ),
+    delete=lambda client, name: client.delete_custom_job(
+        name=name, retry=None, timeout=CALL_TIMEOUT
+    ),
+)
+
+
+# -- the client ------------------------------------------------------------------------------
+
+
+def aiplatform() -> Any:
+    """``google.cloud.aiplatform_v1``, imported on first use without its version warnings."""
+    with warnings.catch_warnings():
+        # google.api_core warns about Python 3.11's end of life on import; in the provider
+        # process that would reach every `pulumi up` as a diagnostic.
+        warnings.simplefilter("ignore", FutureWarning)
+        import google.api_core  # noqa: F401
+        from google.cloud import aiplatform_v1
+
+    return aiplatform_v1
+
+
+def job_service_client(endpoint: Endpoint, region: str) -> Any:
+    """A REST ``JobServiceClient`` for Vertex AI in ``region``, or for ``endpoint`` if it has a URL.
+
+    The one place a client is made, for the provider and for the emulator's own tools. The REST
+    transport keeps an explicit ``http://`` scheme in ``api_endpoint``; an ``http://`` endpoint
+    (the local emulator) gets anonymous credentials, so no token is ever sent over plain HTTP.
+    """
+    kwargs: dict[str, Any] = {
+        "transport": "rest",
+        "client_options": {"api_endpoint": endpoint.api_endpoint(region)},
+    }
+    if endpoint.anonymous:
+        from google.auth.credentials import AnonymousCredentials
+
+        kwargs["credentials"] = AnonymousCredentials()  # type: ignore[no-untyped-call]
+    return aiplatform().JobServiceClient(**kwargs)
+
+
+# -- errors and retries ----------------------------------------------------------------------
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for errors worth retrying: rate limits, unavailability, timeouts, lost connections."""
+    from google.api_core import exceptions as gexc
+
+    if isinstance(
+        exc,
+        gexc.TooManyRequests
+        | gexc.ResourceExhausted
+        | gexc.ServiceUnavailable
+        | gexc.GatewayTimeout
+        | gexc.DeadlineExceeded
+        | gexc.Aborted
+        | gexc.InternalServerError
+        | gexc.BadGateway,
+    ):
+        return True
+    if isinstance(exc, gexc.Conflict) and "ABORTED" in str(exc):
+        return True
+    try:
+        import requests
+    except ImportError:  # pragma: no cover - the REST transport depends on it
+        return False
+    return isinstance(exc, requests.exceptions.ConnectionError | requests.exceptions.Timeout)
+
+
+def is_not_found(exc: BaseException) -> bool:
+    from google.api_core import exceptions as gexc
+
+    return isinstance(exc, gexc.NotFound)
+
+
+def is_failed_precondition(exc: BaseException) -> bool:
+    from google.api_core import exceptions as gexc
+
+    return isinstance(exc, gexc.FailedPrecondition) or (
+        isinstance(exc, gexc.BadRequest) and "FAILED_PRECONDITION" in str(exc)
+    )
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Backoff for transient errors: ``initial`` doubling up to ``maximum``, within ``deadline``."""
+
+    initial: float = 0.5
+    maximum: float = 8.0
+    deadline: float = DEFAULT_RETRY_DEADLINE
+    attempts: int = 10
+
+
+class Backoff:
+    """The waits between attempts of one operation under a ``RetryPolicy``.
+
+    ``pause()`` sleeps before the next attempt (jittered, doubling), or returns False when the
+    attempts or the deadline are used up.
+    """
+
+    def __init__(self, policy: RetryPolicy, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.policy = policy
+        self.sleep = sleep
+        self.deadline = time.monotonic() + policy.deadline
+        self.delay = policy.initial
+        self.attempts = 0
+
+    def pause(self) -> bool:
+        """Count a failed attempt; sleep and return True if another one may follow."""
+        self.attempts += 1
+        remaining = self.deadline - time.monotonic()
+        if self.attempts >= self.policy.attempts or remaining <= 0:
+            return False
+        self.sleep(min(self.delay * (0.5 + random.random() / 2), max(remaining, 0.0)))
+        self.delay = min(self.delay * 2, self.policy.maximum)
+        return True
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"
+
+
+def with_retries(
+    call: Callable[[], T],
+    policy: RetryPolicy,
+    *,
+    what: str,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """Run ``call``; retry transient errors with jittered exponential backoff."""
+    backoff = Backoff(policy, sleep)
+    while True:
+        try:
+            return call()
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            if not backoff.pause():
+                raise JobOperationError(
+                    f"{what}: still failing after {backoff.attempts} attempts: {_short(exc)}"
+                ) from None
+
+
+# -- job fields ------------------------------------------------------------------------------
+
+
+def state_name(job: Any) -> str:
+    """``JOB_STATE_RUNNING`` for a job proto."""
+    return str(job.state.name)
+
+
+def reached(state: str, wait_for: str) -> bool:
+    """True when a job in ``state`` satisfies ``wait_for``."""
+    if wait_for == "submitted":
+        return True
+    if wait_for == "running":
+        return state == "JOB_STATE_RUNNING" or state in SUCCEEDED_STATES
+    return state in SUCCEEDED_STATES
+
+
+def _timestamp(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        if value.year <= 1970:
+            return None
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    return None
+
+
+def _iso(value: Any) -> str:
+    stamp = _timestamp(value)
+    return stamp.isoformat().replace("+00:00", "Z") if stamp else ""
+
+
+def _run_filter(identity: str, runs: Sequence[str]) -> str:
+    any_run = " OR ".join(f'labels.{RUN_LABEL}="{run}"' for run in runs)
+    return f'labels.{IDENTITY_LABEL}="{identity}" AND ({any_run})'
+
+
+def _adoptable(job: Any, now: datetime) -> bool:
+    """Active and not being cancelled, or succeeded within ``ADOPT_FINISHED_WITHIN``."""
+    state = state_name(job)
+    if state in ADOPTABLE_ACTIVE:
+        return True
+    if state in SUCCEEDED_STATES:
+        ended = _timestamp(job.end_time) or _timestamp(job.update_time)
+        return ended is not None and now - ended <= ADOPT_FINISHED_WITHIN
+    return False
+
+
+@dataclass
+class Submission:
+    """The job a create ended up with, and whether it was adopted rather than submitted."""
+
+    job: Any
+    adopted: bool
+    attempts: int
+
+
+# -- the lifecycle ---------------------------------------------------------------------------
+
+
+@dataclass
+class JobApi:
+    """One kind of job's lifecycle on one client: submit or adopt, wait, cancel, delete."""
+
+    client: Any
+    kind: JobKind
+    policy: RetryPolicy
+    sleep: Callable[[float], None] = time.sleep
+
+    def get(self, name: str) -> Any:
+        """The job; raises ``google.api_core.exceptions.NotFound`` when it does not exist."""
+        return with_retries(
+            lambda: self.kind.get(self.client, name),
+            self.policy,
+            what=f"reading {name}",
+            sleep=self.sleep,
+        )
+
+    def find_adoptable(
+        self,
+        parent: str,
+        *,
+        identity: str,
+        run: str,
+        earlier_runs: Sequence[str] = (),
+        now: datetime | None = None,
+    ) -> Any | None:
+        """The job this resource submitted for this exact run, if one may be adopted.
+
+        ``earlier_runs`` are the same run's hashes as an earlier release computed them (the
+        unkeyed hash), so a job submitted before an upgrade is still found. Failed, cancelled
+        and expired jobs are never adopted: a new ``pulumi up`` after those is a request to
+        run again. The newest candidate wins.
+        """
+        now = now or datetime.now(UTC)
+        runs = (run, *(r for r in earlier_runs if r != run))
+        request = {"parent": parent, "filter": _run_filter(identity, runs), "page_size": 100}
+        best: Any | None = None
+        for job in self.kind.list(self.client, request):
+            # Filtering again costs nothing and guards against a service that ignores filters.
+            if job.labels.get(IDENTITY_LABEL) != identity or job.labels.get(RUN_LABEL) not in runs:
+                continue
+            if not _adoptable(job, now):
+                continue
+            if best is None or (_timestamp(job.create_time) or now) > (
+                _timestamp(best.create_time) or now
+            ):
+                best = job
+        return best
+
+    def submit_or_adopt(
+        self,
+        parent: str,
+        job: Any,
+        *,
+        identity: str,
+        run: str,
+        earlier_runs: Sequence[str] = (),
+    ) -> Submission:
+        """Adopt this run's job if one exists, else submit ``job``.
+
+        A lost response (connection dropped, 503 after the job was stored) is retried, and each
+        retry looks for an adoptable job first, so at most one job is started per run. The
+        look-up is idempotent and retried on its own; only the create counts as an attempt.
+        """
+        backoff = Backoff(self.policy, self.sleep)
+        while True:
+            found = with_retries(
+                lambda: self.find_adoptable(
+                    parent, identity=identity, run=run, earlier_runs=earlier_runs
+                ),
+                self.policy,
+                what=f"looking for this run's job in {parent}",
+                sleep=self.sleep,
+            )
+            if found is not None:
+                return Submission(found, adopted=True, attempts=backoff.attempts)
+            try:
+                created = self.kind.create(self.client, parent, job)
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+                if not backoff.pause():
+                    raise JobOperationError(
+                        f"submitting a job to {parent}: still failing after {backoff.attempts} "
+                        f"attempts: {_short(exc)}"
+                    ) from None
+                continue
+            return Submission(created, adopted=False, attempts=backoff.attempts + 1)
+
+    def wait_for_state(
+        self,
+        job: Any,
+        wait_for: str,
+        *,
+        timeout: float,
+        interval: tuple[float, float] = (0.25, 10.0),
+    ) -> Any:
+        """Poll until ``job`` satisfies ``wait_for``; raises ``WaitFailed`` otherwise."""
+        deadline = time.monotonic() + timeout
+        delay, longest = interval
+        while True:
+            state = state_name(job)
+            if reached(state, wait_for):
+                return job
+            if state in TERMINAL_STATES:
+                detail = job.error.message if job.error and job.error.message else ""
+                raise WaitFailed(
+                    f"job {job.name} ended in {state} while waiting for it to be {wait_for}"
+                    + (f": {detail}" if detail else ""),
+                    job,
+                    timed_out=False,
+                )
+            if time.monotonic() >= deadline:
+                raise WaitFailed(
+                    f"job {job.name} was still {state} after {timeout:g}s of waiting for it to "
+                    f"be {wait_for}",
+                    job,
+                    timed_out=True,
+                )
+            self.sleep(min(delay, max(deadline - time.monotonic(), 0.0)))
+            delay = min(delay * 1.5, longest)
+            job = self.get(job.name)
+
+    def _get_or_none(self, name: str) -> Any | None:
+        try:
+            return self.get(name)
+        except Exception as exc:
+            if is_not_found(exc):
+                return None
+            raise
+
+    def _cancel(self, name: str) -> bool:
+        """Ask to cancel; False when the job no longer exists."""
+        try:
+            with_retries(
+                lambda: self.kind.cancel(self.client, name),
+                self.policy,
+                what=f"cancelling {name}",
+                sleep=self.sleep,
+            )
+        except Exception as exc:
+            if is_not_found(exc):
+                return False
+            if not is_failed_precondition(exc):  # it finished meanwhile
+                raise
+        return True
+
+    def cancel_and_wait(self, name: str, *, timeout: float) -> Any | None:
+        """Cancel an active job and wait up to ``timeout`` for a terminal state.
+
+        Returns the last job seen, or None when the job does not exist. A job that already
+        finished is left as it is.
+        """
+        job = self._get_or_none(name)
+        if job is None or state_name(job) in TERMINAL_STATES:
+            return job
+        if state_name(job) != "JOB_STATE_CANCELLING" and not self._cancel(name):
+            return None
+        deadline = time.monotonic() + timeout
+        delay = 0.2
+        while True:
+            job = self._get_or_none(name)
+            if job is None or state_name(job) in TERMINAL_STATES:
+                return job
+            if time.monotonic() >= deadline:
+                return job
+            self.sleep(min(delay, max(deadline - time.monotonic(), 0.0)))
+            delay = min(delay * 1.5, 5.0)
+
+    def delete_record(self, name: str, *, timeout: float) -> None:
+        """Delete a finished job's record; a record already gone is fine."""
+        try:
+            operation = with_retries(
+                lambda: self.kind.delete(self.client, name),
+                self.policy,
+                what=f"deleting {name}",
+                sleep=self.sleep,
+            )
+        except Exception as exc:
+            if is_not_found(exc):
+                return
+            raise
+        try:
+            operation.result(timeout=timeout)
+        except Exception as exc:
+            # The service accepted the deletion; a slow or vanished operation does not undo it.
+            # (concurrent.futures.TimeoutError is the builtin TimeoutError since Python 3.11.)
+            if not (is_not_found(exc) or isinstance(exc, TimeoutError) or is_transient(exc)):
+                raise
+
+
+@contextmanager
+def job_api(
+    endpoint: Endpoint, region: str, kind: JobKind, policy: RetryPolicy
+) -> Iterator[JobApi]:
+    """A ``JobApi`` on a fresh client, closed on exit (no socket outlives the operation)."""
+    client = job_service_client(endpoint, region)
+    try:
+        yield JobApi(client, kind, policy)
+    finally:
+        client.transport.close()
+
+
+# -- outputs ---------------------------------------------------------------------------------
+
+
+def job_outputs(job: Any, endpoint: Endpoint, *, project: str, region: str) -> dict[str, Any]:
+    """The resource's declared outputs, read from a job."""
+    name = str(job.name)
+    base = ""
+    if "base_output_directory" in job.job_spec:
+        base = str(job.job_spec.base_output_directory.output_uri_prefix or "")
+    error = job.error.message if "error" in job and job.error.message else ""
+    return {
+        "job_name": name,
+        "job_id": name.rsplit("/", 1)[-1],
+        "state": state_name(job),
+        "console_url": endpoint.console_url(name, project, region),
+        "create_time": _iso(job.create_time),
+        "start_time": _iso(job.start_time),
+        "end_time": _iso(job.end_time),
+        "error_message": str(error),
+        "model_dir": f"{base.rstrip('/')}/model/" if base else "",
+        "web_access_uris": dict(job.web_access_uris),
+    }
+
+
+def redact(text: str, secrets: Mapping[str, Any] | None) -> str:
+    """``text`` with every env value replaced by ``<redacted>`` (longest first)."""
+    values = sorted(
+        {str(v) for v in (secrets or {}).values() if v not in (None, "")}, key=len, reverse=True
+    )
+    for value in values:
+        text = text.replace(value, "<redacted>")
+    return text
