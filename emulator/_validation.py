@@ -7,9 +7,9 @@ Layers, all answered as 400 INVALID_ARGUMENT:
    the emulator's rules for every string that becomes a process argument or environment variable
    (no NUL, a module name that is one, a container image that is not a docker flag).
 2. (In ``server``: package and output paths, which need the service's settings.)
-3. The project's validator (``components.JobSpec`` + ``components.validate``), imported lazily so
-   the service starts and works even when that package is absent or older than the contract. A
-   crash in it is answered as a 400 naming the validator, never as a 500.
+3. The project's validator (``components.vertex.convert.validate_custom_job``), imported on the
+   first create that uses it (``--no-project-validation`` skips it). A crash in it is answered as
+   a 400 naming the validator, never as a 500.
 
 Messages never contain environment variable values: every value of every pool's ``env`` is
 replaced by ``<redacted>`` before a message leaves this module.
@@ -17,18 +17,17 @@ replaced by ``<redacted>`` before a message leaves this module.
 
 from __future__ import annotations
 
-import functools
-import importlib
-import inspect
 import json
 import logging
 import re
 import traceback
-from typing import Any
+from typing import Any, TypeAlias
 
 from google.cloud.aiplatform_v1 import types as aip
 
 from emulator import errors
+
+__all__ = ["check_project_rules", "check_service_rules", "env_values", "redact"]
 
 log = logging.getLogger("emulator.validation")
 
@@ -45,6 +44,9 @@ MAX_DISPLAY_NAME = 128
 MAX_LABELS = 64
 MAX_MODULE_NAME = 1000
 
+# (field path, message) pairs, in the order the rules are checked.
+_Found: TypeAlias = list[tuple[str, str]]
+
 
 def _pool_is_empty(pool: Any) -> bool:
     # Vertex lets pools 1-3 be `{}` placeholders so that evaluators can sit in pool 3.
@@ -53,16 +55,29 @@ def _pool_is_empty(pool: Any) -> bool:
 
 def vertex_rule_violations(job: Any) -> list[tuple[str, str]]:
     """(field path, message) for each of Vertex's basic rules that ``job`` breaks."""
-    found: list[tuple[str, str]] = []
+    spec = job.job_spec
+    pools = list(spec.worker_pool_specs)
+    found = _display_name_violations(job) + _label_violations(job) + _pool_list_violations(pools)
+    for i, pool in enumerate(pools):
+        found.extend(_pool_violations(i, pool))
+    return found + _job_spec_violations(spec)
+
+
+def _display_name_violations(job: Any) -> _Found:
     if not job.display_name.strip():
-        found.append(("custom_job.display_name", "Required field is not set"))
-    elif len(job.display_name) > MAX_DISPLAY_NAME:
-        found.append(
+        return [("custom_job.display_name", "Required field is not set")]
+    if len(job.display_name) > MAX_DISPLAY_NAME:
+        return [
             (
                 "custom_job.display_name",
                 f"The display name may have at most {MAX_DISPLAY_NAME} characters",
             )
-        )
+        ]
+    return []
+
+
+def _label_violations(job: Any) -> _Found:
+    found: _Found = []
     if len(job.labels) > MAX_LABELS:
         found.append(("custom_job.labels", f"At most {MAX_LABELS} labels are allowed"))
     for key, value in job.labels.items():
@@ -82,8 +97,11 @@ def vertex_rule_violations(job: Any) -> list[tuple[str, str]]:
                     "(at most 63 characters)",
                 )
             )
-    spec = job.job_spec
-    pools = list(spec.worker_pool_specs)
+    return found
+
+
+def _pool_list_violations(pools: list[Any]) -> _Found:
+    found: _Found = []
     if not pools:
         found.append(
             ("custom_job.job_spec.worker_pool_specs", "At least one worker pool is required")
@@ -95,60 +113,66 @@ def vertex_rule_violations(job: Any) -> list[tuple[str, str]]:
                 f"At most {MAX_POOLS} worker pools are allowed",
             )
         )
-    for i, pool in enumerate(pools):
-        path = f"custom_job.job_spec.worker_pool_specs[{i}]"
-        if _pool_is_empty(pool):
-            if i == 0:
-                found.append((path, "The first worker pool (the chief) must not be empty"))
-            continue
-        if i == 0 and pool.replica_count != 1:
-            found.append(
-                (f"{path}.replica_count", "The first worker pool must have exactly 1 replica")
+    return found
+
+
+def _pool_violations(i: int, pool: Any) -> _Found:
+    path = f"custom_job.job_spec.worker_pool_specs[{i}]"
+    if _pool_is_empty(pool):
+        if i == 0:
+            return [(path, "The first worker pool (the chief) must not be empty")]
+        return []
+    found: _Found = []
+    if i == 0 and pool.replica_count != 1:
+        found.append((f"{path}.replica_count", "The first worker pool must have exactly 1 replica"))
+    elif pool.replica_count < 1:
+        found.append((f"{path}.replica_count", "replica_count must be at least 1"))
+    return found + _task_violations(path, pool) + _machine_violations(path, pool.machine_spec)
+
+
+def _task_violations(path: str, pool: Any) -> _Found:
+    task = pool.WhichOneof("task")
+    if task is None:
+        return [(path, "Exactly one of container_spec or python_package_spec must be set")]
+    found: _Found = []
+    if task == "python_package_spec":
+        pps = pool.python_package_spec
+        base = f"{path}.python_package_spec"
+        for name in ("executor_image_uri", "package_uris", "python_module"):
+            if not getattr(pps, name):
+                found.append((f"{base}.{name}", "Required field is not set"))
+        return found + _env_violations(pps.env, f"{base}.env")
+    cs = pool.container_spec
+    if not cs.image_uri:
+        found.append((f"{path}.container_spec.image_uri", "Required field is not set"))
+    return found + _env_violations(cs.env, f"{path}.container_spec.env")
+
+
+def _machine_violations(path: str, ms: Any) -> _Found:
+    found: _Found = []
+    if not ms.machine_type:
+        found.append((f"{path}.machine_spec.machine_type", "Required field is not set"))
+    if ms.accelerator_type not in _ACCELERATOR_NUMBERS:
+        # JSON may carry any number for an enum; the protobuf runtime keeps unknown ones.
+        found.append(
+            (
+                f"{path}.machine_spec.accelerator_type",
+                f"unknown accelerator type {ms.accelerator_type}",
             )
-        elif pool.replica_count < 1:
-            found.append((f"{path}.replica_count", "replica_count must be at least 1"))
-        task = pool.WhichOneof("task")
-        if task is None:
-            found.append((path, "Exactly one of container_spec or python_package_spec must be set"))
-        elif task == "python_package_spec":
-            pps = pool.python_package_spec
-            if not pps.executor_image_uri:
-                found.append(
-                    (f"{path}.python_package_spec.executor_image_uri", "Required field is not set")
-                )
-            if not pps.package_uris:
-                found.append(
-                    (f"{path}.python_package_spec.package_uris", "Required field is not set")
-                )
-            if not pps.python_module:
-                found.append(
-                    (f"{path}.python_package_spec.python_module", "Required field is not set")
-                )
-            found.extend(_env_violations(pps.env, f"{path}.python_package_spec.env"))
-        else:
-            cs = pool.container_spec
-            if not cs.image_uri:
-                found.append((f"{path}.container_spec.image_uri", "Required field is not set"))
-            found.extend(_env_violations(cs.env, f"{path}.container_spec.env"))
-        ms = pool.machine_spec
-        if not ms.machine_type:
-            found.append((f"{path}.machine_spec.machine_type", "Required field is not set"))
-        if ms.accelerator_type not in _ACCELERATOR_NUMBERS:
-            # JSON may carry any number for an enum; the protobuf runtime keeps unknown ones.
-            found.append(
-                (
-                    f"{path}.machine_spec.accelerator_type",
-                    f"unknown accelerator type {ms.accelerator_type}",
-                )
+        )
+    has_type = ms.accelerator_type != aip.AcceleratorType.ACCELERATOR_TYPE_UNSPECIFIED
+    if has_type != (ms.accelerator_count > 0):
+        found.append(
+            (
+                f"{path}.machine_spec",
+                "Both accelerator_type and accelerator_count should be specified or none",
             )
-        has_type = ms.accelerator_type != aip.AcceleratorType.ACCELERATOR_TYPE_UNSPECIFIED
-        if has_type != (ms.accelerator_count > 0):
-            found.append(
-                (
-                    f"{path}.machine_spec",
-                    "Both accelerator_type and accelerator_count should be specified or none",
-                )
-            )
+        )
+    return found
+
+
+def _job_spec_violations(spec: Any) -> _Found:
+    found: _Found = []
     if spec.scheduling.timeout.seconds < 0 or spec.scheduling.timeout.nanos < 0:
         found.append(("custom_job.job_spec.scheduling.timeout", "timeout must not be negative"))
     prefix = spec.base_output_directory.output_uri_prefix
@@ -174,40 +198,44 @@ def process_rule_violations(job: Any) -> list[tuple[str, str]]:
     must look like an image reference (it follows ``docker run`` flags). Messages never quote an
     environment value.
     """
-    found: list[tuple[str, str]] = []
+    found: _Found = []
     for i, pool in enumerate(job.job_spec.worker_pool_specs):
         path = f"custom_job.job_spec.worker_pool_specs[{i}]"
         task = pool.WhichOneof("task")
         if task == "python_package_spec":
-            pps = pool.python_package_spec
-            base = f"{path}.python_package_spec"
-            module = pps.python_module
-            if module and (
-                len(module) > MAX_MODULE_NAME
-                or not all(part.isidentifier() for part in module.split("."))
-            ):
-                found.append(
-                    (
-                        f"{base}.python_module",
-                        "must be a Python module name such as trainer.task",
-                    )
-                )
-            found.extend(_list_violations(pps.args, f"{base}.args"))
-            found.extend(_env_value_violations(pps.env, f"{base}.env"))
+            found.extend(_python_process_violations(f"{path}.python_package_spec", pool))
         elif task == "container_spec":
-            cs = pool.container_spec
-            base = f"{path}.container_spec"
-            if cs.image_uri and not _IMAGE.fullmatch(cs.image_uri):
-                found.append(
-                    (
-                        f"{base}.image_uri",
-                        "must be a container image reference such as "
-                        "us-docker.pkg.dev/project/repo/image:tag",
-                    )
-                )
-            found.extend(_list_violations(cs.command, f"{base}.command"))
-            found.extend(_list_violations(cs.args, f"{base}.args"))
-            found.extend(_env_value_violations(cs.env, f"{base}.env"))
+            found.extend(_container_process_violations(f"{path}.container_spec", pool))
+    return found
+
+
+def _python_process_violations(base: str, pool: Any) -> _Found:
+    pps = pool.python_package_spec
+    found: _Found = []
+    module = pps.python_module
+    if module and (
+        len(module) > MAX_MODULE_NAME or not all(part.isidentifier() for part in module.split("."))
+    ):
+        found.append((f"{base}.python_module", "must be a Python module name such as trainer.task"))
+    found.extend(_list_violations(pps.args, f"{base}.args"))
+    found.extend(_env_value_violations(pps.env, f"{base}.env"))
+    return found
+
+
+def _container_process_violations(base: str, pool: Any) -> _Found:
+    cs = pool.container_spec
+    found: _Found = []
+    if cs.image_uri and not _IMAGE.fullmatch(cs.image_uri):
+        found.append(
+            (
+                f"{base}.image_uri",
+                "must be a container image reference such as "
+                "us-docker.pkg.dev/project/repo/image:tag",
+            )
+        )
+    found.extend(_list_violations(cs.command, f"{base}.command"))
+    found.extend(_list_violations(cs.args, f"{base}.args"))
+    found.extend(_env_value_violations(cs.env, f"{base}.env"))
     return found
 
 
@@ -265,49 +293,17 @@ def redact(message: str, secrets: list[str]) -> str:
 
 
 def project_violations(job: Any, project: str, region: str) -> list[str]:
-    """Violations found by the project's validator, or [] when it is not installed (yet).
+    """The errors the project's validator finds in ``job`` (warnings do not reject a create).
 
-    Contract: ``components.JobSpec.from_custom_job(custom_job, project=, region=)`` may raise
-    ``components.SpecError`` (a ValueError); ``components.validate(spec)`` returns objects whose
-    ``str()`` is ``"path: reason (suggestion)"``. Validators that take ``target`` are asked for
-    the ``"local"`` rules, and violations whose ``severity`` is ``"warning"`` are ignored.
+    ``components.vertex.convert.validate_custom_job`` with the ``"local"`` rules: the emulator
+    runs packages from local paths, which Vertex itself would refuse.
     """
-    try:
-        components = importlib.import_module("components")
-    except ImportError:
-        return []
-    job_spec_cls = getattr(components, "JobSpec", None)
-    validate = getattr(components, "validate", None)
-    if job_spec_cls is None or validate is None:
-        return []
-    spec_error = getattr(components, "SpecError", ValueError)
-    wrapped = aip.CustomJob.wrap(job)
-    try:
-        spec = job_spec_cls.from_custom_job(wrapped, project=project, region=region)
-    except spec_error as exc:
-        return [str(exc)]
-    except ValueError as exc:
-        # The contract names SpecError, but any ValueError (pydantic's ValidationError is one)
-        # says the same: the job does not make a valid spec.
-        return [_one_line(exc)]
-    kwargs: dict[str, Any] = {}
-    if _takes_target(validate):
-        # The emulator runs packages from local paths, which Vertex itself would refuse.
-        kwargs["target"] = "local"
-    found = validate(spec, **kwargs)
-    # Warnings do not make a spec invalid; only errors reject the create.
-    return [str(v) for v in found if getattr(v, "severity", "error") != "warning"]
+    from components.vertex.convert import validate_custom_job
 
-
-def _one_line(exc: Exception) -> str:
-    lines = [ln.strip() for ln in str(exc).splitlines()]
-    return " ".join(ln for ln in lines if ln and not ln.startswith("For further information"))
-
-
-@functools.lru_cache(maxsize=4)
-def _takes_target(validate: Any) -> bool:
-    # inspect.signature costs ~2 ms: once per validator function, not once per request.
-    return "target" in inspect.signature(validate).parameters
+    found = validate_custom_job(
+        aip.CustomJob.wrap(job), project=project, region=region, target="local"
+    )
+    return [str(v) for v in found if v.severity != "warning"]
 
 
 def _raise_if_any(job: Any, problems: list[str]) -> None:

@@ -14,10 +14,17 @@ import urllib.request
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
 
 from emulator import config
 
+__all__ = ["build_parser", "main", "wait_ready"]
+
 DEFAULT_PORT = 8642
+
+if TYPE_CHECKING:
+    # argparse's subparsers action is generic only for type checkers.
+    Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
 
 
 def _state_dir(arg: str | None) -> Path:
@@ -56,8 +63,26 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     parser = argparse.ArgumentParser(prog="python -m emulator", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
+    _add_serve(sub)
+    _add_stop(sub)
+    _add_jobs(sub)
+    _add_logs(sub)
+    return parser
 
+
+# The flags of `serve`, in groups; the order they are added in is the order `--help` lists them.
+
+
+def _add_serve(sub: Subparsers) -> None:
     serve = sub.add_parser("serve", help="run the service")
+    _add_service_flags(serve)
+    _add_limit_flags(serve)
+    _add_simulate_flags(serve)
+    _add_fault_flags(serve)
+    _add_process_flags(serve)
+
+
+def _add_service_flags(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="0 picks a free port")
     serve.add_argument("--state-dir", help="default: ./.local/emulator")
@@ -76,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="another directory packages may be read from (repeatable)",
     )
+
+
+def _add_limit_flags(serve: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--grace-seconds",
         type=_non_negative,
@@ -97,10 +125,16 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="skip the project's validator (components.validate) on create",
     )
+
+
+def _add_simulate_flags(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--simulate-queued-seconds", type=_non_negative, default=0.2)
     serve.add_argument("--simulate-pending-seconds", type=_non_negative, default=0.5)
     serve.add_argument("--simulate-run-seconds", type=_non_negative, default=5.0)
     serve.add_argument("--simulate-cancel-seconds", type=_non_negative, default=0.2)
+
+
+def _add_fault_flags(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--fault-unavailable-rate", type=_fraction, default=0.0)
     serve.add_argument("--fault-rate-limit-rate", type=_fraction, default=0.0)
     serve.add_argument("--fault-conflict-rate", type=_fraction, default=0.0)
@@ -114,6 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--fault-drop-mode", choices=config.DROP_MODES, default="close")
     serve.add_argument("--fault-seed", type=int, default=None)
+
+
+def _add_process_flags(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.add_argument("--daemon", action="store_true", help="start in the background and return")
     serve.add_argument("--pid-file", help="write the server's pid here")
@@ -121,19 +158,24 @@ def build_parser() -> argparse.ArgumentParser:
         "--log-file", help="with --daemon: where the server logs (default <state-dir>/server.log)"
     )
 
+
+def _add_stop(sub: Subparsers) -> None:
     stop = sub.add_parser("stop", help="stop a service started with --daemon (or any serve)")
     stop.add_argument("--state-dir")
     stop.add_argument("--pid-file")
     stop.add_argument("--timeout", type=float, default=30.0)
 
+
+def _add_jobs(sub: Subparsers) -> None:
     jobs = sub.add_parser("jobs", help="table of the jobs in a state dir")
     jobs.add_argument("--state-dir")
 
+
+def _add_logs(sub: Subparsers) -> None:
     logs = sub.add_parser("logs", help="print a job's replica logs")
     logs.add_argument("job", help="job id or full resource name")
     logs.add_argument("--replica", help="e.g. workerpool0-0 (default: all)")
     logs.add_argument("--state-dir")
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -150,6 +192,10 @@ def main(argv: list[str] | None = None) -> int:
     return _logs(args)
 
 
+class _FlagError(Exception):
+    """A flag value argparse could not check; ``serve`` prints it and exits 2."""
+
+
 def _serve(args: argparse.Namespace, argv: list[str]) -> int:
     state_dir = _state_dir(args.state_dir)
     if args.daemon:
@@ -159,44 +205,11 @@ def _serve(args: argparse.Namespace, argv: list[str]) -> int:
         stream=sys.stderr,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
-    if args.max_running_jobs < 1:
-        print("--max-running-jobs: must be at least 1", file=sys.stderr)
-        return 2
-    roots = [state_dir, Path.cwd().resolve()]
-    for root in args.allow_root:
-        path = Path(root).resolve()
-        if not path.is_dir():
-            print(f"--allow-root: {root} is not a directory", file=sys.stderr)
-            return 2
-        roots.append(path)
-    settings = config.Settings(
-        state_dir=state_dir,
-        mode=args.mode,
-        gpus=args.gpus,
-        allow_roots=roots,
-        grace_seconds=args.grace_seconds,
-        max_running_jobs=args.max_running_jobs,
-        project_validation=not args.no_project_validation,
-        simulate_queued_seconds=args.simulate_queued_seconds,
-        simulate_pending_seconds=args.simulate_pending_seconds,
-        simulate_run_seconds=args.simulate_run_seconds,
-        simulate_cancel_seconds=args.simulate_cancel_seconds,
-        max_unpacked_mb=args.max_unpacked_mb,
-    )
-    faults = config.Faults(args.fault_seed)
     try:
-        faults.update(
-            {
-                "unavailable_rate": args.fault_unavailable_rate,
-                "rate_limit_rate": args.fault_rate_limit_rate,
-                "conflict_rate": args.fault_conflict_rate,
-                "latency_ms": args.fault_latency_ms,
-                "drop_create": args.fault_drop_create,
-                "drop_mode": args.fault_drop_mode,
-            }
-        )
-    except ValueError as exc:  # argparse types already check ranges; kept as a last guard
-        print(f"fault flags: {exc}", file=sys.stderr)
+        settings = _settings(args, state_dir)
+        faults = _faults(args)
+    except _FlagError as exc:
+        print(exc, file=sys.stderr)
         return 2
     state_dir.mkdir(parents=True, exist_ok=True)
     # Imported late: loading the aiplatform protos takes a second or two, and flag errors above
@@ -212,6 +225,51 @@ def _serve(args: argparse.Namespace, argv: list[str]) -> int:
         Path(args.pid_file).write_text(f"{os.getpid()}\n")
     service.serve()
     return 0
+
+
+def _settings(args: argparse.Namespace, state_dir: Path) -> config.Settings:
+    """The service's settings from the ``serve`` flags; _FlagError names a bad one."""
+    if args.max_running_jobs < 1:
+        raise _FlagError("--max-running-jobs: must be at least 1")
+    roots = [state_dir, Path.cwd().resolve()]
+    for root in args.allow_root:
+        path = Path(root).resolve()
+        if not path.is_dir():
+            raise _FlagError(f"--allow-root: {root} is not a directory")
+        roots.append(path)
+    return config.Settings(
+        state_dir=state_dir,
+        mode=args.mode,
+        gpus=args.gpus,
+        allow_roots=roots,
+        grace_seconds=args.grace_seconds,
+        max_running_jobs=args.max_running_jobs,
+        project_validation=not args.no_project_validation,
+        simulate_queued_seconds=args.simulate_queued_seconds,
+        simulate_pending_seconds=args.simulate_pending_seconds,
+        simulate_run_seconds=args.simulate_run_seconds,
+        simulate_cancel_seconds=args.simulate_cancel_seconds,
+        max_unpacked_mb=args.max_unpacked_mb,
+    )
+
+
+def _faults(args: argparse.Namespace) -> config.Faults:
+    """Fault injection as the ``--fault-*`` flags set it; _FlagError if a value is refused."""
+    faults = config.Faults(args.fault_seed)
+    try:
+        faults.update(
+            {
+                "unavailable_rate": args.fault_unavailable_rate,
+                "rate_limit_rate": args.fault_rate_limit_rate,
+                "conflict_rate": args.fault_conflict_rate,
+                "latency_ms": args.fault_latency_ms,
+                "drop_create": args.fault_drop_create,
+                "drop_mode": args.fault_drop_mode,
+            }
+        )
+    except ValueError as exc:  # argparse types already check ranges; kept as a last guard
+        raise _FlagError(f"fault flags: {exc}") from None
+    return faults
 
 
 def _daemonize(args: argparse.Namespace, argv: list[str], state_dir: Path) -> int:

@@ -19,6 +19,8 @@ from google.cloud.aiplatform_v1 import types as aip
 
 from emulator import protos
 
+__all__ = ["ReplicaPlan", "assign_gpus", "detect_gpus", "plan_replicas", "replica_env"]
+
 TF_TASK_TYPES = ("chief", "worker", "ps", "evaluator")
 
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+__all__ = ["DEFAULT_MAX_UNPACKED_MB", "DROP_MODES", "GPU_MODES", "MODES", "Faults", "Settings"]
+
 MODES = ("execute", "simulate")
 GPU_MODES = ("auto", "ignore")
 DROP_MODES = ("close", "503")

@@ -5,6 +5,22 @@ from __future__ import annotations
 import json
 from typing import Any
 
+__all__ = [
+    "RPC_CANCELLED",
+    "RPC_DEADLINE_EXCEEDED",
+    "RPC_FAILED_PRECONDITION",
+    "RPC_INTERNAL",
+    "RPC_INVALID_ARGUMENT",
+    "RPC_RESOURCE_EXHAUSTED",
+    "RPC_UNAVAILABLE",
+    "ApiError",
+    "failed_precondition",
+    "internal",
+    "invalid_argument",
+    "not_found",
+    "unavailable",
+]
+
 # google.rpc.Code values used by the service (job.error.code and operation errors).
 RPC_CANCELLED = 1
 RPC_INVALID_ARGUMENT = 3

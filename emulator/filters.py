@@ -29,6 +29,8 @@ from typing import Any
 
 from emulator import protos
 
+__all__ = ["compile_filter"]
+
 Predicate = Callable[[Any], bool]
 
 MAX_FILTER_LENGTH = 8192

@@ -13,6 +13,8 @@ import signal
 import time
 from pathlib import Path
 
+__all__ = ["kill_orphan_group", "signal_group", "start_ticks"]
+
 
 def start_ticks(pid: int) -> int | None:
     """The process's start time (field 22 of /proc/<pid>/stat), or None if it is gone."""

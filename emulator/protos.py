@@ -16,6 +16,24 @@ from google.protobuf import json_format
 
 from emulator import errors
 
+__all__ = [
+    "STATE_NUMBERS",
+    "TERMINAL_STATES",
+    "JobState",
+    "delete_operation_json",
+    "dump_job",
+    "is_terminal",
+    "load_job",
+    "new_job_pb",
+    "now_ts",
+    "parse_job",
+    "set_error",
+    "set_state",
+    "state_name",
+    "to_dict",
+    "ts_seconds",
+]
+
 JobState = aip.JobState
 
 TERMINAL_STATES = frozenset(

@@ -39,10 +39,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from emulator import _validation, errors, filters, packages, protos, runner
+from emulator import _validation, errors, filters, paths, protos, runner
 from emulator.config import Faults, Settings
 from emulator.errors import ApiError
 from emulator.store import Store
+
+__all__ = ["BODY_TIMEOUT_SECONDS", "Service"]
 
 log = logging.getLogger("emulator.server")
 
@@ -183,16 +185,16 @@ class Service:
             for j, uri in enumerate(pool.python_package_spec.package_uris):
                 field = f"job_spec.worker_pool_specs[{i}].python_package_spec.package_uris[{j}]"
                 try:
-                    packages.resolve_package(uri, state_dir, self.settings.allow_roots)
-                except packages.PackageError as exc:
+                    paths.resolve_package(uri, state_dir, self.settings.allow_roots)
+                except paths.PackageError as exc:
                     raise errors.invalid_argument(
                         _validation.redact(f"{field}: {exc}", secrets)
                     ) from None
         prefix = job.job_spec.base_output_directory.output_uri_prefix
         if prefix:
             try:
-                packages.output_dirs(prefix, state_dir)
-            except packages.PackageError as exc:
+                paths.output_dirs(prefix, state_dir)
+            except paths.PackageError as exc:
                 raise errors.invalid_argument(
                     _validation.redact(
                         f"job_spec.base_output_directory.output_uri_prefix: {exc}", secrets

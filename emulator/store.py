@@ -19,6 +19,8 @@ from typing import Any
 
 from emulator import protos
 
+__all__ = ["DB_NAME", "Replica", "Store"]
+
 DB_NAME = "emulator.db"
 
 _SCHEMA = """

@@ -30,6 +30,8 @@ from emulator.cli import wait_ready
 from emulator.client import job_service_client
 from emulator.store import DB_NAME, Store
 
+__all__ = ["EmulatorProcess", "running_emulator", "wait_for_state"]
+
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 
 

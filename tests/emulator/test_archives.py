@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from google.cloud.aiplatform_v1 import types as aip
 
-from emulator import cli, packages
+from emulator import archives, cli
 from emulator.testing import EmulatorProcess, running_emulator, wait_for_state
 
 from .conftest import (
@@ -161,10 +161,10 @@ def test_tar_declared_size_is_checked_before_reading(
 def test_too_many_members_are_refused(small: EmulatorProcess, where: tuple[Path, Path]) -> None:
     archive = place(where, "trainer-0.1.0-py3-none-any.whl")
     with zipfile.ZipFile(archive, "w") as zf:
-        for i in range(packages.MAX_FILES + 1):
+        for i in range(archives.MAX_FILES + 1):
             zf.writestr(f"trainer/f{i}.txt", b"")
     created, done = run_package(small, str(archive))
-    assert_code_3(done, f"more than {packages.MAX_FILES} files")
+    assert_code_3(done, f"more than {archives.MAX_FILES} files")
     assert len(job_files(small, created)) < 10
 
 

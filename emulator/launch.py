@@ -1,0 +1,223 @@
+"""Everything an execute-mode job needs before its replicas start, and what each one runs.
+
+:func:`prepare_launch` checks what the job asks for (a Docker daemon for container pools, enough
+GPUs), installs each pool's packages into the job's ``site-<n>``, creates the output directories,
+and builds every replica's command line and environment. A problem the job caused is a
+:class:`JobFailure` carrying the google.rpc code the job fails with.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from emulator import cluster, errors, packages, paths
+from emulator.config import Settings
+
+__all__ = ["JobFailure", "Launch", "prepare_launch"]
+
+# Variables passed through from the service's environment; everything else a replica sees is set
+# by Vertex rules or by the job. OPENBLAS_* are kept because some hosts need them for numpy.
+_PASSTHROUGH_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+class JobFailure(Exception):
+    """The job cannot run as asked: it fails with google.rpc ``code`` and ``message``."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass
+class Launch:
+    """What starting a job's replicas takes: where each sits, and what it runs with."""
+
+    plans: list[cluster.ReplicaPlan]
+    envs: dict[str, dict[str, str]] = field(default_factory=dict)  # by replica name
+    commands: dict[str, list[str]] = field(default_factory=dict)  # by replica name
+
+
+@dataclass
+class _Job:
+    """The job being prepared, and what every step reads about it."""
+
+    job: Any
+    job_id: str
+    job_dir: Path
+    settings: Settings
+    project: str
+    region: str
+    pools: list[Any]
+
+
+def split_name(name: str) -> tuple[str, str, str]:
+    """(project, location, id) of ``projects/P/locations/L/customJobs/ID``."""
+    parts = name.split("/")
+    return parts[1], parts[3], parts[5]
+
+
+def docker_problem() -> str | None:
+    """Why container jobs cannot run here, or None when a Docker daemon answers."""
+    exe = shutil.which("docker")
+    if exe is None:
+        return "the docker command is not installed"
+    try:
+        out = subprocess.run([exe, "info"], capture_output=True, text=True, timeout=15, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"`docker info` did not answer ({type(exc).__name__})"
+    if out.returncode != 0:
+        lines = [ln for ln in (out.stderr or out.stdout).splitlines() if ln.strip()]
+        reason = lines[-1].strip() if lines else f"exit status {out.returncode}"
+        return f"`docker info` failed: {reason}"
+    return None
+
+
+def prepare_launch(
+    job: Any, *, job_id: str, job_dir: Path, settings: Settings, gpu_count: int
+) -> Launch:
+    """Check, install and plan everything job ``job_id`` needs to start (see module doc)."""
+    project, region, _ = split_name(job.name)
+    ctx = _Job(
+        job, job_id, job_dir, settings, project, region, list(job.job_spec.worker_pool_specs)
+    )
+    (job_dir / "logs").mkdir(parents=True, exist_ok=True)
+    _check_docker(ctx)
+    plans = cluster.plan_replicas(job)
+    if settings.gpus == "auto":
+        problem = cluster.assign_gpus(job, plans, gpu_count)
+        if problem is not None:
+            raise JobFailure(errors.RPC_RESOURCE_EXHAUSTED, problem)
+    sites = _install_packages(ctx)
+    output_dir = _prepare_output_dir(ctx)
+    launch = Launch(plans)
+    for plan in plans:
+        env, cmd = _replica_command(ctx, plan, plans, sites, output_dir)
+        launch.envs[plan.name] = env
+        launch.commands[plan.name] = cmd
+    return launch
+
+
+def _check_docker(ctx: _Job) -> None:
+    if any(p.WhichOneof("task") == "container_spec" for p in ctx.pools):
+        problem = docker_problem()
+        if problem is not None:
+            raise JobFailure(
+                errors.RPC_FAILED_PRECONDITION,
+                "Container jobs need a running Docker daemon and none answered here "
+                f"({problem}). Start Docker, or use python_package_spec.",
+            )
+
+
+def _install_packages(ctx: _Job) -> dict[tuple[str, ...], Path]:
+    """One ``site-<n>`` per distinct list of package URIs, by that list."""
+    sites: dict[tuple[str, ...], Path] = {}
+    limits = packages.Limits(max_bytes=ctx.settings.max_unpacked_mb * 1024 * 1024)
+    for i, pool in enumerate(ctx.pools):
+        if pool.WhichOneof("task") != "python_package_spec":
+            continue
+        uris = tuple(pool.python_package_spec.package_uris)
+        if uris in sites:
+            continue
+        site = ctx.job_dir / f"site-{len(sites)}"
+        shutil.rmtree(site, ignore_errors=True)
+        try:
+            # Checked again here, right before reading: the file system may have changed
+            # since the create (a symlink planted after it).
+            sources = [
+                paths.resolve_package(u, ctx.settings.state_dir, ctx.settings.allow_roots)
+                for u in uris
+            ]
+            packages.install(sources, site, roots=ctx.settings.allow_roots, limits=limits)
+        except (packages.PackageError, OSError) as exc:
+            shutil.rmtree(site, ignore_errors=True)
+            raise JobFailure(
+                errors.RPC_INVALID_ARGUMENT,
+                f"Installing the packages of worker pool {i} failed: {exc}",
+            ) from None
+        sites[uris] = site
+    return sites
+
+
+def _prepare_output_dir(ctx: _Job) -> str | None:
+    prefix = ctx.job.job_spec.base_output_directory.output_uri_prefix
+    if not prefix:
+        return None
+    try:
+        return str(paths.prepare_output_dir(prefix, ctx.settings.state_dir))
+    except (paths.PackageError, OSError) as exc:
+        raise JobFailure(
+            errors.RPC_INVALID_ARGUMENT,
+            f"base_output_directory.output_uri_prefix {prefix}: {exc}",
+        ) from None
+
+
+def _replica_command(
+    ctx: _Job,
+    plan: cluster.ReplicaPlan,
+    plans: list[cluster.ReplicaPlan],
+    sites: dict[tuple[str, ...], Path],
+    output_dir: str | None,
+) -> tuple[dict[str, str], list[str]]:
+    """(environment, command line) of one replica."""
+    pool = ctx.pools[plan.pool]
+    env = {k: os.environ[k] for k in _PASSTHROUGH_ENV if k in os.environ}
+    env.update(
+        cluster.replica_env(
+            ctx.job,
+            job_id=ctx.job_id,
+            project=ctx.project,
+            region=ctx.region,
+            plans=plans,
+            me=plan,
+            output_dir=output_dir,
+            gpu_mode=ctx.settings.gpus,
+        )
+    )
+    if pool.WhichOneof("task") == "python_package_spec":
+        pps = pool.python_package_spec
+        env.update({v.name: v.value for v in pps.env})
+        # Only the job's own site dir is added; the interpreter's site-packages (numpy)
+        # comes with the interpreter. PYTHONSAFEPATH keeps the working dir off sys.path.
+        env["PYTHONPATH"] = str(sites[tuple(pps.package_uris)])
+        env["PYTHONSAFEPATH"] = "1"
+        env["PYTHONUNBUFFERED"] = "1"
+        return env, [ctx.settings.python, "-m", pps.python_module, *pps.args]
+    cs = pool.container_spec
+    env.update({v.name: v.value for v in cs.env})
+    return env, _docker_command(ctx.job_id, plan, cs, env, output_dir)
+
+
+def _docker_command(
+    job_id: str, plan: cluster.ReplicaPlan, cs: Any, env: dict[str, str], output_dir: str | None
+) -> list[str]:
+    name = f"vertex-emulator-{job_id}-{plan.name}"
+    cmd = ["docker", "run", "--rm", "--name", name, "--network", "host"]
+    # `-e NAME` without a value makes docker read the value from its own environment, so no
+    # secret appears on a command line (visible to every user in `ps`).
+    for key in env:
+        if key not in _PASSTHROUGH_ENV:
+            cmd += ["-e", key]
+    if output_dir is not None:
+        if ":" in output_dir or "," in output_dir:
+            # `-v SRC:DST` splits at ':'; the create check sees only the URI, not where an
+            # in-root symlink made it point.
+            raise JobFailure(
+                errors.RPC_INVALID_ARGUMENT,
+                f"The output directory {output_dir} holds ':' or ',', which docker -v "
+                "cannot mount.",
+            )
+        cmd += ["-v", f"{output_dir}:{output_dir}"]
+    if plan.gpus:
+        cmd += ["--gpus", "device=" + ",".join(map(str, plan.gpus))]
+    if cs.command:
+        # One argument, so that a command starting with '-' cannot read as a docker flag.
+        cmd += [f"--entrypoint={cs.command[0]}", cs.image_uri, *cs.command[1:], *cs.args]
+    else:
+        cmd += [cs.image_uri, *cs.args]
+    return cmd

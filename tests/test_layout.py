@@ -1,0 +1,136 @@
+"""The layout's promises, checked on the source: one room per concept, each contract in one place.
+
+- only ``components/vertex/`` imports ``google.cloud.aiplatform`` (the rest stays cheap to import);
+- no import cycle between modules of ``components/``;
+- no function longer than 60 lines in ``components/`` or ``emulator/``;
+- every module of ``components/`` declares ``__all__`` (the emulator's: tests/emulator);
+- contract details (the unknown value, the type token suffix, the job name, the "did you mean"
+  wording) are written in exactly one module;
+- the rule table of ``components/catalog/README.md`` names exactly the ``Rule`` type's values.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+from components._violations import RULES
+
+REPO = Path(__file__).resolve().parents[1]
+COMPONENTS = REPO / "components"
+MAX_FUNCTION_LINES = 60
+
+
+def _modules(root: Path) -> dict[str, Path]:
+    found = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(REPO).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = path
+    return found
+
+
+def _all_imports(path: Path) -> set[str]:
+    """Every module and ``from`` name imported anywhere in ``path`` (``google.cloud.x``)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def test_only_the_vertex_package_imports_the_client_library():
+    importers = sorted(
+        name
+        for name, path in _modules(COMPONENTS).items()
+        if any(m.startswith("google.cloud.aiplatform") for m in _all_imports(path))
+    )
+    assert importers, "the check would pass on any tree: some module must import the library"
+    assert all(name.startswith("components.vertex.") for name in importers), importers
+
+
+def test_no_import_cycle_in_components():
+    """Imports inside functions count too: a lazy import is still a dependency."""
+    modules = _modules(COMPONENTS)
+    graph = {
+        name: sorted(m for m in _all_imports(path) if m in modules and m != name)
+        for name, path in modules.items()
+    }
+    cycles: list[list[str]] = []
+    done: set[str] = set()
+
+    def visit(node: str, trail: list[str]) -> None:
+        for nxt in graph[node]:
+            if nxt in trail or nxt == node:
+                cycles.append([*trail[trail.index(nxt) :], node, nxt] if nxt in trail else [node])
+            elif nxt not in done:
+                visit(nxt, [*trail, node])
+        done.add(node)
+
+    for name in graph:
+        if name not in done:
+            visit(name, [])
+    assert cycles == []
+
+
+@pytest.mark.parametrize("root", ["components", "emulator"])
+def test_no_function_is_longer_than_60_lines(root):
+    long = []
+    for name, path in _modules(REPO / root).items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long.append(f"{name}.{node.name}: {lines} lines")
+    assert long == []
+
+
+def test_every_module_declares_all_and_defines_what_it_lists():
+    """(``emulator/``'s modules are checked in tests/emulator/test_layout.py.)"""
+    problems = []
+    for name in _modules(COMPONENTS):
+        if name.endswith("__main__"):
+            continue
+        module = importlib.import_module(name)
+        listed = getattr(module, "__all__", None)
+        if not isinstance(listed, list):
+            problems.append(f"{name}: no __all__")
+        else:
+            problems += [f"{name}: lists {n} it lacks" for n in listed if not hasattr(module, n)]
+    assert problems == []
+
+
+@pytest.mark.parametrize(
+    ("literal", "home"),
+    [
+        ("04da6b54-80e4-46f7-96ec-b56ff0331ba9", "components/_wire.py"),
+        ('":TrainingJob"', "components/_wire.py"),
+        ("customJobs/([^/]+)", "components/_wire.py"),
+        ("did you mean", "components/_violations.py"),
+        ('"training:endpoint"', "components/_settings.py"),
+        ("JobServiceClient(", "components/vertex/api.py"),
+    ],
+)
+def test_each_contract_detail_is_written_once(literal, home):
+    holders = sorted(
+        str(path.relative_to(REPO))
+        for root in ("components", "emulator", "policy")
+        for path in (REPO / root).rglob("*.py")
+        if literal in path.read_text()
+    )
+    assert holders == [home]
+
+
+def test_the_catalog_readme_names_every_rule():
+    text = (COMPONENTS / "catalog" / "README.md").read_text()
+    table = text.split("## Rules and where they come from", 1)[1]
+    first_cells = [row.split("|")[1] for row in table.splitlines() if row.startswith("| `")]
+    named = set(re.findall(r"`([a-z-]+)`", "\n".join(first_cells)))
+    assert named == set(RULES)
