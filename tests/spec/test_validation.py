@@ -323,14 +323,14 @@ def test_zone_rule_with_tiny_catalog() -> None:
     ("document", "path"),
     [
         ({"displayName": "a\x00b"}, "displayName"),
-        ({"labels": {"team": "m\x00l"}}, "labels"),
+        ({"labels": {"team": "m\x00l"}}, "labels.team"),
         (
             {"workerPoolSpecs": [{"pythonPackageSpec": {"packageUris": ["gs://b/p\x00.tar.gz"]}}]},
-            "workerPoolSpecs[0].pythonPackageSpec.packageUris",
+            "workerPoolSpecs[0].pythonPackageSpec.packageUris[0]",
         ),
         (
             {"workerPoolSpecs": [{"containerSpec": {"imageUri": "i", "env": {"A": "x\x00"}}}]},
-            "workerPoolSpecs[0].containerSpec.env",
+            "workerPoolSpecs[0].containerSpec.env[0].value",
         ),
         ({"baseOutputDirectory": "gs://b/o\x00ut"}, "baseOutputDirectory"),
     ],
