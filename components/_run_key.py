@@ -69,9 +69,10 @@ class RunKey(pulumi.dynamic.Resource, module="vertex", name="RunKey"):
         super().__init__(RunKeyProvider(), resource_name, {KEY: None}, opts)
 
 
-# One RunKey per program run. The run is told apart by its resource monitor (the engine's
-# connection, or a test's mock): unit tests run many programs in one process.
-_keys: dict[int, tuple[Any, RunKey]] = {}
+# One RunKey per program run, and one secret Output of its key that every job shares. The run
+# is told apart by its resource monitor (the engine's connection, or a test's mock): unit tests
+# run many programs in one process.
+_keys: dict[int, tuple[Any, pulumi.Output[str]]] = {}
 
 
 def stack_run_key() -> pulumi.Output[str]:
@@ -81,6 +82,7 @@ def stack_run_key() -> pulumi.Output[str]:
     monitor = settings.SETTINGS.monitor
     found = _keys.get(id(monitor))
     if found is None or found[0] is not monitor:
-        found = _keys[id(monitor)] = (monitor, RunKey(RUN_KEY_RESOURCE_NAME))
-    # Secret by itself, not only because the engine marks the output secret.
-    return pulumi.Output.secret(found[1].key)
+        # Secret by itself, not only because the engine marks the output secret.
+        key: pulumi.Output[str] = pulumi.Output.secret(RunKey(RUN_KEY_RESOURCE_NAME).key)
+        found = _keys[id(monitor)] = (monitor, key)
+    return found[1]
