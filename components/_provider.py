@@ -71,7 +71,6 @@ from components.vertex.api import (
     job_outputs,
     redact,
     state_name,
-    with_retries,
 )
 
 # Inside the provider process: end it when the engine that started it is gone.
@@ -215,8 +214,8 @@ class TrainingJobProvider(ResourceProvider):
                 earlier_runs=run.earlier_runs,
             )
         except Exception as exc:
-            message = self._submit_failed(api, run, exc)
-            raise JobOperationError(redact(self.endpoint.scrub(message), run.secrets)) from None
+            # The message may quote the job: _credentials_scrubbed redacts it on the way out.
+            raise JobOperationError(self._submit_failed(api, run, exc)) from None
 
     def _wait(self, api: JobApi, run: _Run, job: Any, inputs: dict[str, Any]) -> Any:
         wait_for = str(inputs.get(WAIT_FOR) or "submitted")
@@ -229,7 +228,7 @@ class TrainingJobProvider(ResourceProvider):
             # Pulumi records nothing for a failed create, so the job must not live on.
             message = self._cancel_after_failure(api, job.name, exc)
             if isinstance(exc, Exception):
-                raise JobOperationError(redact(self.endpoint.scrub(message), run.secrets)) from None
+                raise JobOperationError(message) from None  # redacted by _credentials_scrubbed
             raise
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
@@ -304,12 +303,11 @@ class TrainingJobProvider(ResourceProvider):
         """The error text for a create that gave up; cancels a job that got through anyway."""
         message = f"could not submit the training job to {run.parent}: {exc}"
         try:
-            stray = with_retries(
+            stray = api.retried(
+                "looking for a job that got through",
                 lambda: api.find_adoptable(
                     run.parent, identity=run.identity, run=run.run, earlier_runs=run.earlier_runs
                 ),
-                self.policy,
-                what="looking for a job that got through",
             )
         except Exception:
             return (

@@ -137,10 +137,6 @@ class Endpoint:
         return bool(self.url) and str(self.url).startswith("http://")
 
     @property
-    def is_local(self) -> bool:
-        return target_for_endpoint(self.url) == "local"
-
-    @property
     def target(self) -> Target:
         return target_for_endpoint(self.url)
 

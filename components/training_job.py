@@ -201,11 +201,7 @@ def prepare_spec(spec: JobSpec | Mapping[str, Any] | str | os.PathLike[str]) -> 
     elif isinstance(spec, str | os.PathLike):
         path = Path(spec)
         try:
-            model = load_spec_file(path).spec
-        except SpecError as exc:
-            raise _invalid(str(path), exc) from None
-        try:
-            model = resolve_local_paths(model, path.resolve().parent)
+            model = resolve_local_paths(load_spec_file(path).spec, path.resolve().parent)
         except SpecError as exc:
             raise _invalid(str(path), exc) from None
         found = {}

@@ -336,14 +336,13 @@ class JobApi:
     policy: RetryPolicy
     sleep: Callable[[float], None] = time.sleep
 
+    def retried(self, what: str, call: Callable[[], T]) -> T:
+        """``call`` with transient errors retried under this API's policy."""
+        return with_retries(call, self.policy, what=what, sleep=self.sleep)
+
     def get(self, name: str) -> Any:
         """The job; raises ``google.api_core.exceptions.NotFound`` when it does not exist."""
-        return with_retries(
-            lambda: self.kind.get(self.client, name),
-            self.policy,
-            what=f"reading {name}",
-            sleep=self.sleep,
-        )
+        return self.retried(f"reading {name}", lambda: self.kind.get(self.client, name))
 
     def find_adoptable(
         self,
@@ -394,13 +393,11 @@ class JobApi:
         """
         backoff = Backoff(self.policy, self.sleep)
         while True:
-            found = with_retries(
+            found = self.retried(
+                f"looking for this run's job in {parent}",
                 lambda: self.find_adoptable(
                     parent, identity=identity, run=run, earlier_runs=earlier_runs
                 ),
-                self.policy,
-                what=f"looking for this run's job in {parent}",
-                sleep=self.sleep,
             )
             if found is not None:
                 return Submission(found, adopted=True, attempts=backoff.attempts)
@@ -462,12 +459,7 @@ class JobApi:
     def _cancel(self, name: str) -> bool:
         """Ask to cancel; False when the job no longer exists."""
         try:
-            with_retries(
-                lambda: self.kind.cancel(self.client, name),
-                self.policy,
-                what=f"cancelling {name}",
-                sleep=self.sleep,
-            )
+            self.retried(f"cancelling {name}", lambda: self.kind.cancel(self.client, name))
         except Exception as exc:
             if is_not_found(exc):
                 return False
@@ -500,11 +492,8 @@ class JobApi:
     def delete_record(self, name: str, *, timeout: float) -> None:
         """Delete a finished job's record; a record already gone is fine."""
         try:
-            operation = with_retries(
-                lambda: self.kind.delete(self.client, name),
-                self.policy,
-                what=f"deleting {name}",
-                sleep=self.sleep,
+            operation = self.retried(
+                f"deleting {name}", lambda: self.kind.delete(self.client, name)
             )
         except Exception as exc:
             if is_not_found(exc):
