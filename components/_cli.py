@@ -7,13 +7,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
+import shlex
 import sys
+import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TextIO
 
 from components._catalog import combinations, load_catalog
 from components._errors import SpecFormatError, SpecInvalidError, TrainingJobError
 from components._pricing import compare_regions, duration_text, estimate
+from components._spec import JobSpec
 from components._validation import validate
 from components._violations import Violation, did_you_mean, errors_only
 from components.formats import LoadedSpec, load_spec_file
@@ -23,13 +28,21 @@ __all__ = ["build_parser", "cmd_catalog", "cmd_convert", "cmd_estimate", "cmd_va
 EXIT_VALID, EXIT_INVALID, EXIT_UNREADABLE = 0, 1, 2
 
 
-def _load(path: str, out: TextIO) -> LoadedSpec | tuple[int, list[Violation]]:
+def _load(
+    path: str, out: TextIO, *, json_errors: bool = False
+) -> LoadedSpec | tuple[int, list[Violation]]:
     try:
         return load_spec_file(path)
     except SpecInvalidError as exc:
         return EXIT_INVALID, list(exc.violations)
     except SpecFormatError as exc:
-        print(f"error: {exc}", file=out)
+        if json_errors:
+            # A CI step that parses --json output must get JSON on every exit code.
+            report = {"valid": False, "error": str(exc), "violations": [], "notes": []}
+            json.dump(report, out, indent=2)
+            print(file=out)
+        else:
+            print(f"error: {exc}", file=out)
         return EXIT_UNREADABLE, []
 
 
@@ -55,7 +68,7 @@ def _table(rows: Sequence[Sequence[str]], out: TextIO) -> None:
 
 
 def cmd_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    loaded = _load(args.file, err)
+    loaded = _load(args.file, out if args.json else err, json_errors=args.json)
     if isinstance(loaded, tuple):
         code, violations = loaded
         if args.json and code == EXIT_INVALID:
@@ -69,7 +82,7 @@ def cmd_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     region = args.region or loaded.spec.region
     violations = validate(loaded.spec, region=region, target=args.target)
     errors = errors_only(violations)
-    notes = list(loaded.notes)
+    notes = [*loaded.notes, *_fragment_hint(loaded, errors)]
     if region is None:
         notes.append(
             "no region given (--region or region: in the file): region and zone checks skipped"
@@ -96,6 +109,62 @@ def cmd_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_INVALID if errors else EXIT_VALID
 
 
+_TRAINER_PARTS = re.compile(
+    r"^workerPoolSpecs\[\d+\](\.pythonPackageSpec\.(packageUris|pythonModule))?$"
+)
+
+
+def _fragment_hint(loaded: LoadedSpec, errors: Sequence[Violation]) -> list[str]:
+    """A note when a config file lacks the trainer a gcloud command would add to it."""
+    if loaded.format not in ("legacy-config", "custom-job-spec"):
+        return []
+    if not any(v.rule == "trainer" and _TRAINER_PARTS.match(v.path) for v in errors):
+        return []
+    flags = (
+        "--package-path/--module-name"
+        if loaded.format == "legacy-config"
+        else "--worker-pool-spec or --python-package-uris"
+    )
+    return [
+        f"this file names no complete trainer: if it is the --config of a gcloud command that "
+        f"adds one ({flags}), validate the file holding that command instead (it reads this one)"
+    ]
+
+
+def _local_packages(spec: JobSpec) -> list[str]:
+    """Package URIs that are paths on this machine, which ``--config`` cannot upload."""
+    return sorted(
+        {
+            uri
+            for pool in spec.worker_pool_specs
+            if pool.python_package_spec is not None
+            for uri in pool.python_package_spec.package_uris
+            if not uri.startswith("gs://")
+        }
+    )
+
+
+def _create_command(spec: JobSpec, source: str) -> tuple[str, list[str]]:
+    """The ``gcloud ai custom-jobs create`` line for the converted file, and notes on it."""
+    notes: list[str] = []
+    display_name = spec.display_name
+    if not display_name:
+        # gcloud requires --display-name; the file's name is the least surprising default.
+        display_name = Path(source).stem or "training-job"
+        notes.append(f"no display name in the file: the command uses {display_name!r}")
+    flags = []
+    if spec.project:
+        flags.append(f"--project={shlex.quote(spec.project)}")
+    flags.append(f"--region={shlex.quote(spec.region or 'REGION')}")
+    if not spec.region:
+        notes.append("no region in the file: replace REGION (or pass --region to convert)")
+    flags.append(f"--display-name={shlex.quote(display_name)}")
+    if spec.labels:
+        labels = ",".join(f"{k}={v}" for k, v in spec.labels.items())
+        flags.append(f"--labels={shlex.quote(labels)}")
+    return f"gcloud ai custom-jobs create {' '.join(flags)} --config=THIS_FILE", notes
+
+
 def cmd_convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     loaded = _load_or_report(args.file, err)
     if isinstance(loaded, int):
@@ -118,14 +187,22 @@ def cmd_convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     aiplatform()  # imported first without the library's version warnings on stderr
     from components.vertex.convert import custom_job_spec_document
 
-    flags = [f"--display-name={spec.display_name}"] if spec.display_name else []
-    if spec.region:
-        flags.insert(0, f"--region={spec.region}")
-    if spec.labels:
-        flags.append("--labels=" + ",".join(f"{k}={v}" for k, v in spec.labels.items()))
-    print(f"# gcloud ai custom-jobs create {' '.join(flags)} --config=THIS_FILE", file=out)
+    command, notes = _create_command(spec, args.file)
+    print(f"# {command}", file=out)
+    for note in notes:
+        print(f"# note: {note}", file=err)
     _print_violations(violations, err)  # warnings only at this point
     yaml.safe_dump(custom_job_spec_document(spec), out, sort_keys=False, allow_unicode=True)
+    local = _local_packages(spec)
+    if local:
+        print(
+            f"error: packageUris holds local paths ({', '.join(local)}): gcloud cannot submit "
+            "this file as is. Build and upload the package (`python setup.py sdist`, then copy "
+            "dist/*.tar.gz to gs://BUCKET/) and put its gs:// URI in packageUris, or launch the "
+            "job with the TrainingJob resource, which packages and stages local trainer code",
+            file=err,
+        )
+        return EXIT_INVALID
     return EXIT_VALID
 
 
@@ -268,6 +345,10 @@ def main(
 ) -> int:
     """Run the CLI; returns the exit code."""
     out, err = out or sys.stdout, err or sys.stderr
+    # Client libraries warn about Python versions and deprecations on import: noise in a
+    # validation report, and a FutureWarning is nothing the user of this CLI can act on.
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"google(\.|$)")
+    warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"google(\.|$)")
     args = build_parser().parse_args(argv)
     try:
         code: int = args.handler(args, out, err)

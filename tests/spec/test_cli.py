@@ -142,3 +142,105 @@ def test_module_entry_point_and_light_import_path(tmp_path: Path) -> None:
         text=True,
     )
     assert cli.returncode == 0, cli.stderr
+
+
+# --- CLI friction (issue 12) ----------------------------------------------------------
+
+
+def test_validate_json_reports_unreadable_input_as_json(tmp_path: Path) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text("workerPoolSpecs: [\n")
+    code, out, err = run("validate", str(path), "--json")
+    report = json.loads(out)
+    assert code == 2 and err == ""
+    assert report["valid"] is False and report["violations"] == []
+    assert "not valid YAML" in report["error"] and str(path) in report["error"]
+
+
+def test_validate_json_reports_missing_file_as_json(tmp_path: Path) -> None:
+    code, out, _ = run("validate", str(tmp_path / "absent.yaml"), "--json")
+    assert code == 2 and json.loads(out)["valid"] is False
+
+
+def test_config_fragment_hints_at_validating_the_command(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        "trainingInput:\n  scaleTier: CUSTOM\n  masterType: n1-standard-8\n"
+        "  runtimeVersion: '2.11'\n  region: us-central1\n"
+    )
+    code, _, err = run("validate", str(path))
+    assert code == 1
+    assert "validate the file holding that command" in err
+    assert "--package-path/--module-name" in err
+
+
+def test_complete_spec_gets_no_fragment_hint() -> None:
+    code, _, err = run("validate", str(DATA / "custom_job.yaml"), "--region", "us-central1")
+    assert code == 0 and "--config of a gcloud command" not in err
+
+
+def test_convert_header_always_has_display_name_and_region(tmp_path: Path) -> None:
+    path = tmp_path / "my-job.yaml"
+    spec = yaml.safe_load((DATA / "custom_job.yaml").read_text())
+    spec.pop("displayName", None)
+    spec.pop("region", None)
+    path.write_text(yaml.safe_dump(spec))
+    code, out, err = run("convert", str(path))
+    header = out.splitlines()[0]
+    assert code == 0, err
+    assert "--display-name=my-job" in header and "--region=REGION" in header
+    assert "no display name in the file" in err and "replace REGION" in err
+
+
+def test_convert_refuses_local_package_paths_and_says_what_to_do(tmp_path: Path) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text(
+        "displayName: local-pkg\nregion: us-central1\nworkerPoolSpecs:\n"
+        "- machineSpec: {machineType: n1-standard-8}\n  replicaCount: 1\n"
+        "  pythonPackageSpec:\n"
+        "    executorImageUri: us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-15.py310:latest\n"
+        "    packageUris: [dist/trainer-0.1.tar.gz]\n    pythonModule: trainer.task\n"
+    )
+    code, out, err = run("convert", str(path))
+    assert code == 1
+    assert yaml.safe_load(out)["workerPoolSpecs"][0]["pythonPackageSpec"]["packageUris"] == [
+        "dist/trainer-0.1.tar.gz"
+    ]
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("error: packageUris holds local paths (dist/trainer-0.1.tar.gz)")
+    assert "gs://" in last and "TrainingJob resource" in last
+
+
+@pytest.mark.parametrize("command", ["convert", "estimate"])
+def test_cli_prints_no_library_warnings(command: str) -> None:
+    # PYTHONWARNINGS=always shows every warning the process emits; the CLI must still
+    # keep client libraries' import-time FutureWarnings out of its report.
+    argv = [sys.executable, "-m", "components", command, str(DATA / "custom_job.yaml")]
+    argv += ["--region", "us-central1"]
+    env = {"PYTHONWARNINGS": "always", "PATH": "/usr/bin:/bin"}
+    result = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "Warning" not in result.stderr
+
+
+def test_cli_silences_future_warnings_raised_by_client_libraries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import warnings
+
+    import components._cli as cli
+
+    real_validate = getattr(cli, "validate")  # noqa: B009 (not exported, patched below)
+
+    def validate_after_a_library_warning(*args: object, **kwargs: object) -> object:
+        # The warning comes from code whose module is google.*, as the client libraries' do.
+        library = {"__name__": "google.api_core._python_version_support", "warnings": warnings}
+        exec("warnings.warn('Python 3.11 support ends', FutureWarning)", library)
+        return real_validate(*args, **kwargs)
+
+    monkeypatch.setattr(cli, "validate", validate_after_a_library_warning)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code, _, _ = run("validate", str(DATA / "custom_job.yaml"), "--region", "us-central1")
+    assert code == 0
+    assert [w for w in caught if issubclass(w.category, FutureWarning)] == []
