@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -25,14 +25,18 @@ from pydantic import (
     model_validator,
 )
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
 from components._errors import SpecInvalidError
 from components._violations import Violation, did_you_mean
 
 __all__ = [
+    "CUSTOM_JOB_OUTPUT_ONLY",
     "MAX_DURATION_SECONDS",
+    "RESERVATION_AFFINITY_TYPES",
     "ContainerSpec",
     "DiskSpec",
+    "DnsPeeringConfig",
     "Duration",
     "EncryptionSpec",
     "EnvList",
@@ -40,8 +44,12 @@ __all__ = [
     "Int32",
     "Int64",
     "JobSpec",
+    "LustreMount",
     "MachineSpec",
+    "NfsMount",
+    "PscInterfaceConfig",
     "PythonPackageSpec",
+    "ReservationAffinity",
     "Scheduling",
     "WorkerPoolSpec",
     "format_duration",
@@ -96,6 +104,44 @@ Text = Annotated[str, StringConstraints(pattern=r"^[^\x00]*$")]
 """Text of a spec: a NUL byte is never part of a name, URI, path or argument (the OS and the
 API refuse it far from where it was written). Checked by pydantic's core, at no Python cost."""
 
+RequiredText = Annotated[str, StringConstraints(min_length=1, pattern=r"^[^\x00]*$")]
+"""Text the API marks REQUIRED: present and not blank."""
+
+
+def _one_text_is_a_list(value: Any) -> Any:
+    # A mapping where texts belong stays a mapping: pydantic refuses it ("must be a list").
+    return [value] if isinstance(value, str | int | float) else value
+
+
+def _one_object_is_a_list(value: Any) -> Any:
+    return [value] if isinstance(value, dict) else value
+
+
+# gcloud's reading of YAML, for every list field of the spec: one value stands for a list of
+# one (``args: --epochs=3``, ``workerPoolSpecs:`` given as a single mapping). A validator runs
+# only on a field the input has, so lists cost nothing where they are written as lists.
+Texts = Annotated[list[Text], BeforeValidator(_one_text_is_a_list)]
+"""A list of texts, or one text standing for a list of one."""
+
+_Item = TypeVar("_Item", bound=BaseModel)
+Objects = Annotated[list[_Item], BeforeValidator(_one_object_is_a_list)]
+"""A list of objects, or one mapping standing for a list of one."""
+
+
+CUSTOM_JOB_OUTPUT_ONLY = (
+    "name",
+    "state",
+    "create_time",
+    "start_time",
+    "end_time",
+    "update_time",
+    "error",
+    "web_access_uris",
+    "satisfies_pzs",
+    "satisfies_pzi",
+)
+"""Fields of ``CustomJob`` the API sets and returns, never what a request asks it to run."""
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(
@@ -117,6 +163,9 @@ class EnvVar(_Model):
 
 def _env_list(value: Any) -> Any:
     # A mapping is the natural way to write env vars in Python and YAML; the API wants a list.
+    # One ``{name: X, value: Y}`` is a single variable, as gcloud reads it, not two named so.
+    if isinstance(value, dict) and "name" in value and set(value) <= {"name", "value"}:
+        return [value]
     if isinstance(value, dict):
         return [{"name": str(k), "value": "" if v is None else str(v)} for k, v in value.items()]
     return value
@@ -130,13 +179,46 @@ Int32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
 Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
 
 
+RESERVATION_AFFINITY_TYPES = ("NO_RESERVATION", "ANY_RESERVATION", "SPECIFIC_RESERVATION")
+"""``ReservationAffinity.Type`` names (``TYPE_UNSPECIFIED`` is read as unset)."""
+
+
+class ReservationAffinity(_Model):
+    """Which Compute Engine reservations a pool's machines are taken from."""
+
+    reservation_affinity_type: Text | None = None
+    key: Text | None = None
+    values: Texts = Field(default_factory=list)
+
+    @field_validator("reservation_affinity_type")
+    @classmethod
+    def _known_type(cls, value: str | None) -> str | None:
+        if value in (None, "", "TYPE_UNSPECIFIED"):
+            return None
+        if value in RESERVATION_AFFINITY_TYPES:
+            return value
+        allowed = ", ".join(RESERVATION_AFFINITY_TYPES)
+        raise PydanticCustomError(
+            "enum_choice",
+            "must be one of {allowed}",
+            {
+                "allowed": allowed,
+                "suggestion": did_you_mean(str(value), RESERVATION_AFFINITY_TYPES),
+            },
+        )
+
+
 class MachineSpec(_Model):
     machine_type: Text | None = None
     accelerator_type: Text | None = None
     accelerator_count: Int32 = 0
     tpu_topology: Text | None = None
+    gpu_partition_size: Text | None = None
+    reservation_affinity: ReservationAffinity | None = None
 
-    @field_validator("accelerator_type", "machine_type", "tpu_topology", mode="before")
+    @field_validator(
+        "accelerator_type", "machine_type", "tpu_topology", "gpu_partition_size", mode="before"
+    )
     @classmethod
     def _blank_is_unset(cls, value: Any) -> Any:
         if value == "" or value == "ACCELERATOR_TYPE_UNSPECIFIED":
@@ -151,17 +233,34 @@ class DiskSpec(_Model):
 
 class PythonPackageSpec(_Model):
     executor_image_uri: Text | None = None
-    package_uris: list[Text] = Field(default=[])
+    package_uris: Texts = Field(default_factory=list)
     python_module: Text | None = None
-    args: list[Text] = Field(default=[])
-    env: EnvList = Field(default=[])
+    args: Texts = Field(default_factory=list)
+    env: EnvList = Field(default_factory=list)
 
 
 class ContainerSpec(_Model):
     image_uri: Text | None = None
-    command: list[Text] = Field(default=[])
-    args: list[Text] = Field(default=[])
-    env: EnvList = Field(default=[])
+    command: Texts = Field(default_factory=list)
+    args: Texts = Field(default_factory=list)
+    env: EnvList = Field(default_factory=list)
+
+
+class NfsMount(_Model):
+    """An NFS share mounted in every replica of a pool, under ``/mnt/nfs/<mount_point>``."""
+
+    server: RequiredText
+    path: RequiredText
+    mount_point: RequiredText
+
+
+class LustreMount(_Model):
+    """A Managed Lustre instance mounted in every replica of a pool."""
+
+    instance_ip: RequiredText
+    volume_handle: RequiredText
+    filesystem: RequiredText
+    mount_point: RequiredText
 
 
 class WorkerPoolSpec(_Model):
@@ -172,6 +271,8 @@ class WorkerPoolSpec(_Model):
     disk_spec: DiskSpec | None = None
     python_package_spec: PythonPackageSpec | None = None
     container_spec: ContainerSpec | None = None
+    nfs_mounts: Objects[NfsMount] = Field(default_factory=list)
+    lustre_mounts: Objects[LustreMount] = Field(default_factory=list)
 
     @property
     def is_placeholder(self) -> bool:
@@ -182,6 +283,8 @@ class WorkerPoolSpec(_Model):
             and self.disk_spec is None
             and self.python_package_spec is None
             and self.container_spec is None
+            and not self.nfs_mounts
+            and not self.lustre_mounts
         )
 
     @property
@@ -191,6 +294,9 @@ class WorkerPoolSpec(_Model):
 
 
 class Scheduling(_Model):
+    """How the job gets its machines; ``strategy`` is a ``Scheduling.Strategy`` name (ON_DEMAND,
+    LOW_COST, STANDARD, SPOT, FLEX_START), checked by the validator."""
+
     timeout: Duration | None = None
     restart_job_on_worker_restart: bool = False
     disable_retries: bool = False
@@ -205,6 +311,21 @@ class Scheduling(_Model):
 
 class EncryptionSpec(_Model):
     kms_key_name: Text
+
+
+class DnsPeeringConfig(_Model):
+    """DNS names resolved in another project's network, through a PSC interface."""
+
+    domain: RequiredText
+    target_project: RequiredText
+    target_network: RequiredText
+
+
+class PscInterfaceConfig(_Model):
+    """Private Service Connect interface of the job (instead of VPC peering with ``network``)."""
+
+    network_attachment: Text | None = None
+    dns_peering_configs: Objects[DnsPeeringConfig] = Field(default_factory=list)
 
 
 def _output_directory(value: Any) -> Any:
@@ -230,17 +351,25 @@ class JobSpec(_Model):
     project: Text | None = None
     region: Text | None = None
     display_name: Text | None = None
-    labels: Annotated[dict[Text, Text], BeforeValidator(_label_values)] = Field(default={})
-    worker_pool_specs: list[WorkerPoolSpec] = Field(default=[])
+    labels: Annotated[dict[Text, Text], BeforeValidator(_label_values)] = Field(
+        default_factory=dict
+    )
+    worker_pool_specs: Objects[WorkerPoolSpec] = Field(default_factory=list)
     scheduling: Scheduling | None = None
     service_account: Text | None = None
     network: Text | None = None
-    reserved_ip_ranges: list[Text] = Field(default=[])
+    reserved_ip_ranges: Texts = Field(default_factory=list)
     base_output_directory: Annotated[Text | None, BeforeValidator(_output_directory)] = None
     tensorboard: Text | None = None
     enable_web_access: bool = False
     enable_dashboard_access: bool = False
     encryption_spec: EncryptionSpec | None = None
+    persistent_resource_id: Text | None = None
+    psc_interface_config: PscInterfaceConfig | None = None
+    protected_artifact_location_id: Text | None = None
+    experiment: Text | None = None
+    experiment_run: Text | None = None
+    models: Texts = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod
@@ -289,6 +418,7 @@ def format_path(location: tuple[str | int, ...]) -> str:
 
 _FRIENDLY_TYPES = {
     "string_pattern_mismatch": "must not contain NUL bytes",
+    "string_too_short": "must not be empty",
     "int_parsing": "must be a whole number",
     "int_type": "must be a whole number",
     "int_from_float": "must be a whole number",
@@ -323,6 +453,9 @@ def violations_from_pydantic(exc: ValidationError) -> list[Violation]:
             suggestion = did_you_mean(
                 field_name, known, otherwise=f"known fields: {', '.join(known)}"
             )
+        elif kind == "enum_choice":
+            reason = str(error["msg"])
+            suggestion = (error.get("ctx") or {}).get("suggestion")
         elif kind in ("less_than_equal", "greater_than_equal"):
             bound = (error.get("ctx") or {}).get("le" if kind == "less_than_equal" else "ge")
             reason = f"must be {'at most' if kind == 'less_than_equal' else 'at least'} {bound}"

@@ -413,7 +413,32 @@ def _machines(spec: JobSpec | None) -> str:
             continue
         machine = pool.machine_spec.machine_type or "?"
         parts.append(f"{pool.replicas} x {machine}" if pool.replicas != 1 else machine)
-    return " + ".join(parts) or "?"
+    capacity = _capacity(spec)
+    return " + ".join(parts or ["?"]) + (f" ({'; '.join(capacity)})" if capacity else "")
+
+
+# Capacity a reviewer should notice: SPOT is already marked next to the price.
+_NOTED_STRATEGIES = frozenset({"FLEX_START", "LOW_COST"})
+
+
+def _capacity(spec: JobSpec) -> list[str]:
+    """Where the machines come from, when it is not plain on-demand capacity."""
+    found: list[str] = []
+    if spec.persistent_resource_id:
+        found.append(f"persistent resource {spec.persistent_resource_id}")
+    for pool in spec.worker_pool_specs:
+        affinity = pool.machine_spec.reservation_affinity if pool.machine_spec else None
+        if affinity is None:
+            continue
+        if affinity.reservation_affinity_type == "SPECIFIC_RESERVATION":
+            names = [v.rsplit("/", 1)[-1] for v in affinity.values] or ["?"]
+            found.append(f"reservation {', '.join(names)}")
+        elif affinity.reservation_affinity_type == "ANY_RESERVATION":
+            found.append("any reservation")
+    strategy = spec.scheduling.strategy if spec.scheduling else None
+    if strategy in _NOTED_STRATEGIES:
+        found.append(str(strategy))
+    return list(dict.fromkeys(found))
 
 
 def _estimate(spec: JobSpec | None, region: str | None, catalog: Catalog) -> Estimate | None:

@@ -40,6 +40,8 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]*")
 MAX_POOLS = 4
 _ACCELERATOR_NUMBERS = frozenset(int(v) for v in aip.AcceleratorType.__members__.values())
+_RESERVATION_NUMBERS = frozenset(int(v) for v in aip.ReservationAffinity.Type.__members__.values())
+_STRATEGY_NUMBERS = frozenset(int(v) for v in aip.Scheduling.Strategy.__members__.values())
 MAX_DISPLAY_NAME = 128
 MAX_LABELS = 64
 MAX_MODULE_NAME = 1000
@@ -160,6 +162,14 @@ def _machine_violations(path: str, ms: Any) -> _Found:
                 f"unknown accelerator type {ms.accelerator_type}",
             )
         )
+    if ms.reservation_affinity.reservation_affinity_type not in _RESERVATION_NUMBERS:
+        found.append(
+            (
+                f"{path}.machine_spec.reservation_affinity.reservation_affinity_type",
+                "unknown reservation affinity type "
+                f"{ms.reservation_affinity.reservation_affinity_type}",
+            )
+        )
     has_type = ms.accelerator_type != aip.AcceleratorType.ACCELERATOR_TYPE_UNSPECIFIED
     if has_type != (ms.accelerator_count > 0):
         found.append(
@@ -175,6 +185,13 @@ def _job_spec_violations(spec: Any) -> _Found:
     found: _Found = []
     if spec.scheduling.timeout.seconds < 0 or spec.scheduling.timeout.nanos < 0:
         found.append(("custom_job.job_spec.scheduling.timeout", "timeout must not be negative"))
+    if spec.scheduling.strategy not in _STRATEGY_NUMBERS:
+        found.append(
+            (
+                "custom_job.job_spec.scheduling.strategy",
+                f"unknown scheduling strategy {spec.scheduling.strategy}",
+            )
+        )
     prefix = spec.base_output_directory.output_uri_prefix
     if spec.HasField("base_output_directory") and not prefix.startswith("gs://"):
         found.append(

@@ -9,7 +9,13 @@ from components._spec import JobSpec
 
 __all__ = ["Format", "LoadedSpec"]
 
-Format = Literal["custom-job", "custom-job-spec", "legacy-config", "gcloud-command"]
+Format = Literal[
+    "custom-job",
+    "custom-job-spec",
+    "create-custom-job-request",
+    "legacy-config",
+    "gcloud-command",
+]
 
 
 @dataclass

@@ -12,16 +12,14 @@ from typing import Any
 
 from google.cloud import aiplatform_v1
 from pydantic import ValidationError
+from pydantic.alias_generators import to_camel
 
 from components._errors import SpecInvalidError
 from components._spec import (
-    ContainerSpec,
-    DiskSpec,
-    EncryptionSpec,
     EnvVar,
     JobSpec,
     MachineSpec,
-    PythonPackageSpec,
+    PscInterfaceConfig,
     Scheduling,
     WorkerPoolSpec,
     violations_from_pydantic,
@@ -37,19 +35,50 @@ def _env_to_proto(env: list[EnvVar]) -> list[Any]:
     return [aiplatform_v1.EnvVar(name=e.name, value=e.value) for e in env]
 
 
+def _machine_to_proto(spec: MachineSpec) -> Any:
+    machine = aiplatform_v1.MachineSpec()
+    if spec.machine_type:
+        machine.machine_type = spec.machine_type
+    if spec.accelerator_type:
+        machine.accelerator_type = getattr(aiplatform_v1.AcceleratorType, spec.accelerator_type)
+    machine.accelerator_count = spec.accelerator_count
+    if spec.tpu_topology:
+        machine.tpu_topology = spec.tpu_topology
+    if spec.gpu_partition_size:
+        machine.gpu_partition_size = spec.gpu_partition_size
+    if spec.reservation_affinity is not None:
+        affinity = spec.reservation_affinity
+        machine.reservation_affinity = aiplatform_v1.ReservationAffinity(
+            reservation_affinity_type=getattr(
+                aiplatform_v1.ReservationAffinity.Type,
+                affinity.reservation_affinity_type or "TYPE_UNSPECIFIED",
+            ),
+            key=affinity.key or "",
+            values=affinity.values,
+        )
+    return machine
+
+
+def _mounts_to_proto(pool: WorkerPoolSpec, proto: Any) -> None:
+    for nfs in pool.nfs_mounts:
+        proto.nfs_mounts.append(
+            aiplatform_v1.NfsMount(server=nfs.server, path=nfs.path, mount_point=nfs.mount_point)
+        )
+    for lustre in pool.lustre_mounts:
+        proto.lustre_mounts.append(
+            aiplatform_v1.LustreMount(
+                instance_ip=lustre.instance_ip,
+                volume_handle=lustre.volume_handle,
+                filesystem=lustre.filesystem,
+                mount_point=lustre.mount_point,
+            )
+        )
+
+
 def _pool_to_proto(pool: WorkerPoolSpec) -> Any:
     proto = aiplatform_v1.WorkerPoolSpec()
     if pool.machine_spec is not None:
-        spec = pool.machine_spec
-        machine = aiplatform_v1.MachineSpec()
-        if spec.machine_type:
-            machine.machine_type = spec.machine_type
-        if spec.accelerator_type:
-            machine.accelerator_type = getattr(aiplatform_v1.AcceleratorType, spec.accelerator_type)
-        machine.accelerator_count = spec.accelerator_count
-        if spec.tpu_topology:
-            machine.tpu_topology = spec.tpu_topology
-        proto.machine_spec = machine
+        proto.machine_spec = _machine_to_proto(pool.machine_spec)
     if pool.replica_count is not None:
         proto.replica_count = pool.replica_count
     if pool.disk_spec is not None:
@@ -74,7 +103,36 @@ def _pool_to_proto(pool: WorkerPoolSpec) -> Any:
             args=container.args,
             env=_env_to_proto(container.env),
         )
+    _mounts_to_proto(pool, proto)
     return proto
+
+
+def _scheduling_to_proto(sched: Scheduling) -> Any:
+    scheduling = aiplatform_v1.Scheduling(
+        restart_job_on_worker_restart=sched.restart_job_on_worker_restart,
+        disable_retries=sched.disable_retries,
+    )
+    if sched.timeout is not None:
+        scheduling.timeout = sched.timeout
+    if sched.max_wait_duration is not None:
+        scheduling.max_wait_duration = sched.max_wait_duration
+    if sched.strategy:
+        scheduling.strategy = getattr(aiplatform_v1.Scheduling.Strategy, sched.strategy)
+    return scheduling
+
+
+def _psc_to_proto(psc: PscInterfaceConfig) -> Any:
+    return aiplatform_v1.PscInterfaceConfig(
+        network_attachment=psc.network_attachment or "",
+        dns_peering_configs=[
+            aiplatform_v1.DnsPeeringConfig(
+                domain=dns.domain,
+                target_project=dns.target_project,
+                target_network=dns.target_network,
+            )
+            for dns in psc.dns_peering_configs
+        ],
+    )
 
 
 def to_custom_job(spec: JobSpec) -> Any:
@@ -91,24 +149,20 @@ def to_custom_job(spec: JobSpec) -> Any:
         tensorboard=spec.tensorboard or "",
         enable_web_access=spec.enable_web_access,
         enable_dashboard_access=spec.enable_dashboard_access,
+        persistent_resource_id=spec.persistent_resource_id or "",
+        protected_artifact_location_id=spec.protected_artifact_location_id or "",
+        experiment=spec.experiment or "",
+        experiment_run=spec.experiment_run or "",
+        models=spec.models,
     )
     if spec.base_output_directory:
         job_spec.base_output_directory = aiplatform_v1.GcsDestination(
             output_uri_prefix=spec.base_output_directory
         )
     if spec.scheduling is not None:
-        sched = spec.scheduling
-        scheduling = aiplatform_v1.Scheduling(
-            restart_job_on_worker_restart=sched.restart_job_on_worker_restart,
-            disable_retries=sched.disable_retries,
-        )
-        if sched.timeout is not None:
-            scheduling.timeout = sched.timeout
-        if sched.max_wait_duration is not None:
-            scheduling.max_wait_duration = sched.max_wait_duration
-        if sched.strategy:
-            scheduling.strategy = getattr(aiplatform_v1.Scheduling.Strategy, sched.strategy)
-        job_spec.scheduling = scheduling
+        job_spec.scheduling = _scheduling_to_proto(spec.scheduling)
+    if spec.psc_interface_config is not None:
+        job_spec.psc_interface_config = _psc_to_proto(spec.psc_interface_config)
     job = aiplatform_v1.CustomJob(
         display_name=spec.display_name or "", job_spec=job_spec, labels=spec.labels
     )
@@ -123,51 +177,88 @@ def _has(message: Any, field: str) -> bool:
     return field in message
 
 
-def _env_from_proto(env: Any) -> list[EnvVar]:
-    return [EnvVar(name=e.name, value=e.value) for e in env]
+def _env_from_proto(env: Any) -> list[dict[str, Any]]:
+    return [dict(name=e.name, value=e.value) for e in env]
 
 
-def _pool_from_proto(proto: Any) -> WorkerPoolSpec:
-    machine = None
-    if _has(proto, "machine_spec"):
-        m = proto.machine_spec
-        machine = MachineSpec(
-            machine_type=m.machine_type or None,
-            accelerator_type=m.accelerator_type.name if m.accelerator_type else None,
-            accelerator_count=m.accelerator_count,
-            tpu_topology=m.tpu_topology or None,
+def _enum_name(value: Any) -> str | None:
+    """An enum field's name; None when unset. A number the library does not know (JSON may carry
+    any) is kept as its digits, so the validator names it rather than this code crashing."""
+    if not value:
+        return None
+    name = getattr(value, "name", None)
+    return name if isinstance(name, str) else str(int(value))
+
+
+def _machine_from_proto(m: Any) -> dict[str, Any]:
+    affinity: dict[str, Any] | None = None
+    if _has(m, "reservation_affinity"):
+        a = m.reservation_affinity
+        affinity = dict(
+            reservation_affinity_type=_enum_name(a.reservation_affinity_type),
+            key=a.key or None,
+            values=list(a.values),
         )
-    disk = None
+    return dict(
+        machine_type=m.machine_type or None,
+        accelerator_type=_enum_name(m.accelerator_type),
+        accelerator_count=m.accelerator_count,
+        tpu_topology=m.tpu_topology or None,
+        gpu_partition_size=m.gpu_partition_size or None,
+        reservation_affinity=affinity,
+    )
+
+
+def _package_from_proto(p: Any) -> dict[str, Any]:
+    return dict(
+        executor_image_uri=p.executor_image_uri or None,
+        package_uris=list(p.package_uris),
+        python_module=p.python_module or None,
+        args=list(p.args),
+        env=_env_from_proto(p.env),
+    )
+
+
+def _container_from_proto(c: Any) -> dict[str, Any]:
+    return dict(
+        image_uri=c.image_uri or None,
+        command=list(c.command),
+        args=list(c.args),
+        env=_env_from_proto(c.env),
+    )
+
+
+def _pool_from_proto(proto: Any) -> dict[str, Any]:
+    disk: dict[str, Any] | None = None
     if _has(proto, "disk_spec"):
-        disk = DiskSpec(
+        disk = dict(
             boot_disk_type=proto.disk_spec.boot_disk_type or None,
             boot_disk_size_gb=proto.disk_spec.boot_disk_size_gb or None,
         )
-    package = None
-    if _has(proto, "python_package_spec"):
-        p = proto.python_package_spec
-        package = PythonPackageSpec(
-            executor_image_uri=p.executor_image_uri or None,
-            package_uris=list(p.package_uris),
-            python_module=p.python_module or None,
-            args=list(p.args),
-            env=_env_from_proto(p.env),
-        )
-    container = None
-    if _has(proto, "container_spec"):
-        c = proto.container_spec
-        container = ContainerSpec(
-            image_uri=c.image_uri or None,
-            command=list(c.command),
-            args=list(c.args),
-            env=_env_from_proto(c.env),
-        )
-    return WorkerPoolSpec(
-        machine_spec=machine,
+    return dict(
+        machine_spec=_machine_from_proto(proto.machine_spec)
+        if _has(proto, "machine_spec")
+        else None,
         replica_count=proto.replica_count or None,
         disk_spec=disk,
-        python_package_spec=package,
-        container_spec=container,
+        python_package_spec=_package_from_proto(proto.python_package_spec)
+        if _has(proto, "python_package_spec")
+        else None,
+        container_spec=_container_from_proto(proto.container_spec)
+        if _has(proto, "container_spec")
+        else None,
+        nfs_mounts=[
+            dict(server=n.server, path=n.path, mount_point=n.mount_point) for n in proto.nfs_mounts
+        ],
+        lustre_mounts=[
+            dict(
+                instance_ip=m.instance_ip,
+                volume_handle=m.volume_handle,
+                filesystem=m.filesystem,
+                mount_point=m.mount_point,
+            )
+            for m in proto.lustre_mounts
+        ],
     )
 
 
@@ -186,22 +277,35 @@ def from_custom_job(job: Any, *, project: str | None = None, region: str | None 
         raise SpecInvalidError(violations_from_pydantic(exc)) from None
 
 
-def _scheduling_from_proto(spec: Any) -> Scheduling | None:
+def _scheduling_from_proto(spec: Any) -> dict[str, Any] | None:
     if not _has(spec, "scheduling"):
         return None
     s = spec.scheduling
-    return Scheduling(
+    return dict(
         timeout=s.timeout if _has(s, "timeout") else None,
         restart_job_on_worker_restart=s.restart_job_on_worker_restart,
         disable_retries=s.disable_retries,
-        strategy=s.strategy.name if s.strategy else None,
+        strategy=_enum_name(s.strategy),
         max_wait_duration=s.max_wait_duration if _has(s, "max_wait_duration") else None,
+    )
+
+
+def _psc_from_proto(spec: Any) -> dict[str, Any] | None:
+    if not _has(spec, "psc_interface_config"):
+        return None
+    psc = spec.psc_interface_config
+    return dict(
+        network_attachment=psc.network_attachment or None,
+        dns_peering_configs=[
+            dict(domain=d.domain, target_project=d.target_project, target_network=d.target_network)
+            for d in psc.dns_peering_configs
+        ],
     )
 
 
 def _spec_from_proto(job: Any, project: str | None, region: str | None) -> JobSpec:
     spec = job.job_spec
-    return JobSpec(
+    document = dict(
         project=project,
         region=region,
         display_name=job.display_name or None,
@@ -220,11 +324,28 @@ def _spec_from_proto(job: Any, project: str | None, region: str | None) -> JobSp
         enable_web_access=spec.enable_web_access,
         enable_dashboard_access=spec.enable_dashboard_access,
         encryption_spec=(
-            EncryptionSpec(kms_key_name=job.encryption_spec.kms_key_name)
+            dict(kms_key_name=job.encryption_spec.kms_key_name)
             if _has(job, "encryption_spec") and job.encryption_spec.kms_key_name
             else None
         ),
+        persistent_resource_id=spec.persistent_resource_id or None,
+        psc_interface_config=_psc_from_proto(spec),
+        protected_artifact_location_id=spec.protected_artifact_location_id or None,
+        experiment=spec.experiment or None,
+        experiment_run=spec.experiment_run or None,
+        models=list(spec.models),
     )
+    # Validated as one camelCase document, so that a field no spec holds is named by its whole
+    # path, as in any other spec.
+    return JobSpec.model_validate(_camel_keys(document))
+
+
+def _camel_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {to_camel(k): v if k == "labels" else _camel_keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_camel_keys(v) for v in value]
+    return value
 
 
 def validate_custom_job(
@@ -261,6 +382,7 @@ _UNSET: tuple[object, ...] = (
     None,
     "ACCELERATOR_TYPE_UNSPECIFIED",
     "STRATEGY_UNSPECIFIED",
+    "TYPE_UNSPECIFIED",
 )
 # proto JSON writes int64 as strings; YAML readers expect a number.
 _INT64_FIELDS = frozenset({"replicaCount"})
