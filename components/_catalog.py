@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -17,6 +18,7 @@ from pathlib import Path
 from components._errors import CatalogError
 
 __all__ = [
+    "CAPACITY_OPTIONS",
     "CATALOG_DIR",
     "Accelerator",
     "Catalog",
@@ -29,15 +31,20 @@ __all__ = [
     "ScaleTier",
     "TrainingImage",
     "Zone",
+    "accepted_accelerators",
     "allowed_counts",
     "combinations",
     "load_catalog",
     "load_catalog_from",
     "regions_offering",
+    "resolve_accelerator",
     "zones_offering",
 ]
 
 CATALOG_DIR = Path(__file__).parent / "catalog"
+
+CAPACITY_OPTIONS = ("ON_DEMAND", "RESERVATION", "FLEX_START", "SPOT")
+"""How capacity for a machine can be obtained (``machine_types.csv`` column ``capacity``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +58,13 @@ class MachineType:
     fixed_accelerator: str | None = None
     fixed_accelerator_count: int = 0
     source: str = ""
+    training: bool = True
+    """Whether Vertex AI custom training accepts the machine type."""
+    capacity: tuple[str, ...] = ()
+    """The ways its capacity can be obtained (``CAPACITY_OPTIONS``); empty: not restricted."""
+    boot_disk_types: tuple[str, ...] = ()
+    """The boot disk types it takes; empty: every type Vertex AI offers."""
+    cpu_arch: str = "x86_64"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +79,12 @@ class Accelerator:
     retired_on: str | None = None
     replacement: str | None = None
     source: str = ""
+    aliases: tuple[str, ...] = ()
+    """Shorthand names people write (``t4``, ``a100-80gb``), lowercase with ``-``."""
+    mig_partition_sizes: tuple[str, ...] = ()
+    """The MIG partition sizes (``MachineSpec.gpu_partition_size``) it offers; empty: none."""
+    flex_start: bool = False
+    """Whether FLEX_START (Dynamic Workload Scheduler) serves jobs that request it."""
 
     @property
     def retired(self) -> bool:
@@ -91,6 +111,8 @@ class LegacyMachineType:
     accelerator: str | None = None
     accelerator_count: int = 0
     source: str = ""
+    note: str = ""
+    """Why the mapping differs from the historical one (printed by the legacy converter)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,12 +146,21 @@ class Zone:
 
 @dataclass(frozen=True, slots=True)
 class TrainingImage:
-    """A prebuilt Vertex training image for a legacy runtime version."""
+    """A prebuilt Vertex AI training image: framework, version, Python, CPU/GPU/TPU.
 
-    runtime_version: str
+    ``image_path`` has no registry host: the image is published under each host in
+    ``registries`` (``us-docker.pkg.dev``, ...). The dates are Google's end of patch and
+    support (deprecated after it) and end of availability; None when not published.
+    """
+
+    framework: str  # "tensorflow", "pytorch", "scikit-learn" or "xgboost"
+    framework_version: str
     python_version: str
-    accelerator: str  # "cpu" or "gpu"
+    accelerator: str  # "cpu", "gpu" or "tpu"
     image_path: str
+    registries: tuple[str, ...] = ("us-docker.pkg.dev",)
+    end_of_support: str | None = None
+    end_of_availability: str | None = None
     source: str = ""
 
 
@@ -190,6 +221,16 @@ class Catalog:
     def accelerators_by_gcloud_name(self) -> Mapping[str, str]:
         return {a.gcloud_name: a.name for a in self.accelerators.values() if a.gcloud_name}
 
+    @cached_property
+    def accelerator_names(self) -> Mapping[str, str]:
+        """Every way of writing an accelerator (enum, gcloud name, alias; folded) → enum name."""
+        names: dict[str, str] = {}
+        for accelerator in self.accelerators.values():
+            for form in (accelerator.name, accelerator.gcloud_name, *accelerator.aliases):
+                if form:
+                    names.setdefault(_fold(form), accelerator.name)
+        return names
+
 
 # --- loading -------------------------------------------------------------------------
 
@@ -202,6 +243,11 @@ def _rows(directory: Path, name: str) -> list[dict[str, str]]:
     except OSError as exc:
         raise CatalogError(f"cannot read catalog file {path}: {exc.strerror}") from exc
     for number, row in enumerate(rows, start=2):
+        # Columns after `source` were added later and are optional: a row may leave them off.
+        columns = list(row)
+        for column in columns[columns.index("source") + 1 :] if "source" in columns else ():
+            if row[column] is None:
+                row[column] = ""
         if not (row.get("source") or "").strip() and name != "zones.csv":
             raise CatalogError(f"{path}:{number}: every row needs a source")
         if None in row or any(v is None for v in row.values()):
@@ -220,6 +266,16 @@ def _number(path: str, row: dict[str, str], column: str) -> float:
 
 def _optional_number(path: str, row: dict[str, str], column: str) -> float | None:
     return _number(path, row, column) if (row.get(column) or "").strip() else None
+
+
+def _words(row: dict[str, str], column: str) -> tuple[str, ...]:
+    """A space-separated list cell; a column a file does not have reads as empty."""
+    return tuple((row.get(column) or "").split())
+
+
+def _fold(name: str) -> str:
+    """An accelerator name as compared: lowercase, ``-`` between words."""
+    return "-".join(name.strip().lower().replace("_", " ").replace("-", " ").split())
 
 
 def load_catalog_from(directory: Path) -> Catalog:
@@ -253,6 +309,10 @@ def _machine_types(directory: Path) -> dict[str, MachineType]:
             fixed_accelerator=r["fixed_accelerator_type"] or None,
             fixed_accelerator_count=int(r["fixed_accelerator_count"] or 0),
             source=r["source"],
+            training=(r.get("training") or "yes").strip().lower() != "no",
+            capacity=_words(r, "capacity"),
+            boot_disk_types=_words(r, "boot_disk_types"),
+            cpu_arch=(r.get("cpu_arch") or "").strip() or "x86_64",
         )
         for r in _rows(directory, "machine_types.csv")
     }
@@ -269,6 +329,9 @@ def _accelerators(directory: Path) -> dict[str, Accelerator]:
             retired_on=r["retired_on"] or None,
             replacement=r["replacement"] or None,
             source=r["source"],
+            aliases=tuple(_fold(a) for a in _words(r, "aliases")),
+            mig_partition_sizes=_words(r, "mig_partition_sizes"),
+            flex_start=(r.get("flex_start") or "").strip().lower() == "yes",
         )
         for r in _rows(directory, "accelerators.csv")
     }
@@ -306,6 +369,7 @@ def _legacy_machine_types(directory: Path) -> dict[str, LegacyMachineType]:
             accelerator=r["accelerator_type"] or None,
             accelerator_count=int(r["accelerator_count"] or 0),
             source=r["source"],
+            note=(r.get("note") or "").strip(),
         )
         for r in _rows(directory, "legacy_machine_types.csv")
     }
@@ -342,17 +406,34 @@ def _zones(directory: Path) -> dict[str, Zone]:
     }
 
 
+_IMAGE_ACCELERATORS = ("cpu", "gpu", "tpu")
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
 def _training_images(directory: Path) -> tuple[TrainingImage, ...]:
-    return tuple(
-        TrainingImage(
-            runtime_version=r["runtime_version"],
-            python_version=r["python_version"],
-            accelerator=r["accelerator"],
-            image_path=r["image_path"],
-            source=r["source"],
+    images = []
+    for number, r in enumerate(_rows(directory, "training_images.csv"), start=2):
+        where = f"training_images.csv:{number}"
+        if r["accelerator"] not in _IMAGE_ACCELERATORS:
+            raise CatalogError(f"{where}: accelerator must be cpu, gpu or tpu")
+        registries = tuple(r["registries"].split())
+        dates = (r["end_of_support"].strip() or None, r["end_of_availability"].strip() or None)
+        if not registries or any(d and not _ISO_DATE.fullmatch(d) for d in dates):
+            raise CatalogError(f"{where}: needs registries and YYYY-MM-DD dates (or none)")
+        images.append(
+            TrainingImage(
+                framework=r["framework"],
+                framework_version=r["framework_version"],
+                python_version=r["python_version"],
+                accelerator=r["accelerator"],
+                image_path=r["image_path"],
+                registries=registries,
+                end_of_support=dates[0],
+                end_of_availability=dates[1],
+                source=r["source"],
+            )
         )
-        for r in _rows(directory, "training_images.csv")
-    )
+    return tuple(images)
 
 
 def _prices(directory: Path) -> dict[tuple[str, str, str], Price]:
@@ -379,8 +460,16 @@ def _check_references(catalog: Catalog) -> None:
         if acc not in catalog.accelerators:
             problems.append(f"attachable_counts.csv: unknown accelerator {acc}")
     for legacy in catalog.legacy_machine_types.values():
-        if legacy.machine_type not in catalog.machine_types:
+        target = catalog.machine_types.get(legacy.machine_type)
+        if target is None:
             problems.append(f"legacy_machine_types.csv: unknown machine type {legacy.machine_type}")
+        elif not target.training:
+            problems.append(
+                f"legacy_machine_types.csv: {legacy.name} maps to {target.name}, "
+                "which Vertex AI training does not accept"
+            )
+    problems.extend(_machine_problems(catalog))
+    problems.extend(_accelerator_problems(catalog))
     for zone in catalog.zones.values():
         if zone.region not in catalog.regions:
             problems.append(f"zones.csv: zone {zone.name} names unknown region {zone.region}")
@@ -397,14 +486,45 @@ def _check_references(catalog: Catalog) -> None:
             problems.append(f"prices.csv: unknown resource_kind {kind}")
         elif known is not None and name not in known:
             problems.append(f"prices.csv: unknown {kind} {name}")
+    if problems:
+        raise CatalogError("catalog data is inconsistent:\n  " + "\n  ".join(problems))
+
+
+def _machine_problems(catalog: Catalog) -> list[str]:
+    problems = []
+    for machine in catalog.machine_types.values():
+        if machine.fixed_accelerator and machine.fixed_accelerator not in catalog.accelerators:
+            problems.append(
+                f"machine_types.csv: {machine.name} names unknown accelerator "
+                f"{machine.fixed_accelerator}"
+            )
+        problems.extend(
+            f"machine_types.csv: {machine.name} has unknown capacity option {option} "
+            f"(known: {', '.join(CAPACITY_OPTIONS)})"
+            for option in machine.capacity
+            if option not in CAPACITY_OPTIONS
+        )
+    return problems
+
+
+def _accelerator_problems(catalog: Catalog) -> list[str]:
+    """Replacements must exist; no name form (enum, gcloud name, alias) may mean two types."""
+    problems = []
+    owner: dict[str, str] = {}
     for accelerator in catalog.accelerators.values():
         if accelerator.replacement and accelerator.replacement not in catalog.accelerators:
             problems.append(
                 f"accelerators.csv: {accelerator.name} has unknown replacement "
                 f"{accelerator.replacement}"
             )
-    if problems:
-        raise CatalogError("catalog data is inconsistent:\n  " + "\n  ".join(problems))
+        forms = {_fold(f) for f in (accelerator.name, accelerator.gcloud_name) if f}
+        for form in sorted(forms | set(accelerator.aliases)):
+            other = owner.setdefault(form, accelerator.name)
+            if other != accelerator.name:
+                problems.append(
+                    f"accelerators.csv: {form!r} names both {other} and {accelerator.name}"
+                )
+    return problems
 
 
 @functools.cache
@@ -419,6 +539,30 @@ def load_catalog() -> Catalog:
 def allowed_counts(catalog: Catalog, machine_type: str, accelerator: str) -> tuple[int, ...]:
     """The counts of ``accelerator`` attachable to ``machine_type`` (empty: none)."""
     return catalog.attachable_counts.get((machine_type, accelerator), ())
+
+
+def accepted_accelerators(catalog: Catalog, machine_type: str) -> tuple[str, ...]:
+    """The accelerator types ``machine_type`` takes: its own GPUs first, then attachable ones."""
+    machine = catalog.machine_types.get(machine_type)
+    fixed = (machine.fixed_accelerator,) if machine and machine.fixed_accelerator else ()
+    attachable = sorted(a for m, a in catalog.attachable_counts if m == machine_type)
+    return (*fixed, *(a for a in attachable if a not in fixed))
+
+
+def resolve_accelerator(catalog: Catalog, name: str) -> str | None:
+    """The ``AcceleratorType`` enum name that ``name`` stands for, or None.
+
+    Understands the enum name in any case, gcloud's names (``nvidia-tesla-t4``) and the
+    catalog's aliases (``T4``, ``a100-80gb``), with or without a ``nvidia``/``tesla`` prefix.
+    """
+    folded = _fold(name)
+    candidates = [folded]
+    for prefix in ("nvidia-", "tesla-"):
+        if candidates[-1].startswith(prefix):
+            candidates.append(candidates[-1][len(prefix) :])
+    return next(
+        (catalog.accelerator_names[c] for c in candidates if c in catalog.accelerator_names), None
+    )
 
 
 def regions_offering(catalog: Catalog, accelerators: Iterable[str]) -> list[str]:
@@ -463,7 +607,9 @@ def combinations(
             continue
         if machine_type and machine != machine_type:
             continue
-        offered_in = tuple(regions_offering(catalog, [acc]))
+        info = catalog.accelerators.get(acc)
+        # A retired type is offered nowhere, whatever history zones.csv keeps.
+        offered_in = () if info and info.retired else tuple(regions_offering(catalog, [acc]))
         if region and region not in offered_in:
             continue
         spec = catalog.machine_types[machine]

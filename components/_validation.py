@@ -6,22 +6,25 @@ of an environment variable. Each rule cites where it comes from in ``catalog/REA
 
 from __future__ import annotations
 
+import ipaddress
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from components._catalog import (
     Catalog,
     MachineType,
+    accepted_accelerators,
     allowed_counts,
     load_catalog,
     regions_offering,
+    resolve_accelerator,
     zones_offering,
 )
 from components._errors import SpecError
-from components._spec import JobSpec, MachineSpec, WorkerPoolSpec
-from components._violations import Violation, did_you_mean
+from components._spec import RESERVATION_AFFINITY_TYPES, JobSpec, MachineSpec, WorkerPoolSpec
+from components._violations import Violation, did_you_mean, did_you_mean_one_of, nearest
 
 __all__ = [
     "BOOT_DISK_GB",
@@ -30,6 +33,7 @@ __all__ = [
     "MAX_LABELS",
     "MAX_LABEL_CHARS",
     "POOL_ROLES",
+    "RESERVATION_NAME_KEY",
     "STRATEGIES",
     "Target",
     "validate",
@@ -40,6 +44,30 @@ Target = Literal["vertex", "local"]
 
 POOL_ROLES = ("chief", "workers", "parameter servers", "evaluators")
 STRATEGIES = ("STANDARD", "SPOT", "FLEX_START", "ON_DEMAND", "LOW_COST")
+_DEPRECATED_STRATEGIES = {
+    "ON_DEMAND": ("regular on-demand capacity", "STANDARD"),
+    "LOW_COST": ("on-demand capacity with potential use of Spot VMs", "SPOT"),
+}
+# The capacity (catalog ``CAPACITY_OPTIONS``) each scheduling strategy asks for.
+_STRATEGY_CAPACITY = {
+    None: "ON_DEMAND",
+    "STANDARD": "ON_DEMAND",
+    "ON_DEMAND": "ON_DEMAND",
+    "LOW_COST": "SPOT",
+    "SPOT": "SPOT",
+    "FLEX_START": "FLEX_START",
+}
+_CAPACITY_WORDS = {
+    "ON_DEMAND": "on-demand capacity",
+    "RESERVATION": "reservations",
+    "FLEX_START": "FLEX_START (Dynamic Workload Scheduler)",
+    "SPOT": "Spot VMs",
+}
+_FLEX_START_DAYS = 7
+RESERVATION_NAME_KEY = "compute.googleapis.com/reservation-name"
+_RESERVATION_NAME = re.compile(
+    r"^(?:projects/[^/\s]+/(?:zones/[a-z0-9-]+/)?reservations/)?[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?$"
+)
 BOOT_DISK_TYPES = ("pd-ssd", "pd-standard", "hyperdisk-balanced")
 BOOT_DISK_GB = (100, 64000)
 MAX_LABELS = 64
@@ -57,6 +85,7 @@ _TENSORBOARD = re.compile(r"^projects/[^/]+/locations/([^/]+)/tensorboards/[^/]+
 _KMS_KEY = re.compile(r"^projects/[^/]+/locations/([^/]+)/keyRings/[^/]+/cryptoKeys/[^/]+$")
 _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _LOCAL_SCHEMES = ("file://", "/", "./", "../")
+_SIZED_NAME = re.compile(r"^(.+)-(\d+)([a-z]*)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +93,8 @@ class _Context:
     catalog: Catalog
     region: str | None
     target: Target
+    strategy: str | None = None
+    on_persistent_resource: bool = False
 
 
 def validate(
@@ -78,7 +109,13 @@ def validate(
     ``region`` overrides ``spec.region``; with neither, region rules are skipped.
     ``target="local"`` also accepts local paths where Vertex needs ``gs://`` URIs.
     """
-    context = _Context(catalog or load_catalog(), region or spec.region, target)
+    context = _Context(
+        catalog or load_catalog(),
+        region or spec.region,
+        target,
+        strategy=spec.scheduling.strategy if spec.scheduling else None,
+        on_persistent_resource=bool(spec.persistent_resource_id),
+    )
     try:
         return list(_job_violations(spec, context))
     except Exception as exc:  # a bug here must not hide the spec's problems as a traceback
@@ -136,6 +173,7 @@ def _job_violations(spec: JobSpec, ctx: _Context) -> Iterator[Violation]:
             rule="project",
         )
     yield from _scheduling(spec)
+    yield from _flex_start(spec, ctx)
     yield from _references(spec, ctx)
     if ctx.region is not None:
         yield from _region(spec, ctx)
@@ -218,6 +256,15 @@ def _scheduling(spec: JobSpec) -> Iterator[Violation]:
             ),
             rule="scheduling",
         )
+    if sched.strategy in _DEPRECATED_STRATEGIES:
+        meaning, instead = _DEPRECATED_STRATEGIES[sched.strategy]
+        yield Violation(
+            "scheduling.strategy",
+            f"{sched.strategy} ({meaning}) is deprecated in the v1 API",
+            f"use {instead}",
+            rule="scheduling",
+            severity="warning",
+        )
     if sched.max_wait_duration is not None:
         if sched.strategy != "FLEX_START":
             yield Violation(
@@ -226,10 +273,51 @@ def _scheduling(spec: JobSpec) -> Iterator[Violation]:
                 "set strategy: FLEX_START or remove maxWaitDuration",
                 rule="scheduling",
             )
-        if sched.max_wait_duration.total_seconds() <= 0:
+        if sched.max_wait_duration.total_seconds() < 0:
             yield Violation(
-                "scheduling.maxWaitDuration", "must be longer than zero", None, rule="scheduling"
+                "scheduling.maxWaitDuration",
+                "must not be negative",
+                "0 waits without limit; the default is 24 hours",
+                rule="scheduling",
             )
+
+
+def _flex_start(spec: JobSpec, ctx: _Context) -> Iterator[Violation]:
+    """Dynamic Workload Scheduler: supported GPUs only, one machine configuration, 7 days."""
+    if ctx.strategy != "FLEX_START":
+        return
+    served = [a.name for a in ctx.catalog.accelerators.values() if a.flex_start]
+    configs = set()
+    for index, pool in enumerate(spec.worker_pool_specs):
+        machine = pool.machine_spec
+        if pool.is_placeholder or machine is None:
+            continue
+        configs.add((machine.machine_type, machine.accelerator_type, machine.accelerator_count))
+        info = ctx.catalog.accelerators.get(machine.accelerator_type or "")
+        if info is not None and info.kind == "gpu" and not info.flex_start:
+            # (A pool without a GPU, or with an unknown type, is not this rule's to judge.)
+            yield Violation(
+                f"workerPoolSpecs[{index}].machineSpec.acceleratorType",
+                "FLEX_START (Dynamic Workload Scheduler) serves only jobs with "
+                f"{_or_list(served)} GPUs; this pool has {info.name}",
+                f"use scheduling.strategy STANDARD or SPOT, or one of {_or_list(served)}",
+                rule="scheduling",
+            )
+    if len(configs) > 1:
+        yield Violation(
+            "workerPoolSpecs",
+            "FLEX_START needs the same machine configuration in every worker pool",
+            "give every pool the same machineSpec, or use scheduling.strategy STANDARD or SPOT",
+            rule="scheduling",
+        )
+    timeout = spec.scheduling.timeout if spec.scheduling else None
+    if timeout is not None and timeout.total_seconds() > _FLEX_START_DAYS * 86400:
+        yield Violation(
+            "scheduling.timeout",
+            f"a FLEX_START job runs at most {_FLEX_START_DAYS} days",
+            f"set timeout to at most {_FLEX_START_DAYS * 86400}s",
+            rule="scheduling",
+        )
 
 
 def _references(spec: JobSpec, ctx: _Context) -> Iterator[Violation]:
@@ -377,6 +465,21 @@ def _pool(index: int, pool: WorkerPoolSpec, ctx: _Context) -> Iterator[Violation
             rule="pools",
         )
     yield from _trainer(base, pool, ctx)
+    yield from _disk(base, pool)
+    yield from _mounts(base, pool)
+    if pool.machine_spec is None or not pool.machine_spec.machine_type:
+        yield Violation(
+            f"{base}.machineSpec.machineType", "is required", "e.g. n1-standard-8", rule="machine"
+        )
+        return
+    yield from _machine(f"{base}.machineSpec", pool.machine_spec, ctx)
+    machine = ctx.catalog.machine_types.get(pool.machine_spec.machine_type)
+    if machine is not None:
+        yield from _boot_disk(base, pool, machine)
+        yield from _capacity(f"{base}.machineSpec", pool.machine_spec, machine, ctx)
+
+
+def _disk(base: str, pool: WorkerPoolSpec) -> Iterator[Violation]:
     disk = pool.disk_spec
     if disk is not None:
         if disk.boot_disk_type is not None and disk.boot_disk_type not in BOOT_DISK_TYPES:
@@ -398,12 +501,19 @@ def _pool(index: int, pool: WorkerPoolSpec, ctx: _Context) -> Iterator[Violation
                 f"the default is {low}",
                 rule="disk",
             )
-    if pool.machine_spec is None or not pool.machine_spec.machine_type:
+
+
+def _boot_disk(base: str, pool: WorkerPoolSpec, machine: MachineType) -> Iterator[Violation]:
+    """Machine series that boot only from some disk types (``machine_types.csv``)."""
+    kind = pool.disk_spec.boot_disk_type if pool.disk_spec else None
+    allowed = machine.boot_disk_types
+    if kind and allowed and kind in BOOT_DISK_TYPES and kind not in allowed:
         yield Violation(
-            f"{base}.machineSpec.machineType", "is required", "e.g. n1-standard-8", rule="machine"
+            f"{base}.diskSpec.bootDiskType",
+            f"{machine.name} boots only from {' or '.join(allowed)}, not {kind}",
+            f"set bootDiskType: {allowed[0]}",
+            rule="disk",
         )
-        return
-    yield from _machine(f"{base}.machineSpec", pool.machine_spec, ctx)
 
 
 def _trainer(base: str, pool: WorkerPoolSpec, ctx: _Context) -> Iterator[Violation]:
@@ -477,13 +587,8 @@ def _machine(path: str, spec: MachineSpec, ctx: _Context) -> Iterator[Violation]
     catalog = ctx.catalog
     assert spec.machine_type is not None
     machine = catalog.machine_types.get(spec.machine_type)
-    if machine is None:
-        yield Violation(
-            f"{path}.machineType",
-            f"unknown machine type {spec.machine_type!r}",
-            _did_you_mean(spec.machine_type, catalog.machine_types),
-            rule="machine",
-        )
+    yield from _machine_type(f"{path}.machineType", spec.machine_type, machine, catalog)
+    yield from _reservation(f"{path}.reservationAffinity", spec)
     acc_name, count = spec.accelerator_type, spec.accelerator_count
     if count < 0:
         yield Violation(
@@ -500,23 +605,23 @@ def _machine(path: str, spec: MachineSpec, ctx: _Context) -> Iterator[Violation]
             rule="accelerator",
         )
         return
-    accelerator_info = catalog.accelerators.get(acc_name) if acc_name else None
-    if spec.tpu_topology and (accelerator_info is None or accelerator_info.kind != "tpu"):
+    accelerator = catalog.accelerators.get(acc_name) if acc_name else None
+    if spec.tpu_topology and (accelerator is None or accelerator.kind != "tpu"):
         yield Violation(
             f"{path}.tpuTopology",
             "only applies to TPU accelerators",
             "remove it",
             rule="accelerator",
         )
+    yield from _gpu_partition(path, spec, machine, catalog)
     if acc_name is None:
         yield from _fixed_accelerator_missing(path, machine)
         return
-    accelerator = catalog.accelerators.get(acc_name)
     if accelerator is None:
         yield Violation(
             f"{path}.acceleratorType",
             f"unknown accelerator type {acc_name!r}",
-            _accelerator_suggestion(acc_name, catalog),
+            _accelerator_suggestion(acc_name, machine, catalog),
             rule="accelerator",
         )
         return
@@ -529,6 +634,69 @@ def _machine(path: str, spec: MachineSpec, ctx: _Context) -> Iterator[Violation]
         )
     if machine is not None:
         yield from _compatibility(path, machine, acc_name, count, catalog)
+
+
+def _machine_type(
+    path: str, name: str, machine: MachineType | None, catalog: Catalog
+) -> Iterator[Violation]:
+    """An unknown machine type, or one Vertex AI training refuses: the nearest it accepts."""
+    if machine is None:
+        yield Violation(
+            path,
+            f"unknown machine type {name!r}",
+            _machine_suggestion(name, catalog),
+            rule="machine",
+        )
+    elif not machine.training:
+        bigger = sorted(
+            (
+                m
+                for m in catalog.machine_types.values()
+                if m.training and m.family == machine.family
+            ),
+            key=lambda m: (
+                m.vcpus < machine.vcpus or m.memory_gb < machine.memory_gb,
+                m.vcpus,
+                m.memory_gb,
+            ),
+        )
+        yield Violation(
+            path,
+            f"Vertex AI training does not accept {name}",
+            f"the nearest machine types it accepts: {_or_list(m.name for m in bigger[:3])}"
+            if bigger
+            else "see `python -m components catalog`",
+            rule="machine",
+        )
+
+
+def _machine_suggestion(name: str, catalog: Catalog) -> str:
+    """The nearest accepted machine types: the same shape closest in size (``n1-highmem-9`` →
+    ``n1-highmem-8``), else the closest spelling in the same series (``n1``, ``a3``), else any."""
+    accepted = [m.name for m in catalog.machine_types.values() if m.training]
+    shape, size = _shape_and_size(name)
+    shapes: dict[str, list[tuple[int, str]]] = {}
+    for machine in accepted:
+        other_shape, other_size = _shape_and_size(machine)
+        if other_size is not None:
+            shapes.setdefault(other_shape, []).append((other_size, machine))
+    # The same shape (or the closest spelling of it), then the sizes nearest the one written.
+    closest = [shape] if shape in shapes else nearest(shape, shapes, limit=1)
+    if size is not None and closest:
+        ranked = sorted(shapes[closest[0]], key=lambda s: (abs(s[0] - size), s[0]))
+        return str(did_you_mean_one_of([m for _, m in ranked[:2]]))
+    series = name.split("-", 1)[0].lower()
+    same = [m for m in accepted if m.split("-", 1)[0] == series]
+    found = did_you_mean(name, same, limit=3) or did_you_mean(name, accepted, limit=3)
+    return found or "see `python -m components catalog`"
+
+
+def _shape_and_size(name: str) -> tuple[str, int | None]:
+    """``a2-highgpu-3g`` → (``a2-highgpu-*g``, 3); a name with no trailing size → (name, None)."""
+    match = _SIZED_NAME.match(name.strip().lower())
+    if not match:
+        return name, None
+    return f"{match.group(1)}-*{match.group(3)}", int(match.group(2))
 
 
 def _fixed_accelerator_missing(path: str, machine: MachineType | None) -> Iterator[Violation]:
@@ -618,11 +786,27 @@ def _counts_text(catalog: Catalog, spec: MachineSpec) -> str:
     return f"acceleratorCount: {counts[0]}" if counts else "acceleratorCount: 1"
 
 
-def _accelerator_suggestion(name: str, catalog: Catalog) -> str:
-    by_gcloud = catalog.accelerators_by_gcloud_name.get(name.lower())
-    if by_gcloud:
-        return f"the API spells it {by_gcloud}"
-    return _did_you_mean(name, catalog.accelerators)
+def _accelerator_suggestion(name: str, machine: MachineType | None, catalog: Catalog) -> str:
+    """The enum name ``name`` stands for (gcloud name, shorthand), else the nearest type the
+    machine takes, else the nearest current type; never a retired one."""
+    takes = [
+        a
+        for a in (accepted_accelerators(catalog, machine.name) if machine else ())
+        if not catalog.accelerators[a].retired
+    ]
+    resolved = resolve_accelerator(catalog, name)
+    if resolved:
+        text = f"the API spells it {resolved}"
+        if machine is not None and takes and resolved not in takes:
+            text += f", which {machine.name} cannot take; {machine.name} takes {_or_list(takes)}"
+        return text
+    close = did_you_mean(name, takes, limit=2)
+    if close:
+        return close
+    if machine is not None and len(takes) == 1:
+        return f"{machine.name} takes {takes[0]}"
+    current = [a.name for a in catalog.accelerators.values() if not a.retired]
+    return _did_you_mean(name, current)
 
 
 def _replacement_suggestion(
@@ -642,10 +826,231 @@ def _did_you_mean(name: str, choices: Any) -> str:
     return str(found)
 
 
+def _or_list(names: Iterable[str]) -> str:
+    """``a``, ``a or b``, ``a, b or c``."""
+    items = list(names)
+    return " or ".join(items) if len(items) < 3 else f"{', '.join(items[:-1])} or {items[-1]}"
+
+
 def _short_list(names: Any, limit: int = 6) -> str:
     items = list(names)
     text = ", ".join(items[:limit])
     return text + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+# --- reservations, GPU partitions, capacity, mounts --------------------------------------
+
+
+def _reservation(path: str, spec: MachineSpec) -> Iterator[Violation]:
+    """``reservation_affinity.proto``: only SPECIFIC_RESERVATION names one, by key and values."""
+    affinity = spec.reservation_affinity
+    if affinity is None:
+        return
+    kind, key, values = affinity.reservation_affinity_type, affinity.key, list(affinity.values)
+    types = ", ".join(RESERVATION_AFFINITY_TYPES)
+    if not kind or kind == "TYPE_UNSPECIFIED":
+        yield Violation(
+            f"{path}.reservationAffinityType", "is required", f"one of {types}", rule="reservation"
+        )
+        return
+    if kind not in RESERVATION_AFFINITY_TYPES:
+        yield Violation(
+            f"{path}.reservationAffinityType",
+            f"unknown reservation affinity type {kind!r}",
+            did_you_mean(kind, RESERVATION_AFFINITY_TYPES, otherwise=f"one of {types}"),
+            rule="reservation",
+        )
+        return
+    if kind != "SPECIFIC_RESERVATION":
+        if key or values:
+            yield Violation(
+                path,
+                f"{kind} names no reservation, so it takes neither key nor values",
+                "remove key and values, or set reservationAffinityType: SPECIFIC_RESERVATION",
+                rule="reservation",
+            )
+        return
+    yield from _specific_reservation(path, key, values)
+
+
+def _specific_reservation(path: str, key: str | None, values: list[str]) -> Iterator[Violation]:
+    example = "projects/PROJECT/zones/ZONE/reservations/NAME"
+    if not key and not values:
+        yield Violation(
+            path,
+            "SPECIFIC_RESERVATION names the reservation to consume with key and values",
+            f"key: {RESERVATION_NAME_KEY}, values: [{example}]",
+            rule="reservation",
+        )
+        return
+    if key != RESERVATION_NAME_KEY:
+        yield Violation(
+            f"{path}.key",
+            "is required with SPECIFIC_RESERVATION"
+            if not key
+            else f"{key!r} is not the key that names a reservation",
+            f"key: {RESERVATION_NAME_KEY}",
+            rule="reservation",
+        )
+    if not values:
+        yield Violation(
+            f"{path}.values",
+            "SPECIFIC_RESERVATION needs the reservation to consume",
+            f"values: [{example}]",
+            rule="reservation",
+        )
+    for index, value in enumerate(values):
+        if not _RESERVATION_NAME.match(value):
+            yield Violation(
+                f"{path}.values[{index}]",
+                f"{value!r} is not a reservation name",
+                f"write it as NAME, projects/PROJECT/reservations/NAME or {example}",
+                rule="reservation",
+            )
+
+
+def _gpu_partition(
+    path: str, spec: MachineSpec, machine: MachineType | None, catalog: Catalog
+) -> Iterator[Violation]:
+    """MIG (``MachineSpec.gpu_partition_size``): one GPU that partitions, into a size it offers."""
+    size = spec.gpu_partition_size
+    acc = spec.accelerator_type
+    info = catalog.accelerators.get(acc) if acc else None
+    if not size or (acc and info is None):
+        return  # an unknown accelerator is reported on its own
+    capable = [a.name for a in catalog.accelerators.values() if a.mig_partition_sizes]
+    if info is None or not info.mig_partition_sizes:
+        yield Violation(
+            f"{path}.gpuPartitionSize",
+            f"{acc} has no MIG partitions" if acc else "partitions a GPU, but the pool has none",
+            f"GPUs that partition: {_or_list(capable)}",
+            rule="mig",
+        )
+        return
+    if size not in info.mig_partition_sizes:
+        yield Violation(
+            f"{path}.gpuPartitionSize",
+            f"{acc} has no {size!r} partition",
+            f"{acc} partitions into {_or_list(info.mig_partition_sizes)}",
+            rule="mig",
+        )
+    if spec.accelerator_count != 1:
+        singles = [
+            m for (m, a), counts in catalog.attachable_counts.items() if a == acc and 1 in counts
+        ]
+        takes_one = machine is not None and 1 in allowed_counts(catalog, machine.name, info.name)
+        yield Violation(
+            f"{path}.acceleratorCount",
+            f"gpuPartitionSize partitions exactly one GPU; acceleratorCount is {spec.accelerator_count}",
+            "set acceleratorCount: 1"
+            + (
+                f" on a machine type that has one {acc}: {_or_list(singles)}"
+                if singles and not takes_one
+                else ""
+            ),
+            rule="mig",
+        )
+
+
+def _capacity(
+    path: str, spec: MachineSpec, machine: MachineType, ctx: _Context
+) -> Iterator[Violation]:
+    """Machines whose capacity comes only from some consumption options (A3 Ultra, A4, A4X...)."""
+    if not machine.capacity or ctx.on_persistent_resource:
+        return  # a persistent resource's machines are already there
+    asked = _STRATEGY_CAPACITY.get(ctx.strategy)
+    affinity = spec.reservation_affinity
+    reserved = (affinity.reservation_affinity_type if affinity else None) in (
+        "ANY_RESERVATION",
+        "SPECIFIC_RESERVATION",
+    )
+    if (
+        asked is None
+        or asked in machine.capacity
+        or (reserved and "RESERVATION" in machine.capacity)
+    ):
+        return
+    ways = []
+    strategies: list[str] = [
+        s for s in ("FLEX_START", "SPOT") if s in machine.capacity and s != asked
+    ]
+    if "ON_DEMAND" in machine.capacity:
+        strategies.append("STANDARD")
+    if strategies:
+        ways.append(f"set scheduling.strategy: {' or '.join(strategies)}")
+    if "RESERVATION" in machine.capacity:
+        ways.append("consume a reservation (machineSpec.reservationAffinity: SPECIFIC_RESERVATION)")
+    how = ctx.strategy or "STANDARD, the default"
+    yield Violation(
+        f"{path}.machineType",
+        f"{machine.name} capacity comes only from "
+        f"{_or_list(_CAPACITY_WORDS[c] for c in machine.capacity)}; "
+        f"this job asks for {_CAPACITY_WORDS[asked]} (scheduling.strategy {how})",
+        ", or ".join(ways),
+        rule="capacity",
+    )
+
+
+def _mounts(base: str, pool: WorkerPoolSpec) -> Iterator[Violation]:
+    """NFS and Lustre mounts: the fields ``machine_resources.proto`` requires, one mount point each."""
+    for kind, mounts, required in (
+        ("nfsMounts", pool.nfs_mounts, _NFS_FIELDS),
+        ("lustreMounts", pool.lustre_mounts, _LUSTRE_FIELDS),
+    ):
+        seen: set[str] = set()
+        for index, mount in enumerate(mounts):
+            path = f"{base}.{kind}[{index}]"
+            yield from _mount(path, mount, required)
+            point = getattr(mount, "mount_point", None)
+            if point and point in seen:
+                yield Violation(
+                    f"{path}.mountPoint",
+                    f"{point!r} is mounted twice",
+                    "give each mount its own mountPoint",
+                    rule="mounts",
+                )
+            seen.add(point or "")
+
+
+# (attribute, camelCase name, example) per required mount field.
+_NFS_FIELDS = (
+    ("server", "server", "the NFS server's IP address, e.g. 10.0.0.2"),
+    ("path", "path", "the exported path, e.g. /share"),
+    ("mount_point", "mountPoint", "a directory name under /mnt/nfs/, e.g. data"),
+)
+_LUSTRE_FIELDS = (
+    ("instance_ip", "instanceIp", "the Lustre instance's IP address"),
+    ("volume_handle", "volumeHandle", "the Lustre volume's identifier"),
+    ("filesystem", "filesystem", "the Lustre file system name"),
+    ("mount_point", "mountPoint", "a directory name under /mnt/lustre/, e.g. data"),
+)
+
+
+def _mount(
+    path: str, mount: Any, required: tuple[tuple[str, str, str], ...]
+) -> Iterator[Violation]:
+    for attribute, name, example in required:
+        value = getattr(mount, attribute, None)
+        if not value:
+            yield Violation(f"{path}.{name}", "is required", example, rule="mounts")
+        elif attribute in ("server", "instance_ip") and not _is_ip(value):
+            yield Violation(
+                f"{path}.{name}", f"{value!r} is not an IP address", example, rule="mounts"
+            )
+        elif attribute == "path" and not value.startswith("/"):
+            yield Violation(f"{path}.{name}", "must start with '/'", f"/{value}", rule="mounts")
+        elif attribute == "mount_point" and ".." in value.split("/"):
+            yield Violation(
+                f"{path}.{name}", "must stay inside its mount directory", example, rule="mounts"
+            )
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
 
 
 # --- region and zones -------------------------------------------------------------------
@@ -690,31 +1095,95 @@ def _region(spec: JobSpec, ctx: _Context) -> Iterator[Violation]:
             gpus.setdefault(acc, []).append(index)
     offered = catalog.region_accelerators.get(region, frozenset())
     for acc, pools in gpus.items():
-        if acc in offered:
-            continue
-        elsewhere = _closest_regions(catalog, region, regions_offering(catalog, [acc]))
-        nothing_here = f"; {region} has no GPUs" if not offered else ""
-        yield Violation(
-            f"workerPoolSpecs[{pools[0]}].machineSpec.acceleratorType",
-            f"{acc} is not offered in {region}{nothing_here}",
-            f"{acc} is offered in {_short_list(elsewhere)}"
-            if elsewhere
-            else "no region in the catalog offers it",
-            rule="region",
-        )
+        if acc not in offered:
+            path = f"workerPoolSpecs[{pools[0]}].machineSpec.acceleratorType"
+            yield from _not_offered(path, acc, offered, ctx)
     wanted = [acc for acc in gpus if acc in offered]
     if len(wanted) > 1 and not zones_offering(catalog, region, wanted):
-        everywhere = _closest_regions(catalog, region, regions_offering(catalog, wanted))
-        per_zone = "; ".join(
-            f"{z.name}: {', '.join(sorted(z.accelerators & set(wanted))) or 'none of them'}"
-            for z in catalog.zones_by_region.get(region, ())
+        yield _zone_violation(wanted, ctx)
+
+
+def _not_offered(
+    path: str, acc: str, offered: frozenset[str], ctx: _Context
+) -> Iterator[Violation]:
+    """A GPU the job's region lacks: where it is offered, or, retired, where its replacement is."""
+    catalog, region = ctx.catalog, ctx.region or ""
+    info = catalog.accelerators[acc]
+    nothing_here = f"; {region} has no GPUs" if not offered else ""
+    if info.retired:
+        instead = info.replacement
+        where = (
+            _closest_regions(catalog, region, regions_offering(catalog, [instead]))
+            if instead
+            else []
         )
         yield Violation(
-            "workerPoolSpecs",
-            f"all GPU types of one job must be in a single zone, and no zone of {region} offers "
-            f"{', '.join(sorted(wanted))} together ({per_zone})",
-            f"use one GPU type, or a region where one zone has them all: {_short_list(everywhere)}"
-            if everywhere
-            else "use one GPU type for every pool",
-            rule="zone",
+            path,
+            f"{acc} is not offered in {region}{nothing_here}",
+            f"{acc} is retired: use {instead}"
+            + (
+                f", which {region} offers"
+                if region in where
+                else f" (offered in {_short_list(where)})"
+                if where
+                else ""
+            )
+            if instead
+            else f"{acc} is retired: choose a current accelerator type",
+            rule="region",
         )
+        return
+    elsewhere = _closest_regions(catalog, region, regions_offering(catalog, [acc]))
+    if not elsewhere:
+        yield Violation(
+            path,
+            f"the catalog has no zone data for {acc}, so its availability in {region} is not checked",
+            "check Google's GPU regions and zones page before launching",
+            rule="region",
+            severity="warning",
+        )
+        return
+    yield Violation(
+        path,
+        f"{acc} is not offered in {region}{nothing_here}",
+        f"{acc} is offered in {_short_list(elsewhere)}",
+        rule="region",
+    )
+
+
+def _zone_violation(wanted: list[str], ctx: _Context) -> Violation:
+    """Several GPU types no single zone of the region offers together (seed 001)."""
+    catalog, region = ctx.catalog, ctx.region or ""
+    per_zone = "; ".join(
+        f"{z.name}: {', '.join(sorted(z.accelerators & set(wanted))) or 'none of them'}"
+        for z in catalog.zones_by_region.get(region, ())
+    )
+    reason = (
+        f"all GPU types of one job must be in a single zone, and no zone of {region} offers "
+        f"{', '.join(sorted(wanted))} together ({per_zone})"
+    )
+    retired = {
+        a: catalog.accelerators[a].replacement for a in wanted if catalog.accelerators[a].retired
+    }
+    if retired:
+        current = sorted({retired.get(a) or a for a in wanted})
+        zones = zones_offering(catalog, region, current)
+        swap = "; ".join(f"replace the retired {a} with {b}" for a, b in retired.items() if b)
+        found = (
+            f": {zones[0]} then offers {' and '.join(current)} together"
+            if zones
+            else f" and use a region where one zone has {', '.join(current)}: "
+            f"{_short_list(_closest_regions(catalog, region, regions_offering(catalog, current)))}"
+        )
+        return Violation(
+            "workerPoolSpecs", reason, (swap or "replace the retired types") + found, rule="zone"
+        )
+    everywhere = _closest_regions(catalog, region, regions_offering(catalog, wanted))
+    return Violation(
+        "workerPoolSpecs",
+        reason,
+        f"use one GPU type, or a region where one zone has them all: {_short_list(everywhere)}"
+        if everywhere
+        else "use one GPU type for every pool",
+        rule="zone",
+    )

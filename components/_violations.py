@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-__all__ = ["RULES", "Rule", "Severity", "Violation", "did_you_mean", "errors_only", "nearest"]
+__all__ = [
+    "RULES",
+    "Rule",
+    "Severity",
+    "Violation",
+    "did_you_mean",
+    "did_you_mean_one_of",
+    "errors_only",
+    "nearest",
+]
 
 Severity = Literal["error", "warning"]
 
 Rule = Literal[
     "accelerator",
+    "capacity",
     "compatibility",
     "disk",
     "display-name",
@@ -22,10 +32,13 @@ Rule = Literal[
     "labels",
     "legacy",
     "machine",
+    "mig",
+    "mounts",
     "pools",
     "project",
     "references",
     "region",
+    "reservation",
     "retired",
     "scheduling",
     "schema",
@@ -93,5 +106,9 @@ def did_you_mean(
 
     The one wording of every suggestion this package makes.
     """
-    close = nearest(name, choices, limit=limit)
-    return f"did you mean {' or '.join(close)}?" if close else otherwise
+    return did_you_mean_one_of(nearest(name, choices, limit=limit), otherwise=otherwise)
+
+
+def did_you_mean_one_of(names: Sequence[str], *, otherwise: str | None = None) -> str | None:
+    """``did you mean X?`` (or ``X or Y``) for names already chosen and ordered by the caller."""
+    return f"did you mean {' or '.join(names)}?" if names else otherwise
