@@ -9,12 +9,15 @@ of text. The scan stops at the first bound crossed, so a hostile document costs 
 
 A job spec nests about 8 levels and holds a few hundred values; the bounds leave room for the
 largest real configs (long lists of categorical values, many env vars) many times over.
+
+A float keeps the text it was written as (``SourceFloat``): YAML reads ``runtimeVersion: 2.10``
+as the number 2.1, but a version means "2.10".
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -23,6 +26,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_NODES",
     "MAX_SCALAR_CHARS",
+    "SourceFloat",
     "YamlBoundsError",
     "check_bounds",
     "load_documents",
@@ -30,6 +34,33 @@ __all__ = [
 
 # libyaml's loader when PyYAML was built with it: the same safe subset, several times faster.
 _SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class SourceFloat(float):
+    """A float read from YAML, with the text it was written as (``2.10``, not ``2.1``).
+
+    It is a float in every other way: arithmetic, comparison, ``repr`` and JSON.
+    """
+
+    __slots__ = ("text",)
+    text: str
+
+    def __new__(cls, value: float, text: str) -> SourceFloat:
+        made = super().__new__(cls, value)
+        made.text = text
+        return made
+
+    def __getnewargs__(self) -> tuple[float, str]:  # type: ignore[override]
+        return float(self), self.text
+
+
+def _source_float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> SourceFloat:
+    return SourceFloat(loader.construct_yaml_float(node), str(node.value))
+
+
+# The safe loader, except that floats keep their text.
+_DOCUMENT_LOADER = cast("type[yaml.SafeLoader]", type("_DocumentLoader", (_SAFE_LOADER,), {}))
+_DOCUMENT_LOADER.add_constructor("tag:yaml.org,2002:float", _source_float)
 
 MAX_DEPTH = 64
 MAX_ALIASES = 1_000
@@ -125,9 +156,9 @@ def check_bounds(text: str) -> None:
 
 
 def load_documents(text: str) -> list[Any]:
-    """Every non-empty document in ``text``, after ``check_bounds``.
+    """Every non-empty document in ``text``, after ``check_bounds``; floats are ``SourceFloat``.
 
     Raises ``YamlBoundsError`` or ``yaml.YAMLError``.
     """
     check_bounds(text)
-    return [d for d in yaml.load_all(text, Loader=_SAFE_LOADER) if d is not None]
+    return [d for d in yaml.load_all(text, Loader=_DOCUMENT_LOADER) if d is not None]

@@ -4,7 +4,12 @@ AI Platform Training is retired; Vertex AI ``CustomJob`` replaces it. Pool order
 same: 0 master (chief), 1 workers, 2 parameter servers, 3 evaluators. Legacy machine
 types and scale tiers map to today's machine types through the catalog
 (``legacy_machine_types.csv``, ``scale_tiers.csv``); a runtime version maps to a
-prebuilt Vertex training image (``training_images.csv``).
+prebuilt Vertex training image (``training_images.csv``, chosen by ``legacy_images``), a
+pool's own image with a package runs the package in that image.
+
+Problems are said in the input's terms (``trainingInput.scaleTier: BASIC_GPU runs on 1 x
+NVIDIA_TESLA_K80, ...``) and raised together: when the rest of the job is whole, it is
+validated too, so that no problem hides another.
 """
 
 from __future__ import annotations
@@ -12,15 +17,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from components._catalog import Catalog, load_catalog
-from components._errors import SpecInvalidError
+from components._catalog import Catalog, allowed_counts, load_catalog
+from components._errors import SpecError, SpecInvalidError
 from components._spec import JobSpec
-from components._violations import Violation, did_you_mean
+from components._validation import validate
+from components._violations import Rule, Violation, did_you_mean, errors_only
+from components.formats.bounded_yaml import SourceFloat
+from components.formats.legacy_images import (
+    accelerator_kind,
+    choose_image,
+    other_frameworks_hint,
+    version_text,
+)
 from components.formats.result import LoadedSpec
+from components.formats.text import clipped
 
 __all__ = [
     "DEFAULT_RUNTIME_VERSION",
     "LegacyConversion",
+    "LegacyConversionError",
     "convert_training_input",
     "read_legacy_config",
     "training_image",
@@ -160,12 +175,19 @@ class LegacyConversion:
     """The legacy scale tier the cluster came from (None for CUSTOM): it has its own price."""
 
 
-def _registry_prefix(catalog: Catalog, region: str | None) -> str:
-    known = catalog.regions.get(region) if region else None
-    geography = known.geography if known else ""
-    return {"Europe": "europe-docker.pkg.dev", "Asia-Pacific": "asia-docker.pkg.dev"}.get(
-        geography, "us-docker.pkg.dev"
-    )
+class LegacyConversionError(SpecInvalidError):
+    """The legacy job has problems (``violations``, in the input's terms where it can).
+
+    ``conversion`` is the job converted anyway when the problems leave it whole (a retired
+    GPU, a runtime version without an image, a tuning block): enough to price what it asks
+    for, never to submit. None otherwise.
+    """
+
+    def __init__(
+        self, violations: list[Violation], conversion: LegacyConversion | None = None
+    ) -> None:
+        super().__init__(violations)
+        self.conversion = conversion
 
 
 def training_image(
@@ -175,14 +197,15 @@ def training_image(
     gpu: bool,
     region: str | None,
 ) -> str | None:
-    """The prebuilt Vertex training image for a legacy runtime version, or None."""
-    kind = "gpu" if gpu else "cpu"
-    for image in catalog.training_images:
-        if image.runtime_version == runtime_version and image.accelerator == kind:
-            if python_version and image.python_version != python_version:
-                continue
-            return f"{_registry_prefix(catalog, region)}/{image.image_path}"
-    return None
+    """The prebuilt TensorFlow training image for a legacy runtime version, or None."""
+    choice = choose_image(
+        catalog,
+        version=runtime_version,
+        python=python_version,
+        accelerator="gpu" if gpu else "cpu",
+        region=region,
+    )
+    return choice.uri
 
 
 def convert_training_input(
@@ -192,8 +215,13 @@ def convert_training_input(
     labels: dict[str, str] | None = None,
     project: str | None = None,
     catalog: Catalog | None = None,
+    region: str | None = None,
 ) -> LegacyConversion:
-    """Convert a ``trainingInput`` mapping; raises ``SpecInvalidError`` naming bad fields."""
+    """Convert a ``trainingInput`` mapping; raises ``SpecInvalidError`` naming every problem
+    (a ``LegacyConversionError`` once the mapping could be read).
+
+    ``region`` overrides ``trainingInput.region`` (the job's region and its image registry).
+    """
     if not isinstance(training_input, dict):
         raise SpecInvalidError([Violation("trainingInput", "must be a mapping", rule="legacy")])
     # Fields of the wrong shape are reported and left out, so the rest is still converted
@@ -201,15 +229,30 @@ def convert_training_input(
     shape = _shape_violations(training_input, _FIELD_KINDS, "trainingInput")
     misshapen = {v.path.split(".")[1] for v in shape}
     ti = {k: v for k, v in training_input.items() if v is not None and k not in misshapen}
-    converter = _Converter(ti, catalog or load_catalog())
+    converter = _Converter(ti, catalog or load_catalog(), region or ti.get("region"))
+    converter.check_hyperparameters()
     tier_name = converter.expand_scale_tier()
     pools = converter.pools()
-    if shape or converter.problems:
-        reported = {v.path for v in shape}
-        raise SpecInvalidError([*shape, *(v for v in converter.problems if v.path not in reported)])
+    converter.check_retired(pools, tier_name)
     document = converter.document(pools, display_name, labels, project)
-    spec = JobSpec.parse({k: v for k, v in document.items() if v is not None})
-    return LegacyConversion(spec, converter.notes, None if tier_name == "CUSTOM" else tier_name)
+    notes = list(dict.fromkeys(converter.notes))
+    tier = None if tier_name == "CUSTOM" else tier_name
+    if shape or converter.problems:
+        whole = converter.whole_spec(document) if not shape else None
+        problems = converter.all_problems(shape, whole)
+        raise LegacyConversionError(
+            problems, LegacyConversion(whole, notes, tier) if whole else None
+        )
+    return LegacyConversion(JobSpec.parse(_present(document)), notes, tier)
+
+
+def _present(document: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in document.items() if v is not None}
+
+
+def _unique(violations: list[Violation]) -> list[Violation]:
+    """One violation per problem: the same one found for several pools is said once."""
+    return list(dict.fromkeys(violations))
 
 
 _TIER_SETS = (
@@ -227,11 +270,74 @@ class _Converter:
 
     ti: dict[str, Any]
     catalog: Catalog
+    region: str | None = None
     problems: list[Violation] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    complete: bool = True
+    """False once a problem leaves the cluster or trainer unknown (then nothing is validated)."""
+    image_problem: bool = False
+    prebuilt_used: bool = False
+    accelerator_from_config: set[str] = field(default_factory=set)
+    retired: set[str] = field(default_factory=set)
+    """The retired accelerator types the job names."""
 
-    def problem(self, path: str, reason: str, suggestion: str | None = None) -> None:
-        self.problems.append(Violation(path, reason, suggestion, rule="legacy"))
+    def problem(
+        self, path: str, reason: str, suggestion: str | None = None, *, rule: Rule = "legacy"
+    ) -> None:
+        self.problems.append(Violation(path, reason, suggestion, rule=rule))
+        self.complete = False
+
+    def finding(self, violation: Violation) -> None:
+        """A problem that leaves the rest of the job whole (it is still validated)."""
+        self.problems.append(violation)
+
+    def whole_spec(self, document: dict[str, Any]) -> JobSpec | None:
+        """The spec despite the problems, when they leave the cluster and trainer whole."""
+        if not self.complete:
+            return None
+        try:
+            return JobSpec.parse(_present(document))
+        except SpecError:
+            return None
+
+    def all_problems(self, shape: list[Violation], whole: JobSpec | None) -> list[Violation]:
+        """Shape problems, the converter's, and (when the job is whole) validation's."""
+        reported = {v.path for v in shape}
+        found = [*shape, *(v for v in self.problems if v.path not in reported)]
+        if whole is not None:
+            # What validation finds besides the converter's problems, so none hides another.
+            found += [
+                v
+                for v in errors_only(validate(whole, catalog=self.catalog, region=self.region))
+                if not self.said_already(v)
+            ]
+        return _unique(found)
+
+    def said_already(self, violation: Violation) -> bool:
+        """Validation's view of a problem the converter reported in the input's terms."""
+        if violation.rule == "retired" or any(n in violation.reason for n in self.retired):
+            return True  # check_retired said it (and the GPU is to be replaced anyway)
+        return self.image_problem and violation.path.endswith(".executorImageUri")
+
+    def check_hyperparameters(self) -> None:
+        """A tuning job is refused: one custom job would silently run a single trial."""
+        tuning = self.ti.get("hyperparameters")
+        if tuning is None:
+            return
+        if not tuning:
+            self.notes.append("trainingInput.hyperparameters is empty: nothing to tune")
+            return
+        self.finding(
+            Violation(
+                "trainingInput.hyperparameters",
+                f"this is a hyperparameter tuning job ({_tuning_summary(tuning)}); TrainingJob "
+                "runs one custom job, not a tuning job (Vertex AI HyperparameterTuningJob)",
+                "remove trainingInput.hyperparameters to run a single trial with the "
+                "trainer's default arguments, or run the tuning job with "
+                "`gcloud ai hp-tuning-jobs create`",
+                rule="legacy",
+            )
+        )
 
     def expand_scale_tier(self) -> str:
         """Fill the cluster in from the scale tier (not CUSTOM); returns the tier's name."""
@@ -245,7 +351,7 @@ class _Converter:
         tier = self.catalog.scale_tiers.get(tier_name)
         if tier is None:
             choices = [*self.catalog.scale_tiers, "CUSTOM"]
-            reason = f"unknown scale tier {tier_name!r}"
+            reason = f"unknown scale tier {clipped(tier_name)!r}"
             self.problem("trainingInput.scaleTier", reason, did_you_mean(tier_name, choices))
             return tier_name
         conflicting = [k for k in _TIER_SETS if k in ti]
@@ -274,8 +380,6 @@ class _Converter:
 
     def pools(self) -> list[dict[str, Any]]:
         """Pool 0 master, 1 workers, 2 parameter servers, 3 evaluators; empty middle pools kept."""
-        if not self.ti.get("runtimeVersion"):
-            self.notes.append(f"no runtimeVersion: using the default {DEFAULT_RUNTIME_VERSION}")
         args = self.trainer_args()
         pools = [
             self.role_pool(index, role, type_key, args)
@@ -283,11 +387,13 @@ class _Converter:
         ]
         while pools and not pools[-1]:
             pools.pop()
+        if self.prebuilt_used:
+            self.notes.append(self.framework_note())
         return pools
 
     def role_pool(self, index: int, role: str, type_key: str, args: list[str]) -> dict[str, Any]:
         ti = self.ti
-        count = 1 if index == 0 else _count(ti, f"{role}Count", self.problems)
+        count = 1 if index == 0 else _count(ti, f"{role}Count", self)
         machine_name = ti.get(type_key)
         if index > 0 and count == 0:
             return {}
@@ -299,38 +405,178 @@ class _Converter:
                     f"e.g. {ti.get('masterType', 'n1-standard-8')}",
                 )
             return {}
-        pool = _pool(ti, role, str(machine_name), count, self.catalog, self.problems, self.notes)
+        pool = self.machine_pool(role, str(machine_name), count)
+        self.add_trainer(index, role, pool, args)
+        return pool
+
+    def add_trainer(self, index: int, role: str, pool: dict[str, Any], args: list[str]) -> None:
+        """A package in a prebuilt image, a package in the pool's image, or the image alone."""
+        ti = self.ti
         config = ti.get(f"{role}Config") or {}
         image_uri = config.get("imageUri")
         if image_uri is None and index > 0:
             # pools inherit the master's container
             image_uri = (ti.get("masterConfig") or {}).get("imageUri")
-        if image_uri:
+        has_package = bool(ti.get("packageUris") or ti.get("pythonModule"))
+        if image_uri and has_package:
+            # The legacy service ran the package inside the image given (item 3 of issue 12).
+            self.notes.append(
+                f"{role}: the package runs in the image {role}Config.imageUri gives "
+                "(pythonPackageSpec.executorImageUri)"
+            )
+            if config.get("containerCommand"):
+                self.problem(
+                    f"trainingInput.{role}Config.containerCommand",
+                    "runs the image's own command, but packageUris/pythonModule run a package in it",
+                    "remove containerCommand to run the package, or packageUris and "
+                    "pythonModule to run the container",
+                )
+            package_args = [str(a) for a in config.get("containerArgs") or []] or args
+            pool["pythonPackageSpec"] = self.python_package(str(image_uri), package_args)
+        elif image_uri:
             pool["containerSpec"] = _container(image_uri, config, args)
         else:
-            gpu = bool(pool.get("machineSpec", {}).get("acceleratorCount"))
-            pool["pythonPackageSpec"] = self.python_package(gpu, args)
-        return pool
+            kind = accelerator_kind(self.catalog, pool["machineSpec"])
+            pool["pythonPackageSpec"] = self.python_package(self.prebuilt(role, kind), args)
 
-    def python_package(self, gpu: bool, args: list[str]) -> dict[str, Any]:
+    def prebuilt(self, role: str, kind: str) -> str:
+        """The prebuilt image for the job's runtime version on a pool of ``kind`` ('' if none)."""
         ti = self.ti
-        runtime = str(ti.get("runtimeVersion") or DEFAULT_RUNTIME_VERSION)
-        python = str(ti["pythonVersion"]) if ti.get("pythonVersion") else None
-        image = training_image(self.catalog, runtime, python, gpu, ti.get("region"))
-        if image is None:
-            known = sorted({i.runtime_version for i in self.catalog.training_images})
-            self.problem(
-                "trainingInput.runtimeVersion",
-                f"no prebuilt Vertex training image is known for runtimeVersion {runtime}"
-                + (f" with pythonVersion {python}" if python else ""),
-                f"known runtime versions: {', '.join(known)}",
+        value, path = ti.get("runtimeVersion"), "trainingInput.runtimeVersion"
+        tpu_version = (ti.get(f"{role}Config") or {}).get("tpuTfVersion")
+        if kind == "tpu" and tpu_version not in (None, ""):
+            value, path = tpu_version, f"trainingInput.{role}Config.tpuTfVersion"
+        if value in (None, ""):
+            self.notes.append(f"no runtimeVersion: using the default {DEFAULT_RUNTIME_VERSION}")
+            value = DEFAULT_RUNTIME_VERSION
+        elif isinstance(value, float) and not isinstance(value, SourceFloat):
+            self.notes.append(
+                f"{path.rsplit('.', 1)[-1]} was given as the number {value!r}: "
+                "write versions as text ('2.10' is not 2.1)"
             )
-        package: dict[str, Any] = {"executorImageUri": image or "", "args": args}
+        python = ti.get("pythonVersion")
+        choice = choose_image(
+            self.catalog,
+            version=version_text(value),
+            python=None if python in (None, "") else version_text(python),
+            accelerator=kind,
+            region=self.region,
+            version_path=path,
+            # Every pool inherits the master's image, but for a TPU pool's own.
+            image_field=f"{role if kind == 'tpu' else 'master'}Config.imageUri",
+        )
+        self.notes.extend(choice.notes)
+        if choice.problem is not None:
+            self.image_problem = True
+            self.finding(choice.problem)
+        else:
+            self.prebuilt_used = True
+        return choice.uri or ""
+
+    def framework_note(self) -> str:
+        runtime = self.ti.get("runtimeVersion")
+        version = DEFAULT_RUNTIME_VERSION if runtime in (None, "") else version_text(runtime)
+        return (
+            f"runtime version {clipped(version)} bundled TensorFlow, scikit-learn and XGBoost, "
+            "and a legacy job does not say which one it uses: it runs in the prebuilt "
+            "TensorFlow image; " + other_frameworks_hint(self.catalog, "cpu", self.region)
+        )
+
+    def python_package(self, image: str, args: list[str]) -> dict[str, Any]:
+        ti = self.ti
+        package: dict[str, Any] = {"executorImageUri": image, "args": args}
         if ti.get("packageUris"):
             package["packageUris"] = [str(u) for u in ti["packageUris"]]
         if ti.get("pythonModule"):
             package["pythonModule"] = str(ti["pythonModule"])
         return package
+
+    def machine_pool(self, role: str, machine_name: str, count: int) -> dict[str, Any]:
+        """The pool's machine spec (legacy type or Compute Engine type), count and disk."""
+        machine: dict[str, Any] = {"machineType": machine_name}
+        legacy = self.catalog.legacy_machine_types.get(machine_name)
+        if legacy is not None:
+            machine = {"machineType": legacy.machine_type}
+            if legacy.accelerator:
+                machine["acceleratorType"] = legacy.accelerator
+                machine["acceleratorCount"] = legacy.accelerator_count
+            what = (
+                f" with {legacy.accelerator_count} x {legacy.accelerator}"
+                if legacy.accelerator
+                else ""
+            )
+            self.notes.append(
+                f"{role}: legacy machine type {machine_name} is {legacy.machine_type}{what}"
+            )
+        config = self.ti.get(f"{role}Config") or {}
+        accel = config.get("acceleratorConfig")
+        if accel is not None:
+            self.accelerator_config(role, machine_name, accel, machine)
+        pool: dict[str, Any] = {"machineSpec": machine, "replicaCount": count}
+        disk = _disk_spec(config.get("diskConfig") or {})
+        if disk:
+            pool["diskSpec"] = disk
+        return pool
+
+    def accelerator_config(
+        self, role: str, machine_name: str, accel: dict[str, Any], machine: dict[str, Any]
+    ) -> None:
+        legacy = self.catalog.legacy_machine_types.get(machine_name)
+        if legacy is not None and legacy.accelerator:
+            self.problem(
+                f"trainingInput.{role}Config.acceleratorConfig",
+                f"{machine_name} already includes {legacy.accelerator_count} x {legacy.accelerator}",
+                f"use a Compute Engine machine type such as {legacy.machine_type} with acceleratorConfig",
+            )
+        if accel.get("type") is not None:
+            machine["acceleratorType"] = accel["type"]
+            self.accelerator_from_config.add(role)
+        if accel.get("count") is not None:
+            machine["acceleratorCount"] = int(accel["count"])
+
+    def check_retired(self, pools: list[dict[str, Any]], tier_name: str) -> None:
+        """A retired GPU (the K80 of BASIC_GPU, standard_gpu, ...) said in the input's terms."""
+        retired: list[tuple[int, str, str]] = []
+        for index, (role, type_key) in enumerate(_ROLES):
+            machine = pools[index].get("machineSpec", {}) if index < len(pools) else {}
+            accelerator = self.catalog.accelerators.get(str(machine.get("acceleratorType")))
+            if accelerator is not None and accelerator.retired:
+                retired.append((index, role, type_key))
+                self.retired.add(accelerator.name)
+        from_tier = [r for r in retired if r[1] not in self.accelerator_from_config]
+        tier = self.catalog.scale_tiers.get(tier_name)
+        if tier is not None and from_tier:
+            self.finding(_retired_tier(tier.name, pools, from_tier, self.catalog))
+        for index, role, type_key in retired:
+            if tier is None or role in self.accelerator_from_config:
+                self.finding(self.retired_role(pools[index], role, type_key))
+
+    def retired_role(self, pool: dict[str, Any], role: str, type_key: str) -> Violation:
+        machine = pool["machineSpec"]
+        accelerator = self.catalog.accelerators[machine["acceleratorType"]]
+        count = int(machine.get("acceleratorCount") or 0)
+        retired_on = f"retired on {accelerator.retired_on}" if accelerator.retired_on else "retired"
+        replacement = _replacement_config(self.catalog, machine, accelerator.replacement)
+        if role in self.accelerator_from_config:
+            return Violation(
+                f"trainingInput.{role}Config.acceleratorConfig.type",
+                f"{accelerator.name} was {retired_on}; Vertex AI no longer offers it",
+                f"use {role}Config.acceleratorConfig {replacement}" if replacement else None,
+                rule="retired",
+            )
+        legacy_name = self.ti.get(type_key)
+        suggestion = (
+            f"use {type_key}: {machine['machineType']} with {role}Config.acceleratorConfig "
+            f"{replacement}"
+            if replacement
+            else None
+        )
+        return Violation(
+            f"trainingInput.{type_key}",
+            f"{legacy_name} runs on {count} x {accelerator.name}, {retired_on}",
+            suggestion,
+            rule="retired",
+        )
 
     def document(
         self,
@@ -346,7 +592,7 @@ class _Converter:
             "displayName": display_name,
             "labels": labels or {},
             "project": project,
-            "region": ti.get("region"),
+            "region": self.region,
         }
         if ti.get("jobDir"):
             document["baseOutputDirectory"] = ti["jobDir"]
@@ -360,6 +606,83 @@ class _Converter:
         if ti.get("enableWebAccess"):
             document["enableWebAccess"] = True
         return document
+
+
+def _tuning_summary(tuning: dict[str, Any]) -> str:
+    """``3 parameters (learning_rate, ...), goal MAXIMIZE of 'accuracy', maxTrials 30``."""
+    params = tuning.get("params")
+    names = [
+        clipped(p["parameterName"])
+        for p in (params if isinstance(params, list) else [])
+        if isinstance(p, dict) and isinstance(p.get("parameterName"), str)
+    ]
+    count = len(params) if isinstance(params, list) else 0
+    parts = [f"{count} parameter{'' if count == 1 else 's'}"]
+    if names:
+        parts[0] += f" ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
+    goal, metric = tuning.get("goal"), tuning.get("hyperparameterMetricTag")
+    if isinstance(goal, str):
+        parts.append(
+            f"goal {clipped(goal)}"
+            + (f" of {clipped(metric)!r}" if isinstance(metric, str) else "")
+        )
+    for key in ("maxTrials", "maxParallelTrials"):
+        if isinstance(tuning.get(key), int) and not isinstance(tuning[key], bool):
+            parts.append(f"{key} {tuning[key]}")
+    return ", ".join(parts)
+
+
+def _replacement_config(
+    catalog: Catalog, machine: dict[str, Any], replacement: str | None
+) -> str | None:
+    """``{type: NVIDIA_TESLA_T4, count: 1}``: the replacement GPU, as many as fit the machine."""
+    if not replacement:
+        return None
+    count = int(machine.get("acceleratorCount") or 1)
+    counts = allowed_counts(catalog, str(machine.get("machineType")), replacement)
+    if counts:
+        fitting = [c for c in counts if c <= count]
+        count = fitting[-1] if fitting else counts[0]
+    return f"{{type: {replacement}, count: {count}}}"
+
+
+def _retired_tier(
+    tier: str, pools: list[dict[str, Any]], retired: list[tuple[int, str, str]], catalog: Catalog
+) -> Violation:
+    """BASIC_GPU runs on 1 x NVIDIA_TESLA_K80: the tier's cluster, written as CUSTOM."""
+    first = pools[retired[0][0]]["machineSpec"]
+    accelerator = catalog.accelerators[first["acceleratorType"]]
+    roles = [role for _, role, _ in retired]
+    on = "" if roles == ["master"] else f" its {', '.join(roles)}"
+    retired_on = f"retired on {accelerator.retired_on}" if accelerator.retired_on else "retired"
+    parts = ["scaleTier: CUSTOM"]
+    for index, (role, type_key) in enumerate(_ROLES[: len(pools)]):
+        machine = pools[index].get("machineSpec")
+        if not machine:
+            continue
+        parts.append(f"{type_key}: {machine['machineType']}")
+        if index > 0:
+            parts.append(f"{role}Count: {pools[index]['replicaCount']}")
+        replacement = _replacement_config(catalog, machine, accelerator.replacement)
+        if role in roles and replacement:
+            parts.append(f"{role}Config: {{acceleratorConfig: {replacement}}}")
+    return Violation(
+        "trainingInput.scaleTier",
+        f"{tier} runs{on} on {first.get('acceleratorCount')} x {accelerator.name}, {retired_on}",
+        "use " + ", ".join(parts) if accelerator.replacement else None,
+        rule="retired",
+    )
+
+
+def _disk_spec(disk_config: dict[str, Any]) -> dict[str, Any]:
+    return {
+        vertex: value
+        for legacy_key, vertex in (
+            ("bootDiskSizeGb", "bootDiskSizeGb"),
+            ("bootDiskType", "bootDiskType"),
+        )
+        if (value := disk_config.get(legacy_key))
+    }
 
 
 def _container(image_uri: str, config: dict[str, Any], args: list[str]) -> dict[str, Any]:
@@ -378,71 +701,26 @@ def _legacy_scheduling(value: Any) -> Any:
     return value
 
 
-def _count(ti: dict[str, Any], key: str, problems: list[Violation]) -> int:
+def _count(ti: dict[str, Any], key: str, converter: _Converter) -> int:
     value = ti.get(key, 0)
     try:
         count = int(value)
     except (TypeError, ValueError):
-        problems.append(Violation(f"trainingInput.{key}", "must be a whole number", rule="legacy"))
+        converter.problem(f"trainingInput.{key}", "must be a whole number")
         return 0
     if count < 0:
-        problems.append(Violation(f"trainingInput.{key}", "must not be negative", rule="legacy"))
+        converter.problem(f"trainingInput.{key}", "must not be negative")
         return 0
     return count
 
 
-def _pool(
-    ti: dict[str, Any],
-    role: str,
-    machine_name: str,
-    count: int,
-    catalog: Catalog,
-    problems: list[Violation],
-    notes: list[str],
-) -> dict[str, Any]:
-    machine: dict[str, Any] = {"machineType": machine_name}
-    legacy = catalog.legacy_machine_types.get(machine_name)
-    if legacy is not None:
-        machine = {"machineType": legacy.machine_type}
-        if legacy.accelerator:
-            machine["acceleratorType"] = legacy.accelerator
-            machine["acceleratorCount"] = legacy.accelerator_count
-        what = (
-            f" with {legacy.accelerator_count} x {legacy.accelerator}" if legacy.accelerator else ""
-        )
-        notes.append(f"{role}: legacy machine type {machine_name} is {legacy.machine_type}{what}")
-    config = ti.get(f"{role}Config") or {}
-    accel = config.get("acceleratorConfig")
-    if accel is not None:
-        if legacy is not None and legacy.accelerator:
-            problems.append(
-                Violation(
-                    f"trainingInput.{role}Config.acceleratorConfig",
-                    f"{machine_name} already includes {legacy.accelerator_count} x {legacy.accelerator}",
-                    f"use a Compute Engine machine type such as {legacy.machine_type} with acceleratorConfig",
-                    rule="legacy",
-                )
-            )
-        if accel.get("type") is not None:
-            machine["acceleratorType"] = accel["type"]
-        if accel.get("count") is not None:
-            machine["acceleratorCount"] = int(accel["count"])
-    pool: dict[str, Any] = {"machineSpec": machine, "replicaCount": count}
-    disk = {
-        vertex: value
-        for legacy_key, vertex in (
-            ("bootDiskSizeGb", "bootDiskSizeGb"),
-            ("bootDiskType", "bootDiskType"),
-        )
-        if (value := (config.get("diskConfig") or {}).get(legacy_key))
-    }
-    if disk:
-        pool["diskSpec"] = disk
-    return pool
+def read_legacy_config(
+    document: dict[str, Any], *, catalog: Catalog | None = None, region: str | None = None
+) -> LoadedSpec:
+    """The spec of a legacy ``config.yaml``: ``trainingInput``, ``jobId`` and ``labels``.
 
-
-def read_legacy_config(document: dict[str, Any], *, catalog: Catalog | None = None) -> LoadedSpec:
-    """The spec of a legacy ``config.yaml``: ``trainingInput``, ``jobId`` and ``labels``."""
+    ``region`` overrides ``trainingInput.region``.
+    """
     if not isinstance(document.get("jobId"), str | None):
         raise SpecInvalidError([Violation("jobId", "must be text", rule="legacy")])
     conversion = convert_training_input(
@@ -450,5 +728,6 @@ def read_legacy_config(document: dict[str, Any], *, catalog: Catalog | None = No
         display_name=document.get("jobId"),
         labels=document.get("labels"),
         catalog=catalog,
+        region=region,
     )
     return LoadedSpec(conversion.spec, "legacy-config", conversion.notes, conversion.scale_tier)
