@@ -1,0 +1,550 @@
+"""Reading a shell script as bash would parse it, without ever running any of it.
+
+``split_commands`` turns a script into simple commands: words made of parts (literal text,
+``$VAR``/``${VAR...}`` parameters, ``$(...)``/backtick command substitutions), each part
+marked quoted or not, with the line where the command starts. Quotes, ``\\`` escapes and
+continuations, comments, ``;``/``&&``/``||``/``|`` separators, redirections and here-documents
+are understood the way bash reads them; nothing is executed, no file is opened.
+
+``expand_word`` gives a word's fields as bash does: an unquoted expansion is split on blanks
+(``--nnsize $NNSIZE`` with ``NNSIZE="32 8"`` is three words), a quoted one stays one word,
+an unquoted empty one is no word at all. Values come from a ``Lookup``; what cannot be known
+without running the script (a command substitution, a script argument, an unset variable)
+raises ``Unresolvable``, or, for a first look at a command, becomes a placeholder.
+
+Everything is bounded: the text is capped by its reader, ``${...}`` nests at most
+``MAX_NESTING`` deep, and ``Scope`` (``components.formats.script``) caps what expansions make.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from components._errors import SpecFormatError
+
+__all__ = [
+    "MAX_COMMANDS",
+    "MAX_FIELDS",
+    "MAX_NESTING",
+    "MAX_WORDS",
+    "PLACEHOLDER",
+    "Command",
+    "Lookup",
+    "Part",
+    "Unresolvable",
+    "Word",
+    "expand_word",
+    "expand_words",
+    "split_commands",
+]
+
+MAX_NESTING = 16
+"""How deep ``${A:-${B:-...}}`` may nest: real scripts use two or three levels."""
+MAX_FIELDS = 10_000
+"""The most words one command may expand to."""
+MAX_COMMANDS = 20_000
+MAX_WORDS = 50_000
+"""The most commands and words a script may hold (real ones hold hundreds)."""
+PLACEHOLDER = "\x00"
+"""Stands for a value that cannot be known, in a first look at a command (never in a result)."""
+
+PartKind = Literal["text", "param", "command"]
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SPECIAL = "@*#?$!-0123456789"
+_PARAM_OPS = (":-", ":=", ":+", ":?", "-", "=", "+", "?", "%%", "%", "##", "#", "^^", ",,")
+_REDIRECT = re.compile(r"\d*(<<<|<<-|<<|&>>|&>|>>|>&|<&|<>|>\||<|>)")
+_WORD_END = frozenset(" \t\n;&|()<>")
+_PLAIN = re.compile(r"[^ \t\n;&|()<>\\'\"$`]+")
+_PLAIN_IN_BRACES = re.compile(r"[^}\n\\'\"$`]+")
+_PLAIN_IN_DOUBLE_QUOTES = re.compile(r'[^"\\$`]+')
+_BLANKS = re.compile(r"[ \t\r]+")
+_ARRAY_START = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\+?=$")
+_ONE = re.compile(r".", re.DOTALL)
+_DOUBLE_QUOTE_ESCAPES = frozenset('$`"\\')
+_ANSI_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "e": "\x1b"}
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """A piece of a word: literal ``text``, a ``param`` expansion or a ``command`` substitution.
+
+    For a parameter, ``value`` is its name and ``op`` the operator of ``${NAME<op>word}``
+    (``:-``, ``-``, ``:=``, ``=``, ``:+``, ``+``, ``:?``, ``?``, ``%``, ``%%``, ``#``,
+    ``##``, ``^^``, ``,,``; ``length`` for ``${#NAME}``; ``unsupported`` for forms like
+    ``${NAME/a/b}`` or ``${NAME:1:2}``); ``word`` holds the operand. For a command
+    substitution, ``value`` is its source and ``line`` where it starts; an array assignment's
+    ``(a b c)`` is one too, with op ``array``.
+    """
+
+    kind: PartKind
+    value: str
+    quoted: bool
+    op: str = ""
+    word: tuple[Part, ...] = ()
+    line: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    """One word of a command, as written: its parts in order."""
+
+    parts: tuple[Part, ...]
+
+    def literal(self) -> str | None:
+        """The word's text when it holds no expansion (quotes removed), else None."""
+        if all(p.kind == "text" for p in self.parts):
+            return "".join(p.value for p in self.parts)
+        return None
+
+    def assignment(self) -> tuple[str, Word] | None:
+        """``(NAME, value)`` when the word is ``NAME=value`` (the ``NAME=`` unquoted)."""
+        if not self.parts or self.parts[0].kind != "text" or self.parts[0].quoted:
+            return None
+        first = self.parts[0].value
+        match = _NAME.match(first)
+        if match is None or first[match.end() : match.end() + 1] != "=":
+            return None
+        rest = first[match.end() + 1 :]
+        head = (Part("text", rest, False),) if rest else ()
+        return match.group(), Word(head + self.parts[1:])
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A simple command: its words (redirections left out) and the line it starts on.
+
+    ``conditional``: it follows ``&&`` or ``||``, so whether it runs depends on another.
+    """
+
+    words: tuple[Word, ...]
+    line: int
+    conditional: bool = False
+
+
+class Unresolvable(Exception):
+    """A value that cannot be known without running the script.
+
+    ``message`` says why (``environment variable $X is not set``, ```$(date)` would have to
+    run``); ``names`` are the variables whose value, set in the environment, would supply it;
+    ``unset`` tells an unset variable from a value the script computes; ``text`` is the value
+    as written (``census_$(date +%s)``); ``keepable``: that text may stand for the value where
+    its exact text does not matter (not so for an array or an expansion not evaluated here,
+    which stand for several words or an unknown transformation).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        names: tuple[str, ...] = (),
+        *,
+        unset: bool = False,
+        text: str = "",
+        keepable: bool = True,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.names = names
+        self.unset = unset
+        self.text = text
+        self.keepable = keepable
+
+
+Lookup = Callable[[Part], str]
+"""Resolves a ``param`` or ``command`` part to its text, or raises ``Unresolvable``."""
+
+
+def split_commands(text: str, first_line: int = 1) -> list[Command]:
+    """The simple commands of a script; ``SpecFormatError`` naming the line of bad quoting."""
+    return _Lexer(text.replace("\r\n", "\n"), first_line).commands()
+
+
+@dataclass
+class _Lexer:
+    text: str
+    line: int
+    pos: int = 0
+    depth: int = 0
+    words: list[Word] = field(default_factory=list)
+    start_line: int = 0
+    found: list[Command] = field(default_factory=list)
+    heredocs: list[tuple[str, bool]] = field(default_factory=list)
+    conditional: bool = False
+    count: int = 0
+
+    def fail(self, message: str, line: int | None = None) -> SpecFormatError:
+        return SpecFormatError(
+            f"line {self.line if line is None else line}: cannot split the command line: {message}"
+        )
+
+    def peek(self, offset: int = 0) -> str:
+        index = self.pos + offset
+        return self.text[index] if index < len(self.text) else ""
+
+    def end_command(self) -> None:
+        if self.words:
+            if len(self.found) >= MAX_COMMANDS:
+                raise SpecFormatError(f"refused: the script has more than {MAX_COMMANDS} commands")
+            self.found.append(Command(tuple(self.words), self.start_line, self.conditional))
+            self.conditional = False  # `a &&` then a newline: the next command still depends
+        self.words = []
+
+    def commands(self) -> list[Command]:
+        text = self.text
+        while self.pos < len(text):
+            char = text[self.pos]
+            if char in " \t\r":
+                self.pos = _BLANKS.match(text, self.pos).end()  # type: ignore[union-attr]
+            elif char == "\\" and self.peek(1) == "\n":
+                self.pos += 2
+                self.line += 1
+            elif char == "\n":
+                self.end_command()
+                self.pos += 1
+                self.line += 1
+                self.skip_heredocs()
+            elif char == "#":
+                newline = text.find("\n", self.pos)
+                self.pos = len(text) if newline < 0 else newline
+            elif self.redirection():
+                continue
+            elif char in ";&|()":
+                self.end_command()
+                doubled = char in "&|" and self.peek(1) == char
+                self.pos += 2 if doubled else 1
+                self.conditional = doubled
+            else:
+                if not self.words:
+                    self.start_line = self.line
+                self.words.append(self.word())
+                if self.peek() == "(" and _ARRAY_START.match(self.words[-1].literal() or ""):
+                    self.words[-1] = self.array(self.words[-1])
+                self.count += 1
+                if self.count > MAX_WORDS:
+                    raise SpecFormatError(f"refused: the script has more than {MAX_WORDS} words")
+        self.end_command()
+        return self.found
+
+    def redirection(self) -> bool:
+        """Skip a redirection and its target (``> file``, ``2>&1``, ``<<EOF``); True if one."""
+        match = _REDIRECT.match(self.text, self.pos)
+        if match is None:
+            return False
+        self.pos = match.end()
+        while self.peek() in (" ", "\t"):
+            self.pos += 1
+        if self.pos >= len(self.text) or self.peek() in _WORD_END:
+            if match.group(1) in (">&", "<&") and self.peek() == "-":
+                self.pos += 1
+                return True
+            raise self.fail(f"{match.group(1)} needs a target")
+        target = self.word()
+        if match.group(1) in ("<<", "<<-"):
+            delimiter = "".join(p.value for p in target.parts)
+            self.heredocs.append((delimiter, match.group(1) == "<<-"))
+        return True
+
+    def skip_heredocs(self) -> None:
+        """Skip the bodies of the here-documents started on the line just ended."""
+        for delimiter, strip_tabs in self.heredocs:
+            while self.pos < len(self.text):
+                newline = self.text.find("\n", self.pos)
+                end = len(self.text) if newline < 0 else newline
+                line = self.text[self.pos : end]
+                self.pos = end + 1
+                self.line += 1
+                if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+                    break
+        self.heredocs = []
+
+    def word(self, close: str = "", quoted: bool = False) -> Word:
+        """A word, up to a blank or operator (or, inside ``${...}``, up to ``close``)."""
+        parts: list[Part] = []
+        buffer: list[str] = []
+
+        def flush() -> None:
+            if buffer:
+                parts.append(Part("text", "".join(buffer), quoted))
+                buffer.clear()
+
+        text = self.text
+        while self.pos < len(text):
+            char = text[self.pos]
+            if (char == close) if close else (char in _WORD_END):
+                break
+            if char == "\\":
+                flush()
+                parts.extend(self.escaped(quoted))
+            elif char == "'" and not quoted:
+                flush()
+                parts.append(self.single_quoted())
+            elif char == '"':
+                flush()
+                parts.extend(self.double_quoted())
+            elif char in "$`":
+                flush()
+                parts.extend(self.expansion(quoted))
+            else:
+                run = (_PLAIN_IN_BRACES if close else _PLAIN).match(text, self.pos)
+                if run is None:  # a newline or a quote inside ${...}
+                    self.line += char == "\n"
+                    run = _ONE.match(text, self.pos)
+                    assert run is not None
+                buffer.append(run.group())
+                self.pos = run.end()
+        flush()
+        return Word(tuple(parts))
+
+    def array(self, head: Word) -> Word:
+        """``NAME=(a b c)``: kept as one ``command`` part (op ``array``), never expanded."""
+        start_line = self.line
+        end = _closing_paren(self.text, self.pos + 1)
+        if end < 0:
+            raise self.fail("an array ( is never closed", start_line)
+        source = self.text[self.pos + 1 : end]
+        self.line += source.count("\n")
+        self.pos = end + 1
+        return Word((*head.parts, Part("command", source, False, "array", line=start_line)))
+
+    def escaped(self, quoted: bool) -> list[Part]:
+        following = self.peek(1)
+        self.pos += 2
+        if following == "\n":
+            self.line += 1
+            return []
+        if not following:
+            return [Part("text", "\\", quoted)]
+        return [Part("text", following, True)]
+
+    def single_quoted(self) -> Part:
+        start_line = self.line
+        end = self.text.find("'", self.pos + 1)
+        if end < 0:
+            raise self.fail("a ' quote is never closed", start_line)
+        value = self.text[self.pos + 1 : end]
+        self.line += value.count("\n")
+        self.pos = end + 1
+        return Part("text", value, True)
+
+    def double_quoted(self) -> list[Part]:
+        start_line = self.line
+        self.pos += 1
+        parts: list[Part] = [Part("text", "", True)]  # "" is still a word
+        buffer: list[str] = []
+        text = self.text
+        while True:
+            if self.pos >= len(text):
+                raise self.fail('a " quote is never closed', start_line)
+            char = text[self.pos]
+            if char == '"':
+                self.pos += 1
+                break
+            if char == "\\" and self.peek(1) in _DOUBLE_QUOTE_ESCAPES | {"\n"}:
+                if self.peek(1) == "\n":
+                    self.line += 1
+                else:
+                    buffer.append(self.peek(1))
+                self.pos += 2
+            elif char in "$`":
+                parts.append(Part("text", "".join(buffer), True))
+                buffer.clear()
+                parts.extend(self.expansion(True))
+            else:
+                run = _PLAIN_IN_DOUBLE_QUOTES.match(text, self.pos) or _ONE.match(text, self.pos)
+                assert run is not None
+                self.line += run.group().count("\n")
+                buffer.append(run.group())
+                self.pos = run.end()
+        parts.append(Part("text", "".join(buffer), True))
+        return [p for p in parts if p.kind != "text" or p.value] or parts[:1]
+
+    def expansion(self, quoted: bool) -> list[Part]:
+        """``$NAME``, ``${...}``, ``$(...)``, ``$((...))``, backticks, ``$'...'``."""
+        following = self.peek(1)
+        if self.peek() == "`":
+            return [self.substitution("`", quoted)]
+        if following == "(":
+            return [self.substitution("$(", quoted)]
+        if following == "{":
+            return [self.braced(quoted)]
+        if following == "'" and not quoted:
+            return [self.ansi_c()]
+        if following == '"' and not quoted:
+            self.pos += 1
+            return self.double_quoted()
+        match = _NAME.match(self.text, self.pos + 1)
+        if match:
+            self.pos = match.end()
+            return [Part("param", match.group(), quoted)]
+        if following and following in _SPECIAL:
+            self.pos += 2
+            return [Part("param", following, quoted)]
+        self.pos += 1
+        return [Part("text", "$", quoted)]
+
+    def substitution(self, opener: str, quoted: bool) -> Part:
+        start_line = self.line
+        start = self.pos + len(opener)
+        if opener == "`":
+            end = start
+            while end < len(self.text) and self.text[end] != "`":
+                end += 2 if self.text[end] == "\\" else 1
+            if end >= len(self.text):
+                raise self.fail("a ` command substitution is never closed", start_line)
+            after = end + 1
+        else:
+            end = _closing_paren(self.text, start)
+            if end < 0:
+                raise self.fail("a $( command substitution is never closed", start_line)
+            after = end + 1
+        source = self.text[start:end]
+        self.line += source.count("\n")
+        self.pos = after
+        return Part("command", source, quoted, line=start_line)
+
+    def braced(self, quoted: bool) -> Part:
+        start_line = self.line
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise self.fail(f"${{...}} nests more than {MAX_NESTING} deep", start_line)
+        self.pos += 2
+        match = _NAME.match(self.text, self.pos)
+        length = _NAME.match(self.text, self.pos + 1) if self.peek() == "#" else None
+        if match:
+            name = match.group()
+        elif self.peek() and self.peek() in _SPECIAL and self.peek(1) == "}":
+            name = self.peek()
+        elif length and self.text.startswith("}", length.end()):
+            name = length.group()
+            self.pos += 1
+        else:
+            name = ""
+        self.pos += len(name)
+        op = next((o for o in _PARAM_OPS if self.text.startswith(o, self.pos)), "")
+        if name and self.peek() == "}":
+            op = "length" if length and not match else ""
+        elif not name or not op:
+            op = "unsupported"
+        else:
+            self.pos += len(op)
+        operand = self.word(close="}", quoted=quoted) if self.peek() != "}" else Word(())
+        if self.peek() != "}":
+            raise self.fail("a ${ expansion is never closed", start_line)
+        self.pos += 1
+        self.depth -= 1
+        return Part("param", name, quoted, op, operand.parts)
+
+    def ansi_c(self) -> Part:
+        start_line = self.line
+        self.pos += 2
+        out: list[str] = []
+        while True:
+            char = self.peek()
+            if not char:
+                raise self.fail("a $' quote is never closed", start_line)
+            self.pos += 1
+            if char == "'":
+                return Part("text", "".join(out), True)
+            if char == "\\" and self.peek():
+                out.append(_ANSI_ESCAPES.get(self.peek(), "\\" + self.peek()))
+                self.pos += 1
+            else:
+                self.line += char == "\n"
+                out.append(char)
+
+
+def _closing_paren(text: str, start: int) -> int:
+    """The index of the ``)`` closing a ``$(`` whose source starts at ``start``, or -1."""
+    depth = 1
+    index = start
+    while index < len(text):
+        char = text[index]
+        if char == "\\":
+            index += 2
+            continue
+        if char in "'\"":
+            index = _quote_end(text, index)
+            if index < 0:
+                return -1
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return index
+        index += 1
+    return -1
+
+
+def _quote_end(text: str, start: int) -> int:
+    quote = text[start]
+    index = start + 1
+    while index < len(text):
+        if text[index] == "\\" and quote == '"':
+            index += 2
+            continue
+        if text[index] == quote:
+            return index
+        index += 1
+    return -1
+
+
+# --- expansion -------------------------------------------------------------------------
+
+
+def expand_word(word: Word, lookup: Lookup, *, split: bool = True) -> list[str]:
+    """The fields of a word; ``split=False`` (assignments) gives exactly one field."""
+    fields: list[str] = []
+    current: list[str] = []
+    started = False
+    for index, part in enumerate(word.parts):
+        value = _tilde(part, lookup) if index == 0 else None
+        if value is None:
+            value = part.value if part.kind == "text" else lookup(part)
+        if part.kind == "text" or part.quoted or not split:
+            current.append(value)
+            started = started or part.quoted or bool(value)
+            continue
+        pieces = value.split()
+        if value[:1].isspace() and started:
+            fields.append("".join(current))
+            current, started = [], False
+        for number, piece in enumerate(pieces):
+            if number:
+                fields.append("".join(current))
+                current = []
+            current.append(piece)
+            started = True
+        if pieces and value[-1:].isspace():
+            fields.append("".join(current))
+            current, started = [], False
+        if len(fields) > MAX_FIELDS:
+            raise SpecFormatError(f"a word expands to more than {MAX_FIELDS} words")
+    if started or not split:
+        fields.append("".join(current))
+    return fields
+
+
+def _tilde(part: Part, lookup: Lookup) -> str | None:
+    """``~`` or ``~/...`` at the start of a word is ``$HOME`` (left as is when unset)."""
+    if part.kind != "text" or part.quoted or not part.value.startswith("~"):
+        return None
+    if len(part.value) > 1 and part.value[1] != "/":
+        return None
+    try:
+        home = lookup(Part("param", "HOME", True))
+    except Unresolvable:
+        return None
+    return home + part.value[1:]
+
+
+def expand_words(words: tuple[Word, ...] | list[Word], lookup: Lookup) -> list[str]:
+    """The fields of several words, in order, within ``MAX_FIELDS``."""
+    out: list[str] = []
+    for word in words:
+        out.extend(expand_word(word, lookup))
+        if len(out) > MAX_FIELDS:
+            raise SpecFormatError(f"the command expands to more than {MAX_FIELDS} words")
+    return out

@@ -1,0 +1,388 @@
+"""The gcloud job submissions users keep: ``gcloud ai custom-jobs create`` (GA, beta, alpha),
+the legacy ``ai-platform``/``ml-engine jobs submit training``, and the tuning jobs that are
+refused. Each command is read as gcloud builds its job (``command_lib/ai/custom_jobs``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from components import JobSpec, SpecFormatError, SpecInvalidError, load_spec_file, validate
+from components.formats import LoadedSpec
+from components.formats.gcloud_flags import invocation, split_dict, split_list
+
+IMAGE = "gcr.io/p/img:latest"
+TF_GPU = "us-docker.pkg.dev/vertex-ai/training/tf-gpu.2-12.py310:latest"
+CREATE = "gcloud ai custom-jobs create --region=us-central1 --display-name=x"
+
+
+def load(tmp_path: Path, text: str, **files: str) -> JobSpec:
+    return loaded(tmp_path, text, **files).spec
+
+
+def loaded(tmp_path: Path, text: str, **files: str) -> LoadedSpec:
+    for name, content in files.items():
+        (tmp_path / name.replace("__", ".")).write_text(content)
+    path = tmp_path / "submit.sh"
+    path.write_text(text)
+    return load_spec_file(path, env={})
+
+
+def test_single_pool_v100_container(tmp_path: Path) -> None:
+    spec = load(
+        tmp_path,
+        f"{CREATE} --worker-pool-spec=machine-type=n1-standard-8,replica-count=1,"
+        f"accelerator-type=NVIDIA_TESLA_V100,accelerator-count=2,container-image-uri={IMAGE}\n",
+    )
+    assert (spec.region, spec.display_name) == ("us-central1", "x")
+    (pool,) = spec.worker_pool_specs
+    assert pool.machine_spec is not None
+    assert (
+        pool.machine_spec.machine_type,
+        pool.machine_spec.accelerator_type,
+        pool.machine_spec.accelerator_count,
+        pool.replica_count,
+    ) == ("n1-standard-8", "NVIDIA_TESLA_V100", 2, 1)
+    assert pool.container_spec is not None and pool.container_spec.image_uri == IMAGE
+    assert pool.python_package_spec is None
+    assert validate(spec, region="us-central1") == []
+
+
+def test_pools_in_flag_order_with_gcloud_defaults_and_a_skipped_pool(tmp_path: Path) -> None:
+    spec = load(
+        tmp_path,
+        "gcloud beta ai custom-jobs create --region=europe-west4 --display-name=dist \\\n"
+        "  --labels=team=vision,env=dev --labels=env=prod \\\n"
+        f"  --worker-pool-spec=machine-type=n1-standard-16,accelerator-type=nvidia-tesla-t4,"
+        f"executor-image-uri={TF_GPU},python-module=trainer.task \\\n"
+        "  --worker-pool-spec= \\\n"
+        f"  --worker-pool-spec=machine-type=n1-highmem-8,replica-count=2,"
+        f"executor-image-uri={TF_GPU},python-module=trainer.task \\\n"
+        "  --python-package-uris=gs://b/trainer-0.1.tar.gz,gs://b/dep.whl\n",
+    )
+    chief, skipped, servers = spec.worker_pool_specs
+    assert chief.machine_spec is not None
+    assert chief.machine_spec.accelerator_type == "NVIDIA_TESLA_T4"
+    assert chief.machine_spec.accelerator_count == 1  # gcloud's default with a type
+    assert chief.replica_count == 1
+    assert skipped.is_placeholder
+    assert servers.replica_count == 2 and servers.machine_spec is not None
+    assert servers.machine_spec.accelerator_type is None
+    for pool in (chief, servers):
+        package = pool.python_package_spec
+        assert package is not None
+        assert package.package_uris == ["gs://b/trainer-0.1.tar.gz", "gs://b/dep.whl"]
+        assert (package.executor_image_uri, package.python_module) == (TF_GPU, "trainer.task")
+    assert spec.labels == {"team": "vision", "env": "prod"}
+
+
+def test_lowercase_accelerator_is_read_with_a_note(tmp_path: Path) -> None:
+    result = loaded(
+        tmp_path,
+        f"{CREATE} --worker-pool-spec=machine-type=n1-standard-8,"
+        f"accelerator-type=nvidia-l4,container-image-uri={IMAGE}\n",
+    )
+    machine = result.spec.worker_pool_specs[0].machine_spec
+    assert machine is not None and machine.accelerator_type == "NVIDIA_L4"
+    assert any("accepts only the API name, NVIDIA_L4" in n for n in result.notes)
+
+
+def test_args_and_command_go_to_every_pool_as_gcloud_does(tmp_path: Path) -> None:
+    spec = load(
+        tmp_path,
+        f"{CREATE} --worker-pool-spec=machine-type=n1-standard-4,container-image-uri={IMAGE}"
+        f" --worker-pool-spec=machine-type=n1-standard-4,executor-image-uri={TF_GPU},"
+        "python-module=t.task --python-package-uris=gs://b/t.tgz"
+        " --command=python,-m,trainer.task --args=--epochs=10 --args=^:^--lr=0.1,0.2:--x\n",
+    )
+    container = spec.worker_pool_specs[0].container_spec
+    package = spec.worker_pool_specs[1].python_package_spec
+    assert container is not None and package is not None
+    assert container.command == ["python", "-m", "trainer.task"]
+    assert container.args == package.args == ["--epochs=10", "--lr=0.1,0.2", "--x"]
+
+
+CONFIG = """\
+workerPoolSpecs:
+  - machineSpec: {machineType: n1-standard-8, acceleratorType: NVIDIA_TESLA_T4, acceleratorCount: 1}
+    replicaCount: 1
+    containerSpec:
+      imageUri: gcr.io/p/from-config
+      args: [--from-config]
+serviceAccount: config-sa@p.iam.gserviceaccount.com
+network: projects/1/global/networks/config-net
+scheduling: {timeout: 7200s}
+baseOutputDirectory: {outputUriPrefix: gs://b/out}
+"""
+
+
+def test_flags_override_the_config_file_field_by_field(tmp_path: Path) -> None:
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "job.yaml").write_text(CONFIG)  # relative to the command file
+    spec = load(
+        tmp_path,
+        f"{CREATE} --config=configs/job.yaml"
+        " --service-account=flag-sa@p.iam.gserviceaccount.com"
+        " --enable-web-access --enable-dashboard-access --persistent-resource-id=shared"
+        " --args=--from-flag\n",
+    )
+    assert spec.service_account == "flag-sa@p.iam.gserviceaccount.com"  # the flag wins
+    assert spec.network == "projects/1/global/networks/config-net"  # no flag: the file's
+    assert spec.scheduling is not None and spec.scheduling.timeout is not None
+    assert spec.scheduling.timeout.total_seconds() == 7200
+    assert spec.base_output_directory == "gs://b/out"
+    assert spec.enable_web_access and spec.enable_dashboard_access
+    assert spec.persistent_resource_id == "shared"
+    container = spec.worker_pool_specs[0].container_spec
+    assert container is not None and container.image_uri == "gcr.io/p/from-config"
+    assert container.args == ["--from-flag"]
+    assert (spec.display_name, spec.region) == ("x", "us-central1")
+
+
+def test_worker_pool_spec_flags_replace_the_config_pools(tmp_path: Path) -> None:
+    result = loaded(
+        tmp_path,
+        f"{CREATE} --config=job.yaml"
+        f" --worker-pool-spec=machine-type=n1-highmem-4,container-image-uri={IMAGE}\n",
+        job__yaml=CONFIG,
+    )
+    (pool,) = result.spec.worker_pool_specs
+    assert pool.machine_spec is not None and pool.machine_spec.machine_type == "n1-highmem-4"
+    assert pool.container_spec is not None and pool.container_spec.args == []
+    assert result.spec.service_account == "config-sa@p.iam.gserviceaccount.com"
+    assert any("--worker-pool-spec replaces its workerPoolSpecs" in n for n in result.notes)
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ("displayName: x\n" + CONFIG, r"displayName \(--display-name\)"),
+        ("labels: {a: b}\n" + CONFIG, r"labels \(--labels\)"),
+        ("worker_pool_specs: []\n", r"worker_pool_specs \(use camelCase\)"),
+        ("trainingInput: {scaleTier: BASIC}\n", "legacy trainingInput"),
+        ("studySpec: {}\ntrialJobSpec: {}\n", "hyperparameter tuning job"),
+        ("- a\n", "must hold a CustomJobSpec mapping"),
+    ],
+)
+def test_config_must_be_a_custom_job_spec(tmp_path: Path, config: str, message: str) -> None:
+    with pytest.raises(SpecFormatError, match=message):
+        loaded(tmp_path, f"{CREATE} --config=job.yaml\n", job__yaml=config)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ("--region=r --worker-pool-spec=machine-type=m,container-image-uri=i", "--display-name is"),
+        ("--display-name=x", "--worker-pool-spec or --config"),
+        (
+            "--display-name=x --worker-pool-spec=machine-typo=m,container-image-uri=i",
+            "unknown key 'machine-typo' .did you mean machine-type",
+        ),
+        (
+            "--display-name=x --worker-pool-spec=machine-type=m,disk-size=200,container-image-uri=i",
+            "has no disk keys: set diskSpec in the --config file",
+        ),
+        ("--display-name=x --worker-pool-spec=container-image-uri=i", "machine-type is required"),
+        (
+            "--display-name=x --worker-pool-spec=machine-type=m,accelerator-count=2,container-image-uri=i",
+            "accelerator-count needs accelerator-type",
+        ),
+        (
+            "--display-name=x --worker-pool-spec=machine-type=m,executor-image-uri=e",
+            "executor-image-uri needs python-module",
+        ),
+        (
+            "--display-name=x --worker-pool-spec=machine-type=m,container-image-uri=i,executor-image-uri=e,python-module=t",
+            "exactly one of executor-image-uri, container-image-uri",
+        ),
+        (
+            "--display-name=x --worker-pool-spec= --worker-pool-spec=machine-type=m,container-image-uri=i",
+            r"--worker-pool-spec\[0\] is empty",
+        ),
+        (
+            "--display-name=x --worker-pool-spec=machine-type=m,container-image-uri=i"
+            " --worker-pool-spec=machine-type=m,local-package-path=.,executor-image-uri=e,script=a.py",
+            r"--worker-pool-spec\[1\]: local-package-path is only allowed in the first pool",
+        ),
+        (
+            "--display-name=x --worker-pool-spec=machine-type=m,container-image-uri=i,requirements=a",
+            "requirements only go with local-package-path",
+        ),
+        (
+            "--display-name=x --worker-pool-spec=machine-type=m,replica-count=two,container-image-uri=i",
+            r"replica-count must be a whole number, got 'two'",
+        ),
+        ("--display-name=x --worker-pool-specs=machine-type=m", "did you mean --worker-pool-spec"),
+        ("--display-name=x --config=c.yaml extra", "takes no arguments, got 'extra'"),
+        ("--display-name=x --config=c.yaml --args=--a,1,--b,1", "refuses '1' given twice"),
+        ("--display-name=x --config=c.yaml --flags-file=f.yaml", "--flags-file: flags kept in a"),
+        ("--display-name=x --config=c.yaml --kms-key=k", "not fully specified"),
+        ("--display-name=x --worker-pool-spec=machine-type", "expected KEY=VALUE pairs"),
+    ],
+)
+def test_what_gcloud_refuses_is_refused_naming_the_flag(
+    tmp_path: Path, flags: str, message: str
+) -> None:
+    with pytest.raises(SpecFormatError, match=message) as info:
+        loaded(tmp_path, f"gcloud ai custom-jobs create {flags}\n", c__yaml=CONFIG)
+    assert str(info.value).startswith("line 1: ")
+
+
+def test_local_package_becomes_a_python_package_with_notes(tmp_path: Path) -> None:
+    result = loaded(
+        tmp_path,
+        f"{CREATE} --worker-pool-spec=machine-type=n1-standard-8,accelerator-type=NVIDIA_TESLA_T4,"
+        f"executor-image-uri={TF_GPU},local-package-path=trainer,script=trainer/task.py,"
+        "'requirements=pandas;scikit-learn==1.3' \\\n"
+        "  --worker-pool-spec=machine-type=n1-standard-8,replica-count=3 --args=--epochs=3\n",
+    )
+    chief, workers = result.spec.worker_pool_specs
+    for pool in (chief, workers):
+        package = pool.python_package_spec
+        assert package is not None
+        assert package.package_uris == ["trainer"]
+        assert (package.executor_image_uri, package.python_module) == (TF_GPU, "trainer.task")
+        assert package.args == ["--epochs=3"]
+    assert workers.replica_count == 3
+    notes = " ".join(result.notes)
+    assert "gcloud builds an image of this directory" in notes
+    assert "requirements=pandas;scikit-learn==1.3" in notes
+    assert "runs module trainer.task" in notes
+    warnings = validate(result.spec, region="us-central1")
+    assert [v.severity for v in warnings] == ["warning", "warning"]  # local paths, said so
+
+
+def test_a_shell_script_entry_point_is_never_guessed_as_a_module(tmp_path: Path) -> None:
+    result = loaded(
+        tmp_path,
+        f"{CREATE} --worker-pool-spec=machine-type=n1-standard-4,executor-image-uri={TF_GPU},"
+        "local-package-path=.,script=run.sh\n",
+    )
+    package = result.spec.worker_pool_specs[0].python_package_spec
+    assert package is not None and package.python_module is None
+    assert any("a Python package spec cannot run it" in n for n in result.notes)
+    paths = [v.path for v in validate(result.spec, region="us-central1") if v.severity == "error"]
+    assert paths == ["workerPoolSpecs[0].pythonPackageSpec.pythonModule"]
+
+
+def test_kms_key_from_its_parts_and_global_flags_before_the_group(tmp_path: Path) -> None:
+    spec = load(
+        tmp_path,
+        "gcloud --project=proj --quiet --verbosity=debug alpha ai custom-jobs create"
+        " --region=us-central1 --display-name=x --config=c.yaml"
+        " --kms-key=k --kms-keyring=ring --kms-location=us-central1 --no-enable-web-access\n",
+        c__yaml=CONFIG,
+    )
+    assert spec.project == "proj"
+    assert spec.kms_key_name == "projects/proj/locations/us-central1/keyRings/ring/cryptoKeys/k"
+    assert not spec.enable_web_access
+
+
+def test_values_the_model_refuses_are_named_in_flag_terms(tmp_path: Path) -> None:
+    with pytest.raises(SpecInvalidError) as info:
+        loaded(
+            tmp_path,
+            f"{CREATE} --worker-pool-spec=machine-type=n1-standard-4,"
+            f"accelerator-type=NVIDIA_L4,accelerator-count=99999999999,container-image-uri={IMAGE}\n",
+        )
+    assert [v.path for v in info.value.violations] == ["--worker-pool-spec[0] accelerator-count"]
+
+
+@pytest.mark.parametrize("track", ["", "beta ", "alpha "])
+def test_hp_tuning_jobs_are_refused_never_run_as_one_job(tmp_path: Path, track: str) -> None:
+    with pytest.raises(SpecFormatError, match="hyperparameter tuning job: TrainingJob runs single"):
+        loaded(
+            tmp_path,
+            f"gcloud {track}ai hp-tuning-jobs create --region=us-central1 --display-name=t"
+            " --max-trial-count=10 --parallel-trial-count=2 --config=c.yaml\n",
+            c__yaml="studySpec: {}\ntrialJobSpec: {}\n",
+        )
+
+
+def test_legacy_submit_with_tuning_config_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(SpecInvalidError) as info:
+        loaded(
+            tmp_path,
+            "gcloud ai-platform jobs submit training j --region us-central1 --config hp.yaml"
+            " --module-name trainer.task --package-path gs://b/t.tgz\n",
+            hp__yaml="trainingInput:\n  scaleTier: BASIC\n  hyperparameters:\n    goal: MAXIMIZE\n"
+            "    maxTrials: 4\n    params:\n    - {parameterName: lr, type: DOUBLE,"
+            " minValue: 0.001, maxValue: 0.1}\n",
+        )
+    assert any("hyperparameter tuning" in v.reason for v in info.value.violations)
+
+
+@pytest.mark.parametrize(
+    ("flags", "path", "reason"),
+    [
+        ("--scale-tier basic-gpux", "--scale-tier", "unknown scale tier 'BASIC_GPUX'"),
+        (
+            "--scale-tier basic --master-machine-type n1-standard-8",
+            "--scale-tier",
+            "BASIC sets the cluster itself",
+        ),
+        ("--scale-tier custom", "--master-machine-type", "is required with scaleTier CUSTOM"),
+        ("--scale-tier custom --master-machine-type n1-bogus-8", "", ""),
+    ],
+)
+def test_legacy_violations_speak_of_the_flags(
+    tmp_path: Path, flags: str, path: str, reason: str
+) -> None:
+    command = (
+        f"gcloud ai-platform jobs submit training j --region us-central1 {flags}"
+        " --runtime-version 2.11 --python-version 3.10 --module-name trainer.task"
+        " --package-path gs://b/t.tgz\n"
+    )
+    if not path:  # a machine type is the validator's to judge, at the spec's path
+        spec = load(tmp_path, command)
+        paths = [v.path for v in validate(spec, region="us-central1")]
+        assert "workerPoolSpecs[0].machineSpec.machineType" in paths
+        return
+    with pytest.raises(SpecInvalidError) as info:
+        loaded(tmp_path, command)
+    found = {v.path: v.reason for v in info.value.violations}
+    assert path in found and reason in found[path], found
+    assert not any(p.startswith("trainingInput.") for p in found)
+
+
+def test_legacy_violation_of_a_config_value_keeps_the_config_path(tmp_path: Path) -> None:
+    with pytest.raises(SpecInvalidError) as info:
+        loaded(
+            tmp_path,
+            "gcloud ai-platform jobs submit training j --region us-central1 --config c.yaml"
+            " --module-name trainer.task --package-path gs://b/t.tgz\n",
+            c__yaml="trainingInput:\n  scaleTier: BASIC_GPUX\n",
+        )
+    assert "trainingInput.scaleTier" in {v.path for v in info.value.violations}
+
+
+def test_legacy_package_path_and_word_split_user_args(tmp_path: Path) -> None:
+    result = loaded(
+        tmp_path,
+        'ARGS="--train-steps 1000 --eval-steps 100"\n'
+        "gcloud ml-engine jobs submit training census --region us-central1"
+        " --runtime-version 2.11 --python-version 3.10 --module-name trainer.task"
+        " --package-path trainer/ -- $ARGS\n",
+    )
+    package = result.spec.worker_pool_specs[0].python_package_spec
+    assert package is not None and package.package_uris == ["trainer/"]
+    assert package.args == ["--train-steps", "1000", "--eval-steps", "100"]
+    assert any("--package-path trainer/: gcloud builds" in n for n in result.notes)
+
+
+def test_gcloud_list_and_dict_syntax() -> None:
+    assert split_list("--a", "a,b,") == ["a", "b"]
+    assert split_list("--a", "a,,b") == ["a", "", "b"]
+    assert split_list("--a", "^;^a,b;c") == ["a,b", "c"]
+    assert split_list("--a", "") == []
+    assert split_dict("--l", 'k="v",x = y') == {"k": "v", "x": "y"}
+    with pytest.raises(SpecFormatError, match="empty"):
+        split_list("--a", "^^a")
+    found = invocation(["gcloud", "--account", "me", "beta", "ai", "custom-jobs", "create", "-q"])
+    assert (found.form, found.track, found.args) == (
+        "custom-job",
+        "beta",
+        ["--account", "me", "-q"],
+    )
+    assert invocation(["gcloud", "ai", "custom-jobs", "describe", "x"]).form == "other"
