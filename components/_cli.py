@@ -22,6 +22,7 @@ from components._spec import JobSpec
 from components._validation import validate
 from components._violations import Violation, did_you_mean, errors_only
 from components.formats import LoadedSpec, load_spec_file
+from components.formats.legacy_config import LegacyConversionError
 
 __all__ = ["build_parser", "cmd_catalog", "cmd_convert", "cmd_estimate", "cmd_validate", "main"]
 
@@ -29,10 +30,10 @@ EXIT_VALID, EXIT_INVALID, EXIT_UNREADABLE = 0, 1, 2
 
 
 def _load(
-    path: str, out: TextIO, *, json_errors: bool = False
+    path: str, out: TextIO, *, region: str | None = None, json_errors: bool = False
 ) -> LoadedSpec | tuple[int, list[Violation]]:
     try:
-        return load_spec_file(path)
+        return load_spec_file(path, region=region)
     except SpecInvalidError as exc:
         return EXIT_INVALID, list(exc.violations)
     except SpecFormatError as exc:
@@ -46,9 +47,9 @@ def _load(
         return EXIT_UNREADABLE, []
 
 
-def _load_or_report(path: str, err: TextIO) -> LoadedSpec | int:
+def _load_or_report(path: str, err: TextIO, region: str | None = None) -> LoadedSpec | int:
     """The spec, or the exit code after printing why it could not be read."""
-    loaded = _load(path, err)
+    loaded = _load(path, err, region=region)
     if isinstance(loaded, tuple):
         code, violations = loaded
         _print_violations(violations, err)
@@ -68,7 +69,8 @@ def _table(rows: Sequence[Sequence[str]], out: TextIO) -> None:
 
 
 def cmd_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    loaded = _load(args.file, out if args.json else err, json_errors=args.json)
+    stream = out if args.json else err
+    loaded = _load(args.file, stream, region=args.region, json_errors=args.json)
     if isinstance(loaded, tuple):
         code, violations = loaded
         if args.json and code == EXIT_INVALID:
@@ -166,7 +168,7 @@ def _create_command(spec: JobSpec, source: str) -> tuple[str, list[str]]:
 
 
 def cmd_convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    loaded = _load_or_report(args.file, err)
+    loaded = _load_or_report(args.file, err, args.region)
     if isinstance(loaded, int):
         return loaded
     spec = loaded.spec
@@ -251,8 +253,32 @@ def _money(value: float | None) -> str:
     return "unknown" if value is None else f"{value:,.4f}"
 
 
+def _load_for_pricing(path: str, err: TextIO, region: str | None) -> LoadedSpec | int:
+    """The spec to price: a legacy job that cannot run today (a retired GPU) is priced as written."""
+    try:
+        return load_spec_file(path, region=region)
+    except LegacyConversionError as exc:
+        if exc.conversion is None:
+            _print_violations(exc.violations, err)
+            return EXIT_INVALID
+        for violation in exc.violations:
+            print(f"warning: {violation}", file=err)
+        print(
+            "note: priced as written; the job cannot be submitted until the above is fixed",
+            file=err,
+        )
+        conversion = exc.conversion
+        return LoadedSpec(conversion.spec, "legacy-config", conversion.notes, conversion.scale_tier)
+    except SpecFormatError as exc:
+        print(f"error: {exc}", file=err)
+        return EXIT_UNREADABLE
+    except SpecInvalidError as exc:
+        _print_violations(exc.violations, err)
+        return EXIT_INVALID
+
+
 def cmd_estimate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    loaded = _load_or_report(args.file, err)
+    loaded = _load_for_pricing(args.file, err, args.region)
     if isinstance(loaded, int):
         return loaded
     catalog = load_catalog()

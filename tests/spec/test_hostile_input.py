@@ -35,7 +35,13 @@ VALID_DOCUMENTS = [
     DATA / "seed001_config_legacy_k80.yaml",
     DATA / "seed001_config_t4.yaml",
 ]
-COMMAND_FILES = [DATA / "seed001_submit_flags.sh", DATA / "seed001_submit_config.sh"]
+COMMAND_FILES = [
+    DATA / "seed001_submit_flags.sh",
+    DATA / "seed001_submit_config.sh",
+    DATA / "real" / "legacy_submit_script.sh",
+    DATA / "real" / "vertex_create_flags.sh",
+    DATA / "real" / "vertex_create_multi_pool.sh",
+]
 
 # Every field the loaders know, so that each is fuzzed.
 LEGACY_EVERY_FIELD = {
@@ -229,6 +235,26 @@ def _random_texts(rng: random.Random) -> Iterator[tuple[str, bytes]]:
             yield f"cut-{source.stem}-{i}", data[: rng.randrange(len(data))]
 
 
+def _hostile_scripts() -> Iterator[tuple[str, str]]:
+    """Shell scripts built to blow up a reader that expands or nests without bounds."""
+    submit = "gcloud ai-platform jobs submit training $J --region us-central1 --module-name t.m\n"
+    doubling = "".join(f"A{i + 1}=$A{i}$A{i}\n" for i in range(40))
+    yield "script-doubling-variables", f"A0=xxxxxxxxxxxxxxxx\n{doubling}J=$A40\n{submit}"
+    yield "script-self-doubling", "A=x\n" + "A=$A$A\n" * 64 + "J=$A\n" + submit
+    yield "script-deep-substitution", "J=" + "$(" * 20000 + ")" * 20000 + "\n" + submit
+    yield "script-deep-braces", "J=" + "${X:-" * 20000 + "}" * 20000 + "\n" + submit
+    yield "script-many-assignments", "".join(f"V{i}=x\n" for i in range(60000)) + submit
+    yield "script-endless-heredoc", "#!/bin/bash\ncat > c.yaml <<EOF\n" + "x: 1\n" * 50000
+    yield "script-many-submissions", "J=j\n" + submit * 5000
+    flags = " ".join(
+        f"--worker-pool-spec=machine-type=n1-standard-4,replica-count={i}" for i in range(3000)
+    )
+    yield (
+        "custom-jobs-many-pools",
+        f"gcloud ai custom-jobs create --region=us-central1 --display-name=x {flags}\n",
+    )
+
+
 def _command_mutations(rng: random.Random) -> Iterator[tuple[str, str]]:
     """Command files whose flag values are replaced by hostile text."""
     values = [
@@ -298,6 +324,8 @@ def _cases(tmp: Path) -> list[dict[str, Any]]:
     add("nul-in-yaml", b"workerPoolSpecs:\n- machineSpec: {machineType: n1-\x00standard-4}\n")
     add("nul-in-config-flag", b"gcloud ai-platform jobs submit training j --config a\x00b.yaml\n")
     add("not-utf8", b"displayName: \xff\xfe\n")
+    for case_id, text in _hostile_scripts():
+        add(case_id, text)
     for name, special in _special_paths(tmp).items():
         add(f"path-{name}", path=special)
         add(
@@ -423,3 +451,16 @@ def test_wrong_types_name_the_field(results: dict[str, Any]) -> None:
         "mutate-dev-t4-spot-jobSpec.workerPoolSpecs.0.machineSpec.acceleratorCount-0"
     ]
     assert "acceleratorCount: must be at most 2147483647" in count["stdout"]
+
+
+def test_hostile_scripts_end_quickly_with_short_messages(results: dict[str, Any]) -> None:
+    finished = results["finished"]
+    scripts = [case_id for case_id in finished if case_id.startswith("script-")]
+    assert len(scripts) == 7
+    # Unbounded expansions are refused; a huge `$(...)` is kept as the text it is, and the
+    # job named by it is then invalid (exit 1): either way each message stays short.
+    refused = [s for s in scripts if s != "script-deep-substitution"]
+    assert {case_id: finished[case_id]["code"] for case_id in refused} == dict.fromkeys(refused, 2)
+    assert finished["script-deep-substitution"]["code"] == 1
+    longest = max(len(line) for s in scripts for line in finished[s]["stderr"].splitlines())
+    assert longest < 1000

@@ -1,0 +1,11 @@
+gcloud ai-platform jobs submit training pytorch_job_1 \
+  --region us-central1 \
+  --master-image-uri gcr.io/cloud-ml-public/training/pytorch-gpu.1-6 \
+  --scale-tier CUSTOM \
+  --master-machine-type n1-standard-8 \
+  --master-accelerator count=1,type=nvidia-tesla-p100 \
+  --job-dir gs://my-bucket/pytorch_job_1 \
+  --package-path ./trainer \
+  --module-name trainer.task \
+  -- \
+  --epochs 10
