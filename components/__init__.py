@@ -35,6 +35,8 @@ from components._spec import (
     Scheduling,
     WorkerPoolSpec,
 )
+from components._tuning_spec import StudySpec, TrialJobSpec, TuningJobSpec
+from components._tuning_validation import validate_tuning, validate_tuning_document
 from components._validation import validate, validate_document
 from components._violations import Violation, did_you_mean, errors_only, nearest
 from components.formats import LoadedSpec, load_spec_file, spec_from_document
@@ -57,7 +59,10 @@ __all__ = [
     "SpecError",
     "SpecFormatError",
     "SpecInvalidError",
+    "StudySpec",
     "TrainingJobError",
+    "TrialJobSpec",
+    "TuningJobSpec",
     "Violation",
     "WorkerPoolSpec",
     "allowed_counts",
@@ -72,5 +77,7 @@ __all__ = [
     "spec_from_document",
     "validate",
     "validate_document",
+    "validate_tuning",
+    "validate_tuning_document",
     "zones_offering",
 ]

@@ -422,6 +422,9 @@ _FRIENDLY_TYPES = {
     "int_parsing": "must be a whole number",
     "int_type": "must be a whole number",
     "int_from_float": "must be a whole number",
+    "float_parsing": "must be a number",
+    "float_type": "must be a number",
+    "finite_number": "must be a finite number",
     "string_type": "must be a string",
     "bool_parsing": "must be true or false",
     "bool_type": "must be true or false",
@@ -432,8 +435,13 @@ _FRIENDLY_TYPES = {
 }
 
 
-def violations_from_pydantic(exc: ValidationError) -> list[Violation]:
-    """One violation per pydantic error, with camelCase paths and no echo of input values."""
+def violations_from_pydantic(
+    exc: ValidationError, root: type[BaseModel] | None = None
+) -> list[Violation]:
+    """One violation per pydantic error, with camelCase paths and no echo of input values.
+
+    ``root`` is the model the paths start from (``JobSpec`` unless given): it names the known
+    fields of an unknown one."""
     violations = []
     for error in exc.errors(include_url=False, include_input=False):
         location = tuple(p for p in error["loc"] if not (isinstance(p, str) and "[" in p))
@@ -447,7 +455,7 @@ def violations_from_pydantic(exc: ValidationError) -> list[Violation]:
         suggestion = None
         if kind == "extra_forbidden":
             field_name = str(location[-1]) if location else ""
-            parent = _model_at(location[:-1])
+            parent = _model_at(location[:-1], root or JobSpec)
             known = sorted(_aliases(parent)) if parent else []
             reason = "is not a field of this object"
             suggestion = did_you_mean(
@@ -469,9 +477,9 @@ def _aliases(model: type[BaseModel]) -> set[str]:
     return {info.alias or name for name, info in model.model_fields.items()}
 
 
-def _model_at(location: tuple[str | int, ...]) -> type[BaseModel] | None:
-    """The model class that sits at a (camelCase) location under JobSpec."""
-    model: type[BaseModel] = JobSpec
+def _model_at(location: tuple[str | int, ...], root: type[BaseModel]) -> type[BaseModel] | None:
+    """The model class that sits at a (camelCase) location under ``root``."""
+    model: type[BaseModel] = root
     for part in location:
         if isinstance(part, int):
             continue

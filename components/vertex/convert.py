@@ -375,7 +375,6 @@ def custom_job_spec_document(spec: JobSpec) -> dict[str, Any]:
 _UNSET: tuple[object, ...] = (
     "",
     0,
-    "0",
     False,
     [],
     {},
