@@ -7,6 +7,11 @@ types and scale tiers map to today's machine types through the catalog
 prebuilt Vertex training image (``training_images.csv``, chosen by ``legacy_images``), a
 pool's own image with a package runs the package in that image.
 
+A TPU job is the exception to the pool order: AI Platform's master drove a Cloud TPU worker
+(``cloud_tpu``, ``BASIC_TPU``) over the network, while Vertex AI runs a TPU job on one TPU
+VM as its only pool (``cloud-tpu``, replicaCount 1), so the master is dropped with a note
+and the TPU VM runs the trainer; ``acceleratorConfig`` on ``cloud_tpu`` picks TPU v2 or v3.
+
 Problems are said in the input's terms (``trainingInput.scaleTier: BASIC_GPU runs on 1 x
 NVIDIA_TESLA_K80, ...``) and raised together: when the rest of the job is whole, it is
 validated too, so that no problem hides another.
@@ -17,7 +22,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from components._catalog import Catalog, allowed_counts, load_catalog
+from components._catalog import (
+    Catalog,
+    LegacyMachineType,
+    accepted_accelerators,
+    allowed_counts,
+    load_catalog,
+    resolve_accelerator,
+)
 from components._errors import SpecError, SpecInvalidError
 from components._spec import JobSpec
 from components._validation import validate
@@ -381,15 +393,52 @@ class _Converter:
     def pools(self) -> list[dict[str, Any]]:
         """Pool 0 master, 1 workers, 2 parameter servers, 3 evaluators; empty middle pools kept."""
         args = self.trainer_args()
-        pools = [
-            self.role_pool(index, role, type_key, args)
-            for index, (role, type_key) in enumerate(_ROLES)
-        ]
+        tpu_role = _tpu_vm_role(self.ti, self.catalog)
+        if tpu_role is not None:
+            pools = [self.tpu_vm_pool(*tpu_role, args)]
+        else:
+            pools = [
+                self.role_pool(index, role, type_key, args)
+                for index, (role, type_key) in enumerate(_ROLES)
+            ]
         while pools and not pools[-1]:
             pools.pop()
         if self.prebuilt_used:
-            self.notes.append(self.framework_note())
+            self.notes.append(self.framework_note("tpu" if tpu_role else "cpu"))
         return pools
+
+    def tpu_vm_pool(self, index: int, role: str, type_key: str, args: list[str]) -> dict[str, Any]:
+        """A TPU job: the TPU role's machine becomes the job's only pool (one TPU VM).
+
+        AI Platform ran the trainer on the master, a separate VM driving a Cloud TPU
+        worker over the network; Vertex AI runs a TPU job on one TPU VM that is both, in a
+        single worker pool with one replica (``configure-compute#tpu``): a master beside a
+        ``cloud_tpu`` worker is dropped, and any other pool is a problem.
+        """
+        ti = self.ti
+        name = str(ti[type_key])
+        count = 1 if index == 0 else _count(ti, f"{role}Count", self)
+        if count > 1:
+            self.problem(
+                f"trainingInput.{role}Count",
+                f"{count} x {name}: Vertex AI runs a TPU job on a single TPU VM "
+                "(one worker pool, replicaCount 1)",
+                f"set {role}Count: 1",
+            )
+        for other_index, (other, other_key) in enumerate(_ROLES):
+            if other_index in (0, index) or not _count(ti, f"{other}Count", self):
+                continue
+            self.problem(
+                f"trainingInput.{other}Count",
+                f"Vertex AI runs a TPU job in a single worker pool: {other} replicas cannot "
+                f"run beside the {name} {role}",
+                f"remove {other_key} and {other}Count",
+            )
+        if index > 0:
+            self.notes.append(_master_dropped(ti, type_key, name))
+        pool = self.machine_pool(role, name, 1)
+        self.add_trainer(index, role, pool, args)
+        return pool
 
     def role_pool(self, index: int, role: str, type_key: str, args: list[str]) -> dict[str, Any]:
         ti = self.ti
@@ -473,13 +522,13 @@ class _Converter:
             self.prebuilt_used = True
         return choice.uri or ""
 
-    def framework_note(self) -> str:
+    def framework_note(self, kind: str) -> str:
         runtime = self.ti.get("runtimeVersion")
         version = DEFAULT_RUNTIME_VERSION if runtime in (None, "") else version_text(runtime)
         return (
             f"runtime version {clipped(version)} bundled TensorFlow, scikit-learn and XGBoost, "
             "and a legacy job does not say which one it uses: it runs in the prebuilt "
-            "TensorFlow image; " + other_frameworks_hint(self.catalog, "cpu", self.region)
+            "TensorFlow image; " + other_frameworks_hint(self.catalog, kind, self.region)
         )
 
     def python_package(self, image: str, args: list[str]) -> dict[str, Any]:
@@ -500,18 +549,23 @@ class _Converter:
             if legacy.accelerator:
                 machine["acceleratorType"] = legacy.accelerator
                 machine["acceleratorCount"] = legacy.accelerator_count
+        config = self.ti.get(f"{role}Config") or {}
+        accel = config.get("acceleratorConfig")
+        if accel is not None:
+            self.accelerator_config(role, machine_name, accel, machine)
+        if legacy is not None:
+            # A TPU's acceleratorConfig picks its version; a GPU type's is refused above.
+            tpu = _is_tpu_machine(self.catalog, machine_name) and machine.get("acceleratorType")
+            shown = machine if tpu else {}
             what = (
-                f" with {legacy.accelerator_count} x {legacy.accelerator}"
+                f" with {shown.get('acceleratorCount', legacy.accelerator_count)} x "
+                f"{shown.get('acceleratorType', legacy.accelerator)}"
                 if legacy.accelerator
                 else ""
             )
             self.notes.append(
                 f"{role}: legacy machine type {machine_name} is {legacy.machine_type}{what}"
             )
-        config = self.ti.get(f"{role}Config") or {}
-        accel = config.get("acceleratorConfig")
-        if accel is not None:
-            self.accelerator_config(role, machine_name, accel, machine)
         pool: dict[str, Any] = {"machineSpec": machine, "replicaCount": count}
         disk = _disk_spec(config.get("diskConfig") or {})
         if disk:
@@ -522,6 +576,9 @@ class _Converter:
         self, role: str, machine_name: str, accel: dict[str, Any], machine: dict[str, Any]
     ) -> None:
         legacy = self.catalog.legacy_machine_types.get(machine_name)
+        if legacy is not None and _is_tpu_machine(self.catalog, machine_name):
+            self.tpu_version(role, legacy, accel, machine)
+            return
         if legacy is not None and legacy.accelerator:
             self.problem(
                 f"trainingInput.{role}Config.acceleratorConfig",
@@ -533,6 +590,40 @@ class _Converter:
             self.accelerator_from_config.add(role)
         if accel.get("count") is not None:
             machine["acceleratorCount"] = int(accel["count"])
+
+    def tpu_version(
+        self, role: str, legacy: LegacyMachineType, accel: dict[str, Any], machine: dict[str, Any]
+    ) -> None:
+        """``cloud_tpu``'s acceleratorConfig picks the TPU version (TPU_V2 or TPU_V3, 8 cores).
+
+        The choices are the legacy row's count of each TPU type its machine takes.
+        """
+        choices = [
+            (name, legacy.accelerator_count)
+            for name in accepted_accelerators(self.catalog, legacy.machine_type)
+            if legacy.accelerator_count in allowed_counts(self.catalog, legacy.machine_type, name)
+        ]
+        written = accel.get("type")
+        name = resolve_accelerator(self.catalog, str(written)) if written is not None else None
+        count = int(accel["count"]) if accel.get("count") is not None else None
+        if (name, count) in choices:
+            machine["acceleratorType"], machine["acceleratorCount"] = name, count
+            return
+        allowed = " or ".join(_accelerator_text(n, c) for n, c in choices)
+        given = _accelerator_text(clipped(str(written)) if written is not None else None, count)
+        default = (legacy.accelerator, legacy.accelerator_count)
+        others = " or ".join(_accelerator_text(*c) for c in choices if c != default)
+        fix = next((c for c in choices if c[0] == name and c != default), None)
+        field_name = f"{role}Config.acceleratorConfig"
+        alone = f"{legacy.name}'s default {_accelerator_text(*default)}"
+        self.problem(
+            f"trainingInput.{field_name}",
+            f"{legacy.name} takes {allowed}, not {given}",
+            f"set {field_name}: {_accelerator_text(*fix)}, or remove it for {alone}"
+            if fix
+            else f"remove {field_name} for {alone}"
+            + (f", or set it to {others}" if others else ""),
+        )
 
     def check_retired(self, pools: list[dict[str, Any]], tier_name: str) -> None:
         """A retired GPU (the K80 of BASIC_GPU, standard_gpu, ...) said in the input's terms."""
@@ -699,6 +790,48 @@ def _legacy_scheduling(value: Any) -> Any:
     if isinstance(value, dict) and "maxRunningTime" in value:
         return {"timeout": value["maxRunningTime"]}
     return value
+
+
+def _is_tpu_machine(catalog: Catalog, name: str) -> bool:
+    """Whether a legacy or Compute Engine machine type name is a TPU VM (``cloud_tpu``)."""
+    legacy = catalog.legacy_machine_types.get(name)
+    machine = catalog.machine_types.get(legacy.machine_type if legacy else name)
+    return machine is not None and machine.family == "tpu"
+
+
+def _tpu_vm_role(ti: dict[str, Any], catalog: Catalog) -> tuple[int, str, str] | None:
+    """The first role (index, role, type field) of the job that runs on a TPU, if any."""
+    for index, (role, type_key) in enumerate(_ROLES):
+        name = ti.get(type_key)
+        if name is None or not _is_tpu_machine(catalog, str(name)):
+            continue
+        try:
+            present = index == 0 or int(ti.get(f"{role}Count", 0)) > 0
+        except (TypeError, ValueError):
+            present = False
+        if present:
+            return index, role, type_key
+    return None
+
+
+def _master_dropped(ti: dict[str, Any], type_key: str, name: str) -> str:
+    """The note saying why the legacy master of a TPU job has no pool on Vertex AI."""
+    master = clipped(str(ti.get("masterType")))
+    config = ti.get("masterConfig") or {}
+    lost = [f"masterConfig.{k}" for k in config if k != "imageUri"]
+    return (
+        f"masterType {master} is dropped: on AI Platform the master VM ran the trainer and "
+        f"drove the {type_key} {name} (a Cloud TPU) over the network; Vertex AI runs a TPU "
+        "job on one TPU VM that is both (workerPoolSpecs[0], replicaCount 1, its only pool), "
+        "so the trainer runs on the TPU VM"
+        + (f" ({', '.join(lost)} dropped with the master)" if lost else "")
+    )
+
+
+def _accelerator_text(name: str | None, count: int | None) -> str:
+    """``{type: TPU_V3, count: 8}``; a missing field is left out."""
+    parts = [f"type: {name}" if name is not None else "", f"count: {count}" if count else ""]
+    return "{" + ", ".join(p for p in parts if p) + "}"
 
 
 def _count(ti: dict[str, Any], key: str, converter: _Converter) -> int:

@@ -252,7 +252,7 @@ def _lifecycle_notes(wanted: _Wanted, image: TrainingImage, today: date) -> list
 
 def other_frameworks_hint(catalog: Catalog, accelerator: str, region: str | None) -> str:
     """Where to set another framework's image, with the newest of each as an example."""
-    examples = []
+    examples, names = [], []
     for framework in ("scikit-learn", "xgboost", "pytorch"):
         images = [
             i
@@ -262,9 +262,12 @@ def other_frameworks_hint(catalog: Catalog, accelerator: str, region: str | None
         newest = _sorted_versions(images)[-1:]
         chosen = [i for i in images if i.framework_version in newest][:1]
         examples += [image_uri(catalog, i, region) for i in chosen]
+        names += [FRAMEWORK_NAMES[framework]] if chosen else []
     shown = f" (e.g. {', '.join(examples)})" if examples else ""
+    # Only the frameworks with an image for this accelerator kind (no scikit-learn TPU image).
+    named = ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else "".join(names)
     return (
-        "to run it in a scikit-learn, XGBoost or PyTorch image instead, set "
+        f"to run it in a {named or 'scikit-learn, XGBoost or PyTorch'} image instead, set "
         f"masterConfig.imageUri to that prebuilt image{shown}: with packageUris it becomes "
         "the executorImageUri"
     )

@@ -303,50 +303,7 @@ def test_a_scale_tier_keeps_the_masters_disk(tmp_path: Path) -> None:
     )
 
 
-# --- TPUs -------------------------------------------------------------------------------
-
-
-def test_basic_tpu_gets_the_tpu_image_on_its_tpu_pool(tmp_path: Path) -> None:
-    spec = _load(
-        tmp_path,
-        "trainingInput:\n  scaleTier: BASIC_TPU\n  runtimeVersion: '2.12'\n"
-        "  region: us-central1\n" + PACKAGE,
-    ).spec
-    master, tpu = spec.worker_pool_specs
-    assert _image(master) == "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-12.py310:latest"
-    assert _image(tpu) == "us-docker.pkg.dev/vertex-ai/training/tf-tpu.2-12:latest"
-    assert tpu.machine_spec is not None and tpu.machine_spec.accelerator_type == "TPU_V2"
-
-
-def test_basic_tpu_on_a_runtime_without_a_tpu_image_is_refused(tmp_path: Path) -> None:
-    error = _refused(
-        tmp_path,
-        "trainingInput:\n  scaleTier: BASIC_TPU\n  runtimeVersion: 2.1\n  pythonVersion: 3.7\n"
-        "  region: us-central1\n" + PACKAGE,
-    )
-    (violation,) = error.violations
-    assert violation.path == "trainingInput.runtimeVersion"
-    assert violation.reason == (
-        "Vertex AI has prebuilt TensorFlow 2.1 training images for CPU and GPU only, none for TPU"
-    )
-    assert "2.12" in (violation.suggestion or "") and "workerConfig.imageUri" in (
-        violation.suggestion or ""
-    )
-    assert error.conversion is not None  # the TPU pool never got a CPU or GPU image instead
-    assert _image(error.conversion.spec.worker_pool_specs[1]) == ""
-
-
-def test_a_cloud_tpu_worker_uses_its_tpu_tf_version(tmp_path: Path) -> None:
-    spec = _load(
-        tmp_path,
-        "trainingInput:\n  scaleTier: CUSTOM\n  masterType: n1-standard-8\n"
-        "  workerType: cloud_tpu\n  workerCount: 1\n"
-        "  workerConfig: {tpuTfVersion: '2.15'}\n"
-        "  runtimeVersion: '2.12'\n  region: europe-west4\n" + PACKAGE,
-    ).spec
-    master, tpu = spec.worker_pool_specs
-    assert _image(master).endswith("/tf-cpu.2-12.py310:latest")
-    assert _image(tpu) == "europe-docker.pkg.dev/vertex-ai/training/tf-tpu.2-15.cp310:latest"
+# --- TPUs: tests/spec/test_legacy_tpu.py -----------------------------------------------
 
 
 # --- hyperparameter tuning --------------------------------------------------------------
