@@ -443,9 +443,29 @@ def _pools(spec: JobSpec, ctx: _Context) -> Iterator[Violation]:
             "remove trailing empty pools",
             rule="pools",
         )
+    yield from _tpu_pools(pools, ctx)
     for index, pool in enumerate(pools):
         if not pool.is_placeholder:
             yield from _pool(index, pool, ctx)
+
+
+def _tpu_pools(pools: list[WorkerPoolSpec], ctx: _Context) -> Iterator[Violation]:
+    """A TPU VM runs the whole job: Vertex takes it only as the one pool (pool 0's own rule
+    already holds it to one replica)."""
+    for index, pool in enumerate(pools):
+        machine = pool.machine_spec
+        accelerator = machine.accelerator_type if machine else None
+        info = ctx.catalog.accelerators.get(accelerator) if accelerator else None
+        if info is None or info.kind != "tpu":
+            continue
+        if len(pools) > 1:
+            yield Violation(
+                f"workerPoolSpecs[{index}].machineSpec.acceleratorType",
+                f"a {accelerator} job runs on one TPU VM: Vertex AI takes a single worker pool, "
+                f"not {len(pools)}",
+                "keep only this pool, as workerPoolSpecs[0] with replicaCount: 1",
+                rule="pools",
+            )
 
 
 def _pool(index: int, pool: WorkerPoolSpec, ctx: _Context) -> Iterator[Violation]:

@@ -408,3 +408,15 @@ def test_every_legacy_row_maps_to_a_job_vertex_accepts_but_for_retired_gpus() ->
     for tier in catalog.scale_tiers.values():
         for name in (tier.master_type, tier.worker_type, tier.parameter_server_type):
             assert name is None or name in catalog.legacy_machine_types, (tier.name, name)
+
+
+# --- TPU VMs ------------------------------------------------------------------------------
+
+
+def test_tpu_pool_beside_other_pools_is_refused() -> None:
+    chief = pool("n1-standard-8")
+    tpu = pool("cloud-tpu", "TPU_V3", 8)
+    [v] = [x for x in validate(spec(chief, tpu)) if x.rule == "pools"]
+    assert v.path == "workerPoolSpecs[1].machineSpec.acceleratorType"
+    assert "Vertex AI takes a single worker pool, not 2" in v.reason
+    assert validate(spec(tpu)) == []
