@@ -1,4 +1,4 @@
-"""Server-side validation of a CustomJob at create time.
+"""Server-side validation of a CustomJob (or a HyperparameterTuningJob) at create time.
 
 Layers, all answered as 400 INVALID_ARGUMENT:
 
@@ -10,6 +10,10 @@ Layers, all answered as 400 INVALID_ARGUMENT:
 3. The project's validator (``components.vertex.convert.validate_custom_job``), imported on the
    first create that uses it (``--no-project-validation`` skips it). A crash in it is answered as
    a 400 naming the validator, never as a 500.
+
+A HyperparameterTuningJob's trials are CustomJobs made from its ``trial_job_spec``: the same
+rules run on that CustomJob (:func:`emulator.tuning.custom_job_view`), with field paths named as
+in the tuning job, beside the rules of its study spec (:func:`emulator.studyspec.study_violations`).
 
 Messages never contain environment variable values: every value of every pool's ``env`` is
 replaced by ``<redacted>`` before a message leaves this module.
@@ -26,8 +30,15 @@ from typing import Any, TypeAlias
 from google.cloud.aiplatform_v1 import types as aip
 
 from emulator import errors
+from emulator.studyspec import study_violations
 
-__all__ = ["check_project_rules", "check_service_rules", "env_values", "redact"]
+__all__ = [
+    "check_project_rules",
+    "check_service_rules",
+    "check_tuning_service_rules",
+    "env_values",
+    "redact",
+]
 
 log = logging.getLogger("emulator.validation")
 
@@ -333,6 +344,27 @@ def check_service_rules(job: Any) -> None:
     """Raise 400 INVALID_ARGUMENT listing every Vertex and process rule ``job`` breaks."""
     found = vertex_rule_violations(job) + process_rule_violations(job)
     _raise_if_any(job, [f"Field: {path}; Message: {msg}." for path, msg in found])
+
+
+def _as_tuning_path(path: str) -> str:
+    """A field path of a trial's CustomJob as the tuning job names the field."""
+    if path.startswith("custom_job.job_spec"):
+        return "hyperparameter_tuning_job.trial_job_spec" + path[len("custom_job.job_spec") :]
+    return "hyperparameter_tuning_job" + path[len("custom_job") :]
+
+
+def check_tuning_service_rules(job: Any, view: Any) -> None:
+    """Raise 400 INVALID_ARGUMENT listing every rule a tuning job breaks.
+
+    ``view`` is the CustomJob its trials are made from: Vertex's and the process rules of
+    CustomJobs run on it, then the study spec's rules on ``job``.
+    """
+    found = [
+        (_as_tuning_path(path), msg)
+        for path, msg in vertex_rule_violations(view) + process_rule_violations(view)
+    ]
+    found += study_violations(job)
+    _raise_if_any(view, [f"Field: {path}; Message: {msg}." for path, msg in found])
 
 
 def check_project_rules(job: Any, *, project: str, region: str) -> None:

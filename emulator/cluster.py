@@ -3,7 +3,9 @@
 Vertex names pools ``workerpool0``..``workerpool3`` in ``CLUSTER_SPEC`` and maps them to
 TensorFlow's ``chief``, ``worker``, ``ps`` and ``evaluator`` in ``TF_CONFIG`` (the evaluator is
 never part of TF_CONFIG's ``cluster``). Replica addresses are ``127.0.0.1:<port>`` with one free
-port per replica, instead of Vertex's per-VM host names.
+port per replica, instead of Vertex's per-VM host names. The replicas of a hyperparameter tuning
+trial also learn their trial (``task.trial`` in both, and ``CLOUD_ML_TRIAL_ID``) and where to report
+its metric (``CLOUD_ML_HP_METRIC_TAG``, ``CLOUD_ML_HP_METRIC_FILE``, read by ``cloudml-hypertune``).
 """
 
 from __future__ import annotations
@@ -13,13 +15,21 @@ import shutil
 import socket
 import subprocess
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from google.cloud.aiplatform_v1 import types as aip
 
 from emulator import protos
 
-__all__ = ["ReplicaPlan", "assign_gpus", "detect_gpus", "plan_replicas", "replica_env"]
+__all__ = [
+    "ReplicaPlan",
+    "TrialContext",
+    "assign_gpus",
+    "detect_gpus",
+    "plan_replicas",
+    "replica_env",
+]
 
 TF_TASK_TYPES = ("chief", "worker", "ps", "evaluator")
 
@@ -42,6 +52,19 @@ class ReplicaPlan:
     def address(self) -> str:
         """``127.0.0.1:<port>``."""
         return f"127.0.0.1:{self.port}"
+
+
+@dataclass(frozen=True)
+class TrialContext:
+    """What the replicas of a hyperparameter tuning trial's CustomJob are told about the trial."""
+
+    trial_id: str
+    metric_tag: str  # the study's (first) metric id
+    metric_dir: Path  # each replica reports into <metric_dir>/<replica>/output.metrics
+
+    def metric_file(self, replica: str) -> Path:
+        """Where replica ``replica`` writes its reports (``CLOUD_ML_HP_METRIC_FILE``)."""
+        return self.metric_dir / replica / "output.metrics"
 
 
 def free_port() -> int:
@@ -123,22 +146,27 @@ def replica_env(
     me: ReplicaPlan,
     output_dir: str | None,
     gpu_mode: str,
+    trial: TrialContext | None = None,
 ) -> dict[str, str]:
     """The Vertex variables for replica ``me`` (the pool's own ``env`` is added by the caller)."""
     spec = _redacted_spec(job)
+    task: dict[str, Any] = {"type": f"workerpool{me.pool}", "index": me.index}
+    tf_task: dict[str, Any] = {"type": TF_TASK_TYPES[me.pool], "index": me.index}
+    if trial is not None:
+        task["trial"] = tf_task["trial"] = trial.trial_id
     by_pool: dict[int, list[str]] = {}
     for p in plans:
         by_pool.setdefault(p.pool, []).append(p.address)
     cluster_spec = {
         "cluster": {f"workerpool{pool}": addrs for pool, addrs in sorted(by_pool.items())},
         "environment": "cloud",
-        "task": {"type": f"workerpool{me.pool}", "index": me.index},
+        "task": task,
         "job": spec,
     }
     tf_cluster = {TF_TASK_TYPES[pool]: addrs for pool, addrs in sorted(by_pool.items()) if pool < 3}
     tf_config = {
         "cluster": tf_cluster,
-        "task": {"type": TF_TASK_TYPES[me.pool], "index": me.index},
+        "task": tf_task,
         "environment": "cloud",
         "job": spec,
     }
@@ -155,4 +183,8 @@ def replica_env(
         env["AIP_MODEL_DIR"] = f"{base}/model/"
         env["AIP_CHECKPOINT_DIR"] = f"{base}/checkpoints/"
         env["AIP_TENSORBOARD_LOG_DIR"] = f"{base}/logs/"
+    if trial is not None:
+        env["CLOUD_ML_TRIAL_ID"] = trial.trial_id
+        env["CLOUD_ML_HP_METRIC_TAG"] = trial.metric_tag
+        env["CLOUD_ML_HP_METRIC_FILE"] = str(trial.metric_file(me.name))
     return env

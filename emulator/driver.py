@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from emulator import errors
+from emulator.cluster import TrialContext
 from emulator.config import Settings
 from emulator.store import Store
 
@@ -43,6 +44,10 @@ class JobControl(Protocol):
 
     def finish(self, job_id: str, to: int, error: tuple[int, str] | None = None) -> None:
         """Put a job in a terminal state (a job already terminal is left alone)."""
+        ...
+
+    def trial_context(self, job_id: str) -> TrialContext | None:
+        """What the replicas of a tuning trial's CustomJob are told about it (None: no trial)."""
         ...
 
 

@@ -187,6 +187,7 @@ class _JobWorker(threading.Thread):
                 job_dir=self.job_dir,
                 settings=self.settings,
                 gpu_count=self.driver.gpu_count,
+                trial=self.control.trial_context(self.job_id),
             )
         except JobFailure as failure:
             self._failed(failure)

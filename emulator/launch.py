@@ -2,7 +2,8 @@
 
 :func:`prepare_launch` checks what the job asks for (a Docker daemon for container pools, enough
 GPUs), installs each pool's packages into the job's ``site-<n>``, creates the output directories,
-and builds every replica's command line and environment. A problem the job caused is a
+and builds every replica's command line and environment (for a hyperparameter tuning trial, with
+the trial's variables and a metric file per replica). A problem the job caused is a
 :class:`JobFailure` carrying the google.rpc code the job fails with.
 """
 
@@ -54,6 +55,7 @@ class _Job:
     project: str
     region: str
     pools: list[Any]
+    trial: cluster.TrialContext | None
 
 
 def split_name(name: str) -> tuple[str, str, str]:
@@ -79,13 +81,18 @@ def docker_problem() -> str | None:
 
 
 def prepare_launch(
-    job: Any, *, job_id: str, job_dir: Path, settings: Settings, gpu_count: int
+    job: Any,
+    *,
+    job_id: str,
+    job_dir: Path,
+    settings: Settings,
+    gpu_count: int,
+    trial: cluster.TrialContext | None = None,
 ) -> Launch:
     """Check, install and plan everything job ``job_id`` needs to start (see module doc)."""
     project, region, _ = split_name(job.name)
-    ctx = _Job(
-        job, job_id, job_dir, settings, project, region, list(job.job_spec.worker_pool_specs)
-    )
+    pools = list(job.job_spec.worker_pool_specs)
+    ctx = _Job(job, job_id, job_dir, settings, project, region, pools, trial)
     (job_dir / "logs").mkdir(parents=True, exist_ok=True)
     _check_docker(ctx)
     plans = cluster.plan_replicas(job)
@@ -97,6 +104,8 @@ def prepare_launch(
     output_dir = _prepare_output_dir(ctx)
     launch = Launch(plans)
     for plan in plans:
+        if trial is not None:
+            trial.metric_file(plan.name).parent.mkdir(parents=True, exist_ok=True)
         env, cmd = _replica_command(ctx, plan, plans, sites, output_dir)
         launch.envs[plan.name] = env
         launch.commands[plan.name] = cmd
@@ -177,6 +186,7 @@ def _replica_command(
             me=plan,
             output_dir=output_dir,
             gpu_mode=ctx.settings.gpus,
+            trial=ctx.trial,
         )
     )
     if pool.WhichOneof("task") == "python_package_spec":
@@ -190,11 +200,14 @@ def _replica_command(
         return env, [ctx.settings.python, "-m", pps.python_module, *pps.args]
     cs = pool.container_spec
     env.update({v.name: v.value for v in cs.env})
-    return env, _docker_command(ctx.job_id, plan, cs, env, output_dir)
+    mounts = [output_dir] if output_dir is not None else []
+    if ctx.trial is not None:
+        mounts.append(str(ctx.trial.metric_file(plan.name).parent))
+    return env, _docker_command(ctx.job_id, plan, cs, env, mounts)
 
 
 def _docker_command(
-    job_id: str, plan: cluster.ReplicaPlan, cs: Any, env: dict[str, str], output_dir: str | None
+    job_id: str, plan: cluster.ReplicaPlan, cs: Any, env: dict[str, str], mounts: list[str]
 ) -> list[str]:
     name = f"vertex-emulator-{job_id}-{plan.name}"
     cmd = ["docker", "run", "--rm", "--name", name, "--network", "host"]
@@ -203,16 +216,15 @@ def _docker_command(
     for key in env:
         if key not in _PASSTHROUGH_ENV:
             cmd += ["-e", key]
-    if output_dir is not None:
-        if ":" in output_dir or "," in output_dir:
+    for mount in mounts:
+        if ":" in mount or "," in mount:
             # `-v SRC:DST` splits at ':'; the create check sees only the URI, not where an
             # in-root symlink made it point.
             raise JobFailure(
                 errors.RPC_INVALID_ARGUMENT,
-                f"The output directory {output_dir} holds ':' or ',', which docker -v "
-                "cannot mount.",
+                f"The directory {mount} holds ':' or ',', which docker -v cannot mount.",
             )
-        cmd += ["-v", f"{output_dir}:{output_dir}"]
+        cmd += ["-v", f"{mount}:{mount}"]
     if plan.gpus:
         cmd += ["--gpus", "device=" + ",".join(map(str, plan.gpus))]
     if cs.command:

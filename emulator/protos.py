@@ -1,14 +1,17 @@
-"""Conversions between the library's CustomJob / Operation protos and JSON.
+"""Conversions between the library's job / Operation protos and JSON, and the kinds of job.
 
 All JSON of jobs goes through ``google.protobuf.json_format`` on the library's own message types,
 so the wire format is whatever the real client expects (camelCase names, int64 as strings, enums
-as names or integers depending on ``$alt``).
+as names or integers depending on ``$alt``). A :class:`Kind` names one REST collection of jobs
+(``customJobs``, ``hyperparameterTuningJobs``) and the message type stored for it; both kinds
+share state, times, labels and error, so everything else here serves both.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from google.cloud.aiplatform_v1 import types as aip
@@ -17,12 +20,17 @@ from google.protobuf import json_format
 from emulator import errors
 
 __all__ = [
+    "CUSTOM_JOB",
+    "KINDS",
     "STATE_NUMBERS",
     "TERMINAL_STATES",
+    "TUNING_JOB",
     "JobState",
+    "Kind",
     "delete_operation_json",
     "dump_job",
     "is_terminal",
+    "kind_of",
     "load_job",
     "new_job_pb",
     "now_ts",
@@ -49,17 +57,40 @@ TERMINAL_STATES = frozenset(
 # "JOB_STATE_RUNNING" -> 3, for every state the library knows.
 STATE_NUMBERS: dict[str, int] = {name: int(v) for name, v in JobState.__members__.items()}
 
-_CUSTOM_JOB_PB: Any = type(aip.CustomJob.pb(aip.CustomJob()))
 _TOO_DEEP = "Invalid JSON payload received. The JSON is nested too deeply."
 
 
-def new_job_pb() -> Any:
-    """An empty raw ``google.cloud.aiplatform.v1.CustomJob`` protobuf message."""
-    return _CUSTOM_JOB_PB()
+@dataclass(frozen=True)
+class Kind:
+    """One REST collection of jobs and the message type stored for it."""
+
+    collection: str  # the path segment and the list response's field: "customJobs"
+    type_name: str  # the message's name, as Vertex's messages say it: "CustomJob"
+    pb: Any  # the raw protobuf message class
 
 
-def parse_job(text: str | bytes) -> Any:
-    """Parse CustomJob JSON as sent by a client; unknown fields are an INVALID_ARGUMENT.
+CUSTOM_JOB = Kind("customJobs", "CustomJob", type(aip.CustomJob.pb(aip.CustomJob())))
+TUNING_JOB = Kind(
+    "hyperparameterTuningJobs",
+    "HyperparameterTuningJob",
+    type(aip.HyperparameterTuningJob.pb(aip.HyperparameterTuningJob())),
+)
+# By collection, which is also what the store keeps in a job's row.
+KINDS: dict[str, Kind] = {k.collection: k for k in (CUSTOM_JOB, TUNING_JOB)}
+
+
+def kind_of(job: Any) -> Kind:
+    """The kind of a raw job message."""
+    return next(k for k in KINDS.values() if isinstance(job, k.pb))
+
+
+def new_job_pb(kind: Kind = CUSTOM_JOB) -> Any:
+    """An empty raw protobuf message of ``kind`` (a ``google.cloud.aiplatform.v1.CustomJob``)."""
+    return kind.pb()
+
+
+def parse_job(text: str | bytes, kind: Kind = CUSTOM_JOB) -> Any:
+    """Parse job JSON as sent by a client; unknown fields are an INVALID_ARGUMENT.
 
     So is JSON nested deeper than Python's recursion limit (about 1000 levels; a CustomJob needs
     fewer than 10): RecursionError is not a ValueError and would otherwise be a 500.
@@ -71,7 +102,9 @@ def parse_job(text: str | bytes) -> Any:
     except RecursionError:
         raise errors.invalid_argument(_TOO_DEEP) from None
     if not isinstance(data, dict):
-        raise errors.invalid_argument("Invalid JSON payload received. Expected a CustomJob object.")
+        raise errors.invalid_argument(
+            f"Invalid JSON payload received. Expected a {kind.type_name} object."
+        )
     try:
         # JSON may escape half a surrogate pair (\ud800), which no UTF-8 string can hold; the
         # protobuf runtime fails on such a string with a SystemError, so refuse it first.
@@ -83,7 +116,7 @@ def parse_job(text: str | bytes) -> Any:
         ) from None
     except RecursionError:
         raise errors.invalid_argument(_TOO_DEEP) from None
-    msg = new_job_pb()
+    msg = new_job_pb(kind)
     try:
         json_format.ParseDict(data, msg, ignore_unknown_fields=False)
     except json_format.ParseError as exc:
@@ -94,20 +127,21 @@ def parse_job(text: str | bytes) -> Any:
         # The protobuf runtime on a payload it did not expect (a string where a message belongs,
         # say) may raise anything; it is still the payload that is wrong.
         raise errors.invalid_argument(
-            f"Invalid JSON payload received. It does not fit a CustomJob ({type(exc).__name__})."
+            f"Invalid JSON payload received. It does not fit a {kind.type_name} "
+            f"({type(exc).__name__})."
         ) from None
     return msg
 
 
-def load_job(text: str) -> Any:
-    """Parse CustomJob JSON written by this service (trusted, so no error mapping)."""
-    msg = new_job_pb()
+def load_job(text: str, kind: Kind = CUSTOM_JOB) -> Any:
+    """Parse job JSON written by this service (trusted, so no error mapping)."""
+    msg = new_job_pb(kind)
     json_format.Parse(text, msg)
     return msg
 
 
 def dump_job(job: Any) -> str:
-    """Serialize a CustomJob for storage (enum names, compact)."""
+    """Serialize a job for storage (enum names, compact)."""
     text: str = json_format.MessageToJson(job, indent=None)
     return text
 
@@ -159,7 +193,7 @@ def is_terminal(state: int) -> bool:
 
 
 def delete_operation_json(name: str, *, done: bool, created: float) -> str:
-    """A ``google.longrunning.Operation`` for DeleteCustomJob, as JSON.
+    """A ``google.longrunning.Operation`` for deleting a job (any kind), as JSON.
 
     Metadata is a ``DeleteOperationMetadata``; a done operation carries an ``Empty`` response,
     which is what ``JobServiceClient.delete_custom_job(...).result()`` unpacks.

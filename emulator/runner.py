@@ -4,7 +4,9 @@ State machine: QUEUED → PENDING (packages installed, resources checked) → RU
 per replica) → SUCCEEDED / FAILED; a cancel goes through CANCELLING to CANCELLED. How a job gets
 from one state to the next is the driver's business: real processes in execute mode
 (:mod:`emulator.execute`), timers in simulate mode (:mod:`emulator.simulate`). This module owns
-what both share: the transitions themselves, deleting jobs, and the service's lifecycle.
+what both share: the transitions themselves, cancelling and deleting jobs, and the service's
+lifecycle. Hyperparameter tuning jobs go to :class:`~emulator.tuning.TuningScheduler` instead,
+whose trials are CustomJobs like any other: the Runner tells it when a job ends.
 
 When the service stops (gracefully or not), running jobs stay RUNNING in the database; the next
 start (:meth:`Runner.recover`) kills replicas left behind by a crash and then relaunches the job if
@@ -24,11 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from emulator import errors, procs, protos
+from emulator.cluster import TrialContext
 from emulator.config import Settings
 from emulator.driver import CANCELLED, Driver, JobControl
 from emulator.execute import ExecuteDriver
 from emulator.simulate import OUTCOME_LABEL, OUTCOMES, RUN_MS_LABEL, SimulateDriver
 from emulator.store import Store
+from emulator.tuning import TuningScheduler
 
 # The simulate labels are re-exported: the server checks them at create, in either mode.
 __all__ = ["OUTCOMES", "OUTCOME_LABEL", "RUN_MS_LABEL", "Runner"]
@@ -58,31 +62,64 @@ class Runner:
         self.store = store
         self._stopping = threading.Event()
         self._driver = _DRIVERS[settings.mode](self)
+        self.tuning = TuningScheduler(self, simulated=settings.mode == "simulate")
 
     # -- called by the HTTP layer -------------------------------------------------------------
+
+    def _is_tuning(self, job_id: str) -> bool:
+        return self.store.job_kind(job_id) is protos.TUNING_JOB
 
     def submit(self, job_id: str, *, relaunch: bool = False) -> None:
         """Start driving a stored job (relaunch: it was RUNNING when the service stopped)."""
         if self._stopping.is_set():
             return
-        self._driver.submit(job_id, relaunch=relaunch)
+        if self._is_tuning(job_id):
+            self.tuning.submit(job_id)
+        else:
+            self._driver.submit(job_id, relaunch=relaunch)
 
     def cancel(self, job_id: str) -> None:
         """The job was just marked CANCELLING: stop it."""
-        self._driver.cancel(job_id)
+        if self._is_tuning(job_id):
+            self.tuning.cancel(job_id)
+        else:
+            self._driver.cancel(job_id)
+
+    def request_cancel(self, job_id: str) -> int | None:
+        """Mark the job CANCELLING and stop it; the terminal state it is already in, or None."""
+        final_state: list[int] = []
+
+        def change(job: Any) -> bool:
+            if protos.is_terminal(job.state):
+                final_state.append(job.state)
+                return False
+            if job.state == S.JOB_STATE_CANCELLING:
+                return False
+            protos.set_state(job, S.JOB_STATE_CANCELLING)
+            return True
+
+        self.store.update_job(job_id, change)
+        if final_state:
+            return final_state[0]
+        self.cancel(job_id)
+        return None
 
     def maintenance(self, job_id: str, replica: str) -> dict[str, Any]:
         """Simulate a host maintenance event on one replica: kill its process and restart it."""
         return self._driver.maintenance(job_id, replica)
 
     def delete_later(self, op_name: str, job_id: str, created: float) -> None:
-        """Delete the job's files and rows in the background, then mark the operation done."""
+        """Delete the job's files and rows in the background, then mark the operation done.
+
+        A tuning job takes its trials' CustomJobs with it.
+        """
 
         def work() -> None:
             # A short delay so clients really poll the operation, as they must with Vertex.
             time.sleep(0.05)
-            shutil.rmtree(self.job_dir(job_id), ignore_errors=True)
-            self.store.delete_job(job_id)
+            for doomed in [*self.store.trial_job_ids(job_id), job_id]:
+                shutil.rmtree(self.job_dir(doomed), ignore_errors=True)
+                self.store.delete_job(doomed)
             done = protos.delete_operation_json(op_name, done=True, created=created)
             self.store.put_operation(op_name, job_id, True, done)
 
@@ -91,13 +128,23 @@ class Runner:
     # -- lifecycle ----------------------------------------------------------------------------
 
     def recover(self) -> None:
-        """Reconcile jobs left unfinished by a previous run of the service (see module doc)."""
+        """Reconcile jobs left unfinished by a previous run of the service (see module doc).
+
+        CustomJobs first: a tuning job then carries on from what became of its trials' jobs.
+        """
+        tuning_jobs = []
         for job_id in self.store.unfinished_job_ids():
+            if self._is_tuning(job_id):
+                tuning_jobs.append(job_id)
+                continue
             job = self.store.get_job(job_id)
             if job is None:
                 continue
             self._reap_replicas(job_id)
-            self._recover_job(job_id, job)
+            if not protos.is_terminal(job.state):  # ended meanwhile (a tuning job's trial)
+                self._recover_job(job_id, job)
+        for job_id in tuning_jobs:
+            self.tuning.submit(job_id)
         for op_name, op_job_id in self.store.pending_operations():
             op_json = self.store.get_operation(op_name) or "{}"
             if op_job_id is not None:
@@ -170,6 +217,11 @@ class Runner:
             return True
 
         self.store.update_job(job_id, change)
+        self.tuning.job_finished(job_id)
+
+    def trial_context(self, job_id: str) -> TrialContext | None:
+        """What the replicas of a tuning trial's CustomJob are told about it (None: no trial)."""
+        return self.tuning.trial_context(job_id)
 
 
 def _to_state(state: int) -> Callable[[Any], bool]:

@@ -1,13 +1,14 @@
-"""The HTTP front end: Vertex AI v1 REST routes for custom jobs, operations and an admin API.
+"""The HTTP front end: Vertex AI v1 REST routes for jobs, operations and an admin API.
 
-Routes (``{p}``/``{l}`` are any project and location):
+Routes (``{p}``/``{l}`` are any project and location, ``{c}`` a collection of jobs:
+``customJobs`` or ``hyperparameterTuningJobs``, see :data:`emulator.protos.KINDS`):
 
-* ``POST   /v1/projects/{p}/locations/{l}/customJobs``            create
-* ``GET    /v1/projects/{p}/locations/{l}/customJobs``            list (filter, pageSize, pageToken)
-* ``GET    /v1/projects/{p}/locations/{l}/customJobs/{id}``       get
-* ``DELETE /v1/projects/{p}/locations/{l}/customJobs/{id}``       delete (long-running operation)
-* ``POST   /v1/projects/{p}/locations/{l}/customJobs/{id}:cancel`` cancel
-* ``GET    /{v1,ui}/projects/{p}/locations/{l}[/customJobs/{id}]/operations/{op}`` (and ``:wait``)
+* ``POST   /v1/projects/{p}/locations/{l}/{c}``            create
+* ``GET    /v1/projects/{p}/locations/{l}/{c}``            list (filter, pageSize, pageToken)
+* ``GET    /v1/projects/{p}/locations/{l}/{c}/{id}``       get
+* ``DELETE /v1/projects/{p}/locations/{l}/{c}/{id}``       delete (long-running operation)
+* ``POST   /v1/projects/{p}/locations/{l}/{c}/{id}:cancel`` cancel
+* ``GET    /{v1,ui}/projects/{p}/locations/{l}[/{c}/{id}]/operations/{op}`` (and ``:wait``)
 * ``GET    /emulator/v1/health``, ``GET|POST /emulator/v1/faults``,
   ``POST /emulator/v1/jobs/{id}:maintenance``, ``GET /emulator/v1/jobs/{id}/replicas``
 
@@ -39,9 +40,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from emulator import _validation, errors, filters, paths, protos, runner
+from emulator import _validation, errors, filters, paths, protos, runner, tuning
 from emulator.config import Faults, Settings
 from emulator.errors import ApiError
+from emulator.protos import Kind
 from emulator.store import Store
 
 __all__ = ["BODY_TIMEOUT_SECONDS", "Service"]
@@ -59,14 +61,15 @@ MAX_LOCAL_REPLICAS = 32
 _TOKEN_KEY = "page-token-key"
 
 _SEG = r"[^/:]+"
-_JOBS = re.compile(rf"^/v1/projects/(?P<p>{_SEG})/locations/(?P<l>{_SEG})/customJobs$")
+_KIND = "|".join(protos.KINDS)
+_JOBS = re.compile(rf"^/v1/projects/(?P<p>{_SEG})/locations/(?P<l>{_SEG})/(?P<c>{_KIND})$")
 _JOB = re.compile(
-    rf"^/v1/projects/(?P<p>{_SEG})/locations/(?P<l>{_SEG})/customJobs/(?P<id>{_SEG})"
+    rf"^/v1/projects/(?P<p>{_SEG})/locations/(?P<l>{_SEG})/(?P<c>{_KIND})/(?P<id>{_SEG})"
     r"(?P<verb>:cancel)?$"
 )
 _OP = re.compile(
     rf"^/(?:v1|ui)/(?P<name>projects/{_SEG}/locations/{_SEG}"
-    rf"(?:/customJobs/{_SEG})?/operations/{_SEG})(?P<verb>:wait)?$"
+    rf"(?:/(?:{_KIND})/{_SEG})?/operations/{_SEG})(?P<verb>:wait)?$"
 )
 _ADMIN_JOB = re.compile(rf"^/emulator/v1/jobs/(?P<id>{_SEG})(?P<rest>:maintenance|/replicas)$")
 # Used with fullmatch: `$` would also match before a trailing newline.
@@ -142,29 +145,47 @@ class Service:
 
     # -- API operations -----------------------------------------------------------------------
 
-    def create_job(self, project: str, location: str, body: bytes) -> Any:
+    def create_job(self, kind: Kind, project: str, location: str, body: bytes) -> Any:
         """Validate and store a new job, then hand it to the runner."""
-        job = protos.parse_job(body)
-        from components._spec import CUSTOM_JOB_OUTPUT_ONLY  # pydantic: only when jobs come
-
-        for output_only in CUSTOM_JOB_OUTPUT_ONLY:
-            job.ClearField(output_only)
+        job = protos.parse_job(body, kind)
         _check_ids(project, location)
-        # The emulator's own rules come before the project's validator: they guard what reaches
-        # paths and processes, and must hold whatever that validator does with hostile input.
-        _validation.check_service_rules(job)
-        self._check_local_rules(job)
-        if self.settings.project_validation:
-            _validation.check_project_rules(job, project=project, region=location)
+        self._check_new_job(kind, job, project, location)
         job_id = self.store.new_job_id()
-        job.name = f"projects/{project}/locations/{location}/customJobs/{job_id}"
+        job.name = f"projects/{project}/locations/{location}/{kind.collection}/{job_id}"
         protos.set_state(job, protos.JobState.JOB_STATE_QUEUED)
         protos.now_ts(job.create_time, protos.ts_seconds(job.update_time))
         self.store.insert_job(job_id, f"projects/{project}/locations/{location}", job)
         self.runner.submit(job_id)
         return job
 
-    def _check_local_rules(self, job: Any) -> None:
+    def _check_new_job(self, kind: Kind, job: Any, project: str, location: str) -> None:
+        """Drop the output-only fields a client sent, then check the job (400s).
+
+        The emulator's own rules come before the project's validator: they guard what reaches
+        paths and processes, and must hold whatever that validator does with hostile input. A
+        tuning job's trials are CustomJobs: the CustomJob checks run on the one they share.
+        """
+        # pydantic comes with these: imported only once jobs come
+        from components._spec import CUSTOM_JOB_OUTPUT_ONLY
+        from components._tuning_spec import TUNING_JOB_OUTPUT_ONLY
+
+        output_only = (
+            TUNING_JOB_OUTPUT_ONLY if kind is protos.TUNING_JOB else CUSTOM_JOB_OUTPUT_ONLY
+        )
+        for name in output_only:
+            job.ClearField(name)
+        if kind is protos.TUNING_JOB:
+            custom_job = tuning.custom_job_view(job)
+            _validation.check_tuning_service_rules(job, custom_job)
+            self._check_local_rules(custom_job, spec_field="trial_job_spec")
+        else:
+            custom_job = job
+            _validation.check_service_rules(job)
+            self._check_local_rules(job)
+        if self.settings.project_validation:
+            _validation.check_project_rules(custom_job, project=project, region=location)
+
+    def _check_local_rules(self, job: Any, *, spec_field: str = "job_spec") -> None:
         """Emulator-specific checks: package and output paths, replica count, simulate labels.
 
         Paths are resolved (symlinks followed) and must stay under their root: a package under an
@@ -176,7 +197,7 @@ class Service:
         state_dir = self.settings.state_dir
         for i, pool in enumerate(job.job_spec.worker_pool_specs):
             for j, uri in enumerate(pool.python_package_spec.package_uris):
-                field = f"job_spec.worker_pool_specs[{i}].python_package_spec.package_uris[{j}]"
+                field = f"{spec_field}.worker_pool_specs[{i}].python_package_spec.package_uris[{j}]"
                 try:
                     paths.resolve_package(uri, state_dir, self.settings.allow_roots)
                 except paths.PackageError as exc:
@@ -190,7 +211,7 @@ class Service:
             except paths.PackageError as exc:
                 raise errors.invalid_argument(
                     _validation.redact(
-                        f"job_spec.base_output_directory.output_uri_prefix: {exc}", secrets
+                        f"{spec_field}.base_output_directory.output_uri_prefix: {exc}", secrets
                     )
                 ) from None
             if ":" in prefix[len("gs://") :] and any(
@@ -198,7 +219,7 @@ class Service:
             ):
                 # docker -v SRC:DST splits at ':', so the mount would name another directory.
                 raise errors.invalid_argument(
-                    "job_spec.base_output_directory.output_uri_prefix: ':' in the path is not "
+                    f"{spec_field}.base_output_directory.output_uri_prefix: ':' in the path is not "
                     "supported for container_spec pools (docker -v would split at it)"
                 )
         if self.settings.mode == "execute":
@@ -207,7 +228,7 @@ class Service:
             )
             if replicas > MAX_LOCAL_REPLICAS:
                 raise errors.invalid_argument(
-                    f"job_spec.worker_pool_specs: {replicas} replicas in total; the emulator runs "
+                    f"{spec_field}.worker_pool_specs: {replicas} replicas in total; the emulator runs "
                     f"at most {MAX_LOCAL_REPLICAS} processes for one job on this machine"
                 )
         outcome = job.labels.get(runner.OUTCOME_LABEL)
@@ -221,16 +242,18 @@ class Service:
                 f"labels.{runner.RUN_MS_LABEL}: expected a whole number of milliseconds"
             )
 
-    def get_job(self, project: str, location: str, job_id: str) -> Any:
-        """The job, or 404."""
+    def get_job(self, kind: Kind, project: str, location: str, job_id: str) -> Any:
+        """The job, or 404 (also for a job of another kind)."""
         _check_ids(project, location)
         job = self.store.get_job(job_id) if _NUMERIC.fullmatch(job_id) else None
-        name = f"projects/{project}/locations/{location}/customJobs/{job_id}"
+        name = f"projects/{project}/locations/{location}/{kind.collection}/{job_id}"
         if job is None or job.name != name:
-            raise errors.not_found(f'The CustomJob "{name}" does not exist.')
+            raise errors.not_found(f'The {kind.type_name} "{name}" does not exist.')
         return job
 
-    def list_jobs(self, project: str, location: str, query: dict[str, str]) -> dict[str, Any]:
+    def list_jobs(
+        self, kind: Kind, project: str, location: str, query: dict[str, str]
+    ) -> dict[str, Any]:
         """One page of jobs matching ``filter``; the page token encodes where to resume."""
         _check_ids(project, location)
         text = query.get("filter", "")
@@ -246,49 +269,39 @@ class Service:
             raise errors.invalid_argument("pageSize: must not be negative")
         size = min(size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
         parent = f"projects/{project}/locations/{location}"
-        after = self._decode_token(query.get("pageToken", ""), parent, text)
+        # A token is bound to the collection too: one of customJobs is refused elsewhere.
+        scope = f"{parent}/{kind.collection}"
+        after = self._decode_token(query.get("pageToken", ""), scope, text)
         page: list[Any] = []
         next_token = ""
         last_seq = after
-        for seq, job in self.store.list_jobs(parent, after_seq=after):
+        for seq, job in self.store.list_jobs(parent, kind=kind, after_seq=after):
             if not match(job):
                 continue
             if len(page) == size:
-                next_token = self._encode_token(last_seq, parent, text)
+                next_token = self._encode_token(last_seq, scope, text)
                 break
             page.append(job)
             last_seq = seq
         return {"jobs": page, "next_page_token": next_token}
 
-    def cancel_job(self, project: str, location: str, job_id: str) -> None:
+    def cancel_job(self, kind: Kind, project: str, location: str, job_id: str) -> None:
         """Mark the job CANCELLING and tell the runner; a finished job is FAILED_PRECONDITION."""
-        self.get_job(project, location, job_id)
-        final_state: list[int] = []
-
-        def change(job: Any) -> bool:
-            if protos.is_terminal(job.state):
-                final_state.append(job.state)
-                return False
-            if job.state == protos.JobState.JOB_STATE_CANCELLING:
-                return False
-            protos.set_state(job, protos.JobState.JOB_STATE_CANCELLING)
-            return True
-
-        self.store.update_job(job_id, change)
-        if final_state:
+        self.get_job(kind, project, location, job_id)
+        final_state = self.runner.request_cancel(job_id)
+        if final_state is not None:
             raise errors.failed_precondition(
-                f"Cannot cancel CustomJob {job_id}: it is already in state "
-                f"{protos.state_name(final_state[0])}."
+                f"Cannot cancel {kind.type_name} {job_id}: it is already in state "
+                f"{protos.state_name(final_state)}."
             )
-        self.runner.cancel(job_id)
 
-    def delete_job(self, project: str, location: str, job_id: str) -> str:
+    def delete_job(self, kind: Kind, project: str, location: str, job_id: str) -> str:
         """Start deleting a finished job; returns the operation's JSON."""
-        job = self.get_job(project, location, job_id)
+        job = self.get_job(kind, project, location, job_id)
         if not protos.is_terminal(job.state):
             raise errors.failed_precondition(
-                f"CustomJob {job_id} is in state {protos.state_name(job.state)}; cancel it and "
-                "wait until it is finished before deleting it."
+                f"{kind.type_name} {job_id} is in state {protos.state_name(job.state)}; cancel "
+                "it and wait until it is finished before deleting it."
             )
         op_name = f"projects/{project}/locations/{location}/operations/{self.store.new_job_id()}"
         created = time.time()
@@ -546,8 +559,9 @@ class _Handler(BaseHTTPRequestHandler):
         int_enums = "enum-encoding=int" in query.get("$alt", "")
 
         if (m := _JOBS.match(path)) is not None:
+            kind = protos.KINDS[m["c"]]
             if method == "POST":
-                job = svc.create_job(m["p"], m["l"], body)
+                job = svc.create_job(kind, m["p"], m["l"], body)
                 drop = faults.take_drop()
                 if drop == "close":
                     # The job is stored but the client never hears back, like a lost response.
@@ -558,22 +572,25 @@ class _Handler(BaseHTTPRequestHandler):
                     raise errors.unavailable("Injected fault: create response dropped.")
                 return self._send_json(protos.to_dict(job, int_enums=int_enums))
             if method == "GET":
-                result = svc.list_jobs(m["p"], m["l"], query)
+                result = svc.list_jobs(kind, m["p"], m["l"], query)
                 out: dict[str, Any] = {
-                    "customJobs": [protos.to_dict(j, int_enums=int_enums) for j in result["jobs"]]
+                    kind.collection: [
+                        protos.to_dict(j, int_enums=int_enums) for j in result["jobs"]
+                    ]
                 }
                 if result["next_page_token"]:
                     out["nextPageToken"] = result["next_page_token"]
                 return self._send_json(out)
         elif (m := _JOB.match(path)) is not None:
+            kind = protos.KINDS[m["c"]]
             if m["verb"] == ":cancel" and method == "POST":
-                svc.cancel_job(m["p"], m["l"], m["id"])
+                svc.cancel_job(kind, m["p"], m["l"], m["id"])
                 return self._send_json({})
             if m["verb"] is None and method == "GET":
-                job = svc.get_job(m["p"], m["l"], m["id"])
+                job = svc.get_job(kind, m["p"], m["l"], m["id"])
                 return self._send_json(protos.to_dict(job, int_enums=int_enums))
             if m["verb"] is None and method == "DELETE":
-                op_json = svc.delete_job(m["p"], m["l"], m["id"])
+                op_json = svc.delete_job(kind, m["p"], m["l"], m["id"])
                 self._send(200, op_json.encode())
                 return 200
         elif (m := _OP.match(path)) is not None and (

@@ -1,9 +1,11 @@
-"""SQLite persistence for jobs, replicas and long-running operations.
+"""SQLite persistence for jobs, replicas, trials and long-running operations.
 
 Everything the service knows lives in ``<state-dir>/emulator.db`` so that a restarted service
 reports the same jobs (and, for jobs that were running, reports truthfully what happened to them).
-Jobs are stored as CustomJob proto JSON; the state column is duplicated only to find unfinished
-jobs without parsing every row.
+Jobs of every kind share one table, as proto JSON with their kind (the REST collection, see
+:class:`emulator.protos.Kind`) beside it; the state column is duplicated only to find unfinished
+jobs without parsing every row. ``trial_jobs`` links the CustomJob of each hyperparameter tuning
+trial to its tuning job.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     id TEXT NOT NULL UNIQUE,
     parent TEXT NOT NULL,
     state INTEGER NOT NULL,
-    job_json TEXT NOT NULL
+    job_json TEXT NOT NULL,
+    kind TEXT NOT NULL DEFAULT 'customJobs'
 );
 CREATE INDEX IF NOT EXISTS jobs_parent ON jobs(parent, seq);
 CREATE TABLE IF NOT EXISTS replicas (
@@ -52,6 +55,12 @@ CREATE TABLE IF NOT EXISTS operations (
     done INTEGER NOT NULL,
     op_json TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS trial_jobs (
+    job_id TEXT PRIMARY KEY,
+    tuning_job_id TEXT NOT NULL,
+    trial_id TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS trial_jobs_tuning ON trial_jobs(tuning_job_id);
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
     value BLOB NOT NULL
@@ -107,7 +116,19 @@ class Store:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
+            if not self._has_kind_column():
+                # A database written before tuning jobs existed holds custom jobs only.
+                self._db.execute(
+                    "ALTER TABLE jobs ADD COLUMN kind TEXT NOT NULL DEFAULT 'customJobs'"
+                )
+                self._db.commit()
+        # Read-only (the CLI) on such a database: every row is a custom job.
+        self._kind = "kind" if self._has_kind_column() else "'customJobs'"
         self._lock = threading.RLock()
+
+    def _has_kind_column(self) -> bool:
+        columns = self._db.execute("PRAGMA table_info(jobs)").fetchall()
+        return any(c[1] == "kind" for c in columns)
 
     def close(self) -> None:
         """Close the connection."""
@@ -135,19 +156,45 @@ class Store:
             if row is None:
                 return candidate
 
-    def insert_job(self, job_id: str, parent: str, job: Any) -> None:
-        """Store a new job."""
+    def insert_job(
+        self, job_id: str, parent: str, job: Any, *, trial_of: tuple[str, str] | None = None
+    ) -> None:
+        """Store a new job (of the kind its message type says).
+
+        ``trial_of`` = (tuning job id, trial id) links the CustomJob of a tuning job's trial to
+        it, in the same transaction.
+        """
+        kind = protos.kind_of(job).collection
         with self._tx() as db:
             db.execute(
-                "INSERT INTO jobs(id, parent, state, job_json) VALUES (?, ?, ?, ?)",
-                (job_id, parent, int(job.state), protos.dump_job(job)),
+                "INSERT INTO jobs(id, parent, state, job_json, kind) VALUES (?, ?, ?, ?, ?)",
+                (job_id, parent, int(job.state), protos.dump_job(job), kind),
             )
+            if trial_of is not None:
+                db.execute(
+                    "INSERT INTO trial_jobs(job_id, tuning_job_id, trial_id) VALUES (?, ?, ?)",
+                    (job_id, *trial_of),
+                )
+
+    def _select(self, columns: str, where: str, args: tuple[Any, ...]) -> list[Any]:
+        """Rows of ``SELECT <columns>, job_json, kind FROM jobs WHERE <where>``."""
+        with self._lock:
+            return self._db.execute(
+                f"SELECT {columns}job_json, {self._kind} FROM jobs WHERE {where}", args
+            ).fetchall()
 
     def get_job(self, job_id: str) -> Any | None:
         """The job's proto, or None."""
+        rows = self._select("", "id=?", (job_id,))
+        return _load(rows[0]) if rows else None
+
+    def job_kind(self, job_id: str) -> protos.Kind | None:
+        """The job's kind, or None when there is no such job."""
         with self._lock:
-            row = self._db.execute("SELECT job_json FROM jobs WHERE id=?", (job_id,)).fetchone()
-        return None if row is None else protos.load_job(row[0])
+            row = self._db.execute(
+                f"SELECT {self._kind} FROM jobs WHERE id=?", (job_id,)
+            ).fetchone()
+        return None if row is None else protos.KINDS[row[0]]
 
     def update_job(self, job_id: str, change: Callable[[Any], bool]) -> Any | None:
         """Read-modify-write a job atomically; ``change`` returns False to leave it untouched.
@@ -155,10 +202,11 @@ class Store:
         Returns the job as stored afterwards, or None when it does not exist.
         """
         with self._tx() as db:
-            row = db.execute("SELECT job_json FROM jobs WHERE id=?", (job_id,)).fetchone()
-            if row is None:
+            query = f"SELECT job_json, {self._kind} FROM jobs WHERE id=?"
+            found = db.execute(query, (job_id,)).fetchone()
+            if found is None:
                 return None
-            job = protos.load_job(row[0])
+            job = _load(found)
             if change(job):
                 db.execute(
                     "UPDATE jobs SET state=?, job_json=? WHERE id=?",
@@ -166,21 +214,21 @@ class Store:
                 )
             return job
 
-    def list_jobs(self, parent: str, *, after_seq: int = 0) -> Iterator[tuple[int, Any]]:
-        """(seq, job) for the parent's jobs in creation order, starting after ``after_seq``."""
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT seq, job_json FROM jobs WHERE parent=? AND seq>? ORDER BY seq",
-                (parent, after_seq),
-            ).fetchall()
-        for seq, text in rows:
-            yield seq, protos.load_job(text)
+    def list_jobs(
+        self, parent: str, *, kind: protos.Kind = protos.CUSTOM_JOB, after_seq: int = 0
+    ) -> Iterator[tuple[int, Any]]:
+        """(seq, job) for the parent's jobs of ``kind`` in creation order, after ``after_seq``."""
+        rows = self._select(
+            "seq, ",
+            f"parent=? AND {self._kind}=? AND seq>? ORDER BY seq",
+            (parent, kind.collection, after_seq),
+        )
+        for row in rows:
+            yield row[0], _load(row[1:])
 
     def all_jobs(self) -> list[tuple[str, Any]]:
-        """(id, job) for every job, oldest first."""
-        with self._lock:
-            rows = self._db.execute("SELECT id, job_json FROM jobs ORDER BY seq").fetchall()
-        return [(job_id, protos.load_job(text)) for job_id, text in rows]
+        """(id, job) for every job of every kind, oldest first."""
+        return [(row[0], _load(row[1:])) for row in self._select("id, ", "1 ORDER BY seq", ())]
 
     def unfinished_job_ids(self) -> list[str]:
         """Ids of jobs that are not in a terminal state, oldest first."""
@@ -192,10 +240,29 @@ class Store:
         return [r[0] for r in rows]
 
     def delete_job(self, job_id: str) -> None:
-        """Remove a job and its replicas."""
+        """Remove a job, its replicas, and its link to a tuning job (or its trials' links)."""
         with self._tx() as db:
             db.execute("DELETE FROM jobs WHERE id=?", (job_id,))
             db.execute("DELETE FROM replicas WHERE job_id=?", (job_id,))
+            db.execute("DELETE FROM trial_jobs WHERE job_id=? OR tuning_job_id=?", (job_id, job_id))
+
+    # -- hyperparameter tuning trials -------------------------------------------------------
+
+    def trial_of(self, job_id: str) -> tuple[str, str] | None:
+        """(tuning job id, trial id) when ``job_id`` is a trial's CustomJob, else None."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT tuning_job_id, trial_id FROM trial_jobs WHERE job_id=?", (job_id,)
+            ).fetchone()
+        return None if row is None else (str(row[0]), str(row[1]))
+
+    def trial_job_ids(self, tuning_job_id: str) -> list[str]:
+        """Ids of the CustomJobs of a tuning job's trials."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT job_id FROM trial_jobs WHERE tuning_job_id=?", (tuning_job_id,)
+            ).fetchall()
+        return [str(r[0]) for r in rows]
 
     # -- replicas ---------------------------------------------------------------------------
 
@@ -271,3 +338,8 @@ class Store:
         with self._lock:
             rows = self._db.execute("SELECT name, job_id FROM operations WHERE done=0").fetchall()
         return [(r[0], r[1]) for r in rows]
+
+
+def _load(row: tuple[str, str]) -> Any:
+    """A job from its (job_json, kind) columns."""
+    return protos.load_job(row[0], protos.KINDS[row[1]])

@@ -25,7 +25,7 @@ from typing import Any
 
 from google.cloud.aiplatform_v1 import JobServiceClient
 
-from emulator import procs
+from emulator import procs, protos
 from emulator.cli import wait_ready
 from emulator.client import job_service_client
 from emulator.store import DB_NAME, Store
@@ -231,15 +231,18 @@ def wait_for_state(
     timeout: float = 60.0,
     interval: float = 0.1,
 ) -> Any:
-    """Poll ``get_custom_job`` until the job reaches one of ``states``; returns the job.
+    """Poll the job until it reaches one of ``states``; returns the job.
 
-    Raises TimeoutError naming the last state seen.
+    ``get_custom_job``, or ``get_hyperparameter_tuning_job`` for a tuning job's name. Raises
+    TimeoutError naming the last state seen.
     """
+    tuning = f"/{protos.TUNING_JOB.collection}/" in name
+    get = client.get_hyperparameter_tuning_job if tuning else client.get_custom_job
     deadline = time.monotonic() + timeout
-    job = client.get_custom_job(name=name)
+    job = get(name=name)
     while job.state not in states:
         if time.monotonic() > deadline:
             raise TimeoutError(f"{name} stayed in {job.state.name} for {timeout:g}s")
         time.sleep(interval)
-        job = client.get_custom_job(name=name)
+        job = get(name=name)
     return job

@@ -4,6 +4,11 @@ The run is deterministic for a given ``--seed``: the data set is generated from 
 mini-batch of step ``s`` is drawn from a generator seeded with ``(seed, s)``, so a run that is
 killed and resumed from a checkpoint ends with bit-identical weights to one that never stopped.
 That is what lets the emulator's host-maintenance test compare final weights exactly.
+
+As a trial of a hyperparameter tuning job (``CLOUD_ML_TRIAL_ID`` is set), the chief reports the
+loss after every epoch with ``cloudml-hypertune``, under the tag ``CLOUD_ML_HP_METRIC_TAG`` names
+(default ``loss``). Tuned values arrive as ``--<parameter_id>=<value>``: the flags below accept
+both ``--learning-rate`` and ``--learning_rate`` spellings.
 """
 
 from __future__ import annotations
@@ -53,10 +58,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="trainer.task", description=__doc__)
     p.add_argument("--job-dir", default=None, help="output root when AIP_* dirs are not set")
     p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--steps-per-epoch", type=int, default=20)
-    p.add_argument("--step-sleep", type=float, default=0.0, help="seconds to sleep per step")
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--learning-rate", type=float, default=0.05)
+    p.add_argument("--steps-per-epoch", "--steps_per_epoch", type=int, default=20)
+    p.add_argument(
+        "--step-sleep", "--step_sleep", type=float, default=0.0, help="seconds to sleep per step"
+    )
+    p.add_argument("--batch-size", "--batch_size", type=int, default=32)
+    p.add_argument("--learning-rate", "--learning_rate", "--lr", type=float, default=0.05)
     p.add_argument("--samples", type=int, default=512)
     p.add_argument("--features", type=int, default=8)
     p.add_argument("--seed", type=int, default=42)
@@ -143,6 +150,29 @@ def latest_checkpoint(ckpt_dir: Path) -> tuple[int, FloatArray] | None:
     return None
 
 
+class MetricReporter:
+    """Reports the loss to the tuning service when this run is a hyperparameter tuning trial."""
+
+    def __init__(self) -> None:
+        self.tag = os.environ.get("CLOUD_ML_HP_METRIC_TAG") or "loss"
+        self._hypertune: Any = None
+        if os.environ.get("CLOUD_ML_TRIAL_ID") is None:
+            return
+        try:
+            import hypertune  # type: ignore[import-untyped]
+        except ImportError:
+            log.warning("cloudml-hypertune is not installed: the tuning metric is not reported")
+            return
+        self._hypertune = hypertune.HyperTune()
+
+    def report(self, value: float, step: int) -> None:
+        """Report ``value`` at ``step`` (nothing outside a tuning trial)."""
+        if self._hypertune is not None:
+            self._hypertune.report_hyperparameter_tuning_metric(
+                hyperparameter_metric_tag=self.tag, metric_value=value, global_step=step
+            )
+
+
 def train(args: argparse.Namespace, model_dir: Path, ckpt_dir: Path) -> dict[str, Any]:
     """Run (or resume) the training loop; returns the final metrics."""
     x, y, true_w = make_data(args.seed, args.samples, args.features)
@@ -154,6 +184,7 @@ def train(args: argparse.Namespace, model_dir: Path, ckpt_dir: Path) -> dict[str
     else:
         step, w = resumed
         log.info("resumed from checkpoint at step %d of %d", step, total)
+    reporter = MetricReporter()
     while step < total:
         batch = np.random.default_rng([args.seed, step]).integers(0, args.samples, args.batch_size)
         xb, yb = x[batch], y[batch]
@@ -163,6 +194,7 @@ def train(args: argparse.Namespace, model_dir: Path, ckpt_dir: Path) -> dict[str
         if step % args.steps_per_epoch == 0:
             loss = float(np.mean((x @ w - y) ** 2))
             log.info("epoch %d step %d loss %.6f", step // args.steps_per_epoch, step, loss)
+            reporter.report(loss, step)
         if step % args.checkpoint_every == 0 or step == total:
             save_checkpoint(ckpt_dir, step, w)
         if args.step_sleep:
@@ -191,6 +223,7 @@ def record_role(role: Role, model_dir: Path) -> None:
         "job_id": os.environ.get("CLOUD_ML_JOB_ID"),
         "project": os.environ.get("CLOUD_ML_PROJECT_ID"),
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "trial_id": os.environ.get("CLOUD_ML_TRIAL_ID"),
     }
     path = model_dir.parent / "replicas" / f"{role.name}.json"
     _atomic_write(path, lambda fh: fh.write(json.dumps(info, indent=2).encode()))
