@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from components._catalog import Catalog
 from components._errors import SpecFormatError, SpecInvalidError
@@ -28,7 +28,6 @@ from components.formats.gcloud_flags import (
 from components.formats.legacy_config import LegacyConversionError, convert_training_input
 from components.formats.result import LoadedSpec
 from components.formats.script import ScriptCommand
-from components.formats.text import parse_document, read_text
 
 __all__ = [
     "GcloudCommand",
@@ -266,18 +265,58 @@ def merge_training_input(from_config: dict[str, Any], from_flags: dict[str, Any]
     return merged
 
 
-def _config_training_input(command: GcloudCommand, base: Path) -> tuple[dict[str, Any], Path]:
+def _config_training_input(
+    command: GcloudCommand, base: Path, found: ScriptCommand
+) -> tuple[dict[str, Any], str]:
+    """The ``--config`` file's trainingInput (a here-document's body when the script writes
+    the file so), and the note saying where it came from."""
     assert command.config_path is not None
-    config_path = command.config_path
-    if not config_path.is_absolute():
-        config_path = base / config_path
-    document = parse_document(read_text(config_path, what="--config file"), str(config_path))
+    config = found.read_config(str(command.config_path), base)
+    document = config.document
     if not isinstance(document, dict) or not isinstance(document.get("trainingInput"), dict):
         hint = ""
         if isinstance(document, dict) and ("workerPoolSpecs" in document or "jobSpec" in document):
             hint = " (it holds a Vertex CustomJobSpec: that is `gcloud ai custom-jobs create --config`)"
-        raise SpecFormatError(f"{config_path}: --config must hold a trainingInput mapping{hint}")
-    return document["trainingInput"], config_path
+        raise SpecFormatError(f"{config.origin}: --config must hold a trainingInput mapping{hint}")
+    return document["trainingInput"], config.note
+
+
+# trainingInput keys whose computed values are kept (``ScriptCommand.keep``): kind, place
+_KEPT_KEYS: dict[str, tuple[Literal["text", "id"], str]] = {
+    "jobDir": ("text", "output directory"),
+    "packageUris": ("text", "package URIs"),
+    "args": ("text", "trainer arguments"),
+    "serviceAccount": ("id", "service account"),
+}
+_KEPT_IN_CONFIGS: dict[str, tuple[Literal["text", "id"], str]] = {
+    "imageUri": ("text", "image"),
+    "containerArgs": ("text", "trainer arguments"),
+}
+
+
+def _kept(training_input: dict[str, Any], found: ScriptCommand) -> dict[str, Any]:
+    """Computed values where only their shape is checked, settled before the conversion
+    (which validates the job when it finds a problem): the rest stay marked."""
+
+    def settled(value: Any, kind: Literal["text", "id"], label: str) -> Any:
+        if isinstance(value, str):
+            return found.keep(value, kind, label)
+        if isinstance(value, list):
+            return [found.keep(v, kind, label) if isinstance(v, str) else v for v in value]
+        return value
+
+    out = dict(training_input)
+    for key, (kind, label) in _KEPT_KEYS.items():
+        if key in out:
+            out[key] = settled(out[key], kind, label)
+    for key in _ACCELERATOR_FLAGS.values():
+        config = out.get(key)
+        if isinstance(config, dict):
+            out[key] = {
+                k: settled(v, *_KEPT_IN_CONFIGS[k]) if k in _KEPT_IN_CONFIGS else v
+                for k, v in config.items()
+            }
+    return out
 
 
 def read_submit_training(
@@ -289,8 +328,8 @@ def read_submit_training(
     from_config: dict[str, Any] = {}
     notes: list[str] = []
     if command.config_path is not None:
-        from_config, config_path = _config_training_input(command, path.parent)
-        notes.append(f"read --config {config_path}; flags override its values")
+        from_config, config_note = _config_training_input(command, path.parent, found)
+        notes.append(f"{config_note}; flags override its values")
     training_input = merge_training_input(from_config, command.training_input)
     if "region" not in training_input and "legacy-region" in found.properties:
         training_input["region"] = found.properties["legacy-region"]
@@ -300,10 +339,13 @@ def read_submit_training(
         project = found.properties["project"]
         notes.append("project from `gcloud config set project` in the script")
     notes.extend(_package_notes(command))
+    if found.unknowns:
+        training_input = _kept(training_input, found)
+        project = found.keep(project, "id", "project") if project is not None else None
     try:
         conversion = convert_training_input(
             training_input,
-            display_name=command.job_name,
+            display_name=found.keep(command.job_name, "text", "name"),
             labels=command.labels,
             project=project,
             catalog=catalog,

@@ -47,7 +47,6 @@ from components.formats.gcloud_flags import (
 )
 from components.formats.result import LoadedSpec
 from components.formats.script import ScriptCommand
-from components.formats.text import parse_document, read_text
 
 __all__ = ["CreateCommand", "parse_custom_job_create", "read_custom_job_create"]
 
@@ -361,14 +360,16 @@ def _local_software(spec: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     return {k: v for k, v in package.items() if v is not None}
 
 
-def _config_document(command: CreateCommand, base: Path) -> tuple[dict[str, Any], Path]:
-    """The ``--config`` CustomJobSpec document, refused when it is something else."""
+def _config_document(
+    command: CreateCommand, base: Path, found: ScriptCommand
+) -> tuple[dict[str, Any], str]:
+    """The ``--config`` CustomJobSpec document (a here-document's body when the script
+    writes the file so) and the note saying where it came from; refused when it is something
+    else."""
     assert command.config is not None
-    config_path = Path(command.config)
-    if not config_path.is_absolute():
-        config_path = base / config_path
-    document = parse_document(read_text(config_path, what="--config file"), str(config_path))
-    origin = f"{config_path}: --config"
+    config = found.read_config(command.config, base)
+    document = config.document
+    origin = f"{config.origin}: --config"
     if not isinstance(document, dict):
         raise SpecFormatError(f"{origin} must hold a CustomJobSpec mapping (workerPoolSpecs...)")
     if "studySpec" in document or "trialJobSpec" in document:
@@ -388,7 +389,7 @@ def _config_document(command: CreateCommand, base: Path) -> tuple[dict[str, Any]
             f"{origin} holds a CustomJobSpec, and gcloud refuses fields it does not have: "
             + ", ".join(str(f) for f in foreign[:5])
         )
-    return document, config_path
+    return document, config.note
 
 
 def _apply_flags(
@@ -436,10 +437,10 @@ def read_custom_job_create(found: ScriptCommand, path: Path, catalog: Catalog) -
     notes: list[str] = []
     document: dict[str, Any] = {}
     if command.config is not None:
-        raw, config_path = _config_document(command, path.parent)
+        raw, config_note = _config_document(command, path.parent, found)
         document = JobSpec.parse(raw).to_document()
         replaced = " (--worker-pool-spec replaces its workerPoolSpecs)" if command.pools else ""
-        notes.append(f"read --config {config_path}; flags override its values{replaced}")
+        notes.append(f"{config_note}; flags override its values{replaced}")
     pools = _pool_documents(command, catalog, notes) if command.pools else None
     if pools is None and command.lists.get("--python-package-uris"):
         notes.append("--python-package-uris is ignored without --worker-pool-spec (as gcloud does)")

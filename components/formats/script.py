@@ -9,15 +9,24 @@ skipped, and the gcloud command is expanded with the variables as they stand at 
 Where a value comes from:
 
 - the script's own assignment wins over the environment (bash semantics);
-- ``${NAME:-default}`` and the other ``${NAME<op>word}`` defaults are honoured;
+- ``${NAME:-default}`` and the other ``${NAME<op>word}`` defaults are honoured, and
+  ``${NAME:=default}`` assigns anywhere (``: ${REGION:=us-central1}``); a script argument
+  with a default (``${1:-us-central1}``) is its default, with a note (the arguments are not
+  known); ``${NAME:?message}`` with NAME unset is an error naming it;
 - a value bash would compute by running something (``$(date +%s)``, backticks, ``$1``), or
   one set inside an ``if``/``case``/loop or after ``&&``/``||``, is unknown here: the
   environment's value is used when it sets that variable. Otherwise the command's word is
-  marked (``MARK``) where the unknown part stands, and the reader of the command decides
-  (``components.formats.gcloud_command``): kept as written where the exact text does not
-  change what is validated (the job's name, output directory, trainer arguments), an error
-  naming the variable anywhere else;
-- an unset variable is an error naming it.
+  marked (``MARK``) where the unknown part stands (only that part: ``gs://b/m_MARK``), and
+  the reader of the command decides (``components.formats.gcloud_command``): kept as written
+  where the validator checks no more than the value's shape, an error naming the variable
+  anywhere else (``ScriptCommand.keep``);
+- an unset variable is an error naming it, except in the trainer arguments (after ``--``, in
+  ``--args``), where it expands to nothing as bash does, with a note (not under ``set -u``).
+
+Files the script writes before its submission are remembered (``WrittenFile``): a
+``--config`` file written by a here-document (``cat > F <<EOF``, ``tee F <<EOF``) is read
+from the here-document's body, expanded as bash would; one written another way (``echo >``,
+``gsutil cp``, ``sed -i``) is refused, since the file on disk is not what the command reads.
 
 A script with several job submissions is refused (one job per file), naming their lines;
 ``gcloud config set project|ai/region`` lines before the submission are kept as defaults.
@@ -28,44 +37,64 @@ Expansions are bounded: ``MAX_VARIABLES`` names, ``MAX_VALUE_CHARS`` per value a
 from __future__ import annotations
 
 import fnmatch
+import itertools
+import posixpath
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from components._errors import SpecFormatError
 from components._files import FileReadError, read_text_capped
 from components.formats.gcloud_flags import SUBMISSIONS, UNDERSTOOD, Invocation, invocation
 from components.formats.shell import (
     MAX_COMMANDS,
+    MAX_FIELDS,
     PLACEHOLDER,
     Command,
     Part,
+    Redirect,
     Unresolvable,
     Word,
     expand_word,
     expand_words,
     split_commands,
 )
+from components.formats.text import MAX_SPEC_BYTES, clipped, parse_document, read_text
 
 __all__ = [
+    "CHECKED_AS",
     "MARK",
     "MAX_EXPANDED_CHARS",
     "MAX_VALUE_CHARS",
     "MAX_VARIABLES",
+    "MAX_WRITES",
+    "ConfigFile",
     "Scope",
     "ScriptCommand",
     "Unresolved",
+    "WrittenFile",
     "find_submission",
+    "find_submission_in",
+    "map_strings",
     "unresolved_message",
 ]
 
 MAX_VARIABLES = 4096
 MAX_VALUE_CHARS = 1 << 16
 MAX_EXPANDED_CHARS = 1 << 22
+MAX_WRITES = 10_000
+"""The most file writes (redirections, copies) a script may make before its submission."""
 MARK = re.compile("\x01(\\d+)\x01")
 """Where an unknown value stands in a command's word: ``\\x01N\\x01``, N its index."""
+CHECKED_AS = "unknown-value"
+"""What stands for a computed value in a field whose shape is checked (a project ID, a
+service account's domain): a valid name, so the check says nothing about a value it cannot
+know (a note says so)."""
+_YAML_MARK = ("\ue000", "\ue000")
+"""A ``MARK`` while a here-document's body is parsed as YAML (which refuses control
+characters): private-use characters, turned back into the ``MARK`` after."""
 _MAX_SUBSTITUTION_DEPTH = 2
 _MAX_SOURCED = 4
 _MAX_SOURCED_BYTES = 1 << 16
@@ -108,18 +137,24 @@ _CONFIG_GET_VALUE = ["gcloud", "config", "get-value"]
 
 @dataclass(frozen=True)
 class Unresolved:
-    """A variable whose value cannot be known without running the script, why, and its
-    value as written (``census_$(date +%s)``)."""
+    """A variable whose value cannot be known without running the script, why, its value
+    as written (``census_$(date +%s)``) and with its unknown parts marked (``census_MARK``)."""
 
     message: str
     names: tuple[str, ...]
     unset: bool = False
     text: str = ""
     keepable: bool = True
+    marked: str | None = None
 
     def error(self) -> Unresolvable:
         return Unresolvable(
-            self.message, self.names, unset=self.unset, text=self.text, keepable=self.keepable
+            self.message,
+            self.names,
+            unset=self.unset,
+            text=self.text,
+            keepable=self.keepable,
+            marked=self.marked,
         )
 
 
@@ -149,7 +184,8 @@ class Scope:
             raise SpecFormatError(
                 f"line {line}: the script sets more than {MAX_VARIABLES} variables"
             )
-        if isinstance(value, str) and len(value) > MAX_VALUE_CHARS:
+        size = len(value) if isinstance(value, str) else len(value.text) + len(value.marked or "")
+        if size > MAX_VALUE_CHARS:
             raise SpecFormatError(
                 f"line {line}: ${name} would hold more than {MAX_VALUE_CHARS} characters"
             )
@@ -190,15 +226,25 @@ class Scope:
                 keepable=False,
             )
         if not _NAME.fullmatch(name):
+            if name in _ARGUMENTS and name not in "#0" and part.op in (":-", "-"):
+                default = self.operand(part)
+                self.notes[
+                    f"line {part.line}: ${{{name}{part.op}{clipped(default)}}}: the script's "
+                    f"arguments are not known here, so its default {clipped(default)!r} is used"
+                ] = None
+                return self.count(default)
             what = "script argument" if name in _ARGUMENTS else "shell-set parameter"
             raise Unresolvable(f"the {what} ${name} would have to be given", text=f"${name}")
-        result = self.operate(part, name, self.get(name))
-        self.used += len(result)
+        return self.count(self.operate(part, name, self.get(name)))
+
+    def count(self, text: str) -> str:
+        """``text``, counted against ``MAX_EXPANDED_CHARS``."""
+        self.used += len(text)
         if self.used > MAX_EXPANDED_CHARS:
             raise SpecFormatError(
                 f"the script's variables expand to more than {MAX_EXPANDED_CHARS} characters"
             )
-        return result
+        return text
 
     def configured(self, source: str) -> str | None:
         """``$(gcloud config get-value project)``: the property as set by a ``gcloud config
@@ -232,14 +278,23 @@ class Scope:
         except Unresolvable as exc:
             if exc.unset:
                 raise
-            self.unknowns.append(exc)
-            return f"\x01{len(self.unknowns) - 1}\x01"
+            if exc.marked is not None:
+                return self.count(exc.marked)
+            return self.mark(exc)
+
+    def mark(self, unknown: Unresolvable) -> str:
+        """A ``MARK`` standing for ``unknown`` (kept in ``unknowns``)."""
+        self.unknowns.append(unknown)
+        return f"\x01{len(self.unknowns) - 1}\x01"
 
     def operate(self, part: Part, name: str, value: str | Unresolved | None) -> str:
         """``$NAME`` and ``${NAME<op>word}`` as bash evaluates them."""
-        if isinstance(value, Unresolved):
-            raise value.error()
         op = part.op
+        if isinstance(value, Unresolved):
+            error = value.error()
+            if op not in ("", ":-", "-", ":=", "=", ":?", "?"):
+                error.marked = None  # a transformation of a value not known: all of it unknown
+            raise error
         colon = op.startswith(":")
         kept = value if (value if colon else value is not None) else None
         if op in ("", "length", *_PATTERN_OPS):
@@ -259,7 +314,10 @@ class Scope:
             self.assign(name, default, part.line)
             return default
         raise Unresolvable(
-            f"environment variable ${name} is not set (the script requires it)", (name,), unset=True
+            f"environment variable ${name} is not set (the script requires it)",
+            (name,),
+            unset=True,
+            required=True,
         )
 
     def trimmed(self, part: Part, name: str, value: str) -> str:
@@ -288,6 +346,30 @@ class Scope:
         return expand_word(Word(part.word), self.lookup, split=False)[0]
 
 
+@dataclass(frozen=True)
+class WrittenFile:
+    """A file the script writes before its submission: ``path`` as the script names it, the
+    ``line`` that writes it, and either the here-document ``body`` it holds (``MARK`` where the
+    script computes a value; ``error`` when bash's expansion of it cannot be known) or what
+    wrote it otherwise (``by``: the file's text is not known here)."""
+
+    path: str
+    line: int
+    body: str | None = None
+    by: str = ""
+    error: str = ""
+    conditional: bool = False
+
+
+@dataclass(frozen=True)
+class ConfigFile:
+    """A ``--config`` document, where it came from (for messages) and a note saying so."""
+
+    document: Any
+    origin: str
+    note: str
+
+
 @dataclass
 class ScriptCommand:
     """The job-submitting gcloud command of a script: its words, line, form and notes."""
@@ -300,6 +382,116 @@ class ScriptCommand:
     """``project`` and ``region`` from ``gcloud config set`` lines before the command."""
     unknowns: list[Unresolvable] = field(default_factory=list)
     """What each ``MARK`` in ``argv`` stands for, by index."""
+    written: list[tuple[str, WrittenFile]] = field(default_factory=list)
+    """The files written before the command, in order, each by its normalised path."""
+    cautions: list[str] = field(default_factory=list)
+    """Where bash ended the command early (also in ``notes``; errors repeat them)."""
+    kept: dict[int, dict[str, None]] = field(default_factory=dict)
+    checked: dict[int, dict[str, None]] = field(default_factory=dict)
+
+    def readable(self, text: str) -> str:
+        """``text`` with each ``MARK`` as the script writes the value."""
+        return MARK.sub(lambda m: self.unknowns[int(m.group(1))].text, text)
+
+    def keep(self, text: str, kind: Literal["text", "id"], label: str) -> str:
+        """``text`` with its computed values in place: as written (``kind`` text: a name, a
+        URI, an argument, whose text the validator does not judge beyond its shape) or as
+        ``CHECKED_AS`` (``kind`` id: a project or service account, whose whole text is checked);
+        ``label`` names the place in the note. A value not keepable stays marked."""
+
+        def settled(match: re.Match[str]) -> str:
+            index = int(match.group(1))
+            unknown = self.unknowns[index]
+            if not unknown.keepable:
+                return match.group()
+            places = self.kept if kind == "text" else self.checked
+            places.setdefault(index, {})[label] = None
+            return unknown.text if kind == "text" else CHECKED_AS
+
+        return MARK.sub(settled, text)
+
+    def kept_notes(self) -> list[str]:
+        """What ``keep`` did, one note per computed value and way it was kept."""
+        merged: dict[tuple[str, bool], dict[str, None]] = {}
+        for places, checked in ((self.kept, False), (self.checked, True)):
+            for index, labels in places.items():
+                unknown = self.unknowns[index]
+                head = f"{unknown.message}: " + (
+                    f"checked as `{CHECKED_AS}`"
+                    if checked
+                    else f"kept as written ({clipped(unknown.text)})"
+                )
+                merged.setdefault((head, checked), {}).update(labels)
+        return [
+            f"{head} in the job's {', '.join(labels)}"
+            + (
+                " (the value is known only when the script runs; the validator checks its shape)"
+                if checked
+                else ""
+            )
+            for (head, checked), labels in merged.items()
+        ]
+
+    def written_file(self, value: str) -> WrittenFile | None:
+        """The last write, before the command, of the file ``value`` names (relative paths
+        from the script's directory, as ``--config`` is read), or None."""
+        key = _file_key(self.readable(value))
+        return next((w for k, w in reversed(self.written) if k == key), None)
+
+    def read_config(self, value: str, base: Path) -> ConfigFile:
+        """The ``--config`` document: the body of the here-document that writes the file
+        before the command, else the file (relative to ``base``). ``SpecFormatError`` when the
+        script writes the file another way (what the command reads is not known here)."""
+        written = self.written_file(value) if self.written else None
+        if written is None:
+            path = Path(value)
+            path = path if path.is_absolute() else base / path
+            text = read_text(path, what="--config file")
+            return ConfigFile(parse_document(text, str(path)), str(path), f"read --config {path}")
+        shown = clipped(self.readable(value))
+        if written.error:
+            raise SpecFormatError(written.error)
+        if written.body is None:
+            raise SpecFormatError(
+                f"--config {shown}: line {written.line} writes {clipped(written.path)} "
+                f"({written.by}); the file on disk may not be what the command reads: write it "
+                "with a here-document in the script (cat > FILE <<EOF), or commit the file "
+                f"and drop line {written.line}"
+            )
+        origin = f"--config {shown} (the heredoc at line {written.line})"
+        text = MARK.sub(lambda m: f"{_YAML_MARK[0]}{m.group(1)}{_YAML_MARK[1]}", written.body)
+        document = map_strings(parse_document(text, origin), _unmark_yaml)
+        condition = " (under a condition, which is not evaluated)" if written.conditional else ""
+        note = f"--config {shown}: written by the heredoc at line {written.line}{condition}"
+        return ConfigFile(document, origin, note)
+
+
+_YAML_MARK_PATTERN = re.compile(f"{_YAML_MARK[0]}(\\d+){_YAML_MARK[1]}")
+
+
+def _unmark_yaml(text: str) -> str:
+    return _YAML_MARK_PATTERN.sub(lambda m: f"\x01{m.group(1)}\x01", text)
+
+
+def map_strings(value: Any, change: Callable[[str], str]) -> Any:
+    """``value`` (a parsed document) with ``change`` applied to every text, keys too."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, dict):
+        return {
+            change(k) if isinstance(k, str) else k: map_strings(v, change) for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [map_strings(v, change) for v in value]
+    return value
+
+
+def _file_key(text: str) -> str:
+    """A path as the script names it, normalised (``./c.yaml`` and ``c.yaml`` are one)."""
+    text = text.strip()
+    if not text or "\x00" in text:
+        return ""
+    return posixpath.normpath(text)
 
 
 @dataclass
@@ -308,7 +500,9 @@ class _Found:
     invocation: Invocation
     argv: list[str] | Unresolvable
     in_block: bool
-    unknowns: list[Unresolvable]
+    scope: Scope
+    writes: int
+    cut: str
 
 
 def find_submission(
@@ -319,8 +513,19 @@ def find_submission(
     ``directory``: the script's own, from which ``source FILE`` / ``. FILE`` are read (their
     assignments only, and only files under it); without it, sourced files are not read.
     """
+    return find_submission_in([(1, text)], env, directory)
+
+
+def find_submission_in(
+    scripts: list[tuple[int, str]], env: Mapping[str, str], directory: Path | None = None
+) -> ScriptCommand:
+    """The one job submission of several scripts that each run in a shell of their own (the
+    recipe lines of a Makefile), each given with the line it starts on; bounds are shared."""
     walker = _Walker(Scope(env), directory.resolve() if directory is not None else None)
-    walker.walk(split_commands(text), mode="main")
+    for first_line, text in scripts:
+        walker.scope = Scope(env, used=walker.scope.used)
+        walker.nounset = False
+        walker.walk(split_commands(text, first_line), mode="main")
     return walker.choose()
 
 
@@ -334,6 +539,13 @@ def unresolved_message(line: int, exc: Unresolvable, what: str = "the gcloud com
 
 
 _Mode = Literal["main", "substitution", "sourced"]
+_COPIERS = frozenset({"cp", "mv", "install", "ln", "rsync", "scp"})
+_STORAGE_COPIES = frozenset({"cp", "mv", "rsync"})
+_IN_PLACE = frozenset({"sed", "perl", "yq", "ruby"})
+_OUTPUT_OPTIONS = {"curl": ("-o", "--output"), "wget": ("-O", "--output-document")}
+_TRUNCATING = frozenset({">", ">|", "&>"})
+_WRITING = _TRUNCATING | {">>", "&>>", ">&"}
+_FD = re.compile(r"^\d*$")
 
 
 @dataclass
@@ -346,9 +558,22 @@ class _Walker:
     others: list[tuple[int, str]] = field(default_factory=list)
     blocks: int = 0
     depth: int = 0
+    nounset: bool = False
+    written: list[tuple[str, WrittenFile]] = field(default_factory=list)
+    required: list[str] = field(default_factory=list)
+    """Errors of ``${NAME:?}`` with NAME unset, met before the submission (bash stops there)."""
 
     def walk(self, commands: list[Command], *, mode: _Mode) -> None:
-        for command in commands:
+        for index, command in enumerate(commands):
+            following = commands[index + 1] if index + 1 < len(commands) else None
+            if command.cut and following is not None and following.line > command.line:
+                flag = following.words[0].literal() or ""
+                if flag.startswith("-"):
+                    command = replace(
+                        command,
+                        cut=f"{command.cut}; line {following.line} starts with "
+                        f"`{clipped(flag)}`, which bash runs as a command of its own",
+                    )
             self.visit(command, mode=mode)
 
     def visit(self, command: Command, *, mode: _Mode) -> None:
@@ -371,6 +596,10 @@ class _Walker:
             words.pop(0)
         conditional = command.conditional or self.blocks > 0
         head = words[0].literal() if words else None
+        if mode != "substitution":
+            self.defaults(words, command.line, conditional)
+        if mode == "main":
+            self.writes(command, words, conditional)
         if head in _DECLARATIONS or head == "unset":
             if mode != "substitution":
                 self.declare(head, words[1:], command.line, conditional)
@@ -379,6 +608,8 @@ class _Walker:
             if mode != "substitution":
                 self.source(words[1], command.line)
             return
+        if head == "set":
+            self.options(words[1:])
         assignments = 0
         while assignments < len(words) and words[assignments].assignment():
             assignments += 1
@@ -388,7 +619,39 @@ class _Walker:
             return
         program = words[assignments].literal() or ""
         if program.rsplit("/", 1)[-1] == "gcloud" and mode != "sourced":
-            self.gcloud(words[assignments:], command.line)
+            self.gcloud(words[assignments:], command)
+
+    def options(self, words: list[Word]) -> None:
+        """``set -u`` / ``set -o nounset`` (``+u`` off): unset variables stop the script."""
+        literals = [w.literal() or "" for w in words]
+        for index, option in enumerate(literals):
+            if option == "--" or option[:1] not in ("-", "+"):
+                break
+            named = (
+                literals[index + 1] if option in ("-o", "+o") and index + 1 < len(literals) else ""
+            )
+            if "u" in option[1:] or named == "nounset":
+                self.nounset = option.startswith("-")
+
+    def defaults(self, words: list[Word], line: int, conditional: bool) -> None:
+        """``${NAME:=default}`` in any command assigns; ``${NAME:?}`` with NAME unset stops
+        bash there (an error once a submission follows)."""
+        program = next((w.literal() for w in words if not w.assignment()), None) or ""
+        for part in _parts_of(words, "param"):
+            name = part.value
+            if part.op not in (":=", "=", ":?", "?") or not _NAME.fullmatch(name):
+                continue
+            value = self.scope.get(name)
+            missing = value is None or (part.op.startswith(":") and value == "")
+            if not missing:
+                continue
+            if part.op in (":=", "="):
+                self.assign(name, Word(part.word), line, conditional)
+            elif not conditional and not self.submissions and not program.endswith("gcloud"):
+                self.required.append(
+                    f"line {line}: environment variable ${name} is not set (the script "
+                    f"requires it, and bash stops there); set {name} in the environment"
+                )
 
     def source(self, word: Word, line: int) -> None:
         """``source FILE``: the assignments of a file under the script's directory."""
@@ -461,21 +724,112 @@ class _Walker:
             reason = f"${name} is set under a condition (line {line}), which is not evaluated"
             scope.assign(name, Unresolved(reason, (name,), False, text), line)
         elif unknown:
-            cause = unknown[0]
-            message = cause.message
-            if not cause.names:
-                message += f" to set ${name}" + ("" if "(line " in message else f" (line {line})")
-            names = cause.names if name in cause.names else (*cause.names, name)
+            message, names = _why_unknown(unknown[0], name, line)
             keepable = all(u.keepable for u in unknown)
-            scope.assign(name, Unresolved(message, names, False, text, keepable), line)
+            marked = self.marked(value, name, line) if keepable else None
+            scope.assign(name, Unresolved(message, names, False, text, keepable, marked), line)
         else:
             scope.assign(name, text, line)
+
+    def marked(self, value: Word, name: str, line: int) -> str | None:
+        """A computed value with only its unknown parts marked (``gs://b/m_MARK``)."""
+        scope = self.scope
+
+        def marking(part: Part) -> str:
+            try:
+                return scope.lookup(part)
+            except Unresolvable as exc:
+                if exc.marked is not None:
+                    return exc.marked
+                message, names = _why_unknown(exc, name, line)
+                return scope.mark(Unresolvable(message, names, text=exc.text))
+
+        try:
+            return expand_word(value, marking, split=False)[0]
+        except Unresolvable:
+            return None
+
+    def writes(self, command: Command, words: list[Word], conditional: bool) -> None:
+        """Remember the files a command writes: its output redirections, ``tee``, copies."""
+        while words and words[0].assignment():
+            words = words[1:]
+        program = (words[0].literal() or "").rsplit("/", 1)[-1] if words else ""
+        stdin = [r for r in command.redirects if r.op in ("<<", "<<-") and r.fd in ("", "0")]
+        heredoc = stdin[-1] if stdin else None
+        storage = program == "gcloud" and any(w.literal() == "storage" for w in words[1:3])
+        writer = program in _WRITERS or storage
+        args = [self.written_text(w) for w in words[1:]] if writer else []
+        copies = heredoc is not None and (program == "tee" or all(a == "-" for a in args))
+        copies = copies and program in ("cat", "tee")
+        for redirect in command.redirects:
+            if redirect.op not in _WRITING or (
+                redirect.op == ">&" and _FD.match(redirect.target.literal() or "-")
+            ):
+                continue
+            fresh = copies and redirect.op in _TRUNCATING and redirect.fd in ("", "1")
+            target = self.written_text(redirect.target)
+            self.record(
+                target,
+                command.line,
+                heredoc if fresh else None,
+                f"`{program} ... {redirect.op} {clipped(target)}`",
+                conditional,
+            )
+        for target, by in _written_by(program, args):
+            fresh = program == "tee" and heredoc is not None and by == "`tee`"
+            self.record(target, command.line, heredoc if fresh else None, by, conditional)
+
+    def written_text(self, word: Word) -> str:
+        """A word as the script writes it, its unknown parts as written (one field)."""
+
+        def readable(part: Part) -> str:
+            try:
+                return self.scope.lookup(part)
+            except Unresolvable as exc:
+                return exc.text or f"${{{part.value}}}"
+
+        try:
+            return expand_word(word, readable, split=False)[0]
+        except SpecFormatError:
+            return ""
+
+    def record(
+        self, path: str, line: int, heredoc: Redirect | None, by: str, conditional: bool
+    ) -> None:
+        key = _file_key(path)
+        if not key:
+            return
+        if len(self.written) >= MAX_WRITES:
+            raise SpecFormatError(f"refused: the script writes files more than {MAX_WRITES} times")
+        if heredoc is None:
+            written = WrittenFile(path, line, by=by, conditional=conditional)
+        else:
+            body, error = self.heredoc_text(heredoc, path)
+            written = WrittenFile(path, heredoc.line, body, error=error, conditional=conditional)
+        self.written.append((key, written))
+
+    def heredoc_text(self, heredoc: Redirect, path: str) -> tuple[str | None, str]:
+        """The here-document's body as bash writes it, or why it cannot be known."""
+        if heredoc.body_error:
+            return None, heredoc.body_error
+        if heredoc.body is None:
+            return "", ""
+        what = f"the heredoc writing {clipped(path)}"
+        try:
+            text = expand_word(heredoc.body, self.scope.marking, split=False)[0]
+        except Unresolvable as exc:
+            return None, unresolved_message(heredoc.line, exc, what)
+        except SpecFormatError as exc:
+            return None, f"line {heredoc.line}: {what}: {exc}"
+        if len(text) > MAX_SPEC_BYTES:
+            return None, f"line {heredoc.line}: {what} is over {MAX_SPEC_BYTES} characters"
+        return text, ""
 
     def substitutions(self, words: list[Word]) -> None:
         """Look for gcloud commands inside ``$(...)`` (``JOB=$(gcloud ai custom-jobs create)``)."""
         if self.depth >= _MAX_SUBSTITUTION_DEPTH:
             return
-        for part in _command_parts(words):
+        for part in _parts_of(words, "command"):
             if "gcloud" not in part.value:
                 continue
             self.depth += 1
@@ -488,22 +842,60 @@ class _Walker:
                 self.depth -= 1
                 self.blocks = blocks
 
-    def gcloud(self, words: list[Word], line: int) -> None:
+    def gcloud(self, words: list[Word], command: Command) -> None:
         scope = self.scope
+        line = command.line
         preview = invocation(expand_words(words, scope.preview))
         if preview.form not in SUBMISSIONS:
             self.others.append((line, preview.name))
             if preview.path[:2] == ("config", "set"):
                 self.config_set(preview)
             return
-        scope.unknowns = []
         argv: list[str] | Unresolvable
         try:
-            argv = expand_words(words, scope.marking)
+            argv = self.expanded(words, preview.form == "legacy-training", line)
             found = invocation(argv)
         except Unresolvable as exc:
             argv, found = exc, preview
-        self.submissions.append(_Found(line, found, argv, self.blocks > 0, scope.unknowns))
+        self.submissions.append(
+            _Found(line, found, argv, self.blocks > 0, scope, len(self.written), command.cut)
+        )
+
+    def expanded(self, words: list[Word], legacy: bool, line: int) -> list[str]:
+        """The command's words; in the trainer arguments (after ``--`` of a legacy command,
+        in ``--args``) an unset variable is nothing, as bash has it (unless ``set -u``)."""
+        scope = self.scope
+
+        def trainer(part: Part) -> str:
+            try:
+                return scope.marking(part)
+            except Unresolvable as exc:
+                if not exc.unset or exc.required or self.nounset or not exc.names:
+                    raise
+                scope.notes[
+                    f"line {line}: ${exc.names[0]} is not set: it expands to nothing in the "
+                    "trainer arguments, as bash does"
+                ] = None
+                return ""
+
+        out: list[str] = []
+        in_args = previous = False
+        for word in words:
+            literal = word.literal()
+            first = word.parts[0] if word.parts else None
+            arguments = (
+                in_args
+                or previous
+                or (
+                    first is not None and first.kind == "text" and first.value.startswith("--args=")
+                )
+            )
+            out.extend(expand_word(word, trainer if arguments else scope.marking))
+            if len(out) > MAX_FIELDS:
+                raise SpecFormatError(f"the command expands to more than {MAX_FIELDS} words")
+            in_args = in_args or (legacy and literal == "--")
+            previous = literal == "--args"
+        return out
 
     def config_set(self, found: Invocation) -> None:
         """``gcloud config set project P`` / ``ai/region R``: defaults for the submission."""
@@ -528,26 +920,93 @@ class _Walker:
                 f"{lines}); a spec file describes one job: keep one submission per file"
             )
         found = self.submissions[0]
+        caution = f" (note: {found.cut})" if found.cut else ""
+        if self.required:
+            raise SpecFormatError(self.required[0] + caution)
         if isinstance(found.argv, Unresolvable):
-            raise SpecFormatError(unresolved_message(found.line, found.argv))
+            raise SpecFormatError(unresolved_message(found.line, found.argv) + caution)
         notes = [f"read the gcloud command at line {found.line} (`{found.invocation.name}`)"]
-        notes.extend(self.scope.notes)
+        notes.extend(found.scope.notes)
         if found.in_block:
             notes.append(
                 f"line {found.line}: the command is inside an if/case/loop block, "
                 "whose condition is not evaluated here"
             )
+        cautions = [found.cut] if found.cut else []
         return ScriptCommand(
-            found.argv, found.line, found.invocation, notes, self.scope.properties, found.unknowns
+            found.argv,
+            found.line,
+            found.invocation,
+            notes + cautions,
+            found.scope.properties,
+            found.scope.unknowns,
+            self.written[: found.writes],
+            cautions,
         )
 
 
-def _command_parts(words: list[Word]) -> list[Part]:
+_WRITERS = frozenset({"tee", "cat", "gsutil", *_COPIERS, *_IN_PLACE, *_OUTPUT_OPTIONS})
+
+
+def _written_by(program: str, args: list[str]) -> list[tuple[str, str]]:
+    """The files a command writes by its arguments (not its redirections), each with what
+    writes it: ``tee F``, ``cp A F``, ``gsutil cp A F``, ``sed -i ... F``, ``curl -o F``."""
+    if program == "tee":
+        append = any(a in ("-a", "--append") for a in args)
+        by = "`tee -a`" if append else "`tee`"
+        return [(a, by) for a in args if not a.startswith("-")]
+    if program in _OUTPUT_OPTIONS:
+        options = _OUTPUT_OPTIONS[program]
+        pairs = itertools.pairwise(args)
+        return [(value, f"`{program} {flag}`") for flag, value in pairs if flag in options]
+    if program in _IN_PLACE:
+        in_place = any(
+            a in ("--in-place", "--inplace") or (a[:1] == "-" and a[1:2] != "-" and "i" in a)
+            for a in args
+        )
+        files = [a for a in args if not a.startswith("-")]
+        return [(a, f"`{program} -i`") for a in files] if in_place else []
+    positionals = [a for a in args if not a.startswith("-")]
+    if program in ("gsutil", "gcloud"):
+        storage = (
+            positionals[1:] if program == "gcloud" and positionals[:1] == ["storage"] else None
+        )
+        rest = storage if program == "gcloud" else positionals
+        if not rest or rest[0] not in _STORAGE_COPIES:
+            return []
+        by = f"`{program}{' storage' if storage is not None else ''} {rest[0]}`"
+        positionals = rest[1:]
+    elif program in _COPIERS:
+        by = f"`{program}`"
+    else:
+        return []
+    if len(positionals) < 2:
+        return []
+    *sources, destination = positionals
+    targets = [destination]
+    targets += [
+        posixpath.normpath(posixpath.join(destination, posixpath.basename(s.rstrip("/"))))
+        for s in sources
+    ]
+    return [(t, by) for t in targets]
+
+
+def _why_unknown(cause: Unresolvable, name: str, line: int) -> tuple[str, tuple[str, ...]]:
+    """The message and names of a variable set from a value that cannot be known."""
+    message = cause.message
+    if not cause.names:
+        message += f" to set ${name}" + ("" if "(line " in message else f" (line {line})")
+    names = cause.names if name in cause.names else (*cause.names, name)
+    return message, names
+
+
+def _parts_of(words: list[Word], kind: str) -> list[Part]:
+    """Every part of ``kind`` in the words, nested ones too (``${A:-$(b)}``)."""
     found: list[Part] = []
     stack = [part for word in words for part in word.parts]
     while stack:
         part = stack.pop()
-        if part.kind == "command":
+        if part.kind == kind:
             found.append(part)
         stack.extend(part.word)
     return found

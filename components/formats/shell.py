@@ -2,9 +2,12 @@
 
 ``split_commands`` turns a script into simple commands: words made of parts (literal text,
 ``$VAR``/``${VAR...}`` parameters, ``$(...)``/backtick command substitutions), each part
-marked quoted or not, with the line where the command starts. Quotes, ``\\`` escapes and
-continuations, comments, ``;``/``&&``/``||``/``|`` separators, redirections and here-documents
-are understood the way bash reads them; nothing is executed, no file is opened.
+marked quoted or not, with the line where the command starts, and its redirections (with
+the bodies of its here-documents). Quotes, ``\\`` escapes and continuations, comments,
+``;``/``&&``/``||``/``|`` separators, redirections and here-documents are understood the way
+bash reads them; nothing is executed, no file is opened. Where bash ends a command that a
+reader would think goes on (a comment line inside a ``\\`` continuation, an unquoted ``;``
+glued inside a word), the command says so (``Command.cut``).
 
 ``expand_word`` gives a word's fields as bash does: an unquoted expansion is split on blanks
 (``--nnsize $NNSIZE`` with ``NNSIZE="32 8"`` is three words), a quoted one stays one word,
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from components._errors import SpecFormatError
@@ -34,10 +37,12 @@ __all__ = [
     "Command",
     "Lookup",
     "Part",
+    "Redirect",
     "Unresolvable",
     "Word",
     "expand_word",
     "expand_words",
+    "heredoc_word",
     "split_commands",
 ]
 
@@ -60,6 +65,9 @@ _WORD_END = frozenset(" \t\n;&|()<>")
 _PLAIN = re.compile(r"[^ \t\n;&|()<>\\'\"$`]+")
 _PLAIN_IN_BRACES = re.compile(r"[^}\n\\'\"$`]+")
 _PLAIN_IN_DOUBLE_QUOTES = re.compile(r'[^"\\$`]+')
+_PLAIN_IN_HEREDOC = re.compile(r"[^\\$`]+")
+_HEREDOC_SPECIALS = re.compile(r"[\\$`]")
+_DIGITS = re.compile(r"\d+")
 _BLANKS = re.compile(r"[ \t\r]+")
 _ARRAY_START = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\+?=$")
 _ONE = re.compile(r".", re.DOTALL)
@@ -113,15 +121,37 @@ class Word:
 
 
 @dataclass(frozen=True, slots=True)
+class Redirect:
+    """A redirection: ``op`` (``>``, ``>>``, ``&>``, ``<<``...), the file descriptor written
+    before it (``2`` of ``2>``; empty for the default), its target word and line.
+
+    A here-document (``<<``/``<<-``) has its ``body``: one quoted text when the delimiter is
+    quoted (``<<'EOF'``: nothing expands), else parts to expand as bash expands the body
+    (``$VAR``, ``$(...)``, ``\\$``); ``body_error`` says why bash could not read it.
+    """
+
+    op: str
+    fd: str
+    target: Word
+    line: int
+    body: Word | None = None
+    body_error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Command:
-    """A simple command: its words (redirections left out) and the line it starts on.
+    """A simple command: its words, its redirections and the line it starts on.
 
     ``conditional``: it follows ``&&`` or ``||``, so whether it runs depends on another.
+    ``cut``: a sentence saying that bash ended the command where its writer likely meant it
+    to go on (a comment line inside a ``\\`` continuation, an unquoted ``;`` inside a word).
     """
 
     words: tuple[Word, ...]
     line: int
     conditional: bool = False
+    redirects: tuple[Redirect, ...] = ()
+    cut: str = ""
 
 
 class Unresolvable(Exception):
@@ -132,7 +162,10 @@ class Unresolvable(Exception):
     ``unset`` tells an unset variable from a value the script computes; ``text`` is the value
     as written (``census_$(date +%s)``); ``keepable``: that text may stand for the value where
     its exact text does not matter (not so for an array or an expansion not evaluated here,
-    which stand for several words or an unknown transformation).
+    which stand for several words or an unknown transformation); ``marked``: the value with
+    only its unknown parts marked (``gs://b/m_MARK`` for ``gs://b/m_$(date +%s)``), where a
+    reader can mark them; ``required``: unset where the script demands a value
+    (``${NAME:?}``), so it never expands to nothing.
     """
 
     def __init__(
@@ -143,6 +176,8 @@ class Unresolvable(Exception):
         unset: bool = False,
         text: str = "",
         keepable: bool = True,
+        marked: str | None = None,
+        required: bool = False,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -150,6 +185,8 @@ class Unresolvable(Exception):
         self.unset = unset
         self.text = text
         self.keepable = keepable
+        self.marked = marked
+        self.required = required
 
 
 Lookup = Callable[[Part], str]
@@ -161,6 +198,25 @@ def split_commands(text: str, first_line: int = 1) -> list[Command]:
     return _Lexer(text.replace("\r\n", "\n"), first_line).commands()
 
 
+def heredoc_word(body: str, first_line: int = 1) -> Word:
+    """An unquoted here-document's body as bash expands it: ``$VAR``, ``${...}``, ``$(...)``
+    and backticks expand, ``\\`` escapes only ``$``, `````, ``\\`` and a newline, quotes are
+    text. ``SpecFormatError`` naming the line of an unclosed expansion."""
+    return _Lexer(body, first_line).heredoc_body()
+
+
+@dataclass
+class _Pending:
+    """A here-document whose body is still to be read: which command and redirection get it
+    (``command`` -1 until the command ends, -2 for a command of redirections only)."""
+
+    delimiter: str
+    strip_tabs: bool
+    quoted: bool
+    command: int
+    redirect: int
+
+
 @dataclass
 class _Lexer:
     text: str
@@ -170,9 +226,13 @@ class _Lexer:
     words: list[Word] = field(default_factory=list)
     start_line: int = 0
     found: list[Command] = field(default_factory=list)
-    heredocs: list[tuple[str, bool]] = field(default_factory=list)
+    heredocs: list[_Pending] = field(default_factory=list)
+    redirects: list[Redirect] = field(default_factory=list)
     conditional: bool = False
     count: int = 0
+    continued: int = 0
+    """The line a ``\\`` continuation of the current command reached (0: none)."""
+    cut: str = ""
 
     def fail(self, message: str, line: int | None = None) -> SpecFormatError:
         return SpecFormatError(
@@ -184,12 +244,26 @@ class _Lexer:
         return self.text[index] if index < len(self.text) else ""
 
     def end_command(self) -> None:
+        index = len(self.found) if self.words else -2  # a command of redirections only
+        for pending in self.heredocs:
+            if pending.command == -1:
+                pending.command = index
         if self.words:
             if len(self.found) >= MAX_COMMANDS:
                 raise SpecFormatError(f"refused: the script has more than {MAX_COMMANDS} commands")
-            self.found.append(Command(tuple(self.words), self.start_line, self.conditional))
+            command = Command(
+                tuple(self.words),
+                self.start_line,
+                self.conditional,
+                tuple(self.redirects),
+                self.cut,
+            )
+            self.found.append(command)
             self.conditional = False  # `a &&` then a newline: the next command still depends
         self.words = []
+        self.redirects = []
+        self.cut = ""
+        self.continued = 0
 
     def commands(self) -> list[Command]:
         text = self.text
@@ -200,17 +274,22 @@ class _Lexer:
             elif char == "\\" and self.peek(1) == "\n":
                 self.pos += 2
                 self.line += 1
+                self.continued = self.line if self.words else 0
             elif char == "\n":
                 self.end_command()
                 self.pos += 1
                 self.line += 1
-                self.skip_heredocs()
+                self.read_heredocs()
             elif char == "#":
                 newline = text.find("\n", self.pos)
-                self.pos = len(text) if newline < 0 else newline
+                end = len(text) if newline < 0 else newline
+                self.comment(text[self.pos : end])
+                self.pos = end
             elif self.redirection():
                 continue
             elif char in ";&|()":
+                if char == ";":
+                    self.glued_semicolon()
                 self.end_command()
                 doubled = char in "&|" and self.peek(1) == char
                 self.pos += 2 if doubled else 1
@@ -227,37 +306,119 @@ class _Lexer:
         self.end_command()
         return self.found
 
+    def comment(self, comment: str) -> None:
+        """A comment inside a command that a ``\\`` continued, or one ending in ``\\``: bash
+        ends the command there, though its writer meant it to go on."""
+        if not self.words:
+            return
+        line_start = self.text.rfind("\n", 0, self.pos) + 1
+        own_line = not self.text[line_start : self.pos].strip()
+        if (own_line and self.continued == self.line) or comment.rstrip().endswith("\\"):
+            self.cut = (
+                f"line {self.line}: a comment ends the command started at line "
+                f"{self.start_line} (bash does not continue a line through a comment): the "
+                "lines after it are not part of the command"
+            )
+
+    def glued_semicolon(self) -> None:
+        """``a;b`` inside what looks like one word (``requirements=a;b``): bash ends the
+        command at the ``;``."""
+        before = self.text[self.pos - 1] if self.pos else " "
+        after = self.peek(1)
+        if not self.words or before in " \t\n" or not after or after in " \t\n;&|)":
+            return
+        window = self.text[self.pos + 1 : self.pos + 200]  # bounded: `;` may come often
+        rest = window.split("\n", 1)[0].strip()
+        shown = rest if len(rest) <= 60 else rest[:60] + "…"
+        self.cut = (
+            f"line {self.line}: an unquoted `;` ends the command (bash reads it as a command "
+            f"separator): `{shown}` is not part of the command (if it belongs to the value before the `;`, "
+            "quote that value)"
+        )
+
     def redirection(self) -> bool:
-        """Skip a redirection and its target (``> file``, ``2>&1``, ``<<EOF``); True if one."""
+        """A redirection and its target (``> file``, ``2>&1``, ``<<EOF``); True if one."""
         match = _REDIRECT.match(self.text, self.pos)
         if match is None:
             return False
+        line = self.line
         self.pos = match.end()
         while self.peek() in (" ", "\t"):
             self.pos += 1
+        op = match.group(1)
         if self.pos >= len(self.text) or self.peek() in _WORD_END:
-            if match.group(1) in (">&", "<&") and self.peek() == "-":
+            if op in (">&", "<&") and self.peek() == "-":
                 self.pos += 1
                 return True
-            raise self.fail(f"{match.group(1)} needs a target")
+            raise self.fail(f"{op} needs a target")
         target = self.word()
-        if match.group(1) in ("<<", "<<-"):
+        self.redirects.append(Redirect(op, match.group()[: -len(op)], target, line))
+        if op in ("<<", "<<-"):
             delimiter = "".join(p.value for p in target.parts)
-            self.heredocs.append((delimiter, match.group(1) == "<<-"))
+            quoted = any(p.quoted for p in target.parts)
+            pending = _Pending(delimiter, op == "<<-", quoted, -1, len(self.redirects) - 1)
+            self.heredocs.append(pending)
         return True
 
-    def skip_heredocs(self) -> None:
-        """Skip the bodies of the here-documents started on the line just ended."""
-        for delimiter, strip_tabs in self.heredocs:
+    def read_heredocs(self) -> None:
+        """The bodies of the here-documents started on the line just ended, each given to
+        the redirection of its command."""
+        for pending in self.heredocs:
+            first_line = self.line
+            lines: list[str] = []
             while self.pos < len(self.text):
                 newline = self.text.find("\n", self.pos)
                 end = len(self.text) if newline < 0 else newline
                 line = self.text[self.pos : end]
                 self.pos = end + 1
                 self.line += 1
-                if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+                if pending.strip_tabs:
+                    line = line.lstrip("\t")
+                if line == pending.delimiter:
                     break
+                lines.append(line)
+            if pending.command >= 0:
+                self.attach(pending, "".join(f"{line}\n" for line in lines), first_line)
         self.heredocs = []
+
+    def attach(self, pending: _Pending, body: str, first_line: int) -> None:
+        command = self.found[pending.command]
+        redirects = list(command.redirects)
+        slot = redirects[pending.redirect]
+        if pending.quoted or not _HEREDOC_SPECIALS.search(body):
+            slot = replace(slot, body=Word((Part("text", body, True),)))
+        else:
+            try:
+                slot = replace(slot, body=heredoc_word(body, first_line))
+            except SpecFormatError as exc:
+                slot = replace(slot, body_error=str(exc))
+        redirects[pending.redirect] = slot
+        self.found[pending.command] = replace(command, redirects=tuple(redirects))
+
+    def heredoc_body(self) -> Word:
+        parts: list[Part] = []
+        buffer: list[str] = []
+        text = self.text
+        while self.pos < len(text):
+            char = text[self.pos]
+            if char == "\\" and self.peek(1) in ("$", "`", "\\", "\n"):
+                if self.peek(1) == "\n":
+                    self.line += 1
+                else:
+                    buffer.append(self.peek(1))
+                self.pos += 2
+            elif char in "$`":
+                parts.append(Part("text", "".join(buffer), True))
+                buffer.clear()
+                parts.extend(self.expansion(True))
+            else:
+                run = _PLAIN_IN_HEREDOC.match(text, self.pos) or _ONE.match(text, self.pos)
+                assert run is not None
+                self.line += run.group().count("\n")
+                buffer.append(run.group())
+                self.pos = run.end()
+        parts.append(Part("text", "".join(buffer), True))
+        return Word(tuple(p for p in parts if p.kind != "text" or p.value))
 
     def word(self, close: str = "", quoted: bool = False) -> Word:
         """A word, up to a blank or operator (or, inside ``${...}``, up to ``close``)."""
@@ -313,6 +474,7 @@ class _Lexer:
         self.pos += 2
         if following == "\n":
             self.line += 1
+            self.continued = self.line
             return []
         if not following:
             return [Part("text", "\\", quoted)]
@@ -377,10 +539,10 @@ class _Lexer:
         match = _NAME.match(self.text, self.pos + 1)
         if match:
             self.pos = match.end()
-            return [Part("param", match.group(), quoted)]
+            return [Part("param", match.group(), quoted, line=self.line)]
         if following and following in _SPECIAL:
             self.pos += 2
-            return [Part("param", following, quoted)]
+            return [Part("param", following, quoted, line=self.line)]
         self.pos += 1
         return [Part("text", "$", quoted)]
 
@@ -410,15 +572,15 @@ class _Lexer:
         if self.depth > MAX_NESTING:
             raise self.fail(f"${{...}} nests more than {MAX_NESTING} deep", start_line)
         self.pos += 2
-        match = _NAME.match(self.text, self.pos)
+        match = _NAME.match(self.text, self.pos) or _DIGITS.match(self.text, self.pos)
         length = _NAME.match(self.text, self.pos + 1) if self.peek() == "#" else None
         if match:
             name = match.group()
-        elif self.peek() and self.peek() in _SPECIAL and self.peek(1) == "}":
-            name = self.peek()
         elif length and self.text.startswith("}", length.end()):
             name = length.group()
             self.pos += 1
+        elif self.peek() and self.peek() in _SPECIAL:
+            name = self.peek()
         else:
             name = ""
         self.pos += len(name)
@@ -434,7 +596,7 @@ class _Lexer:
             raise self.fail("a ${ expansion is never closed", start_line)
         self.pos += 1
         self.depth -= 1
-        return Part("param", name, quoted, op, operand.parts)
+        return Part("param", name, quoted, op, operand.parts, start_line)
 
     def ansi_c(self) -> Part:
         start_line = self.line

@@ -386,3 +386,237 @@ def test_gcloud_list_and_dict_syntax() -> None:
         ["--account", "me", "-q"],
     )
     assert invocation(["gcloud", "ai", "custom-jobs", "describe", "x"]).form == "other"
+
+
+# --- a --config file the script writes itself ---------------------------------------------
+
+LEGACY = (
+    "gcloud ai-platform jobs submit training hp_1 --region us-central1 --module-name trainer.task"
+    " --packages gs://b/t.tar.gz --runtime-version 2.11 --python-version 3.10"
+)
+HP_BODY = (
+    "trainingInput:\n  hyperparameters:\n    goal: MAXIMIZE\n    maxTrials: 20\n    params:\n"
+    "    - {parameterName: lr, type: DOUBLE, minValue: 0.0001, maxValue: 0.1}\n"
+)
+STALE = "trainingInput:\n  scaleTier: BASIC\n"
+"""An older config committed next to the script: never what the command reads."""
+
+
+def test_a_heredoc_tuning_config_is_refused_not_the_stale_file(tmp_path: Path) -> None:
+    script = f"cat > config.yaml <<EOF\n{HP_BODY}EOF\n{LEGACY} --config config.yaml\n"
+    for files in ({"config__yaml": STALE}, {}):  # a stale file next to it, or none
+        with pytest.raises(SpecInvalidError) as info:
+            loaded(tmp_path, script, **files)
+        assert any("hyperparameter tuning" in v.reason for v in info.value.violations)
+        (tmp_path / "config.yaml").unlink(missing_ok=True)
+
+
+CUSTOM_BODY = (
+    "trainingInput:\n  scaleTier: CUSTOM\n  masterType: $MACHINE\n  masterConfig:\n"
+    "    acceleratorConfig: {count: 1, type: NVIDIA_TESLA_T4}\n  args: [--tag, \\$HOME]\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("writes", "config"),
+    [
+        ("cat > config.yaml <<EOF\n{body}EOF\n", "config.yaml"),
+        ("cat <<EOF > ./config.yaml\n{body}EOF\n", "config.yaml"),
+        ("cat >config.yaml <<-EOF\n{tabbed}\tEOF\n", "./config.yaml"),
+        ("tee config.yaml >/dev/null <<EOF\n{body}EOF\n", "config.yaml"),
+        ('CFG=config.yaml\ncat > "$CFG" <<EOF\n{body}EOF\n', "$CFG"),
+        ('HERE=$(dirname "$0")\ncat > $HERE/config.yaml <<EOF\n{body}EOF\n', "$HERE/config.yaml"),
+        ("cat > /tmp/job-config.yaml <<EOF\n{body}EOF\n", "/tmp/job-config.yaml"),
+        ("TMP=$(mktemp)\ncat > $TMP <<EOF\n{body}EOF\n", "$TMP"),  # the same computed path
+    ],
+)
+def test_a_config_written_by_a_heredoc_is_read_from_its_body(
+    tmp_path: Path, writes: str, config: str
+) -> None:
+    tabbed = "".join(f"\t{line}\n" for line in CUSTOM_BODY.splitlines())
+    script = "MACHINE=n1-highmem-8\n" + writes.format(body=CUSTOM_BODY, tabbed=tabbed)
+    result = loaded(tmp_path, f"{script}{LEGACY} --config {config}\n", config__yaml=STALE)
+    (pool,) = result.spec.worker_pool_specs
+    assert pool.machine_spec is not None and pool.machine_spec.machine_type == "n1-highmem-8"
+    assert pool.machine_spec.accelerator_type == "NVIDIA_TESLA_T4"
+    assert pool.python_package_spec is not None
+    assert pool.python_package_spec.args == ["--tag", "$HOME"]  # \$ is a $ in the body
+    line = script.count("\n", 0, script.index("<<")) + 1
+    assert any(
+        n.startswith("--config ") and f": written by the heredoc at line {line}" in n
+        for n in result.notes
+    ), result.notes
+
+
+def test_a_quoted_heredoc_delimiter_expands_nothing(tmp_path: Path) -> None:
+    script = f"cat > config.yaml <<'EOF'\n{CUSTOM_BODY}EOF\n{LEGACY} --config config.yaml\n"
+    pool = load(tmp_path, script).worker_pool_specs[0]
+    assert pool.machine_spec is not None and pool.machine_spec.machine_type == "$MACHINE"
+    assert pool.python_package_spec is not None
+    assert pool.python_package_spec.args == ["--tag", "\\$HOME"]
+
+
+@pytest.mark.parametrize(
+    ("assignment", "message"),
+    [
+        (
+            "MACHINE=$(cat machine.txt)\n",
+            r"line 10: the job's workerPoolSpecs\[0\]\.machineSpec\.machineType needs a value the "
+            r"script computes: `\$\(cat machine.txt\)` \(line 1\) would have to run to set "
+            r"\$MACHINE; set MACHINE in the environment",
+        ),
+        (
+            "",
+            r"^line 1: environment variable \$MACHINE is not set \(the heredoc writing config.yaml"
+            r" uses it\); set MACHINE in the environment$",
+        ),
+    ],
+)
+def test_what_a_heredoc_needs_is_named(tmp_path: Path, assignment: str, message: str) -> None:
+    body = f"cat > config.yaml <<EOF\n{CUSTOM_BODY}EOF\n"
+    script = f"{assignment}{body}{LEGACY} --config config.yaml\n"
+    with pytest.raises(SpecFormatError, match=message):
+        loaded(tmp_path, script, config__yaml=STALE)
+
+
+def test_a_heredoc_custom_job_config_keeps_a_computed_image_as_written(tmp_path: Path) -> None:
+    script = (
+        "IMAGE=gcr.io/p/trainer:$(git rev-parse --short HEAD)\n"
+        "cat > job.yaml <<EOF\nworkerPoolSpecs:\n- machineSpec: {machineType: n1-standard-4}\n"
+        "  replicaCount: 1\n  containerSpec: {imageUri: $IMAGE}\nEOF\n"
+        f"{CREATE} --config=job.yaml\n"
+    )
+    result = loaded(tmp_path, script, job__yaml=CONFIG)
+    container = result.spec.worker_pool_specs[0].container_spec
+    assert container is not None
+    assert container.image_uri == "gcr.io/p/trainer:$(git rev-parse --short HEAD)"
+    assert result.spec.service_account is None  # nothing of the file on disk
+    assert "--config job.yaml: written by the heredoc at line 2; flags override its values" in (
+        result.notes
+    )
+    assert validate(result.spec, region="us-central1") == []
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        f"{CREATE} --config=job.yaml",
+        "gcloud ai hp-tuning-jobs create --region=us-central1 --display-name=t"
+        " --max-trial-count=4 --parallel-trial-count=2 --config=job.yaml",
+    ],
+)
+def test_a_heredoc_tuning_job_is_refused_either_way(tmp_path: Path, command: str) -> None:
+    script = f"cat > job.yaml <<EOF\nstudySpec: {{}}\ntrialJobSpec: {{}}\nEOF\n{command}\n"
+    with pytest.raises(SpecFormatError, match="hyperparameter tuning job"):
+        loaded(tmp_path, script, job__yaml=CONFIG)
+
+
+@pytest.mark.parametrize(
+    ("writes", "line", "by"),
+    [
+        ("echo 'trainingInput: {scaleTier: BASIC}' > config.yaml\n", 1, "`echo ... >"),
+        ("python gen_config.py --tier basic > config.yaml\n", 1, "`python ... >"),
+        ("gsutil cp gs://b/configs/config.yaml .\n", 1, "`gsutil cp`"),
+        ("gsutil -m cp gs://b/c.yaml ./config.yaml\n", 1, "`gsutil cp`"),
+        ("gcloud storage cp gs://b/c.yaml config.yaml\n", 1, "`gcloud storage cp`"),
+        ("curl -sSfo x -o config.yaml https://example.com/c.yaml\n", 1, "`curl -o`"),
+        ("envsubst < config.tmpl > config.yaml\n", 1, "`envsubst ... >"),
+        ("cat > config.yaml <<EOF\nx: 1\nEOF\nsed -i 's/1/2/' config.yaml\n", 4, "`sed -i`"),
+        ("cat > config.yaml <<EOF\nx: 1\nEOF\ncat >> config.yaml <<EOF\ny: 2\nEOF\n", 4, ">>"),
+        ("cp templates/config.yaml .\n", 1, "`cp`"),
+    ],
+)
+def test_a_config_written_another_way_is_refused(
+    tmp_path: Path, writes: str, line: int, by: str
+) -> None:
+    script = f"set -e\n{writes}{LEGACY} --config config.yaml\n"
+    with pytest.raises(SpecFormatError) as info:
+        loaded(tmp_path, script, config__yaml=STALE)
+    message = str(info.value)
+    assert f"--config config.yaml: line {line + 1} writes " in message
+    assert by in message
+    assert "the file on disk may not be what the command reads" in message
+
+
+def test_only_writes_before_the_command_count(tmp_path: Path) -> None:
+    script = (
+        f"cat > other.yaml <<EOF\n{HP_BODY}EOF\n{LEGACY} --config config.yaml\n"
+        "echo done > config.yaml\n"
+    )
+    result = loaded(tmp_path, script, config__yaml=STALE)
+    assert any(n.startswith("read --config ") for n in result.notes)  # the file on disk
+
+
+def test_a_heredoc_written_under_a_condition_is_read_with_a_note(tmp_path: Path) -> None:
+    script = (
+        f"if [ ! -f config.yaml ]; then\n  cat > config.yaml <<EOF\n{HP_BODY}EOF\nfi\n"
+        f"{LEGACY} --config config.yaml\n"
+    )
+    with pytest.raises(SpecInvalidError) as info:
+        loaded(tmp_path, script, config__yaml=STALE)
+    assert any("hyperparameter tuning" in v.reason for v in info.value.violations)
+
+
+# --- computed values where only their shape is checked -----------------------------------
+
+
+def test_a_computed_output_directory_does_not_hide_or_add_a_problem(tmp_path: Path) -> None:
+    with pytest.raises(SpecInvalidError) as info:
+        loaded(
+            tmp_path,
+            "JOB_DIR=gs://bkt/m_$(date +%s)\n"
+            "gcloud ai-platform jobs submit training j1 --job-dir $JOB_DIR --region us-central1"
+            " --scale-tier basic-gpu --module-name trainer.task --packages gs://b/t.tar.gz"
+            " --runtime-version 2.1 --python-version 3.7\n",
+        )
+    assert [v.path for v in info.value.violations] == ["--scale-tier"]
+    assert "K80" in info.value.violations[0].reason
+
+
+PROJECT_SCRIPT = """\
+PROJECT_ID=$(gcloud config list project --format "value(core.project)")
+BUCKET=gs://${PROJECT_ID}-ml
+"""
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "gcloud ai custom-jobs create --project=$PROJECT_ID --region=us-central1 --display-name=d"
+        " --service-account=trainer@$PROJECT_ID.iam.gserviceaccount.com"
+        " --worker-pool-spec=machine-type=n1-standard-4,executor-image-uri=gcr.io/$PROJECT_ID/"
+        "img:1,python-module=trainer.task --python-package-uris=$BUCKET/t.tar.gz",
+        "gcloud ai-platform jobs submit training j --project $PROJECT_ID --region us-central1"
+        " --service-account trainer@$PROJECT_ID.iam.gserviceaccount.com"
+        " --master-image-uri gcr.io/$PROJECT_ID/img:1 --module-name trainer.task"
+        " --packages $BUCKET/t.tar.gz --staging-bucket $BUCKET --job-dir $BUCKET/out"
+        " --scale-tier basic",
+    ],
+)
+def test_a_computed_project_is_kept_where_only_its_shape_is_checked(
+    tmp_path: Path, command: str
+) -> None:
+    result = loaded(tmp_path, f"{PROJECT_SCRIPT}{command}\n")
+    spec = result.spec
+    written = '$(gcloud config list project --format "value(core.project)")'
+    assert spec.project == "unknown-value"
+    assert spec.service_account == "trainer@unknown-value.iam.gserviceaccount.com"
+    package = spec.worker_pool_specs[0].python_package_spec
+    assert package is not None
+    assert package.executor_image_uri == f"gcr.io/{written}/img:1"
+    assert package.package_uris == [f"gs://{written}-ml/t.tar.gz"]
+    assert validate(spec, region="us-central1") == []
+    notes = " ".join(result.notes)
+    checked = next(n for n in result.notes if "checked as `unknown-value`" in n)
+    assert "to set $PROJECT_ID" in checked and "project" in checked and "service account" in checked
+    assert "to set $PROJECT_ID: kept as written" in notes and "image" in notes
+    assert "\x01" not in repr(spec.to_document()) + notes
+
+
+def test_a_computed_value_elsewhere_is_still_an_error(tmp_path: Path) -> None:
+    with pytest.raises(SpecFormatError, match=r"the job's labels\.owner needs a value the script"):
+        loaded(
+            tmp_path,
+            f"{PROJECT_SCRIPT}{CREATE} --labels=owner=$PROJECT_ID"
+            f" --worker-pool-spec=machine-type=n1-standard-4,container-image-uri={IMAGE}\n",
+        )

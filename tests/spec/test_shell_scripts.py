@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from components import SpecError, SpecFormatError, load_spec_file, validate
-from components.formats.gcloud_command import is_gcloud_command
+from components.formats.gcloud_command import is_gcloud_command, is_makefile
 from components.formats.script import find_submission
 from components.formats.shell import Part, Word, expand_word, split_commands
 
@@ -173,12 +173,12 @@ def test_script_value_wins_over_environment_and_unset_wins_over_both(tmp_path: P
     ("script", "message"),
     [
         (
-            "TAG=$(git rev-parse --short HEAD)\n"
+            "MACHINE=n1-standard-$(nproc)\n"
             "gcloud ai custom-jobs create --region=us-central1 --display-name=d"
-            " --worker-pool-spec=machine-type=n1-standard-4,container-image-uri=gcr.io/p/i:$TAG\n",
-            r"line 2: the job's workerPoolSpecs\[0\]\.containerSpec\.imageUri needs a value the "
-            r"script computes: `\$\(git rev-parse --short HEAD\)` \(line 1\) would have to run "
-            r"to set \$TAG; set TAG in the environment",
+            " --worker-pool-spec=machine-type=$MACHINE,container-image-uri=gcr.io/p/i\n",
+            r"line 2: the job's workerPoolSpecs\[0\]\.machineSpec\.machineType needs a value the "
+            r"script computes: `\$\(nproc\)` \(line 1\) would have to run "
+            r"to set \$MACHINE; set MACHINE in the environment",
         ),
         (
             "gcloud ai custom-jobs create --region=$(gcloud config get-value ai/region)"
@@ -346,8 +346,12 @@ def test_gcloud_config_get_value_reads_the_property(tmp_path: Path) -> None:
         " --worker-pool-spec=machine-type=n1-standard-4,container-image-uri=gcr.io/$PROJECT_ID/i\n"
     )
     path = write(tmp_path, script)
-    with pytest.raises(SpecFormatError, match="set CLOUDSDK_CORE_PROJECT or PROJECT_ID in the env"):
-        load_spec_file(path, env={})
+    unknown = load_spec_file(path, env={})  # only the shapes of these are checked: kept
+    assert unknown.spec.project == "unknown-value"
+    image = unknown.spec.worker_pool_specs[0].container_spec
+    assert image is not None
+    assert image.image_uri == "gcr.io/$(gcloud config get-value project 2>/dev/null)/i"
+    assert any("checked as `unknown-value` in the job's project" in n for n in unknown.notes)
     spec = load_spec_file(path, env={"CLOUDSDK_CORE_PROJECT": "from-env"}).spec
     container = spec.worker_pool_specs[0].container_spec
     assert spec.project == "from-env" and container is not None
@@ -480,3 +484,360 @@ def test_mutated_scripts_fail_only_with_spec_errors(tmp_path: Path) -> None:
             path.write_bytes(bytes(mutated[: rng.randint(1, len(mutated))]))
             with contextlib.suppress(SpecError):  # anything else fails the test
                 load_spec_file(path, env={"IMAGE": "i"})
+
+
+# --- shell idioms: assigned defaults, script arguments, required variables ---------------
+
+CREATE_POOL = "--worker-pool-spec=machine-type=$MACHINE,container-image-uri=gcr.io/p/i"
+
+
+@pytest.mark.parametrize(
+    "defaults",
+    [
+        ': ${REGION:=us-central1}\n: "${MACHINE:=n1-standard-8}"\n',
+        'echo "region ${REGION:=us-central1}, machine ${MACHINE:=n1-standard-8}" >&2\n',
+        "REGION=\n: ${REGION:=us-central1} ${MACHINE=n1-standard-8}\n",
+    ],
+)
+def test_an_assigned_default_sets_the_variable(tmp_path: Path, defaults: str) -> None:
+    script = (
+        f"{defaults}gcloud ai custom-jobs create --region=$REGION --display-name=d {CREATE_POOL}\n"
+    )
+    path = write(tmp_path, script)
+    spec = load_spec_file(path, env={}).spec
+    machine = spec.worker_pool_specs[0].machine_spec
+    assert spec.region == "us-central1"
+    assert machine is not None and machine.machine_type == "n1-standard-8"
+    if "REGION=\n" not in defaults:  # set (and not empty) in the environment: kept
+        assert load_spec_file(path, env={"REGION": "europe-west4"}).spec.region == "europe-west4"
+
+
+def test_an_assigned_default_under_a_condition_is_not_known(tmp_path: Path) -> None:
+    script = (
+        '[ -n "$PROD" ] && : ${MACHINE:=n1-standard-16}\n'
+        f"gcloud ai custom-jobs create --region=us-central1 --display-name=d {CREATE_POOL}\n"
+    )
+    with pytest.raises(SpecFormatError, match=r"\$MACHINE is set under a condition \(line 1\)"):
+        load_spec_file(write(tmp_path, script), env={})
+
+
+def test_a_script_argument_with_a_default_is_its_default(tmp_path: Path) -> None:
+    script = (
+        "REGION=${1:-us-central1}\nMACHINE=${2-n1-standard-8}\nNAME=run-$3\n"
+        "gcloud ai custom-jobs create --region=$REGION --display-name=$NAME"
+        f" {CREATE_POOL}\n"
+    )
+    loaded = load_spec_file(write(tmp_path, script), env={})
+    assert loaded.spec.region == "us-central1"
+    assert loaded.spec.display_name == "run-$3"  # no default: unknown, kept as written
+    assert (
+        "line 1: ${1:-us-central1}: the script's arguments are not known here, so its default "
+        "'us-central1' is used" in loaded.notes
+    )
+    assert any("the script argument $3 would have to be given" in n for n in loaded.notes)
+    path = write(tmp_path, script.replace("${1:-us-central1}", "$1"))
+    with pytest.raises(SpecFormatError, match=r"job's region needs .* script argument \$1"):
+        load_spec_file(path, env={})
+
+
+@pytest.mark.parametrize(
+    ("check", "env", "message"),
+    [
+        (': "${BUCKET:?set BUCKET first}"\n', {}, r"line 1: environment variable \$BUCKET is not"),
+        ("BUCKET=b\n: ${BUCKET:?set BUCKET}\n", {}, None),
+        (': "${BUCKET:?set BUCKET first}"\n', {"BUCKET": "b"}, None),
+        ("BUCKET=\n: ${BUCKET?}\n", {}, None),  # set, though empty: no colon, no error
+        ("BUCKET=\n: ${BUCKET:?}\n", {}, r"\$BUCKET is not set .*set BUCKET in the environment"),
+    ],
+)
+def test_a_required_variable_must_be_set(
+    tmp_path: Path, check: str, env: dict[str, str], message: str | None
+) -> None:
+    script = (
+        f"{check}gcloud ai custom-jobs create --region=us-central1 --display-name=d"
+        " --worker-pool-spec=machine-type=n1-standard-4,container-image-uri=gcr.io/p/i\n"
+    )
+    path = write(tmp_path, script)
+    if message is None:
+        assert load_spec_file(path, env=env).spec.display_name == "d"
+    else:
+        with pytest.raises(SpecFormatError, match=message):
+            load_spec_file(path, env=env)
+
+
+def test_an_unset_variable_in_trainer_arguments_is_nothing_as_in_bash(tmp_path: Path) -> None:
+    legacy = write(
+        tmp_path,
+        "gcloud ai-platform jobs submit training j"
+        + LEGACY_TAIL
+        + ' -- --data $DATA --lr=${LR} "$Q" --x\n',
+    )
+    loaded = load_spec_file(legacy, env={})
+    package = loaded.spec.worker_pool_specs[0].python_package_spec
+    assert package is not None and package.args == ["--data", "--lr=", "", "--x"]
+    assert (
+        "line 1: $DATA is not set: it expands to nothing in the trainer arguments, as bash does"
+        in loaded.notes
+    )
+    create = write(
+        tmp_path,
+        "gcloud ai custom-jobs create --region=us-central1 --display-name=d"
+        " --worker-pool-spec=machine-type=n1-standard-4,container-image-uri=gcr.io/p/i"
+        " --args=--data=$DATA,--epochs=3\n",
+        name="create.sh",
+    )
+    container = load_spec_file(create, env={}).spec.worker_pool_specs[0].container_spec
+    assert container is not None and container.args == ["--data=", "--epochs=3"]
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "set -euo pipefail\ngcloud ai-platform jobs submit training j"
+        + LEGACY_TAIL
+        + " -- $DATA\n",
+        "set -o nounset\ngcloud ai-platform jobs submit training j" + LEGACY_TAIL + " -- $DATA\n",
+        "gcloud ai-platform jobs submit training j --job-dir $DATA" + LEGACY_TAIL + "\n",
+        "gcloud ai custom-jobs create --region=us-central1 --display-name=$DATA"
+        " --worker-pool-spec=machine-type=n1-standard-4,container-image-uri=gcr.io/p/i\n",
+    ],
+)
+def test_an_unset_variable_elsewhere_or_under_set_u_is_an_error(
+    tmp_path: Path, script: str
+) -> None:
+    with pytest.raises(SpecFormatError, match=r"\$DATA is not set .*set DATA in the environment"):
+        load_spec_file(write(tmp_path, script), env={})
+
+
+# --- where bash ends a command early ------------------------------------------------------
+
+
+def test_a_comment_inside_a_continuation_ends_the_command(tmp_path: Path) -> None:
+    script = (
+        "gcloud ai-platform jobs submit training census \\\n"
+        "  --region us-central1 --runtime-version 2.11 --python-version 3.10 \\\n"
+        "  --scale-tier custom --master-machine-type n1-standard-8 \\\n"
+        "  # --master-accelerator count=1,type=nvidia-tesla-t4 \\\n"
+        "  --module-name trainer.task \\\n"
+        "  --package-path gs://b/trainer-0.1.tar.gz\n"
+    )
+    loaded = load_spec_file(write(tmp_path, script), env={})
+    cut = (
+        "line 4: a comment ends the command started at line 1 (bash does not continue a line "
+        "through a comment): the lines after it are not part of the command; line 5 starts "
+        "with `--module-name`, which bash runs as a command of its own"
+    )
+    assert cut in loaded.notes
+    package = loaded.spec.worker_pool_specs[0].python_package_spec
+    assert package is not None and package.python_module is None  # as bash submits it
+    assert "pythonModule" in str(validate(loaded.spec, region="us-central1"))
+
+
+def test_an_early_end_is_said_with_the_error_it_causes(tmp_path: Path) -> None:
+    create = write(
+        tmp_path,
+        "gcloud ai custom-jobs create --region=us-central1 --display-name=d \\\n"
+        "  # the pool:\n"
+        "  --worker-pool-spec=machine-type=n1-standard-4,container-image-uri=gcr.io/p/i\n",
+    )
+    with pytest.raises(SpecFormatError) as info:
+        load_spec_file(create, env={})
+    assert str(info.value).startswith("line 1: gcloud needs --worker-pool-spec or --config")
+    assert "(note: line 2: a comment ends the command started at line 1" in str(info.value)
+    legacy = write(
+        tmp_path,
+        "gcloud ai-platform jobs submit training j --scale-tier basic-gpu" + LEGACY_TAIL + " \\\n"
+        "  # --labels=team=ml \\\n  --job-dir gs://b/out\n",
+        name="legacy.sh",
+    )
+    with pytest.raises(SpecError) as invalid:
+        load_spec_file(legacy, env={})
+    found = {v.path: v for v in getattr(invalid.value, "violations", ())}
+    assert found["--scale-tier"].severity == "error"
+    assert found["line 2"].severity == "warning" and "a comment ends" in found["line 2"].reason
+
+
+def test_an_unquoted_semicolon_ends_the_command(tmp_path: Path) -> None:
+    script = (
+        "gcloud ai custom-jobs create --region=us-central1 --display-name=d"
+        " --worker-pool-spec=machine-type=n1-standard-8,executor-image-uri=us-docker.pkg.dev/"
+        "vertex-ai/training/tf-cpu.2-17.py310:latest,local-package-path=.,python-module=t.task,"
+        "requirements=pandas;scikit-learn --labels=team=ml\n"
+    )
+    loaded = load_spec_file(write(tmp_path, script), env={})
+    assert loaded.spec.labels == {}  # after the `;`: another command
+    assert (
+        "line 1: an unquoted `;` ends the command (bash reads it as a command separator): "
+        "`scikit-learn --labels=team=ml` is not part of the command (if it belongs to the "
+        "value before the `;`, quote that value)" in loaded.notes
+    )
+    quoted = write(
+        tmp_path, script.replace("requirements=pandas;scikit-learn", "'requirements=a;b'")
+    )
+    fine = load_spec_file(quoted, env={})
+    assert fine.spec.labels == {"team": "ml"} and not [n for n in fine.notes if "`;`" in n]
+
+
+def test_lexer_keeps_redirections_heredoc_bodies_and_early_ends() -> None:
+    text = (
+        'X=1\ncat >./c.yaml <<-EOF\n\ta: $X \\$Y "q" `date`\n\tEOF\n'
+        "tee f <<'E' >/dev/null 2>&1\nb: $X\nE\n"
+        "cmd a \\\n  # c\n  --b\nx=a;b\n"
+    )
+    first, cat, tee, cmd, flag, x, b = split_commands(text)
+    assert (first.line, cat.line, tee.line, cmd.line, flag.line) == (1, 2, 5, 8, 10)
+    (out, heredoc) = cat.redirects
+    assert (out.op, out.fd, out.target.literal(), heredoc.op) == (">", "", "./c.yaml", "<<-")
+    assert heredoc.body is not None
+    assert [(p.kind, p.value) for p in heredoc.body.parts] == [
+        ("text", "a: "),
+        ("param", "X"),
+        ("text", ' $Y "q" '),
+        ("command", "date"),
+        ("text", "\n"),
+    ]
+    body = tee.redirects[0].body
+    assert body is not None and body.literal() == "b: $X\n"  # quoted delimiter: no expansion
+    assert [(r.op, r.fd) for r in tee.redirects[1:]] == [(">", ""), (">&", "2")]
+    assert cmd.cut.startswith("line 9: a comment ends the command started at line 8")
+    assert x.cut.startswith("line 11: an unquoted `;` ends the command") and not b.cut
+
+
+# --- Makefiles ------------------------------------------------------------------------------
+
+MAKEFILE = """\
+# Train on Vertex AI.
+PROJECT ?= my-project
+REGION := us-central1
+IMAGE = $(REGISTRY)/$(PROJECT)/trainer:$(TAG)
+REGISTRY = us-central1-docker.pkg.dev
+TAG ?= $(shell git rev-parse --short HEAD)
+MACHINE = n1-standard-8
+ARGS = --epochs=5
+ARGS += --batch=64
+export BUCKET = gs://$(PROJECT)-ml
+
+.PHONY: local train
+
+local:
+\tpython -m trainer.task $(ARGS)
+
+train: build
+\t@echo "submitting $@ to $(REGION)"
+\tgcloud ai custom-jobs create --region=$(REGION) --project=$(PROJECT) \\
+\t  --display-name=$@-$$(date +%s) \\
+\t  --worker-pool-spec=machine-type=${MACHINE},accelerator-type=NVIDIA_TESLA_T4,container-image-uri=$(IMAGE) \\
+\t  --args=$(subst $(space),$(comma),$(ARGS))
+
+build:
+\tdocker build -t $(IMAGE) .
+"""
+
+
+def test_a_makefile_recipe_is_read_with_make_variables(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        MAKEFILE.replace("$(subst $(space),$(comma),$(ARGS))", "--out=$$BUCKET/o"),
+        name="Makefile",
+    )
+    loaded = load_spec_file(path, env={"PROJECT": "env-project", "MACHINE": "n1-highmem-2"})
+    spec = loaded.spec
+    assert loaded.format == "gcloud-command"
+    assert (spec.project, spec.region) == ("env-project", "us-central1")  # ?= yields to env
+    assert spec.display_name == "train-$(date +%s)"  # $@ is the target, $$ the shell's $
+    (pool,) = spec.worker_pool_specs
+    assert pool.machine_spec is not None and pool.machine_spec.machine_type == "n1-standard-8"
+    assert pool.container_spec is not None
+    assert pool.container_spec.image_uri == (
+        "us-central1-docker.pkg.dev/env-project/trainer:$(git rev-parse --short HEAD)"
+    )
+    assert pool.container_spec.args == ["--out=gs://env-project-ml/o"]  # exported to the shell
+    assert loaded.notes[:2] == [
+        "read the gcloud command at line 19 (`gcloud ai custom-jobs create`)",
+        "read as a Makefile: the recipe of `train` (line 19), Make variables expanded; each "
+        "recipe line runs in a shell of its own",
+    ]
+    assert any("`$(git rev-parse --short HEAD)` (line 21)" in n for n in loaded.notes)
+    assert validate(spec, region="us-central1") == []
+
+
+def test_a_makefile_function_is_a_value_make_computes(tmp_path: Path) -> None:
+    path = write(tmp_path, MAKEFILE, name="train.mk")
+    container = load_spec_file(path, env={}).spec.worker_pool_specs[0].container_spec
+    assert container is not None  # trainer arguments: kept as written
+    # its arguments expanded by make (an undefined one handed on as the shell's ${NAME})
+    assert container.args == ["$(subst ${space},${comma},--epochs=5 --batch=64)"]
+
+
+@pytest.mark.parametrize(
+    ("makefile", "env", "message"),
+    [
+        (
+            "ifeq ($(ENV),prod)\nMACHINE = n1-standard-16\nelse\nMACHINE = n1-standard-4\nendif\n",
+            {},
+            r"line 8: \$\(MACHINE\) is set under ifeq/ifdef \(line 4\), which is not evaluated; "
+            r"set MACHINE in the environment",
+        ),
+        ("", {}, r"environment variable \$MACHINE is not set .*set MACHINE in the environment"),
+        ("MACHINE = $(MACHINE)x\n", {}, "Make variables nest more than 16 deep"),
+        ("define MACHINE\nn1-standard-4\nendef\n", {}, r"is a multi-line `define` \(line 1\)"),
+        ("ifdef GPU\nMACHINE = n1-standard-16\nendif\n", {"MACHINE": "n1-standard-4"}, None),
+    ],
+)
+def test_a_makefile_value_not_known_is_an_error_naming_it(
+    tmp_path: Path, makefile: str, env: dict[str, str], message: str | None
+) -> None:
+    text = (
+        f"{makefile}.PHONY: train\ntrain:\n\tgcloud ai custom-jobs create --region=us-central1"
+        " --display-name=d --worker-pool-spec=machine-type=$(MACHINE),container-image-uri=i\n"
+    )
+    path = write(tmp_path, text, name="Makefile")
+    if message is None:
+        machine = load_spec_file(path, env=env).spec.worker_pool_specs[0].machine_spec
+        assert machine is not None and machine.machine_type == "n1-standard-4"
+        return
+    with pytest.raises(SpecFormatError, match=message):
+        load_spec_file(path, env=env)
+
+
+def test_a_makefile_is_known_by_its_text_and_holds_one_submission(tmp_path: Path) -> None:
+    text = (
+        "REGION ?= us-central1\n"
+        "dev:\n\tgcloud ai custom-jobs create --region=$(REGION) --display-name=dev"
+        " --worker-pool-spec=machine-type=n1-standard-4,container-image-uri=i\n"
+        "prod:\n\tgcloud ai custom-jobs create --region=$(REGION) --display-name=prod"
+        " --worker-pool-spec=machine-type=n1-standard-8,container-image-uri=i\n"
+    )
+    path = write(tmp_path, text, name="jobs.txt")
+    assert is_gcloud_command(text, path) and is_makefile(text, path)
+    with pytest.raises(SpecFormatError, match=r"submits 2 jobs \(gcloud commands at lines 3, 5\)"):
+        load_spec_file(path, env={})
+    rule_only = "train:\n\tgcloud ai custom-jobs create --display-name=x --config=c.yaml\n"
+    assert is_makefile(rule_only, tmp_path / "jobs.txt")
+    assert not is_makefile("trainingInput:\n  scaleTier: BASIC\n", tmp_path / "c.yaml")
+    assert not is_makefile("#!/bin/sh\nX ?= 1\ngcloud x\n", tmp_path / "run")
+    assert not is_makefile(SAMPLE_SCRIPT, tmp_path / "run.txt")
+    shell_loop = 'for r in a b; do\n\techo "Region: $r"\n\tgcloud ai custom-jobs list\ndone\n'
+    assert not is_makefile(shell_loop, tmp_path / "run.txt")
+    assert not is_makefile('echo "Job: x"\n\tgcloud ai custom-jobs list\n', tmp_path / "r")
+
+
+HOSTILE_MAKEFILES = {
+    "self-reference": "A = $(A)\nt:\n\tgcloud ai custom-jobs create --display-name=$(A)\n",
+    "doubling": "A0 = xxxxxxxxxxxxxxxx\n"
+    + "".join(f"A{i + 1} := $(A{i})$(A{i})\n" for i in range(40))
+    + "t:\n\tgcloud ai custom-jobs create --display-name=$(A40)\n",
+    "many-recipes": "t:\n" + "\tgcloud ai custom-jobs create --display-name=$(X)\n" * 30_000,
+    "unclosed": "t:\n\tgcloud ai custom-jobs create " + "$(" * 300_000 + "\n",
+    "nested": "t:\n\tgcloud ai custom-jobs create " + "$(X" * 30_000 + ")" * 30_000 + "\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_MAKEFILES))
+def test_hostile_makefiles_end_quickly_with_a_short_message(tmp_path: Path, name: str) -> None:
+    path = write(tmp_path, HOSTILE_MAKEFILES[name][: 1 << 20], name="Makefile")
+    started = time.perf_counter()
+    with pytest.raises(SpecFormatError) as info:
+        load_spec_file(path, env={})
+    assert time.perf_counter() - started < 2.0
+    assert len(str(info.value)) < 1000
