@@ -429,7 +429,7 @@ def test_expansion_is_bounded(tmp_path: Path, text: str, message: str) -> None:
     started = time.perf_counter()
     with pytest.raises(SpecFormatError, match=message):
         load_spec_file(path, env={})
-    assert time.perf_counter() - started < 2.0
+    assert time.perf_counter() - started < 10.0  # bounded, not a benchmark: machines are shared
 
 
 HOSTILE_SCRIPTS = {
@@ -451,7 +451,7 @@ def test_hostile_scripts_end_quickly_with_a_short_message(tmp_path: Path, name: 
     started = time.perf_counter()
     with pytest.raises(SpecFormatError) as info:
         load_spec_file(path, env={})
-    assert time.perf_counter() - started < 2.0
+    assert time.perf_counter() - started < 10.0  # bounded, not a benchmark: machines are shared
     assert len(str(info.value)) < 1000 and "\x00" not in str(info.value)
 
 
@@ -839,5 +839,5 @@ def test_hostile_makefiles_end_quickly_with_a_short_message(tmp_path: Path, name
     started = time.perf_counter()
     with pytest.raises(SpecFormatError) as info:
         load_spec_file(path, env={})
-    assert time.perf_counter() - started < 2.0
+    assert time.perf_counter() - started < 10.0  # bounded, not a benchmark: machines are shared
     assert len(str(info.value)) < 1000
