@@ -1,6 +1,7 @@
 """``python -m components``: validate, convert and explore the catalog from a shell or CI.
 
 Exit codes: 0 valid, 1 invalid (violations printed), 2 unreadable or malformed input.
+Every command reads custom jobs and hyperparameter tuning jobs alike (``LoadedSpec.kind``).
 """
 
 from __future__ import annotations
@@ -17,9 +18,18 @@ from typing import TextIO
 
 from components._catalog import combinations, load_catalog
 from components._errors import SpecFormatError, SpecInvalidError, TrainingJobError
-from components._pricing import compare_regions, duration_text, estimate
+from components._pricing import (
+    Estimate,
+    TuningEstimate,
+    compare_regions,
+    concurrent_trials,
+    duration_text,
+    estimate,
+)
 from components._spec import JobSpec
-from components._validation import validate
+from components._tuning_spec import TuningJobSpec
+from components._tuning_validation import validate_tuning
+from components._validation import Target, validate
 from components._violations import Violation, did_you_mean, errors_only
 from components.formats import LoadedSpec, load_spec_file
 from components.formats.legacy_config import LegacyConversionError
@@ -33,7 +43,7 @@ def _load(
     path: str, out: TextIO, *, region: str | None = None, json_errors: bool = False
 ) -> LoadedSpec | tuple[int, list[Violation]]:
     try:
-        return load_spec_file(path, region=region)
+        return load_spec_file(path, region=region, tuning=True)
     except SpecInvalidError as exc:
         return EXIT_INVALID, list(exc.violations)
     except SpecFormatError as exc:
@@ -68,6 +78,20 @@ def _table(rows: Sequence[Sequence[str]], out: TextIO) -> None:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip(), file=out)
 
 
+def _check(loaded: LoadedSpec, region: str | None, target: Target) -> list[Violation]:
+    """Every violation of the job (of a tuning job: of its study and its trial's job)."""
+    if loaded.tuning is None:
+        return validate(loaded.spec, region=region, target=target)
+    return loaded.in_input_terms(validate_tuning(loaded.tuning, region=region, target=target))
+
+
+def _what(loaded: LoadedSpec) -> str:
+    """``custom-job`` or ``hyperparameter tuning job, legacy-config``: what a file held."""
+    if loaded.tuning is None:
+        return loaded.format
+    return f"hyperparameter tuning job, {loaded.format}"
+
+
 def cmd_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     stream = out if args.json else err
     loaded = _load(args.file, stream, region=args.region, json_errors=args.json)
@@ -82,7 +106,7 @@ def cmd_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             _print_violations(violations, out)
         return code
     region = args.region or loaded.spec.region
-    violations = validate(loaded.spec, region=region, target=args.target)
+    violations = _check(loaded, region, args.target)
     errors = errors_only(violations)
     notes = [*loaded.notes, *_fragment_hint(loaded, errors)]
     if region is None:
@@ -93,6 +117,7 @@ def cmd_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         json.dump(
             {
                 "valid": not errors,
+                "kind": loaded.kind,
                 "format": loaded.format,
                 "region": region,
                 "violations": [v.to_dict() for v in violations],
@@ -107,12 +132,12 @@ def cmd_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         for note in notes:
             print(f"note: {note}", file=err)
         if not errors:
-            print(f"{args.file}: valid ({loaded.format})", file=err)
+            print(f"{args.file}: valid ({_what(loaded)})", file=err)
     return EXIT_INVALID if errors else EXIT_VALID
 
 
 _TRAINER_PARTS = re.compile(
-    r"^workerPoolSpecs\[\d+\](\.pythonPackageSpec\.(packageUris|pythonModule))?$"
+    r"^(trialJobSpec\.)?workerPoolSpecs\[\d+\](\.pythonPackageSpec\.(packageUris|pythonModule))?$"
 )
 
 
@@ -146,66 +171,130 @@ def _local_packages(spec: JobSpec) -> list[str]:
     )
 
 
-def _create_command(spec: JobSpec, source: str) -> tuple[str, list[str]]:
-    """The ``gcloud ai custom-jobs create`` line for the converted file, and notes on it."""
+def _command_flags(
+    project: str | None, region: str | None, display_name: str | None, source: str
+) -> tuple[list[str], list[str]]:
+    """The ``--project``, ``--region`` and ``--display-name`` flags of a create command (gcloud
+    requires a display name: the file's name when the job has none), and notes on them."""
     notes: list[str] = []
-    display_name = spec.display_name
     if not display_name:
-        # gcloud requires --display-name; the file's name is the least surprising default.
+        # The file's name is the least surprising default.
         display_name = Path(source).stem or "training-job"
         notes.append(f"no display name in the file: the command uses {display_name!r}")
-    flags = []
-    if spec.project:
-        flags.append(f"--project={shlex.quote(spec.project)}")
-    flags.append(f"--region={shlex.quote(spec.region or 'REGION')}")
-    if not spec.region:
+    flags = [f"--project={shlex.quote(project)}"] if project else []
+    flags.append(f"--region={shlex.quote(region or 'REGION')}")
+    if not region:
         notes.append("no region in the file: replace REGION (or pass --region to convert)")
     flags.append(f"--display-name={shlex.quote(display_name)}")
+    return flags, notes
+
+
+def _create_command(spec: JobSpec, source: str) -> tuple[str, list[str]]:
+    """The ``gcloud ai custom-jobs create`` line for the converted file, and notes on it."""
+    flags, notes = _command_flags(spec.project, spec.region, spec.display_name, source)
     if spec.labels:
         labels = ",".join(f"{k}={v}" for k, v in spec.labels.items())
         flags.append(f"--labels={shlex.quote(labels)}")
     return f"gcloud ai custom-jobs create {' '.join(flags)} --config=THIS_FILE", notes
 
 
+def _tuning_command(spec: TuningJobSpec, source: str) -> tuple[str, list[str]]:
+    """The ``gcloud ai hp-tuning-jobs create`` line for the converted file, and notes on it.
+
+    The trial counts are flags too: gcloud releases before the flags defaulted to None set
+    them to 1 over the config's. Labels stay in the file, which holds them."""
+    flags, notes = _command_flags(spec.project, spec.region, spec.display_name, source)
+    total, parallel = concurrent_trials(spec)
+    flags += [f"--max-trial-count={total}", f"--parallel-trial-count={parallel}"]
+    return f"gcloud ai hp-tuning-jobs create {' '.join(flags)} --config=THIS_FILE", notes
+
+
 def cmd_convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     loaded = _load_or_report(args.file, err, args.region)
     if isinstance(loaded, int):
         return loaded
+    for note in loaded.notes:
+        print(f"# note: {note}", file=err)
+    if loaded.tuning is not None:
+        return _convert_tuning(loaded, loaded.tuning, args, out, err)
     spec = loaded.spec
     if args.region:
         spec = spec.model_copy(update={"region": args.region})
     violations = validate(spec, target="vertex")
-    errors = errors_only(violations)
-    for note in loaded.notes:
-        print(f"# note: {note}", file=err)
-    if errors:
+    if errors_only(violations):
         _print_violations(violations, err)
         return EXIT_INVALID
     # Converting needs the client library's types (about a second to import).
-    import yaml
-
-    from components.vertex.api import aiplatform
-
-    aiplatform()  # imported first without the library's version warnings on stderr
+    _import_client_library()
     from components.vertex.convert import custom_job_spec_document
 
     command, notes = _create_command(spec, args.file)
+    _print_config(
+        command, notes + [str(v) for v in violations], custom_job_spec_document(spec), out, err
+    )
+    return _check_packages(spec, err)
+
+
+def _convert_tuning(
+    loaded: LoadedSpec, spec: TuningJobSpec, args: argparse.Namespace, out: TextIO, err: TextIO
+) -> int:
+    """``convert`` of a tuning job: the config ``gcloud ai hp-tuning-jobs create`` reads."""
+    if args.region:
+        spec = spec.model_copy(update={"region": args.region})
+    violations = loaded.in_input_terms(validate_tuning(spec, target="vertex"))
+    if errors_only(violations):
+        _print_violations(violations, err)
+        return EXIT_INVALID
+    _import_client_library()
+    from components.vertex.tuning_convert import tuning_job_document
+
+    try:
+        document = tuning_job_document(spec)
+    except (AttributeError, TypeError, ValueError) as exc:  # what validation let through
+        print(f"error: the tuning job cannot be converted: {exc}", file=err)
+        return EXIT_INVALID
+    command, notes = _tuning_command(spec, args.file)
+    _print_config(command, notes + [str(v) for v in violations], document, out, err)
+    return _check_packages(spec.trial_job(), err, tuning=True)
+
+
+def _import_client_library() -> None:
+    from components.vertex.api import aiplatform
+
+    aiplatform()  # imported first without the library's version warnings on stderr
+
+
+def _print_config(
+    command: str, notes: list[str], document: dict[str, object], out: TextIO, err: TextIO
+) -> None:
+    """The converted file: its create command as a comment, then the YAML; notes (and
+    warnings) on stderr."""
+    import yaml
+
     print(f"# {command}", file=out)
     for note in notes:
-        print(f"# note: {note}", file=err)
-    _print_violations(violations, err)  # warnings only at this point
-    yaml.safe_dump(custom_job_spec_document(spec), out, sort_keys=False, allow_unicode=True)
+        print(note if note.startswith("warning: ") else f"# note: {note}", file=err)
+    yaml.safe_dump(document, out, sort_keys=False, allow_unicode=True)
+
+
+def _check_packages(spec: JobSpec, err: TextIO, *, tuning: bool = False) -> int:
+    """``EXIT_INVALID`` (saying what to do) when package URIs are local paths."""
     local = _local_packages(spec)
-    if local:
-        print(
-            f"error: packageUris holds local paths ({', '.join(local)}): gcloud cannot submit "
-            "this file as is. Build and upload the package (`python setup.py sdist`, then copy "
-            "dist/*.tar.gz to gs://BUCKET/) and put its gs:// URI in packageUris, or launch the "
-            "job with the TrainingJob resource, which packages and stages local trainer code",
-            file=err,
-        )
-        return EXIT_INVALID
-    return EXIT_VALID
+    if not local:
+        return EXIT_VALID
+    print(
+        f"error: packageUris holds local paths ({', '.join(local)}): gcloud cannot submit "
+        "this file as is. Build and upload the package (`python setup.py sdist`, then copy "
+        "dist/*.tar.gz to gs://BUCKET/) and put its gs:// URI in packageUris"
+        + (
+            ""
+            if tuning
+            else ", or launch the job with the TrainingJob resource, which packages and "
+            "stages local trainer code"
+        ),
+        file=err,
+    )
+    return EXIT_INVALID
 
 
 def cmd_catalog(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -256,7 +345,7 @@ def _money(value: float | None) -> str:
 def _load_for_pricing(path: str, err: TextIO, region: str | None) -> LoadedSpec | int:
     """The spec to price: a legacy job that cannot run today (a retired GPU) is priced as written."""
     try:
-        return load_spec_file(path, region=region)
+        return load_spec_file(path, region=region, tuning=True)
     except LegacyConversionError as exc:
         if exc.conversion is None:
             _print_violations(exc.violations, err)
@@ -267,8 +356,7 @@ def _load_for_pricing(path: str, err: TextIO, region: str | None) -> LoadedSpec 
             "note: priced as written; the job cannot be submitted until the above is fixed",
             file=err,
         )
-        conversion = exc.conversion
-        return LoadedSpec(conversion.spec, "legacy-config", conversion.notes, conversion.scale_tier)
+        return exc.conversion.loaded("legacy-config")
     except SpecFormatError as exc:
         print(f"error: {exc}", file=err)
         return EXIT_UNREADABLE
@@ -288,52 +376,108 @@ def cmd_estimate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if not estimates:
             print("no region in the catalog can run this job", file=err)
             return EXIT_INVALID
-        rows: list[tuple[str, ...]] = [
-            ("REGION", "$/H", f"MAX $ ({duration_text(estimates[0].timeout)})", "UNKNOWN PRICES")
-        ]
-        rows += [
-            (e.region, _money(e.usd_per_hour), _money(e.max_usd), ", ".join(e.missing) or "-")
-            for e in estimates
-        ]
-        _table(rows, out)
+        _table(_region_rows(estimates, loaded.tuning), out)
         return EXIT_VALID
     region = args.region or loaded.spec.region
     if region is None:
         print("error: a region is needed for prices: --region R or region: in the file", file=err)
         return EXIT_UNREADABLE
     result = estimate(loaded.spec, catalog, region=region, spot=spot, scale_tier=loaded.scale_tier)
-    pricing = "spot" if result.spot else "on-demand"
-    if result.scale_tier:
-        print(f"{result.scale_tier} (legacy scale tier) in {region}, {pricing}", file=out)
+    if loaded.tuning is not None:
+        print("hyperparameter tuning job: one trial runs", file=out)
+    _print_estimate(result, region, out)
+    if loaded.tuning is None:
+        print(f"total $/h: {_money(result.usd_per_hour)}", file=out)
+        ceiling = "unknown" if result.max_usd is None else f"${result.max_usd:,.2f}"
+        print(f"at most (timeout {duration_text(result.timeout)}): {ceiling}", file=out)
     else:
-        rows = [("POOL", "ROLE", "REPLICAS", "MACHINE", "GPUS", "$/H EACH", "$/H")]
-        for p in result.pools:
-            gpus = f"{p.accelerator_count} x {p.accelerator}" if p.accelerator else "-"
-            rows.append(
-                (
-                    str(p.index),
-                    p.role,
-                    str(p.replicas),
-                    p.machine_type,
-                    gpus,
-                    _money(p.replica_usd_per_hour),
-                    _money(p.usd_per_hour),
-                )
-            )
-        _table(rows, out)
-        print(f"region {region}, {pricing} prices", file=out)
-    print(f"total $/h: {_money(result.usd_per_hour)}", file=out)
-    ceiling = "unknown" if result.max_usd is None else f"${result.max_usd:,.2f}"
-    print(f"at most (timeout {duration_text(result.timeout)}): {ceiling}", file=out)
+        _print_tuning_estimate(TuningEstimate(result, *concurrent_trials(loaded.tuning)), out)
     for missing in result.missing:
         print(f"unknown price: {missing}", file=err)
     return EXIT_VALID
 
 
+def _region_rows(
+    estimates: Sequence[Estimate], tuning: TuningJobSpec | None
+) -> list[tuple[str, ...]]:
+    """The ``--compare-regions`` table: a job's $/h and ceiling; a tuning job's per trial,
+    with all its parallel trials, and the ceiling of all its trials."""
+    timeout = duration_text(estimates[0].timeout)
+    if tuning is None:
+        rows: list[tuple[str, ...]] = [("REGION", "$/H", f"MAX $ ({timeout})", "UNKNOWN PRICES")]
+        return rows + [
+            (e.region, _money(e.usd_per_hour), _money(e.max_usd), ", ".join(e.missing) or "-")
+            for e in estimates
+        ]
+    total, parallel = concurrent_trials(tuning)
+    rows = [
+        (
+            "REGION",
+            "TRIAL $/H",
+            f"$/H ({parallel} AT ONCE)",
+            f"MAX $ ({total} TRIALS x {timeout})",
+            "UNKNOWN PRICES",
+        )
+    ]
+    for e in estimates:
+        tuned = TuningEstimate(e, total, parallel)
+        rows.append(
+            (
+                e.region,
+                _money(tuned.trial_usd_per_hour),
+                _money(tuned.usd_per_hour),
+                _money(tuned.max_usd),
+                ", ".join(e.missing) or "-",
+            )
+        )
+    return rows
+
+
+def _print_estimate(result: Estimate, region: str, out: TextIO) -> None:
+    """The job's pools and their prices (a legacy scale tier's own price: one line)."""
+    pricing = "spot" if result.spot else "on-demand"
+    if result.scale_tier:
+        print(f"{result.scale_tier} (legacy scale tier) in {region}, {pricing}", file=out)
+        return
+    rows = [("POOL", "ROLE", "REPLICAS", "MACHINE", "GPUS", "$/H EACH", "$/H")]
+    for p in result.pools:
+        gpus = f"{p.accelerator_count} x {p.accelerator}" if p.accelerator else "-"
+        rows.append(
+            (
+                str(p.index),
+                p.role,
+                str(p.replicas),
+                p.machine_type,
+                gpus,
+                _money(p.replica_usd_per_hour),
+                _money(p.usd_per_hour),
+            )
+        )
+    _table(rows, out)
+    print(f"region {region}, {pricing} prices", file=out)
+
+
+def _print_tuning_estimate(result: TuningEstimate, out: TextIO) -> None:
+    """One trial's $/h, every parallel trial's, and the ceiling of all trials."""
+    at_once = result.parallel_trials
+    print(f"one trial $/h: {_money(result.trial_usd_per_hour)}", file=out)
+    print(
+        f"{at_once} trial{'' if at_once == 1 else 's'} at once (parallelTrialCount) $/h: "
+        f"{_money(result.usd_per_hour)}",
+        file=out,
+    )
+    ceiling = "unknown" if result.max_usd is None else f"${result.max_usd:,.2f}"
+    print(
+        f"at most ({result.max_trials} trial{'' if result.max_trials == 1 else 's'} (maxTrialCount), each to its timeout "
+        f"{duration_text(result.timeout)}): {ceiling}",
+        file=out,
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m components", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("validate", help="validate a job spec file (any of the three formats)")
+    p = sub.add_parser("validate", help="validate a job or tuning job file (any format)")
     p.add_argument("file")
     p.add_argument("--region", help="region to check against (default: the file's)")
     p.add_argument("--json", action="store_true", help="print a JSON report")
@@ -344,11 +488,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="local: allow local paths (emulator)",
     )
     p.set_defaults(handler=cmd_validate)
-    p = sub.add_parser("convert", help="print the equivalent Vertex CustomJobSpec YAML")
+    p = sub.add_parser(
+        "convert",
+        help="print the equivalent Vertex CustomJobSpec YAML (a tuning job: the config of "
+        "gcloud ai hp-tuning-jobs create)",
+    )
     p.add_argument("file")
     p.add_argument("--region", help="region to check against (default: the file's)")
     p.set_defaults(handler=cmd_convert)
-    p = sub.add_parser("estimate", help="what the job costs per hour and at most")
+    p = sub.add_parser(
+        "estimate", help="what the job (a tuning job: its trials) costs per hour and at most"
+    )
     p.add_argument("file")
     p.add_argument("--region", help="region to price in (default: the file's)")
     p.add_argument("--spot", action="store_true", help="price as a SPOT job")

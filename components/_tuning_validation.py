@@ -35,7 +35,14 @@ from components._tuning_spec import (
     TuningJobSpec,
 )
 from components._validation import Target, validate
-from components._violations import Rule, Severity, Violation, did_you_mean, did_you_mean_one_of
+from components._violations import (
+    Rule,
+    Severity,
+    Violation,
+    clipped,
+    did_you_mean,
+    did_you_mean_one_of,
+)
 
 __all__ = [
     "DISCRETE_EPSILON",
@@ -155,14 +162,14 @@ def _unknown(path: str, what: str, value: str, allowed: Sequence[str], rule: Rul
     key = value.upper().replace("-", "_")
     if "BAYES" in key and "ALGORITHM_UNSPECIFIED" in allowed:
         bayesian = "leave it out: the default (ALGORITHM_UNSPECIFIED) is Bayesian optimisation"
-        return _error(path, f"unknown {what} {value!r}", bayesian, rule)
+        return _error(path, f"unknown {what} {clipped(value)!r}", bayesian, rule)
     containing = [name for name in allowed if key and key in name]
     suggestion = did_you_mean(
         value,
         allowed,
         otherwise=did_you_mean_one_of(containing, otherwise=f"one of {', '.join(allowed)}"),
     )
-    return _error(path, f"unknown {what} {value!r}", suggestion, rule)
+    return _error(path, f"unknown {what} {clipped(value)!r}", suggestion, rule)
 
 
 def _num(value: float) -> str:

@@ -12,6 +12,7 @@ __all__ = [
     "Rule",
     "Severity",
     "Violation",
+    "clipped",
     "did_you_mean",
     "did_you_mean_one_of",
     "errors_only",
@@ -117,3 +118,8 @@ def did_you_mean(
 def did_you_mean_one_of(names: Sequence[str], *, otherwise: str | None = None) -> str | None:
     """``did you mean X?`` (or ``X or Y``) for names already chosen and ordered by the caller."""
     return f"did you mean {' or '.join(names)}?" if names else otherwise
+
+
+def clipped(text: str, limit: int = 60) -> str:
+    """``text`` for a message: cut to ``limit`` characters, so no input makes a message huge."""
+    return text if len(text) <= limit else text[:limit] + "…"

@@ -1,27 +1,47 @@
 """The input formats a job spec can come in, each read into the same ``LoadedSpec``.
 
-=============================  ============================================  =====================
-format                         recognised by                                 reader
-=============================  ============================================  =====================
-``custom-job-spec``            top-level ``workerPoolSpecs``                 ``load`` (the model)
-``custom-job``                 top-level ``jobSpec`` (a whole CustomJob)     ``load`` (the model)
-``create-custom-job-request``  top-level ``customJob`` (+ ``parent``)        ``load`` (the model)
-``legacy-config``              top-level ``trainingInput``                   ``legacy_config``
-``gcloud-command``             a shell script or command line: ``#!``,       ``gcloud_command``
-                               ``.sh``, or a first line that is a command
-                               (``gcloud``, ``NAME=value``, ``export``...)
-=============================  ============================================  =====================
+============================================  ============================================  =================
+format                                        recognised by                                 reader
+============================================  ============================================  =================
+``custom-job-spec``                           top-level ``workerPoolSpecs``                 ``load``
+``custom-job``                                top-level ``jobSpec`` (a whole CustomJob)     ``load``
+``create-custom-job-request``                 top-level ``customJob`` (+ ``parent``)        ``load``
+``legacy-config``                             top-level ``trainingInput``                   ``legacy_config``
+                                              (with ``hyperparameters``: a tuning job)      (``legacy_tuning``)
+``hyperparameter-tuning-job``                 top-level ``studySpec``, ``trialJobSpec``,    ``tuning``
+                                              ``maxTrialCount`` or ``parallelTrialCount``
+``create-hyperparameter-tuning-job-request``  top-level ``hyperparameterTuningJob``         ``tuning``
+``gcloud-command``                            a shell script or command line: ``#!``,       ``gcloud_command``
+                                              ``.sh``, or a first line that is a command
+                                              (``gcloud``, ``NAME=value``, ``export``...)
+============================================  ============================================  =================
+
+A file holds a custom job or a hyperparameter tuning job (``LoadedSpec.kind``): a tuning job
+is read only when the caller asks for one (``load_spec_file(path, tuning=True)``, then
+``LoadedSpec.tuning`` is its ``TuningJobSpec``); otherwise it raises ``TuningJobFileError``,
+never a single job that would run one trial without its hyperparameters.
 
 A ``gcloud-command`` file is read as bash reads it, never run (``shell``, ``script``); its
 one job submission goes to ``ai_platform_command`` (``gcloud ai-platform|ml-engine jobs
-submit training``) or ``custom_jobs_command`` (``gcloud ai custom-jobs create``), both using
-gcloud's flag conventions (``gcloud_flags``); a hyperparameter tuning job is refused.
+submit training``), ``custom_jobs_command`` (``gcloud ai custom-jobs create``) or
+``tuning_command`` (``gcloud ai hp-tuning-jobs create``), all using gcloud's flag conventions
+(``gcloud_flags``).
 
 ``load.load_spec_file`` tells them apart and calls the reader; ``text`` and ``bounded_yaml``
-read a file's text and document within bounds.
+read a file's text and document within bounds; ``request`` reads the job of a create request.
 """
 
 from components.formats.load import detect_format, load_spec_file, spec_from_document
-from components.formats.result import Format, LoadedSpec
+from components.formats.result import Format, Kind, LoadedSpec, TuningJobFileError
+from components.formats.tuning import tuning_from_document
 
-__all__ = ["Format", "LoadedSpec", "detect_format", "load_spec_file", "spec_from_document"]
+__all__ = [
+    "Format",
+    "Kind",
+    "LoadedSpec",
+    "TuningJobFileError",
+    "detect_format",
+    "load_spec_file",
+    "spec_from_document",
+    "tuning_from_document",
+]

@@ -1,5 +1,9 @@
 """``gcloud ai-platform jobs submit training`` (or ``ml-engine``) → ``trainingInput`` → spec.
 
+A ``--config`` holding ``trainingInput.hyperparameters`` makes it a hyperparameter tuning job
+(HyperTune): it is read as one (``LoadedSpec.tuning``, ``legacy_tuning``), its study's
+violations in the legacy terms (``trainingInput.hyperparameters.params[0].minValue``).
+
 Flags map onto the same ``trainingInput`` keys as a legacy ``config.yaml``, and a flag
 overrides the value from ``--config`` (seed 001), key by key and inside ``*Config``
 mappings. Everything after a bare ``--`` goes to the trainer. A violation of a value that a
@@ -350,6 +354,7 @@ def read_submit_training(
             project=project,
             catalog=catalog,
             region=region,
+            tuning=True,
         )
     except SpecInvalidError as exc:
         flag_keys = dict(command.flag_of_key)
@@ -359,10 +364,18 @@ def read_submit_training(
         if isinstance(exc, LegacyConversionError):  # keeps the job converted anyway, to price
             raise LegacyConversionError(violations, exc.conversion) from None
         raise SpecInvalidError(violations) from None
-    spec = conversion.spec
-    if command.enable_web_access:
-        spec = spec.model_copy(update={"enable_web_access": True})
-    return LoadedSpec(spec, "gcloud-command", notes + conversion.notes, conversion.scale_tier)
+    loaded = conversion.loaded("gcloud-command", notes)
+    return _with_web_access(loaded) if command.enable_web_access else loaded
+
+
+def _with_web_access(loaded: LoadedSpec) -> LoadedSpec:
+    """``--enable-web-access``: on the job, or on every trial of a tuning job."""
+    if loaded.tuning is None:
+        spec = loaded.spec.model_copy(update={"enable_web_access": True})
+        return dataclasses.replace(loaded, spec=spec)
+    trial = loaded.tuning.trial_job_spec.model_copy(update={"enable_web_access": True})
+    tuning = loaded.tuning.model_copy(update={"trial_job_spec": trial})
+    return dataclasses.replace(loaded, spec=tuning.trial_job(), tuning=tuning)
 
 
 def _package_notes(command: GcloudCommand) -> list[str]:

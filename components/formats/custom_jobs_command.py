@@ -38,6 +38,7 @@ from components.formats.ai_platform_command import kms_key_name
 from components.formats.gcloud_flags import (
     GLOBAL_SWITCHES,
     GLOBAL_VALUE_FLAGS,
+    KMS_FLAGS,
     TUNING,
     shown,
     split_dict,
@@ -60,12 +61,11 @@ _SCALAR_FLAGS = {
     "--persistent-resource-id": "persistent_resource_id",
 }
 _LIST_FLAGS = ("--args", "--command", "--python-package-uris")
-_KMS_FLAGS = ("--kms-key", "--kms-keyring", "--kms-location", "--kms-project")
 _SWITCHES = frozenset({"--enable-web-access", "--enable-dashboard-access"}) | GLOBAL_SWITCHES
 _KNOWN_FLAGS = [
     *_SCALAR_FLAGS,
     *_LIST_FLAGS,
-    *_KMS_FLAGS,
+    *KMS_FLAGS,
     "--worker-pool-spec",
     "--labels",
     *_SWITCHES,
@@ -182,7 +182,7 @@ def _read_flag(command: CreateCommand, name: str, value: str | None) -> None:
             items.append(item)
     elif name == "--labels":
         command.labels.update(split_dict(name, value))
-    elif name in _KMS_FLAGS:
+    elif name in KMS_FLAGS:
         command.kms[name] = value
     elif name in _SCALAR_FLAGS:
         setattr(command, _SCALAR_FLAGS[name], value)

@@ -10,8 +10,12 @@ command                                                         reader
 ``gcloud [beta|alpha] ai-platform jobs submit training JOB``    ``ai_platform_command``
 ``gcloud [beta|alpha] ml-engine jobs submit training JOB``      ``ai_platform_command``
 ``gcloud [beta|alpha] ai custom-jobs create``                   ``custom_jobs_command``
-``gcloud [beta|alpha] ai hp-tuning-jobs create``                refused: a tuning job
+``gcloud [beta|alpha] ai hp-tuning-jobs create``                ``tuning_command``
 ==============================================================  =========================
+
+A hyperparameter tuning job (``hp-tuning-jobs create``, or a legacy submission whose
+``--config`` holds ``trainingInput.hyperparameters``) is read as the tuning job it is
+(``LoadedSpec.tuning``); ``load_spec_file`` hands it over only to a caller that asks for one.
 
 Any other gcloud command is "not a job submission" (the error says which forms are
 understood). A note says which line was read.
@@ -36,10 +40,10 @@ from typing import Any, Literal
 from components._catalog import Catalog
 from components._errors import SpecFormatError, SpecInvalidError
 from components._spec import JobSpec
+from components._tuning_spec import TuningJobSpec
 from components._violations import Violation
 from components.formats.ai_platform_command import read_submit_training
 from components.formats.custom_jobs_command import read_custom_job_create
-from components.formats.gcloud_flags import TUNING
 from components.formats.legacy_config import LegacyConversionError
 from components.formats.result import LoadedSpec
 from components.formats.script import (
@@ -51,6 +55,7 @@ from components.formats.script import (
     unresolved_message,
 )
 from components.formats.text import clipped
+from components.formats.tuning_command import read_hp_tuning_create
 
 __all__ = ["is_gcloud_command", "is_makefile", "read_gcloud_command"]
 
@@ -113,8 +118,8 @@ def is_makefile(text: str, path: Path | None = None) -> bool:
 def read_gcloud_command(
     path: Path, text: str, env: Mapping[str, str], catalog: Catalog, region: str | None = None
 ) -> LoadedSpec:
-    """The spec of the file's one job submission; ``SpecFormatError`` when there is none,
-    several, or a hyperparameter tuning job; ``SpecInvalidError`` for bad values.
+    """The spec (or tuning job) of the file's one job submission; ``SpecFormatError`` when
+    there is none, or several; ``SpecInvalidError`` for bad values.
 
     ``region`` (``--region`` of the CLI) overrides a legacy job's region and image registry."""
     if is_makefile(text, path):
@@ -122,17 +127,11 @@ def read_gcloud_command(
     else:
         found = find_submission(text, env, path.parent)
     form = found.invocation.form
-    if form == "hp-tuning":
-        raise SpecFormatError(
-            _with_cautions(
-                f"line {found.line}: `{found.invocation.name}` submits a hyperparameter tuning "
-                f"job: {TUNING}",
-                found,
-            )
-        )
     try:
         if form == "legacy-training":
             loaded = read_submit_training(found, path, catalog, region)
+        elif form == "hp-tuning":
+            loaded = read_hp_tuning_create(found, path)
         else:
             loaded = read_custom_job_create(found, path, catalog)
     except (SpecFormatError, SpecInvalidError) as exc:
@@ -168,8 +167,10 @@ def _with_cautions(message: str, found: ScriptCommand) -> str:
 
 def _settle_unknowns(loaded: LoadedSpec, found: ScriptCommand) -> LoadedSpec:
     """Values the script computes, kept where the validator checks no more than their shape
-    (``_KEPT``; ``ScriptCommand.keep``); anywhere else an error naming the variable."""
-    document = loaded.spec.to_document()
+    (``_KEPT``; ``ScriptCommand.keep``); anywhere else an error naming the variable. A tuning
+    job's are settled in its trial job (``trialJobSpec.``) as in a custom job."""
+    tuning = loaded.tuning
+    document = tuning.to_document() if tuning is not None else loaded.spec.to_document()
     for where, value in _strings(document, ""):
         for mark in MARK.finditer(value):
             unknown = found.unknowns[int(mark.group(1))]
@@ -187,9 +188,12 @@ def _settle_unknowns(loaded: LoadedSpec, found: ScriptCommand) -> LoadedSpec:
             return [settled(f"{where}[{i}]", v) for i, v in enumerate(value)]
         return value
 
-    spec = JobSpec.parse(settled("", document))
-    written = [found.readable(note) for note in loaded.notes]
-    return dataclasses.replace(loaded, spec=spec, notes=written + found.kept_notes())
+    document = settled("", document)
+    notes = [found.readable(note) for note in loaded.notes] + found.kept_notes()
+    if tuning is None:
+        return dataclasses.replace(loaded, spec=JobSpec.parse(document), notes=notes)
+    tuning = TuningJobSpec.parse(document)
+    return dataclasses.replace(loaded, spec=tuning.trial_job(), tuning=tuning, notes=notes)
 
 
 _SHOWN_MARK = re.compile(r"\\x01(\d+)\\x01")
@@ -219,6 +223,9 @@ checked as ``CHECKED_AS``."""
 
 
 def _kept_kind(where: str) -> tuple[Literal["text", "id"], str] | None:
+    """How a computed value at ``where`` is kept (a tuning job's trial job fields as a custom
+    job's), or None where it is not."""
+    where = where.removeprefix("trialJobSpec.")
     return next(((kind, label) for pattern, kind, label in _KEPT if pattern.match(where)), None)
 
 

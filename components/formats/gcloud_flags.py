@@ -18,6 +18,7 @@ from components._errors import SpecFormatError
 __all__ = [
     "GLOBAL_SWITCHES",
     "GLOBAL_VALUE_FLAGS",
+    "KMS_FLAGS",
     "SUBMISSIONS",
     "TUNING",
     "UNDERSTOOD",
@@ -42,15 +43,19 @@ _FORMS: dict[tuple[str, ...], CommandForm] = {
 SUBMISSIONS: frozenset[CommandForm] = frozenset({"legacy-training", "custom-job", "hp-tuning"})
 """The forms that submit a training job (one of them per file)."""
 UNDERSTOOD = (
-    "only `gcloud ai-platform jobs submit training` (or `gcloud ml-engine jobs submit training`) "
-    "and `gcloud ai custom-jobs create`, each also under beta or alpha"
+    "only `gcloud ai-platform jobs submit training` (or `gcloud ml-engine jobs submit training`), "
+    "`gcloud ai custom-jobs create` and `gcloud ai hp-tuning-jobs create`, each also under beta "
+    "or alpha"
 )
 TUNING = (
-    "TrainingJob runs single custom jobs, never tuning jobs (it would run one trial and "
-    "call it the job): keep `gcloud ai hp-tuning-jobs create` for tuning, or give one "
-    "trial's configuration (its trialJobSpec) to `gcloud ai custom-jobs create --config`"
+    "`gcloud ai custom-jobs create` cannot run a tuning job (gcloud refuses studySpec in a "
+    "CustomJobSpec): submit it with `gcloud ai hp-tuning-jobs create --config` (read here as "
+    "the tuning job it is), or give one trial's configuration (its trialJobSpec) to "
+    "`gcloud ai custom-jobs create --config`"
 )
-"""Why a hyperparameter tuning job is refused, and what to do instead."""
+"""Why a tuning config is refused by ``custom-jobs create``, and what to do instead."""
+KMS_FLAGS = ("--kms-key", "--kms-keyring", "--kms-location", "--kms-project")
+"""gcloud's flags naming a Cloud KMS key (``--kms-key`` alone: its full name)."""
 _RELEASE_TRACKS = frozenset({"alpha", "beta", "preview"})
 
 GLOBAL_VALUE_FLAGS = frozenset(

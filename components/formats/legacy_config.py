@@ -12,6 +12,11 @@ A TPU job is the exception to the pool order: AI Platform's master drove a Cloud
 VM as its only pool (``cloud-tpu``, replicaCount 1), so the master is dropped with a note
 and the TPU VM runs the trainer; ``acceleratorConfig`` on ``cloud_tpu`` picks TPU v2 or v3.
 
+A ``hyperparameters`` block makes the job a hyperparameter tuning job: with ``tuning=True``
+the block becomes the study of a ``TuningJobSpec`` (``legacy_tuning``) and the rest of
+``trainingInput`` the job each trial runs; otherwise it is refused at
+``trainingInput.hyperparameters``, never dropped to run a single trial.
+
 Problems are said in the input's terms (``trainingInput.scaleTier: BASIC_GPU runs on 1 x
 NVIDIA_TESLA_K80, ...``) and raised together: when the rest of the job is whole, it is
 validated too, so that no problem hides another.
@@ -32,6 +37,8 @@ from components._catalog import (
 )
 from components._errors import SpecError, SpecInvalidError
 from components._spec import JobSpec
+from components._tuning_spec import TuningJobSpec
+from components._tuning_validation import validate_tuning
 from components._validation import validate
 from components._violations import Rule, Violation, did_you_mean, errors_only
 from components.formats.bounded_yaml import SourceFloat
@@ -41,7 +48,14 @@ from components.formats.legacy_images import (
     other_frameworks_hint,
     version_text,
 )
-from components.formats.result import LoadedSpec
+from components.formats.legacy_tuning import (
+    LEGACY_TUNING_RENAMES,
+    LegacyStudy,
+    convert_hyperparameters,
+    tuning_document,
+    tuning_summary,
+)
+from components.formats.result import Format, LoadedSpec, in_input_terms
 from components.formats.text import clipped
 
 __all__ = [
@@ -182,17 +196,30 @@ class LegacyConversion:
     """The spec converted from a legacy config, and notes on what was assumed."""
 
     spec: JobSpec
+    """The custom job; for a tuning job, the one each trial runs."""
     notes: list[str] = field(default_factory=list)
     scale_tier: str | None = None
     """The legacy scale tier the cluster came from (None for CUSTOM): it has its own price."""
+    tuning: TuningJobSpec | None = None
+    """The tuning job, when ``trainingInput.hyperparameters`` was converted (``tuning=True``)."""
+
+    def loaded(self, format: Format, notes: list[str] | None = None) -> LoadedSpec:
+        """The conversion as a ``LoadedSpec`` of ``format``, ``notes`` before its own; a tuning
+        job's violations are said in the legacy terms (``LEGACY_TUNING_RENAMES``)."""
+        every = [*(notes or []), *self.notes]
+        if self.tuning is None:
+            return LoadedSpec(self.spec, format, every, self.scale_tier)
+        return LoadedSpec.of_tuning(
+            self.tuning, format, every, scale_tier=self.scale_tier, renames=LEGACY_TUNING_RENAMES
+        )
 
 
 class LegacyConversionError(SpecInvalidError):
     """The legacy job has problems (``violations``, in the input's terms where it can).
 
     ``conversion`` is the job converted anyway when the problems leave it whole (a retired
-    GPU, a runtime version without an image, a tuning block): enough to price what it asks
-    for, never to submit. None otherwise.
+    GPU, a runtime version without an image, a refused tuning block): enough to price what it
+    asks for, never to submit. None otherwise.
     """
 
     def __init__(
@@ -228,11 +255,14 @@ def convert_training_input(
     project: str | None = None,
     catalog: Catalog | None = None,
     region: str | None = None,
+    tuning: bool = False,
 ) -> LegacyConversion:
     """Convert a ``trainingInput`` mapping; raises ``SpecInvalidError`` naming every problem
     (a ``LegacyConversionError`` once the mapping could be read).
 
     ``region`` overrides ``trainingInput.region`` (the job's region and its image registry).
+    A ``hyperparameters`` block is converted with ``tuning=True`` (``LegacyConversion.tuning``
+    is then the tuning job, ``spec`` its trial's job); without it, it is refused.
     """
     if not isinstance(training_input, dict):
         raise SpecInvalidError([Violation("trainingInput", "must be a mapping", rule="legacy")])
@@ -242,24 +272,41 @@ def convert_training_input(
     misshapen = {v.path.split(".")[1] for v in shape}
     ti = {k: v for k, v in training_input.items() if v is not None and k not in misshapen}
     converter = _Converter(ti, catalog or load_catalog(), region or ti.get("region"))
-    converter.check_hyperparameters()
+    study = converter.hyperparameters(tuning)
     tier_name = converter.expand_scale_tier()
     pools = converter.pools()
     converter.check_retired(pools, tier_name)
-    document = converter.document(pools, display_name, labels, project)
+    document = _present(converter.document(pools, display_name, labels, project))
     notes = list(dict.fromkeys(converter.notes))
     tier = None if tier_name == "CUSTOM" else tier_name
     if shape or converter.problems:
-        whole = converter.whole_spec(document) if not shape else None
-        problems = converter.all_problems(shape, whole)
-        raise LegacyConversionError(
-            problems, LegacyConversion(whole, notes, tier) if whole else None
-        )
-    return LegacyConversion(JobSpec.parse(_present(document)), notes, tier)
+        whole = converter.whole(document, study, notes, tier) if not shape else None
+        raise LegacyConversionError(converter.all_problems(shape, whole), whole)
+    return _build(document, study, notes, tier)
+
+
+def _build(
+    document: dict[str, Any], study: LegacyStudy | None, notes: list[str], tier: str | None
+) -> LegacyConversion:
+    """The conversion of a whole job; raises ``SpecInvalidError`` for fields no spec holds."""
+    if study is None:
+        return LegacyConversion(JobSpec.parse(document), notes, tier)
+    tuning = TuningJobSpec.parse(tuning_document(document, study.fields))
+    return LegacyConversion(tuning.trial_job(), notes, tier, tuning)
 
 
 def _present(document: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in document.items() if v is not None}
+
+
+def _field_said(path: str, said: list[str]) -> bool:
+    """Whether a problem of a tuning field, or of a field inside or around it, is said."""
+    if not path.startswith("trainingInput.hyperparameters"):
+        return False
+    return any(
+        p == path or p.startswith((f"{path}.", f"{path}[")) or path.startswith((f"{p}.", f"{p}["))
+        for p in said
+    )
 
 
 def _unique(violations: list[Violation]) -> list[Violation]:
@@ -303,27 +350,43 @@ class _Converter:
         """A problem that leaves the rest of the job whole (it is still validated)."""
         self.problems.append(violation)
 
-    def whole_spec(self, document: dict[str, Any]) -> JobSpec | None:
-        """The spec despite the problems, when they leave the cluster and trainer whole."""
+    def whole(
+        self,
+        document: dict[str, Any],
+        study: LegacyStudy | None,
+        notes: list[str],
+        tier: str | None,
+    ) -> LegacyConversion | None:
+        """The job despite the problems, when they leave the cluster and trainer whole."""
         if not self.complete:
             return None
         try:
-            return JobSpec.parse(_present(document))
+            return _build(document, study, notes, tier)
         except SpecError:
             return None
 
-    def all_problems(self, shape: list[Violation], whole: JobSpec | None) -> list[Violation]:
+    def all_problems(
+        self, shape: list[Violation], whole: LegacyConversion | None
+    ) -> list[Violation]:
         """Shape problems, the converter's, and (when the job is whole) validation's."""
         reported = {v.path for v in shape}
         found = [*shape, *(v for v in self.problems if v.path not in reported)]
         if whole is not None:
             # What validation finds besides the converter's problems, so none hides another.
+            paths = [v.path for v in found]
             found += [
                 v
-                for v in errors_only(validate(whole, catalog=self.catalog, region=self.region))
-                if not self.said_already(v)
+                for v in self.validation(whole)
+                if not self.said_already(v) and not _field_said(v.path, paths)
             ]
         return _unique(found)
+
+    def validation(self, whole: LegacyConversion) -> list[Violation]:
+        """Validation's errors in the job (a tuning job's study in the legacy terms)."""
+        if whole.tuning is None:
+            return errors_only(validate(whole.spec, catalog=self.catalog, region=self.region))
+        found = validate_tuning(whole.tuning, catalog=self.catalog, region=self.region)
+        return in_input_terms(errors_only(found), LEGACY_TUNING_RENAMES)
 
     def said_already(self, violation: Violation) -> bool:
         """Validation's view of a problem the converter reported in the input's terms."""
@@ -331,25 +394,47 @@ class _Converter:
             return True  # check_retired said it (and the GPU is to be replaced anyway)
         return self.image_problem and violation.path.endswith(".executorImageUri")
 
-    def check_hyperparameters(self) -> None:
-        """A tuning job is refused: one custom job would silently run a single trial."""
-        tuning = self.ti.get("hyperparameters")
-        if tuning is None:
-            return
-        if not tuning:
+    def hyperparameters(self, tuning: bool) -> LegacyStudy | None:
+        """The study of a tuning job (``tuning``); refused otherwise: one custom job would
+        silently run a single trial."""
+        block = self.ti.get("hyperparameters")
+        if block is None:
+            return None
+        if not block:
             self.notes.append("trainingInput.hyperparameters is empty: nothing to tune")
-            return
-        self.finding(
-            Violation(
-                "trainingInput.hyperparameters",
-                f"this is a hyperparameter tuning job ({_tuning_summary(tuning)}); TrainingJob "
-                "runs one custom job, not a tuning job (Vertex AI HyperparameterTuningJob)",
-                "remove trainingInput.hyperparameters to run a single trial with the "
-                "trainer's default arguments, or run the tuning job with "
-                "`gcloud ai hp-tuning-jobs create`",
-                rule="legacy",
+            return None
+        if not tuning:
+            self.finding(
+                Violation(
+                    "trainingInput.hyperparameters",
+                    f"this is a hyperparameter tuning job ({tuning_summary(block)}); as one "
+                    "custom job it would run a single trial without its hyperparameters",
+                    "run it as a Vertex AI HyperparameterTuningJob (`gcloud ai hp-tuning-jobs "
+                    "create`, or the HyperparameterTuningJob resource)",
+                    rule="legacy",
+                )
             )
-        )
+            return None
+        study = convert_hyperparameters(block)
+        self.notes.extend(study.notes)
+        self.problems.extend(study.problems)
+        self.tuning_notes()
+        return study
+
+    def tuning_notes(self) -> None:
+        """What changes for the trials' job when it becomes a Vertex AI trial job."""
+        scheduling = self.ti.get("scheduling")
+        if isinstance(scheduling, dict) and scheduling.get("maxRunningTime"):
+            self.notes.append(
+                "scheduling.maxRunningTime limited the whole tuning job on AI Platform; on "
+                "Vertex AI it is each trial's timeout (trialJobSpec.scheduling.timeout), so the "
+                "job can run up to maxTrials / maxParallelTrials times as long"
+            )
+        if self.ti.get("jobDir"):
+            self.notes.append(
+                "every trial gets the same --job-dir: a trainer that writes there keeps its "
+                "trials apart by adding the trial id (env CLOUD_ML_TRIAL_ID)"
+            )
 
     def expand_scale_tier(self) -> str:
         """Fill the cluster in from the scale tier (not CUSTOM); returns the tier's name."""
@@ -699,30 +784,6 @@ class _Converter:
         return document
 
 
-def _tuning_summary(tuning: dict[str, Any]) -> str:
-    """``3 parameters (learning_rate, ...), goal MAXIMIZE of 'accuracy', maxTrials 30``."""
-    params = tuning.get("params")
-    names = [
-        clipped(p["parameterName"])
-        for p in (params if isinstance(params, list) else [])
-        if isinstance(p, dict) and isinstance(p.get("parameterName"), str)
-    ]
-    count = len(params) if isinstance(params, list) else 0
-    parts = [f"{count} parameter{'' if count == 1 else 's'}"]
-    if names:
-        parts[0] += f" ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
-    goal, metric = tuning.get("goal"), tuning.get("hyperparameterMetricTag")
-    if isinstance(goal, str):
-        parts.append(
-            f"goal {clipped(goal)}"
-            + (f" of {clipped(metric)!r}" if isinstance(metric, str) else "")
-        )
-    for key in ("maxTrials", "maxParallelTrials"):
-        if isinstance(tuning.get(key), int) and not isinstance(tuning[key], bool):
-            parts.append(f"{key} {tuning[key]}")
-    return ", ".join(parts)
-
-
 def _replacement_config(
     catalog: Catalog, machine: dict[str, Any], replacement: str | None
 ) -> str | None:
@@ -848,11 +909,16 @@ def _count(ti: dict[str, Any], key: str, converter: _Converter) -> int:
 
 
 def read_legacy_config(
-    document: dict[str, Any], *, catalog: Catalog | None = None, region: str | None = None
+    document: dict[str, Any],
+    *,
+    catalog: Catalog | None = None,
+    region: str | None = None,
+    tuning: bool = False,
 ) -> LoadedSpec:
     """The spec of a legacy ``config.yaml``: ``trainingInput``, ``jobId`` and ``labels``.
 
-    ``region`` overrides ``trainingInput.region``.
+    ``region`` overrides ``trainingInput.region``; ``tuning`` reads a ``hyperparameters``
+    block as a tuning job (``LoadedSpec.tuning``) instead of refusing it.
     """
     if not isinstance(document.get("jobId"), str | None):
         raise SpecInvalidError([Violation("jobId", "must be text", rule="legacy")])
@@ -862,5 +928,6 @@ def read_legacy_config(
         labels=document.get("labels"),
         catalog=catalog,
         region=region,
+        tuning=tuning,
     )
-    return LoadedSpec(conversion.spec, "legacy-config", conversion.notes, conversion.scale_tier)
+    return conversion.loaded("legacy-config")

@@ -14,16 +14,12 @@ import yaml
 
 from components._errors import SpecFormatError
 from components._files import FileReadError, read_text_capped
+from components._violations import clipped
 from components.formats.bounded_yaml import YamlBoundsError, load_documents
 
 __all__ = ["MAX_SPEC_BYTES", "clipped", "parse_document", "read_text"]
 
 MAX_SPEC_BYTES = 1 << 20
-
-
-def clipped(text: str, limit: int = 60) -> str:
-    """``text`` for a message: cut to ``limit`` characters, so no input makes a message huge."""
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def read_text(path: Path, *, what: str = "spec file") -> str:

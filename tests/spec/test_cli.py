@@ -62,6 +62,15 @@ def test_validate_json_report(tmp_path: Path) -> None:
     assert [v["path"] for v in retired] == ["trainingInput.masterType", "trainingInput.workerType"]
 
 
+def test_validate_json_report_names_the_kind_of_job() -> None:
+    code, out, _ = run("validate", str(DATA / "custom_job.yaml"), "--json")
+    report = json.loads(out)
+    assert code == 0 and (report["kind"], report["format"]) == ("custom-job", "custom-job")
+    # A tuning job is validated as one (tests/spec/test_tuning_formats.py has the rest).
+    code, out, _ = run("validate", str(DATA / "real" / "vertex_hp_tuning_job.yaml"), "--json")
+    assert code == 0 and json.loads(out)["kind"] == "hyperparameter-tuning-job"
+
+
 def test_validate_schema_errors_exit_1_and_malformed_exit_2(tmp_path: Path) -> None:
     bad_type = tmp_path / "a.yaml"
     bad_type.write_text("workerPoolSpecs: [{replicaCount: lots}]\n")

@@ -207,6 +207,16 @@ def test_malformed_files(tmp_path: Path, text: str, message: str) -> None:
         load_spec_file(path)
 
 
+def test_unknown_format_names_every_form_it_knows(tmp_path: Path) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text("name: x\n")
+    with pytest.raises(SpecFormatError) as info:
+        load_spec_file(path, tuning=True)
+    for key in ("workerPoolSpecs", "jobSpec", "customJob", "trainingInput", "studySpec"):
+        assert key in str(info.value)
+    assert "hyperparameterTuningJob (CreateHyperparameterTuningJobRequest)" in str(info.value)
+
+
 def test_missing_file_and_directory(tmp_path: Path) -> None:
     with pytest.raises(SpecFormatError, match="no such file"):
         load_spec_file(tmp_path / "nope.yaml")

@@ -1,6 +1,7 @@
 """The gcloud job submissions users keep: ``gcloud ai custom-jobs create`` (GA, beta, alpha),
-the legacy ``ai-platform``/``ml-engine jobs submit training``, and the tuning jobs that are
-refused. Each command is read as gcloud builds its job (``command_lib/ai/custom_jobs``)."""
+the legacy ``ai-platform``/``ml-engine jobs submit training``, and the tuning jobs, which are
+never read as single jobs. Each command is read as gcloud builds its job
+(``command_lib/ai/custom_jobs``); ``test_tuning_commands`` reads the tuning jobs whole."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from components import JobSpec, SpecFormatError, SpecInvalidError, load_spec_file, validate
-from components.formats import LoadedSpec
+from components.formats import LoadedSpec, TuningJobFileError
 from components.formats.gcloud_flags import invocation, split_dict, split_list
 
 IMAGE = "gcr.io/p/img:latest"
@@ -21,12 +22,21 @@ def load(tmp_path: Path, text: str, **files: str) -> JobSpec:
     return loaded(tmp_path, text, **files).spec
 
 
-def loaded(tmp_path: Path, text: str, **files: str) -> LoadedSpec:
+def written(tmp_path: Path, text: str, files: dict[str, str]) -> Path:
     for name, content in files.items():
         (tmp_path / name.replace("__", ".")).write_text(content)
     path = tmp_path / "submit.sh"
     path.write_text(text)
-    return load_spec_file(path, env={})
+    return path
+
+
+def loaded(tmp_path: Path, text: str, **files: str) -> LoadedSpec:
+    return load_spec_file(written(tmp_path, text, files), env={})
+
+
+def tuning_loaded(tmp_path: Path, text: str, **files: str) -> LoadedSpec:
+    """What a caller asking for a tuning job too gets."""
+    return load_spec_file(written(tmp_path, text, files), env={}, tuning=True)
 
 
 def test_single_pool_v100_container(tmp_path: Path) -> None:
@@ -290,27 +300,36 @@ def test_values_the_model_refuses_are_named_in_flag_terms(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("track", ["", "beta ", "alpha "])
-def test_hp_tuning_jobs_are_refused_never_run_as_one_job(tmp_path: Path, track: str) -> None:
-    with pytest.raises(SpecFormatError, match="hyperparameter tuning job: TrainingJob runs single"):
-        loaded(
-            tmp_path,
-            f"gcloud {track}ai hp-tuning-jobs create --region=us-central1 --display-name=t"
-            " --max-trial-count=10 --parallel-trial-count=2 --config=c.yaml\n",
-            c__yaml="studySpec: {}\ntrialJobSpec: {}\n",
-        )
+def test_hp_tuning_jobs_are_never_run_as_one_job(tmp_path: Path, track: str) -> None:
+    command = (
+        f"gcloud {track}ai hp-tuning-jobs create --region=us-central1 --display-name=t"
+        " --max-trial-count=10 --parallel-trial-count=2 --config=c.yaml\n"
+    )
+    files = {"c__yaml": "studySpec: {}\ntrialJobSpec: {}\n"}
+    with pytest.raises(TuningJobFileError, match="hyperparameter tuning job, not a single"):
+        loaded(tmp_path, command, **files)
+    result = tuning_loaded(tmp_path, command, **files)
+    assert result.kind == "hyperparameter-tuning-job"
+    assert result.tuning is not None and result.tuning.max_trial_count == 10
 
 
-def test_legacy_submit_with_tuning_config_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(SpecInvalidError) as info:
-        loaded(
-            tmp_path,
-            "gcloud ai-platform jobs submit training j --region us-central1 --config hp.yaml"
-            " --module-name trainer.task --package-path gs://b/t.tgz\n",
-            hp__yaml="trainingInput:\n  scaleTier: BASIC\n  hyperparameters:\n    goal: MAXIMIZE\n"
-            "    maxTrials: 4\n    params:\n    - {parameterName: lr, type: DOUBLE,"
-            " minValue: 0.001, maxValue: 0.1}\n",
-        )
-    assert any("hyperparameter tuning" in v.reason for v in info.value.violations)
+LEGACY_HP = (
+    "trainingInput:\n  scaleTier: BASIC\n  hyperparameters:\n    goal: MAXIMIZE\n"
+    "    maxTrials: 4\n    params:\n    - {parameterName: lr, type: DOUBLE,"
+    " minValue: 0.001, maxValue: 0.1}\n"
+)
+
+
+def test_legacy_submit_with_tuning_config_is_never_one_job(tmp_path: Path) -> None:
+    command = (
+        "gcloud ai-platform jobs submit training j --region us-central1 --config hp.yaml"
+        " --module-name trainer.task --package-path gs://b/t.tgz\n"
+    )
+    with pytest.raises(TuningJobFileError):
+        loaded(tmp_path, command, hp__yaml=LEGACY_HP)
+    result = tuning_loaded(tmp_path, command, hp__yaml=LEGACY_HP)
+    assert result.tuning is not None and result.tuning.max_trial_count == 4
+    assert [p.parameter_id for p in result.tuning.study_spec.parameters] == ["lr"]
 
 
 @pytest.mark.parametrize(
@@ -402,12 +421,13 @@ STALE = "trainingInput:\n  scaleTier: BASIC\n"
 """An older config committed next to the script: never what the command reads."""
 
 
-def test_a_heredoc_tuning_config_is_refused_not_the_stale_file(tmp_path: Path) -> None:
+def test_a_heredoc_tuning_config_is_read_not_the_stale_file(tmp_path: Path) -> None:
     script = f"cat > config.yaml <<EOF\n{HP_BODY}EOF\n{LEGACY} --config config.yaml\n"
     for files in ({"config__yaml": STALE}, {}):  # a stale file next to it, or none
-        with pytest.raises(SpecInvalidError) as info:
+        with pytest.raises(TuningJobFileError):
             loaded(tmp_path, script, **files)
-        assert any("hyperparameter tuning" in v.reason for v in info.value.violations)
+        result = tuning_loaded(tmp_path, script, **files)
+        assert result.tuning is not None and result.tuning.max_trial_count == 20
         (tmp_path / "config.yaml").unlink(missing_ok=True)
 
 
@@ -505,10 +525,15 @@ def test_a_heredoc_custom_job_config_keeps_a_computed_image_as_written(tmp_path:
         " --max-trial-count=4 --parallel-trial-count=2 --config=job.yaml",
     ],
 )
-def test_a_heredoc_tuning_job_is_refused_either_way(tmp_path: Path, command: str) -> None:
+def test_a_heredoc_tuning_job_is_never_a_single_job(tmp_path: Path, command: str) -> None:
     script = f"cat > job.yaml <<EOF\nstudySpec: {{}}\ntrialJobSpec: {{}}\nEOF\n{command}\n"
     with pytest.raises(SpecFormatError, match="hyperparameter tuning job"):
         loaded(tmp_path, script, job__yaml=CONFIG)
+    if "custom-jobs" in command:  # custom-jobs create cannot run it, asked for either
+        with pytest.raises(SpecFormatError, match="custom-jobs create` cannot run a tuning job"):
+            tuning_loaded(tmp_path, script, job__yaml=CONFIG)
+    else:
+        assert tuning_loaded(tmp_path, script, job__yaml=CONFIG).tuning is not None
 
 
 @pytest.mark.parametrize(
@@ -552,9 +577,9 @@ def test_a_heredoc_written_under_a_condition_is_read_with_a_note(tmp_path: Path)
         f"if [ ! -f config.yaml ]; then\n  cat > config.yaml <<EOF\n{HP_BODY}EOF\nfi\n"
         f"{LEGACY} --config config.yaml\n"
     )
-    with pytest.raises(SpecInvalidError) as info:
-        loaded(tmp_path, script, config__yaml=STALE)
-    assert any("hyperparameter tuning" in v.reason for v in info.value.violations)
+    result = tuning_loaded(tmp_path, script, config__yaml=STALE)
+    assert result.tuning is not None and result.tuning.max_trial_count == 20
+    assert any("under a condition, which is not evaluated" in note for note in result.notes)
 
 
 # --- computed values where only their shape is checked -----------------------------------

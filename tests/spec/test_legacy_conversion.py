@@ -306,51 +306,7 @@ def test_a_scale_tier_keeps_the_masters_disk(tmp_path: Path) -> None:
 # --- TPUs: tests/spec/test_legacy_tpu.py -----------------------------------------------
 
 
-# --- hyperparameter tuning --------------------------------------------------------------
-
-HYPERTUNE = (
-    "trainingInput:\n"
-    "  scaleTier: STANDARD_1\n"
-    "  runtimeVersion: '2.3'\n"
-    "  pythonVersion: '3.7'\n"
-    "  region: us-central1\n"
-    "  hyperparameters:\n"
-    "    goal: MAXIMIZE\n"
-    "    hyperparameterMetricTag: accuracy\n"
-    "    maxTrials: 30\n"
-    "    maxParallelTrials: 3\n"
-    "    enableTrialEarlyStopping: true\n"
-    "    params:\n"
-    "    - parameterName: learning_rate\n"
-    "      type: DOUBLE\n"
-    "      minValue: 0.0001\n"
-    "      maxValue: 0.1\n"
-    "      scaleType: UNIT_LOG_SCALE\n"
-    "    - parameterName: hidden_units\n"
-    "      type: INTEGER\n"
-    "      minValue: 16\n"
-    "      maxValue: 256\n" + PACKAGE
-)
-
-
-def test_a_tuning_job_is_never_converted_to_a_single_job(tmp_path: Path) -> None:
-    error = _refused(tmp_path, HYPERTUNE)
-    (violation,) = _by_path(error.violations, "trainingInput.hyperparameters")
-    assert violation.reason.startswith(
-        "this is a hyperparameter tuning job (2 parameters (learning_rate, hidden_units), "
-        "goal MAXIMIZE of 'accuracy', maxTrials 30, maxParallelTrials 3)"
-    )
-    assert "not a tuning job" in violation.reason
-    assert "remove trainingInput.hyperparameters" in (violation.suggestion or "")
-    assert len(error.violations) == 1
-
-
-def test_a_tuning_job_with_a_retired_gpu_names_both(tmp_path: Path) -> None:
-    error = _refused(tmp_path, HYPERTUNE.replace("STANDARD_1", "BASIC_GPU"))
-    assert {v.path for v in error.violations} == {
-        "trainingInput.hyperparameters",
-        "trainingInput.scaleTier",
-    }
+# --- hyperparameter tuning: tests/spec/test_tuning_formats.py ---------------------------
 
 
 # --- a pool's own image with the package ------------------------------------------------

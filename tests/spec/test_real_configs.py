@@ -2,10 +2,12 @@
 
 Every file under ``data/real/`` was written for this test in the form users hand over:
 legacy ``config.yaml`` files, the shell scripts that submit them, Vertex ``--config`` files,
-API responses and request bodies, and ``gcloud ai custom-jobs create`` command lines. A
-verdict is the exit code of ``validate`` and where the report points: a config the API
-accepts must be valid (no wrong rejects), a broken one must name the field (no wrong
-accepts), and a hyperparameter tuning job must never pass as a single job.
+API responses and request bodies, and ``gcloud ai custom-jobs create`` and ``gcloud ai
+hp-tuning-jobs create`` command lines. A verdict is the exit code of ``validate`` and where
+the report points: a config the API accepts must be valid (no wrong rejects), a broken one
+must name the field (no wrong accepts), and a hyperparameter tuning job must never pass as a
+single job: it is read as the tuning job it is (``kind``), its broken fields named in the
+input's own terms (a flag's value at the flag).
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ class Verdict:
     says: tuple[str, ...] = ()
     """Each must appear somewhere in the report (reasons, suggestions, notes, error)."""
     never_says: tuple[str, ...] = ()
+    kind: str | None = None
+    """The report's ``kind`` when the file was read (exit 0 or 1 after validation)."""
 
 
-HP_TUNING = "hyperparameter tuning"
+TUNING = "hyperparameter-tuning-job"
 
 VERDICTS: dict[str, Verdict] = {
     # legacy config.yaml
@@ -46,7 +50,20 @@ VERDICTS: dict[str, Verdict] = {
     "legacy_runtime_2_10_float.yaml": Verdict(
         1, ("trainingInput.runtimeVersion",), ("image for 2.10", "2.9, 2.11")
     ),
-    "legacy_hypertune.yaml": Verdict(1, ("trainingInput.hyperparameters",), (HP_TUNING,)),
+    "legacy_hypertune.yaml": Verdict(0, says=("decayCurveStoppingSpec",), kind=TUNING),
+    "legacy_hypertune_defaults.yaml": Verdict(
+        0, says=("training/hptuning/metric", "maxTrials not set", "--job-dir"), kind=TUNING
+    ),
+    "legacy_hypertune_broken.yaml": Verdict(
+        1,
+        (
+            "trainingInput.hyperparameters.goal",
+            "trainingInput.hyperparameters.resumePreviousJobId",
+            "trainingInput.hyperparameters.params[0].maxValue",
+            "trainingInput.hyperparameters.params[1].discreteValues",
+        ),
+        ("MAXIMIZE",),
+    ),
     "legacy_custom_container_v100.yaml": Verdict(0),
     "legacy_image_with_package.yaml": Verdict(0),
     "legacy_p100_three.yaml": Verdict(1, says=("1, 2, 4",)),
@@ -78,8 +95,20 @@ VERDICTS: dict[str, Verdict] = {
     "vertex_n1_highcpu_8.yaml": Verdict(
         1, ("workerPoolSpecs[0].machineSpec.machineType",), ("n1-highcpu-16",)
     ),
-    "vertex_hp_tuning_job.yaml": Verdict(2, says=(HP_TUNING,)),
-    "vertex_hp_tuning_config.yaml": Verdict(2, says=(HP_TUNING,)),
+    "vertex_hp_tuning_job.yaml": Verdict(0, kind=TUNING, never_says=("not set",)),
+    "vertex_hp_tuning_config.yaml": Verdict(
+        0, says=("maxTrialCount not set", "--max-trial-count"), kind=TUNING
+    ),
+    "vertex_hp_tuning_described.json": Verdict(
+        0, says=("output-only fields ignored: name, trials, state",), kind=TUNING
+    ),
+    "vertex_hp_tuning_request.json": Verdict(0, says=("europe-west4",), kind=TUNING),
+    "vertex_hp_tuning_grid_double.yaml": Verdict(
+        1,
+        ("studySpec.parameters[0].doubleValueSpec", "parallelTrialCount"),
+        ("GRID_SEARCH", "discreteValueSpec"),
+        kind=TUNING,
+    ),
     # command lines and scripts
     "legacy_submit_script.sh": Verdict(0, says=("line 13",)),
     "legacy_image_and_package.sh": Verdict(0),
@@ -87,11 +116,26 @@ VERDICTS: dict[str, Verdict] = {
     "legacy_basic_gpu_flag.sh": Verdict(1, ("--scale-tier",), ("NVIDIA_TESLA_T4",)),
     "legacy_typo_flag.sh": Verdict(2, says=("--runtime-version",)),
     "legacy_two_jobs.sh": Verdict(2, says=("1", "2")),
-    "legacy_hypertune_submit.sh": Verdict(1, says=(HP_TUNING,)),
+    # Tuning jobs submitted by command lines: read as the tuning jobs they are.
+    "legacy_hypertune_submit.sh": Verdict(
+        0, says=("'rmse'", "hypertune_config.yaml", "$(date -u"), kind=TUNING
+    ),
+    "legacy_hypertune_heredoc_broken.sh": Verdict(
+        1,
+        ("trainingInput.hyperparameters.goal",),
+        ("MAXIMIZE", "the heredoc at line 6"),
+        kind=TUNING,
+    ),
     "vertex_create_flags.sh": Verdict(0),
     "vertex_create_multi_pool.sh": Verdict(0),
     "vertex_create_with_config.sh": Verdict(0),
-    "vertex_hp_tuning_create.sh": Verdict(2, says=(HP_TUNING,)),
+    "vertex_hp_tuning_create.sh": Verdict(0, kind=TUNING, never_says=("not set",)),
+    "vertex_hp_tuning_heredoc_grid.sh": Verdict(
+        1,
+        ("studySpec.parameters[0].doubleValueSpec", "--parallel-trial-count"),
+        ("GRID_SEARCH", "the heredoc at line 9"),
+        kind=TUNING,
+    ),
     "vertex_create_local_package.sh": Verdict(0),
 }
 
@@ -125,3 +169,14 @@ def test_verdict(name: str) -> None:
         assert words not in text, text
     if code == 0:
         assert report["valid"] is True
+    if verdict.kind is not None:
+        assert report["kind"] == verdict.kind, text
+
+
+@pytest.mark.parametrize(
+    "name", sorted(n for n in VERDICTS if "hypertune" in n or "hp_tuning" in n)
+)
+def test_no_tuning_job_is_read_as_a_single_job(name: str) -> None:
+    code, report = report_of(REAL / name)
+    assert report.get("kind") in (None, TUNING), report
+    assert code != 0 or report["kind"] == TUNING
