@@ -1,7 +1,11 @@
 """Guardrails per stack: the rules of the policy pack in ``policy/``, as plain functions.
 
-Each rule takes a ``PolicyJob`` (one TrainingJob as the engine shows it to a policy) and
-its configuration, and returns messages that name the job and the limit. The CrossGuard
+Each rule takes a ``PolicyJob`` (one TrainingJob or HyperparameterTuningJob as the engine
+shows it to a policy) and its configuration, and returns messages that name the job and the
+limit. A tuning job is judged by the custom job its trials run, as many at once as its
+``parallelTrialCount``: its GPUs are parallel trials x GPUs per trial (every pool, every
+replica), its price per hour that of all its parallel trials, and its SPOT strategy is the
+trial spec's. The CrossGuard
 glue in ``policy/__main__.py`` only adapts these to ``pulumi_policy``; tests call them
 directly. Costs use the catalog's prices; a spot price that is not known is bounded by
 the on-demand price (spot never costs more), and a price that is not known at all fails a
@@ -16,9 +20,10 @@ from typing import Any
 
 from components._catalog import Catalog, load_catalog
 from components._errors import SpecError
-from components._pricing import estimate
+from components._pricing import concurrent_trials, estimate
 from components._spec import JobSpec
-from components._wire import TRAINING_JOB_TYPE_SUFFIX, decode_spec
+from components._tuning_spec import TuningJobSpec
+from components._wire import TRAINING_JOB_TYPE_SUFFIX, TUNING_JOB_TYPE_SUFFIX, decode_spec
 
 __all__ = [
     "JOB_RULES",
@@ -41,20 +46,36 @@ __all__ = [
 
 @dataclass(frozen=True)
 class PolicyJob:
-    """One training job as a policy sees it."""
+    """One training job, or one tuning job, as a policy sees it.
+
+    For a tuning job ``spec`` is the custom job one trial runs and ``parallel_trials`` how
+    many trials run at once (``components._pricing.concurrent_trials``).
+    """
 
     name: str
     spec: JobSpec
     region: str | None
+    parallel_trials: int = 1
+    tuning: bool = False
 
     @property
-    def gpus(self) -> int:
-        """Every accelerator the job holds at once: pools x replicas x count."""
+    def title(self) -> str:
+        """``job 'x'`` or ``tuning job 'x'``: how messages name it."""
+        return f"{'tuning job' if self.tuning else 'job'} {self.name!r}"
+
+    @property
+    def trial_gpus(self) -> int:
+        """The accelerators of one run of the spec: pools x replicas x count."""
         return sum(
             pool.replicas * pool.machine_spec.accelerator_count
             for pool in self.spec.worker_pool_specs
             if pool.machine_spec and not pool.is_placeholder
         )
+
+    @property
+    def gpus(self) -> int:
+        """Every accelerator the job holds at once (all parallel trials of a tuning job)."""
+        return self.trial_gpus * self.parallel_trials
 
     @property
     def accelerators(self) -> set[str]:
@@ -92,32 +113,46 @@ def _item(container: Any, key: Any) -> Any:
 
 
 def job_from_props(name: str, resource_type: str, props: Mapping[str, Any]) -> PolicyJob | None:
-    """The job behind a resource's inputs, or None when it is not a TrainingJob or not known yet."""
-    if not resource_type.endswith(TRAINING_JOB_TYPE_SUFFIX):
+    """The job behind a resource's inputs, or None when it is neither a TrainingJob nor a
+    HyperparameterTuningJob, or not known yet."""
+    tuning = resource_type.endswith(TUNING_JOB_TYPE_SUFFIX)
+    if not tuning and not resource_type.endswith(TRAINING_JOB_TYPE_SUFFIX):
         return None
     document = decode_spec(_plain(_item(props, "spec")))
     region = _item(props, "region")
     if not isinstance(document, dict):
         return None
+    parallel = 1
     try:
-        spec = JobSpec.parse(document)
-    except SpecError:
+        if tuning:
+            tuning_spec = TuningJobSpec.parse(document)
+            spec = tuning_spec.trial_job()
+            parallel = concurrent_trials(tuning_spec)[1]
+        else:
+            spec = JobSpec.parse(document)
+    except (SpecError, ValueError):
         return None  # check() reports malformed specs; policies judge valid ones
     region = region or spec.region
-    return PolicyJob(name, spec, region if isinstance(region, str) else None)
+    return PolicyJob(name, spec, region if isinstance(region, str) else None, parallel, tuning)
 
 
 def hourly_cost_bound(job: PolicyJob, catalog: Catalog) -> tuple[float | None, str]:
-    """The most the job costs per hour, and how that figure was found."""
+    """The most the job costs per hour, and how that figure was found.
+
+    A tuning job's figure is that of all its parallel trials at once.
+    """
     if job.region is None:
         return None, "no region"
+    trials = f", {job.parallel_trials} trials at once" if job.tuning else ""
     result = estimate(job.spec, catalog, region=job.region)
     if result.usd_per_hour is not None:
-        return result.usd_per_hour, "spot" if result.spot else "on-demand"
+        how = "spot" if result.spot else "on-demand"
+        return result.usd_per_hour * job.parallel_trials, how + trials
     if result.spot:
         bound = estimate(job.spec, catalog, region=job.region, spot=False)
         if bound.usd_per_hour is not None:
-            return bound.usd_per_hour, "on-demand price as the bound of an unknown spot price"
+            how = "on-demand price as the bound of an unknown spot price"
+            return bound.usd_per_hour * job.parallel_trials, how + trials
     return None, "unknown price: " + ", ".join(result.missing)
 
 
@@ -130,13 +165,13 @@ def allowed_regions(job: PolicyJob, config: Mapping[str, Any], catalog: Catalog)
     allowed = _strings(config, "allowedRegions")
     if not allowed or job.region in allowed:
         return []
-    return [f"job {job.name!r} runs in {job.region}; this stack allows {', '.join(allowed)}"]
+    return [f"{job.title} runs in {job.region}; this stack allows {', '.join(allowed)}"]
 
 
 def allowed_accelerators(job: PolicyJob, config: Mapping[str, Any], catalog: Catalog) -> list[str]:
     allowed = set(_strings(config, "allowedAccelerators"))
     return [
-        f"job {job.name!r} uses {acc}; this stack allows {', '.join(sorted(allowed)) or 'no accelerators'}"
+        f"{job.title} uses {acc}; this stack allows {', '.join(sorted(allowed)) or 'no accelerators'}"
         for acc in sorted(job.accelerators - allowed)
     ]
 
@@ -145,7 +180,8 @@ def max_gpus_per_job(job: PolicyJob, config: Mapping[str, Any], catalog: Catalog
     limit = int(config.get("maxGpus", 0))
     if job.gpus <= limit:
         return []
-    return [f"job {job.name!r} holds {job.gpus} accelerators at once; the limit is {limit}"]
+    how = f" ({job.parallel_trials} trials at once x {job.trial_gpus})" if job.tuning else ""
+    return [f"{job.title} holds {job.gpus} accelerators at once{how}; the limit is {limit}"]
 
 
 def max_cost_per_job(job: PolicyJob, config: Mapping[str, Any], catalog: Catalog) -> list[str]:
@@ -154,32 +190,38 @@ def max_cost_per_job(job: PolicyJob, config: Mapping[str, Any], catalog: Catalog
     if cost is None:
         if config.get("allowUnknownPrices"):
             return []
-        return [f"job {job.name!r}: cannot check the ${limit:g}/h limit ({how})"]
+        return [f"{job.title}: cannot check the ${limit:g}/h limit ({how})"]
     if cost <= limit:
         return []
-    return [f"job {job.name!r} costs ${cost:,.2f}/h ({how}); the limit is ${limit:g}/h per job"]
+    return [f"{job.title} costs ${cost:,.2f}/h ({how}); the limit is ${limit:g}/h per job"]
 
 
 def required_labels(job: PolicyJob, config: Mapping[str, Any], catalog: Catalog) -> list[str]:
     missing = [label for label in _strings(config, "labels") if not job.spec.labels.get(label)]
     if not missing:
         return []
-    return [f"job {job.name!r} lacks the label(s) {', '.join(missing)}, required in this stack"]
+    return [f"{job.title} lacks the label(s) {', '.join(missing)}, required in this stack"]
 
 
 def spot_required(job: PolicyJob, config: Mapping[str, Any], catalog: Catalog) -> list[str]:
     strategy = job.spec.scheduling.strategy if job.spec.scheduling else None
     if not config.get("enabled", True) or strategy == "SPOT":
         return []
+    if job.tuning:
+        return [
+            f"{job.title} runs {strategy or 'STANDARD'} trials; "
+            "this stack requires trialJobSpec.scheduling.strategy: SPOT"
+        ]
     return [
-        f"job {job.name!r} runs {strategy or 'STANDARD'}; this stack requires scheduling.strategy: SPOT"
+        f"{job.title} runs {strategy or 'STANDARD'}; this stack requires scheduling.strategy: SPOT"
     ]
 
 
 def max_cost_per_stack(
     jobs: Sequence[PolicyJob], config: Mapping[str, Any], catalog: Catalog
 ) -> list[str]:
-    """A stack-wide limit on the summed hourly cost of every job."""
+    """A stack-wide limit on the summed hourly cost of every job (tuning jobs: all their
+    parallel trials)."""
     limit = float(config.get("maxUsdPerHour", 0))
     total = 0.0
     unknown: list[str] = []
@@ -217,25 +259,27 @@ class RuleSpec:
 JOB_RULES: tuple[RuleSpec, ...] = (
     RuleSpec(
         "allowed-regions",
-        "Training jobs run only in the regions this stack allows.",
+        "Training and tuning jobs run only in the regions this stack allows.",
         allowed_regions,
         {"allowedRegions": {"type": "array", "items": {"type": "string"}}},
     ),
     RuleSpec(
         "allowed-accelerators",
-        "Training jobs use only the accelerator types this stack allows.",
+        "Training and tuning jobs use only the accelerator types this stack allows.",
         allowed_accelerators,
         {"allowedAccelerators": {"type": "array", "items": {"type": "string"}}},
     ),
     RuleSpec(
         "max-gpus-per-job",
-        "A training job holds at most this many accelerators at once.",
+        "A training job, or a tuning job's parallel trials together, holds at most this many "
+        "accelerators at once.",
         max_gpus_per_job,
         {"maxGpus": {"type": "integer", "minimum": 0}},
     ),
     RuleSpec(
         "max-hourly-cost-per-job",
-        "A training job costs at most this many dollars per hour.",
+        "A training job, or a tuning job's parallel trials together, costs at most this many "
+        "dollars per hour.",
         max_cost_per_job,
         {
             "maxUsdPerHour": {"type": "number", "minimum": 0},
@@ -244,13 +288,13 @@ JOB_RULES: tuple[RuleSpec, ...] = (
     ),
     RuleSpec(
         "required-labels",
-        "Training jobs carry the labels this stack requires (e.g. team, cost-center).",
+        "Training and tuning jobs carry the labels this stack requires (e.g. team, cost-center).",
         required_labels,
         {"labels": {"type": "array", "items": {"type": "string"}}},
     ),
     RuleSpec(
         "spot-required",
-        "Training jobs in this stack run on SPOT capacity.",
+        "Training jobs, and tuning jobs' trials, in this stack run on SPOT capacity.",
         spot_required,
         {"enabled": {"type": "boolean"}},
     ),
@@ -258,7 +302,7 @@ JOB_RULES: tuple[RuleSpec, ...] = (
 
 STACK_COST_RULE = RuleSpec(
     "max-hourly-cost-per-stack",
-    "All training jobs of the stack together cost at most this many dollars per hour.",
+    "All training and tuning jobs of the stack together cost at most this many dollars per hour.",
     lambda job, config, catalog: [],
     {"maxUsdPerHour": {"type": "number", "minimum": 0}, "allowUnknownPrices": {"type": "boolean"}},
 )

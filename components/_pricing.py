@@ -2,6 +2,10 @@
 
 Prices come from ``catalog/prices.csv``. An unknown price is reported as unknown, never
 guessed: the estimate then has no total, and ``missing`` says which prices are lacking.
+
+A hyperparameter tuning job (``estimate_tuning``) is priced from the custom job each trial
+runs: one trial per hour, every parallel trial at once per hour, and the ceiling of all its
+trials (``maxTrialCount`` times one trial's ceiling for its own ``scheduling.timeout``).
 """
 
 from __future__ import annotations
@@ -14,17 +18,23 @@ from typing import Any
 from components._catalog import Catalog, Price, load_catalog
 from components._errors import SpecError
 from components._spec import JobSpec, WorkerPoolSpec
+from components._tuning_spec import TuningJobSpec
 from components._validation import POOL_ROLES, validate
 
 __all__ = [
     "DEFAULT_TIMEOUT",
     "Estimate",
     "PoolCost",
+    "TuningEstimate",
     "compare_regions",
+    "concurrent_trials",
     "cost_outputs",
     "duration_text",
     "estimate",
+    "estimate_tuning",
     "summary",
+    "tuning_cost_outputs",
+    "tuning_summary",
 ]
 
 DEFAULT_TIMEOUT = timedelta(days=7)
@@ -215,6 +225,106 @@ def cost_outputs(
     return {"hourly_cost_usd": result.usd_per_hour, "max_cost_usd": result.max_usd}
 
 
+# --- hyperparameter tuning jobs ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TuningEstimate:
+    """A tuning job's price in one region: its trial's ``Estimate`` times the trial counts.
+
+    ``usd_per_hour`` is the price with ``parallel_trials`` trials running at once (the most
+    the job costs per hour); ``max_usd`` the ceiling of all ``max_trials`` trials, each
+    running for its whole timeout. ``None`` wherever the trial's price is unknown.
+    """
+
+    trial: Estimate
+    max_trials: int
+    parallel_trials: int
+
+    @property
+    def region(self) -> str:
+        return self.trial.region
+
+    @property
+    def spot(self) -> bool:
+        return self.trial.spot
+
+    @property
+    def timeout(self) -> timedelta:
+        """One trial's timeout (``trialJobSpec.scheduling.timeout``, default 7 days)."""
+        return self.trial.timeout
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        return self.trial.missing
+
+    @property
+    def trial_usd_per_hour(self) -> float | None:
+        return self.trial.usd_per_hour
+
+    @property
+    def usd_per_hour(self) -> float | None:
+        """Every parallel trial at once, per hour."""
+        hourly = self.trial.usd_per_hour
+        return None if hourly is None else hourly * self.parallel_trials
+
+    @property
+    def trial_max_usd(self) -> float | None:
+        return self.trial.max_usd
+
+    @property
+    def max_usd(self) -> float | None:
+        """The ceiling: every trial, each for its whole timeout."""
+        ceiling = self.trial.max_usd
+        return None if ceiling is None else ceiling * self.max_trials
+
+
+def concurrent_trials(spec: TuningJobSpec) -> tuple[int, int]:
+    """(trials in all, trials at once) as the job runs them.
+
+    No more trials run at once than in all; a count below 1 (which ``validate_tuning``
+    refuses) is read as 1, so an estimate never understates what a running job costs.
+    """
+    total = max(spec.max_trial_count, 1)
+    return total, min(max(spec.parallel_trial_count, 1), total)
+
+
+def estimate_tuning(
+    spec: TuningJobSpec,
+    catalog: Catalog,
+    *,
+    region: str | None = None,
+    spot: bool | None = None,
+) -> TuningEstimate:
+    """Price ``spec`` in ``region`` (default: the spec's) from the custom job of one trial.
+
+    ``spot`` defaults to the trial spec's ``scheduling.strategy == SPOT``.
+    """
+    total, parallel = concurrent_trials(spec)
+    trial = estimate(spec.trial_job(), catalog, region=region, spot=spot)
+    return TuningEstimate(trial, total, parallel)
+
+
+def tuning_cost_outputs(
+    document: Mapping[str, Any], region: str, catalog: Catalog | None = None
+) -> dict[str, float | None]:
+    """The prices of a tuning job document (None where unknown).
+
+    ``hourly_cost_usd``: every parallel trial at once; ``max_cost_usd``: the ceiling of all
+    trials; ``trial_hourly_cost_usd``: one trial.
+    """
+    try:
+        spec = TuningJobSpec.parse(dict(document))
+        result = estimate_tuning(spec, catalog or load_catalog(), region=region)
+    except (SpecError, ValueError):
+        return {"hourly_cost_usd": None, "max_cost_usd": None, "trial_hourly_cost_usd": None}
+    return {
+        "hourly_cost_usd": result.usd_per_hour,
+        "max_cost_usd": result.max_usd,
+        "trial_hourly_cost_usd": result.trial_usd_per_hour,
+    }
+
+
 def duration_text(duration: timedelta) -> str:
     """``2 h``, ``1 h 30 min``, ``10 min``, ``45 s``: a timeout as people write it."""
     seconds = round(duration.total_seconds())
@@ -235,4 +345,22 @@ def summary(result: Estimate) -> str:
     return (
         f"${result.usd_per_hour:,.2f}/h {pricing} in {result.region}, "
         f"at most ${result.max_usd:,.2f} ({hours} timeout)"
+    )
+
+
+def tuning_summary(result: TuningEstimate) -> str:
+    """One line for logs: ``$3.07/h on-demand in us-central1 (3 trials at once, $1.02/h
+    each), at most $171.95 (12 trials, 14 h timeout each)``."""
+    pricing = "spot" if result.spot else "on-demand"
+    trials = f"{result.parallel_trials} trials at once"
+    if result.usd_per_hour is None or result.trial_usd_per_hour is None:
+        return (
+            f"$?/h {pricing} in {result.region} ({trials}): "
+            f"unknown price for {', '.join(result.missing)}"
+        )
+    assert result.max_usd is not None
+    return (
+        f"${result.usd_per_hour:,.2f}/h {pricing} in {result.region} "
+        f"({trials}, ${result.trial_usd_per_hour:,.2f}/h each), at most ${result.max_usd:,.2f} "
+        f"({result.max_trials} trials, {duration_text(result.timeout)} timeout each)"
     )

@@ -7,8 +7,11 @@
 
 One table row per TrainingJob that changes (create, replace, update, delete) with its
 machines, GPUs, region and price per hour from the catalog (``components._pricing.estimate``;
-"unknown" when the catalog has no price, never a guess), the cost change of the whole preview,
-then per job the properties that change (nested, e.g.
+"unknown" when the catalog has no price, never a guess); a second table has one row per
+HyperparameterTuningJob that changes, with its trials (in all, at once), the machines and GPUs
+of one trial, its region, the price per hour of all its parallel trials and the ceiling of all
+its trials (``components._pricing.estimate_tuning``). Then the cost change of the whole
+preview, then per job the properties that change (nested, e.g.
 ``spec.workerPoolSpecs[0].machineSpec.acceleratorCount: 1 → 2``) and which of them force a
 replacement. Errors of a failed preview are quoted. Other resources are counted in one line.
 
@@ -32,14 +35,16 @@ from typing import Any, TextIO
 
 from components._catalog import Catalog, load_catalog
 from components._errors import SpecError
-from components._pricing import Estimate, estimate
+from components._pricing import Estimate, TuningEstimate, duration_text, estimate, estimate_tuning
 from components._spec import JobSpec
+from components._tuning_spec import TuningJobSpec
 from components._wire import (
     HIDDEN_INPUTS,
     IDENTITY,
     PROVIDER_KEY,
     RUN_KEY_TYPE,
     TRAINING_JOB_TYPE_SUFFIX,
+    TUNING_JOB_TYPE_SUFFIX,
     UNKNOWN_VALUES,
     decode_spec,
 )
@@ -88,7 +93,7 @@ class PropertyChange:
 
 @dataclass
 class JobChange:
-    """What a preview does to one TrainingJob."""
+    """What a preview does to one TrainingJob or (``tuning``) HyperparameterTuningJob."""
 
     name: str
     op: str
@@ -96,6 +101,7 @@ class JobChange:
     new_inputs: dict[str, Any] | None
     replace_reasons: list[str] = field(default_factory=list)
     policy_violations: list[str] = field(default_factory=list)
+    tuning: bool = False
 
     @property
     def region(self) -> str | None:
@@ -105,13 +111,30 @@ class JobChange:
                 return region
         return None
 
-    def spec(self, which: str) -> JobSpec | None:
+    def _document(self, which: str) -> dict[str, Any] | None:
         inputs = self.new_inputs if which == "new" else self.old_inputs
         document = (inputs or {}).get("spec")
-        if not isinstance(document, Mapping):
-            return None
+        return dict(document) if isinstance(document, Mapping) else None
+
+    def spec(self, which: str) -> JobSpec | None:
+        """The custom job on the ``old`` or ``new`` side: for a tuning job, one trial's."""
+        if self.tuning:
+            tuning = self.tuning_spec(which)
+            try:
+                return None if tuning is None else tuning.trial_job()
+            except (SpecError, ValueError):
+                return None
+        document = self._document(which)
         try:
-            return JobSpec.parse(dict(document))
+            return None if document is None else JobSpec.parse(document)
+        except SpecError:
+            return None
+
+    def tuning_spec(self, which: str) -> TuningJobSpec | None:
+        """The tuning job on the ``old`` or ``new`` side (None for a TrainingJob)."""
+        document = self._document(which) if self.tuning else None
+        try:
+            return None if document is None else TuningJobSpec.parse(document)
         except SpecError:
             return None
 
@@ -281,7 +304,8 @@ def parse_preview(text: str) -> Preview:
         stack, project = stack or urn_stack, project or urn_project
         type_ = step.type or urn_type
         op = "replace" if step.op in _REPLACE_OPS else step.op
-        if not type_.endswith(TRAINING_JOB_TYPE_SUFFIX):
+        tuning = type_.endswith(TUNING_JOB_TYPE_SUFFIX)
+        if not tuning and not type_.endswith(TRAINING_JOB_TYPE_SUFFIX):
             # The stack and its run key are not something a reviewer decides on.
             if op in _SHOWN_OPS and type_ not in ("pulumi:pulumi:Stack", RUN_KEY_TYPE):
                 others[op] = others.get(op, 0) + 1
@@ -292,7 +316,7 @@ def parse_preview(text: str) -> Preview:
         job = jobs.get(step.urn)
         if job is None:
             jobs[step.urn] = JobChange(
-                name, op, step.old_inputs, step.new_inputs, list(step.replace_reasons)
+                name, op, step.old_inputs, step.new_inputs, list(step.replace_reasons), [], tuning
             )
             continue
         # A replace streams as several steps; keep the fullest view of each side.
@@ -450,8 +474,15 @@ def _estimate(spec: JobSpec | None, region: str | None, catalog: Catalog) -> Est
         return None
 
 
-def _hourly(result: Estimate | None) -> float | None:
-    return None if result is None else result.usd_per_hour
+def _estimate_tuning(
+    spec: TuningJobSpec | None, region: str | None, catalog: Catalog
+) -> TuningEstimate | None:
+    if spec is None or region is None:
+        return None
+    try:
+        return estimate_tuning(spec, catalog, region=region)
+    except (SpecError, ValueError):
+        return None
 
 
 def _money(value: float | None) -> str:
@@ -467,7 +498,54 @@ def _side(old: str, new: str) -> str:
     return new if old == new else f"{old} → {new}"
 
 
+def _trials(spec: TuningJobSpec | None) -> str:
+    if spec is None:
+        return "?"
+    return f"{spec.max_trial_count} ({spec.parallel_trial_count} at once)"
+
+
+def _ceiling(result: TuningEstimate | None) -> str:
+    """``$171.95 (12 x 14 h)``: every trial for its whole timeout."""
+    if result is None or result.max_usd is None:
+        return "unknown"
+    return f"${result.max_usd:,.2f} ({result.max_trials} x {duration_text(result.timeout)})"
+
+
 # --- rendering ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Side:
+    """One side (old or new) of a job as a row shows it."""
+
+    machines: str
+    gpus: str
+    hourly: float | None
+    spot: bool
+    missing: tuple[str, ...]
+    trials: str = ""
+    ceiling: str = ""
+
+
+def _describe(job: JobChange, which: str, catalog: Catalog) -> _Side:
+    """A job's hardware and price on one side; a tuning job's per trial, and for all trials."""
+    spec = job.spec(which)
+    if not job.tuning:
+        result = _estimate(spec, job.region, catalog)
+        if result is None:
+            return _Side(_machines(spec), _gpus(spec), None, False, ())
+        return _Side(_machines(spec), _gpus(spec), result.usd_per_hour, result.spot, result.missing)
+    tuning = job.tuning_spec(which)
+    tuned = _estimate_tuning(tuning, job.region, catalog)
+    return _Side(
+        _machines(spec),
+        _gpus(spec),
+        None if tuned is None else tuned.usd_per_hour,
+        tuned is not None and tuned.spot,
+        () if tuned is None else tuned.missing,
+        _trials(tuning),
+        _ceiling(tuned),
+    )
 
 
 @dataclass
@@ -478,33 +556,38 @@ class _Row:
     cost: str
     delta: float | None  # change of the hourly cost, None when a price is unknown
     missing: list[str]
+    trials: str = ""  # tuning jobs: trials in all (at once), and the ceiling of all trials
+    ceiling: str = ""
+
+
+def _shown(sides: list[_Side], attribute: str) -> str:
+    values = [str(getattr(side, attribute)) for side in sides]
+    return values[0] if len(values) == 1 else _side(values[0], values[1])
 
 
 def _row(job: JobChange, catalog: Catalog) -> _Row:
-    old_spec, new_spec = job.spec("old"), job.spec("new")
-    old_est = _estimate(old_spec, job.region, catalog) if job.op != "create" else None
-    new_est = _estimate(new_spec, job.region, catalog) if job.op != "delete" else None
-    missing = [m for e in (old_est, new_est) if e is not None for m in e.missing]
-    old_cost, new_cost = _hourly(old_est), _hourly(new_est)
-    spot = " (spot)" if any(e is not None and e.spot for e in (old_est, new_est)) else ""
-    if job.op == "create":
-        return _Row(
-            job, _machines(new_spec), _gpus(new_spec), _money(new_cost) + spot, new_cost, missing
-        )
-    if job.op == "delete":
-        delta = None if old_cost is None else -old_cost
-        return _Row(
-            job, _machines(old_spec), _gpus(old_spec), _money(old_cost) + spot, delta, missing
-        )
-    machines = _side(_machines(old_spec), _machines(new_spec))
-    gpus = _side(_gpus(old_spec), _gpus(new_spec))
+    old = _describe(job, "old", catalog) if job.op != "create" else None
+    new = _describe(job, "new", catalog) if job.op != "delete" else None
+    sides = [side for side in (old, new) if side is not None]
+    missing = [m for side in sides for m in side.missing]
+    spot = " (spot)" if any(side.spot for side in sides) else ""
+    row = _Row(job, _shown(sides, "machines"), _shown(sides, "gpus"), "", None, missing)
+    row.trials, row.ceiling = _shown(sides, "trials"), _shown(sides, "ceiling")
+    if old is None or new is None:  # create, delete
+        hourly = sides[0].hourly
+        row.cost = _money(hourly) + spot
+        row.delta = None if hourly is None else (hourly if new is not None else -hourly)
+        return row
     if job.op == "update":  # knobs only: the job and its price stay
-        return _Row(job, machines, gpus, _money(new_cost) + spot, 0.0, missing)
-    delta = None if old_cost is None or new_cost is None else new_cost - old_cost
-    cost = _side(_money(old_cost), _money(new_cost))
-    if delta is not None and old_cost != new_cost:
-        cost += f" ({_delta(delta)})"
-    return _Row(job, machines, gpus, cost + spot, delta, missing)
+        row.cost, row.delta, row.ceiling = _money(new.hourly) + spot, 0.0, new.ceiling
+        return row
+    delta = None if old.hourly is None or new.hourly is None else new.hourly - old.hourly
+    row.cost = _side(_money(old.hourly), _money(new.hourly))
+    if delta is not None and old.hourly != new.hourly:
+        row.cost += f" ({_delta(delta)})"
+    row.cost += spot
+    row.delta = delta
+    return row
 
 
 def _cell(text: str) -> str:
@@ -581,13 +664,8 @@ def _job_lines(preview: Preview, rows: list[_Row]) -> list[str]:
     summary = [f"{counts[op]} {_VERBS[op]}" for op in _SHOWN_OPS if counts[op]]
     tail = f" · {preview.unchanged_jobs} unchanged" if preview.unchanged_jobs else ""
     lines = [f"**{' · '.join(summary)}**{tail}", ""]
-    lines += ["| | Job | Machines | GPUs | Region | Cost per hour |", "|---|---|---|---|---|---|"]
-    for row in rows:
-        lines.append(
-            f"| {_OP_LABEL[row.job.op]} | `{_cell(row.job.name)}` | {_cell(row.machines)} "
-            f"| {_cell(row.gpus)} | {row.job.region or '?'} | {_cell(row.cost)} |"
-        )
-    lines.append("")
+    lines += _training_table([row for row in rows if not row.job.tuning])
+    lines += _tuning_table([row for row in rows if row.job.tuning])
     known = [r.delta for r in rows if r.delta is not None]
     unknown = [r.job.name for r in rows if r.delta is None]
     total = f"**Hourly cost change: {_delta(sum(known)) if known else 'unknown'}**"
@@ -602,6 +680,36 @@ def _job_lines(preview: Preview, rows: list[_Row]) -> list[str]:
         if job.op in ("replace", "update"):
             lines += _change_lines(job)
     return lines
+
+
+def _training_table(rows: list[_Row]) -> list[str]:
+    if not rows:
+        return []
+    lines = ["| | Job | Machines | GPUs | Region | Cost per hour |", "|---|---|---|---|---|---|"]
+    for row in rows:
+        lines.append(
+            f"| {_OP_LABEL[row.job.op]} | `{_cell(row.job.name)}` | {_cell(row.machines)} "
+            f"| {_cell(row.gpus)} | {row.job.region or '?'} | {_cell(row.cost)} |"
+        )
+    return [*lines, ""]
+
+
+def _tuning_table(rows: list[_Row]) -> list[str]:
+    """Tuning jobs: trials, one trial's hardware, all parallel trials' price, the ceiling."""
+    if not rows:
+        return []
+    lines = [
+        "| | Tuning job | Trials | Machines per trial | GPUs per trial | Region "
+        "| Cost per hour, all trials at once | At most, all trials |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {_OP_LABEL[row.job.op]} | `{_cell(row.job.name)}` | {_cell(row.trials)} "
+            f"| {_cell(row.machines)} | {_cell(row.gpus)} | {row.job.region or '?'} "
+            f"| {_cell(row.cost)} | {_cell(row.ceiling)} |"
+        )
+    return [*lines, ""]
 
 
 def _change_lines(job: JobChange) -> list[str]:

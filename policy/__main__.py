@@ -1,7 +1,8 @@
-"""CrossGuard policy pack for TrainingJob resources.
+"""CrossGuard policy pack for TrainingJob and HyperparameterTuningJob resources.
 
 The rules are plain functions in ``components._policies`` (unit-tested without the
-engine); this file only hands them to ``pulumi_policy``. Thresholds come from the policy
+engine); this file only hands them to ``pulumi_policy``. A tuning job counts as all its
+parallel trials at once (GPUs and dollars per hour), judged on its trial spec. Thresholds come from the policy
 config file (``policy/dev.json``, ``policy/prod.json``):
 
     pulumi preview --stack dev --policy-pack policy --policy-pack-config policy/dev.json
