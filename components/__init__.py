@@ -1,9 +1,12 @@
 """Declarative GPU training jobs: spec model, hardware catalog and validation.
 
 Importing this package is cheap: it never imports ``google.cloud.aiplatform`` or
-``pulumi``. The Pulumi resource lives in ``components.training_job`` and the GCP
-infrastructure component in ``components.infra``.
+``pulumi``. The Pulumi resources live in ``components.training_job`` and
+``components.tuning_job`` (``HyperparameterTuningJob`` is also offered here, imported on first
+use), the GCP infrastructure component in ``components.infra``.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from components._catalog import (
     Accelerator,
@@ -41,6 +44,9 @@ from components._validation import validate, validate_document
 from components._violations import Violation, did_you_mean, errors_only, nearest
 from components.formats import LoadedSpec, load_spec_file, spec_from_document
 
+if TYPE_CHECKING:
+    from components.tuning_job import HyperparameterTuningJob, HyperparameterTuningJobArgs
+
 __all__ = [
     "Accelerator",
     "Catalog",
@@ -50,6 +56,8 @@ __all__ = [
     "DiskSpec",
     "EncryptionSpec",
     "EnvVar",
+    "HyperparameterTuningJob",
+    "HyperparameterTuningJobArgs",
     "JobSpec",
     "LoadedSpec",
     "MachineSpec",
@@ -81,3 +89,14 @@ __all__ = [
     "validate_tuning_document",
     "zones_offering",
 ]
+
+_RESOURCES = ("HyperparameterTuningJob", "HyperparameterTuningJobArgs")
+
+
+def __getattr__(name: str) -> Any:
+    """The Pulumi resources, imported on first use (they import ``pulumi``)."""
+    if name in _RESOURCES:
+        from components import tuning_job
+
+        return getattr(tuning_job, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

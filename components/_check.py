@@ -1,19 +1,25 @@
-"""What the provider's ``check`` and ``diff`` decide about a TrainingJob's inputs.
+"""What the provider's ``check`` and ``diff`` decide about a job resource's inputs.
 
 ``check_inputs`` validates and normalises (the job spec through the validator, the knobs by
 type); ``diff_inputs`` says which properties changed and so whether the job is replaced. Both
 run on every preview: nothing here imports ``pulumi`` or the Vertex client.
+
+A ``TrainingJob`` and a ``HyperparameterTuningJob`` share every input and every rule here; what
+differs is the spec (``SpecKind``: its model, its validator, where its env values sit):
+``CUSTOM_JOB_SPEC`` or ``TUNING_JOB_SPEC``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from components._errors import SpecError
 from components._spec import JobSpec, parse_duration
+from components._tuning_spec import TuningJobSpec
+from components._tuning_validation import validate_tuning
 from components._validation import Target, validate
 from components._violations import Violation
 from components._wire import (
@@ -28,6 +34,7 @@ from components._wire import (
     REGION,
     RUN_KEY,
     SPEC,
+    TRIAL_JOB_SPEC,
     WAIT_FOR,
     WAIT_FOR_VALUES,
     WAIT_TIMEOUT,
@@ -39,10 +46,56 @@ from components._wire import (
     split_env,
 )
 
-__all__ = ["CheckOutcome", "check_inputs", "diff_inputs", "wait_timeout_seconds"]
+__all__ = [
+    "CUSTOM_JOB_SPEC",
+    "TUNING_JOB_SPEC",
+    "CheckOutcome",
+    "SpecKind",
+    "check_inputs",
+    "diff_inputs",
+    "wait_timeout_seconds",
+]
 
 Failure = tuple[str, str]
 """(property path, reason)."""
+
+M = TypeVar("M", JobSpec, TuningJobSpec)
+
+
+@dataclass(frozen=True)
+class SpecKind(Generic[M]):
+    """One kind of job spec, as ``check`` reads it."""
+
+    what: str
+    """``job spec``: for messages."""
+    model: type[M]
+    """``JobSpec``: its ``parse`` raises ``SpecError`` naming each bad field."""
+    validate: Callable[[M, str | None, Target], list[Violation]]
+    """``(spec, region, target)`` → every violation."""
+    pools_under: str | None = None
+    """The field holding the custom job spec that has the worker pools (and so the env vars,
+    ``components._wire.split_env``): a tuning job's ``trialJobSpec``; None: the top level."""
+
+    def split_env(self, document: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        return split_env(document, under=self.pools_under)
+
+    def merge_env(
+        self, spec: Mapping[str, Any], values: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        return merge_env(spec, values, under=self.pools_under)
+
+
+CUSTOM_JOB_SPEC = SpecKind[JobSpec](
+    "job spec", JobSpec, lambda spec, region, target: validate(spec, region=region, target=target)
+)
+"""A ``TrainingJob``'s spec: a CustomJob."""
+TUNING_JOB_SPEC = SpecKind[TuningJobSpec](
+    "tuning job spec",
+    TuningJobSpec,
+    lambda spec, region, target: validate_tuning(spec, region=region, target=target),
+    pools_under=TRIAL_JOB_SPEC,
+)
+"""A ``HyperparameterTuningJob``'s spec: env values under ``trialJobSpec``."""
 
 
 @dataclass
@@ -99,11 +152,14 @@ def _parent(path: str) -> str:
     return path[:cut] if cut > 0 else ""
 
 
-def _affected(path: str, unknown: list[str]) -> bool:
+def _affected(path: str, unknown: list[str], roots: tuple[str, ...] = ("",)) -> bool:
     # A violation next to (or under) a value that is not known yet may be caused by the
-    # stand-in used for it; it is checked again once the value is known.
+    # stand-in used for it; it is checked again once the value is known. A value at the top of
+    # a job spec (``roots``: the document, a tuning job's trialJobSpec) has the whole job next
+    # to it: only its own violations wait.
     for hole in unknown:
-        scope = _parent(hole) or hole
+        scope = _parent(hole)
+        scope = hole if scope in roots else scope
         if path == scope or path.startswith((scope + ".", scope + "[")):
             return True
     return False
@@ -116,9 +172,13 @@ def _reason(violation: Violation) -> str:
 
 
 def check_inputs(
-    news: Mapping[str, Any], *, target: Target, parsed: JobSpec | None = None
+    news: Mapping[str, Any],
+    *,
+    target: Target,
+    parsed: JobSpec | TuningJobSpec | None = None,
+    kind: SpecKind[Any] = CUSTOM_JOB_SPEC,
 ) -> CheckOutcome:
-    """Validate and normalise a TrainingJob's inputs; never raises.
+    """Validate and normalise a job resource's inputs (its spec of ``kind``); never raises.
 
     Failures are ``(property path, reason)``: spec violations carry the validator's camelCase
     path (``workerPoolSpecs[1].machineSpec.acceleratorCount``); other inputs their own name.
@@ -128,9 +188,9 @@ def check_inputs(
     inputs = {k: v for k, v in news.items() if k != PROVIDER_KEY}
     failures = [*_place_failures(inputs), *_knob_failures(inputs)]
     if parsed is not None:
-        spec_failures, warnings = _parsed_failures(parsed, inputs, target)
+        spec_failures, warnings = _parsed_failures(kind, parsed, inputs, target)
         return CheckOutcome(inputs, failures + spec_failures, warnings)
-    spec_failures, warnings = _spec_failures(inputs, target)
+    spec_failures, warnings = _spec_failures(kind, inputs, target)
     return CheckOutcome(inputs, failures + spec_failures, warnings)
 
 
@@ -169,15 +229,14 @@ def _knob_failures(inputs: dict[str, Any]) -> Iterator[Failure]:
 
 
 def _parsed_failures(
-    parsed: JobSpec, inputs: Mapping[str, Any], target: Target
+    kind: SpecKind[Any], parsed: Any, inputs: Mapping[str, Any], target: Target
 ) -> tuple[list[Failure], list[Violation]]:
     project, region = inputs.get(PROJECT), inputs.get(REGION)
     place = {
         "project": project if isinstance(project, str) else None,
         "region": region if isinstance(region, str) else None,
     }
-    found = validate(parsed.model_copy(update=place), region=place["region"], target=target)
-    return _split(found)
+    return _split(kind.validate(parsed.model_copy(update=place), place["region"], target))
 
 
 def _split(found: list[Violation]) -> tuple[list[Failure], list[Violation]]:
@@ -186,15 +245,19 @@ def _split(found: list[Violation]) -> tuple[list[Failure], list[Violation]]:
     return failures, [v for v in found if v.severity == "warning"]
 
 
-def _spec_failures(inputs: dict[str, Any], target: Target) -> tuple[list[Failure], list[Violation]]:
+def _spec_failures(
+    kind: SpecKind[Any], inputs: dict[str, Any], target: Target
+) -> tuple[list[Failure], list[Violation]]:
     """Failures and warnings of the spec; a fully known spec is put back in canonical form."""
     spec, env_values = decode_spec(inputs.get(SPEC)), inputs.get(ENV_VALUES)
     if spec is None:
-        return [(SPEC, "is required: a job spec (mapping, JobSpec or spec file)")], []
+        required = f"is required: a {kind.what} (mapping, {kind.model.__name__} or spec file)"
+        return [(SPEC, required)], []
     if is_unknown(spec):
         return [], []  # validated once known
     if not isinstance(spec, Mapping):
-        return [(SPEC, f"must be a job spec (JSON text of a mapping), not {_shown_type(spec)}")], []
+        shown = f"must be a {kind.what} (JSON text of a mapping), not {_shown_type(spec)}"
+        return [(SPEC, shown)], []
     if (
         env_values is not None
         and not is_unknown(env_values)
@@ -203,6 +266,7 @@ def _spec_failures(inputs: dict[str, Any], target: Target) -> tuple[list[Failure
         return [(ENV_VALUES, "must be a mapping of env value paths to values")], []
     project, region = inputs.get(PROJECT), inputs.get(REGION)
     failures, warnings, canonical = _check_spec(
+        kind,
         spec,
         env_values if isinstance(env_values, Mapping) else None,
         project=project if isinstance(project, str) else None,
@@ -219,6 +283,7 @@ def _shown_type(value: Any) -> str:
 
 
 def _check_spec(
+    kind: SpecKind[Any],
     spec: Mapping[str, Any],
     env_values: Mapping[str, Any] | None,
     *,
@@ -228,28 +293,30 @@ def _check_spec(
 ) -> tuple[list[Failure], list[Violation], dict[str, Any] | None]:
     """(failures, warnings, canonical spec or None when parts are unknown)."""
     try:
-        document = merge_env(spec, {k: v for k, v in (env_values or {}).items()})
+        document = kind.merge_env(spec, {k: v for k, v in (env_values or {}).items()})
     except ValueError as exc:
         return [(ENV_VALUES, str(exc))], [], None
     holes = list(_unknown_paths(document))
+    roots = ("", kind.pools_under or "")
     if project is not None and "project" in document and document["project"] != project:
         return [("project", "the spec names another project than the resource's project")], [], None
     known = _without_unknowns(document)
     known.pop("project", None)
     known.pop("region", None)
     try:
-        parsed = JobSpec.parse(known)
+        parsed = kind.model.parse(known)
     except SpecError as exc:
         violations = list(getattr(exc, "violations", ())) or [
             Violation("(spec)", str(exc), rule="schema")
         ]
-        return [(v.path, _reason(v)) for v in violations if not _affected(v.path, holes)], [], None
+        failures = [(v.path, _reason(v)) for v in violations if not _affected(v.path, holes, roots)]
+        return failures, [], None
     with_place = parsed.model_copy(update={"project": project, "region": region})
-    found = validate(with_place, region=region, target=target)
-    failures, warnings = _split([v for v in found if not _affected(v.path, holes)])
+    found = kind.validate(with_place, region, target)
+    failures, warnings = _split([v for v in found if not _affected(v.path, holes, roots)])
     canonical = None
     if not holes:
-        canonical, _ = split_env(parsed.to_document())
+        canonical, _ = kind.split_env(parsed.to_document())
     return failures, warnings, canonical
 
 

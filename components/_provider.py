@@ -1,6 +1,12 @@
-"""The dynamic provider behind ``components.training_job.TrainingJob``.
+"""The dynamic providers of the job resources: one lifecycle, one kind of job each.
 
-The class lives in an importable module so that ``pulumi.dynamic`` pickles it BY REFERENCE:
+``JobProvider`` is the whole lifecycle (check, diff, create with submit-or-adopt and wait,
+read, update, delete); a ``JobResourceKind`` says what differs between kinds of job: the spec
+and its validator, the API calls, the job object sent, the outputs and the prices.
+``TrainingJobProvider`` (``components.training_job.TrainingJob``) is it for a CustomJob,
+``components._tuning_provider.TuningJobProvider`` for a HyperparameterTuningJob.
+
+Each class lives in an importable module so that ``pulumi.dynamic`` pickles it BY REFERENCE:
 the ``__provider`` property holds a module and class name, not code. A change to this file
 therefore changes no resource's inputs (and causes no diff); the provider process imports
 the current code. ``__getstate__`` keeps the pickle empty even for a configured instance: the
@@ -11,10 +17,10 @@ provider holds no client, socket or secret, and makes a client per operation.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from pulumi.dynamic import (
     CheckFailure,
@@ -27,7 +33,7 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
-from components._check import check_inputs, diff_inputs
+from components._check import CUSTOM_JOB_SPEC, SpecKind, check_inputs, diff_inputs
 from components._engine_watch import watch_engine
 from components._identity import identity_label, run_hash
 from components._pricing import cost_outputs
@@ -53,7 +59,6 @@ from components._wire import (
     WAIT_FOR,
     WAIT_TIMEOUT,
     decode_spec,
-    merge_env,
     parse_job_name,
     status_of,
 )
@@ -61,6 +66,7 @@ from components.vertex.api import (
     CUSTOM_JOB,
     TERMINAL_STATES,
     JobApi,
+    JobKind,
     JobOperationError,
     RetryPolicy,
     Submission,
@@ -76,7 +82,47 @@ from components.vertex.api import (
 # Inside the provider process: end it when the engine that started it is gone.
 watch_engine()
 
-__all__ = ["TrainingJobProvider"]
+__all__ = ["TRAINING_JOB", "JobProvider", "JobResourceKind", "TrainingJobProvider"]
+
+
+@dataclass(frozen=True)
+class JobResourceKind:
+    """What one job resource's provider does its own way; the lifecycle is ``JobProvider``'s."""
+
+    what: str
+    """``training job``: for messages."""
+    spec: SpecKind[Any]
+    """The spec ``check`` validates, and where its env values sit."""
+    api: JobKind
+    """The API calls of the job's kind."""
+    build: Callable[[dict[str, Any]], Any]
+    """The full spec document (env values and the run's labels in) → the job object to create;
+    the one place the client library's types are imported (create only)."""
+    outputs: Callable[..., dict[str, Any]]
+    """``(job, endpoint, project=, region=)`` → the ``status`` fields read from the job."""
+    costs: Callable[[Mapping[str, Any], str], Mapping[str, Any]]
+    """``(document, region)`` → the ``status`` fields of its price."""
+    parse_name: Callable[[str], tuple[str, str, str] | None]
+    """(project, region, id) of the job's resource name."""
+
+
+def _custom_job(document: dict[str, Any]) -> Any:
+    aiplatform()  # first import here, with the library's version warnings silenced
+    from components.vertex.convert import to_custom_job
+
+    return to_custom_job(JobSpec.parse(document))
+
+
+TRAINING_JOB = JobResourceKind(
+    what="training job",
+    spec=CUSTOM_JOB_SPEC,
+    api=CUSTOM_JOB,
+    build=_custom_job,
+    outputs=job_outputs,
+    costs=cost_outputs,
+    parse_name=parse_job_name,
+)
+"""A ``TrainingJob``: a CustomJob."""
 
 
 def _outputs(props: dict[str, Any]) -> dict[str, Any]:
@@ -88,7 +134,9 @@ def _outputs(props: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _without_plain_run_hash(status: dict[str, Any], props: dict[str, Any]) -> dict[str, Any]:
+def _without_plain_run_hash(
+    status: dict[str, Any], props: dict[str, Any], spec: SpecKind[Any]
+) -> dict[str, Any]:
     """``status`` without a ``run_hash`` written before run hashes were keyed.
 
     That hash is unkeyed over the env values: anyone reading the state could test guesses of
@@ -97,7 +145,7 @@ def _without_plain_run_hash(status: dict[str, Any], props: dict[str, Any]) -> di
     if not status.get("run_hash") or not isinstance(props.get(SPEC), str | dict):
         return status
     try:
-        document = merge_env(decode_spec(props[SPEC]), props.get(ENV_VALUES) or {})
+        document = spec.merge_env(decode_spec(props[SPEC]), props.get(ENV_VALUES) or {})
         plain = run_hash(
             document,
             project=str(props.get(PROJECT, "")),
@@ -123,8 +171,10 @@ def _credentials_scrubbed(endpoint: Endpoint, secrets: dict[str, Any]) -> Iterat
         raise JobOperationError(text) from None
 
 
-class TrainingJobProvider(ResourceProvider):
-    """CRUD for a Vertex AI CustomJob (or the local emulator's)."""
+class JobProvider(ResourceProvider):
+    """CRUD for one kind of Vertex AI job (or the local emulator's): ``kind`` says which."""
+
+    kind: ClassVar[JobResourceKind]
 
     # Nothing secret is captured in the pickled provider (it is empty), so only mark it
     # secret if Pulumi finds a secret Output in it.
@@ -167,7 +217,7 @@ class TrainingJobProvider(ResourceProvider):
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         """Validate the inputs: one failure per violation, at its property path."""
-        outcome = check_inputs(news, target=self.endpoint.target)
+        outcome = check_inputs(news, target=self.endpoint.target, kind=self.kind.spec)
         failures = [CheckFailure(prop, reason) for prop, reason in outcome.failures]
         return CheckResult(outcome.inputs, failures)
 
@@ -187,28 +237,29 @@ class TrainingJobProvider(ResourceProvider):
     def create(self, props: dict[str, Any]) -> CreateResult:
         """Submit the job (or adopt the one this run already started), then maybe wait."""
         inputs = {k: v for k, v in props.items() if k != PROVIDER_KEY}
-        run = _Run.of(inputs)
-        custom_job = self._custom_job(run)
+        kind = self.kind
+        run = _Run.of(inputs, kind.spec)
+        api_job = self._api_job(run)
         endpoint = self.endpoint
         with (
-            job_api(endpoint, run.region, CUSTOM_JOB, self.policy) as api,
+            job_api(endpoint, run.region, kind.api, self.policy) as api,
             _credentials_scrubbed(endpoint, run.secrets),
         ):
-            submission = self._submit(api, run, custom_job)
+            submission = self._submit(api, run, api_job)
             job = self._wait(api, run, submission.job, inputs)
             status = {
-                **job_outputs(job, endpoint, project=run.project, region=run.region),
+                **kind.outputs(job, endpoint, project=run.project, region=run.region),
                 "run_hash": run.run,
                 "adopted": submission.adopted,
-                **cost_outputs(run.document, run.region),
+                **kind.costs(run.document, run.region),
             }
         return CreateResult(str(job.name), {**_outputs(inputs), STATUS: status})
 
-    def _submit(self, api: JobApi, run: _Run, custom_job: Any) -> Submission:
+    def _submit(self, api: JobApi, run: _Run, api_job: Any) -> Submission:
         try:
             return api.submit_or_adopt(
                 run.parent,
-                custom_job,
+                api_job,
                 identity=run.identity,
                 run=run.run,
                 earlier_runs=run.earlier_runs,
@@ -236,7 +287,7 @@ class TrainingJobProvider(ResourceProvider):
         project, region = self._place(id_, props)
         endpoint = self.endpoint
         with (
-            job_api(endpoint, region, CUSTOM_JOB, self.policy) as api,
+            job_api(endpoint, region, self.kind.api, self.policy) as api,
             _credentials_scrubbed(endpoint, {}),
         ):
             try:
@@ -248,15 +299,15 @@ class TrainingJobProvider(ResourceProvider):
                 raise
         outs = _outputs(props)
         outs[STATUS] = {
-            **_without_plain_run_hash(status_of(props), props),
-            **job_outputs(job, endpoint, project=project, region=region),
+            **_without_plain_run_hash(status_of(props), props, self.kind.spec),
+            **self.kind.outputs(job, endpoint, project=project, region=region),
         }
         return ReadResult(id_, outs)
 
     def update(self, _id: str, _olds: dict[str, Any], _news: dict[str, Any]) -> UpdateResult:
         """Only provider-only settings change here (diff replaces everything else): no API call."""
         outs = _outputs(_news)
-        outs[STATUS] = _without_plain_run_hash(status_of(_olds), _olds)
+        outs[STATUS] = _without_plain_run_hash(status_of(_olds), _olds, self.kind.spec)
         return UpdateResult(outs)
 
     def delete(self, _id: str, _props: dict[str, Any]) -> None:
@@ -264,7 +315,7 @@ class TrainingJobProvider(ResourceProvider):
         _, region = self._place(_id, _props)
         endpoint = self.endpoint
         with (
-            job_api(endpoint, region, CUSTOM_JOB, self.policy) as api,
+            job_api(endpoint, region, self.kind.api, self.policy) as api,
             _credentials_scrubbed(endpoint, {}),
         ):
             job = api.cancel_and_wait(_id, timeout=self.cancel_timeout)
@@ -281,27 +332,22 @@ class TrainingJobProvider(ResourceProvider):
 
     # -- helpers ----------------------------------------------------------------------------
 
-    @staticmethod
-    def _custom_job(run: _Run) -> Any:
-        """The ``CustomJob`` to submit: the spec with the identity and run labels added."""
-        aiplatform()  # first import here, with the library's version warnings silenced
-        from components.vertex.convert import to_custom_job
-
+    def _api_job(self, run: _Run) -> Any:
+        """The job to submit: the spec with the identity and run labels added."""
         labels = dict(run.document.get("labels") or {})
         labels[IDENTITY_LABEL] = run.identity
         labels[RUN_LABEL] = run.run
-        return to_custom_job(JobSpec.parse({**run.document, "labels": labels}))
+        return self.kind.build({**run.document, "labels": labels})
 
-    @staticmethod
-    def _place(job_name: str, props: dict[str, Any]) -> tuple[str, str]:
-        parsed = parse_job_name(job_name)
+    def _place(self, job_name: str, props: dict[str, Any]) -> tuple[str, str]:
+        parsed = self.kind.parse_name(job_name)
         if parsed is not None:
             return parsed[0], parsed[1]
         return str(props.get(PROJECT, "")), str(props.get(REGION, ""))
 
     def _submit_failed(self, api: JobApi, run: _Run, exc: Exception) -> str:
         """The error text for a create that gave up; cancels a job that got through anyway."""
-        message = f"could not submit the training job to {run.parent}: {exc}"
+        message = f"could not submit the {self.kind.what} to {run.parent}: {exc}"
         try:
             stray = api.retried(
                 "looking for a job that got through",
@@ -352,10 +398,10 @@ class _Run:
         return f"projects/{self.project}/locations/{self.region}"
 
     @classmethod
-    def of(cls, inputs: dict[str, Any]) -> _Run:
+    def of(cls, inputs: dict[str, Any], spec: SpecKind[Any]) -> _Run:
         project, region = str(inputs[PROJECT]), str(inputs[REGION])
         secrets = dict(inputs.get(ENV_VALUES) or {})
-        document = merge_env(decode_spec(inputs[SPEC]), secrets)
+        document = spec.merge_env(decode_spec(inputs[SPEC]), secrets)
         triggers, key = inputs.get(TRIGGERS), inputs.get(RUN_KEY)
         identity = inputs.get(IDENTITY) or identity_label(
             project, region, str(document.get("displayName", ""))
@@ -373,3 +419,12 @@ class _Run:
             run=hashed(key if isinstance(key, str) else None),
             earlier_runs=(hashed(None),),
         )
+
+
+class TrainingJobProvider(JobProvider):
+    """CRUD for a Vertex AI CustomJob (or the local emulator's).
+
+    Existing stacks name this class (module and name) in every TrainingJob's ``__provider``.
+    """
+
+    kind = TRAINING_JOB

@@ -1,4 +1,7 @@
-"""The TrainingJob resource contract, in one place: what travels between program and provider.
+"""The job resources' contract, in one place: what travels between program and provider.
+
+``TrainingJob`` and ``HyperparameterTuningJob`` share it: the same inputs, labels and wire form
+(a tuning job's env values sit under ``trialJobSpec``); each has its type token and ``status``.
 
 Type tokens, property names and defaults, the ``status`` output, the job labels, the spec's
 wire form (canonical JSON text, env values split out into their own secret property), the
@@ -44,7 +47,11 @@ __all__ = [
     "STATUS_FIELDS",
     "TRAINING_JOB_TYPE",
     "TRAINING_JOB_TYPE_SUFFIX",
+    "TRIAL_JOB_SPEC",
     "TRIGGERS",
+    "TUNING_JOB_TYPE",
+    "TUNING_JOB_TYPE_SUFFIX",
+    "TUNING_STATUS_FIELDS",
     "UNKNOWN",
     "UNKNOWN_VALUES",
     "WAIT_FOR",
@@ -71,6 +78,10 @@ TRAINING_JOB_TYPE = "pulumi-python:dynamic/vertex:TrainingJob"
 """The TrainingJob's type token: every existing stack's state names it."""
 TRAINING_JOB_TYPE_SUFFIX = ":TrainingJob"
 """How a TrainingJob is recognised in engine output, whatever its provider prefix."""
+TUNING_JOB_TYPE = "pulumi-python:dynamic/vertex:HyperparameterTuningJob"
+"""The HyperparameterTuningJob's type token."""
+TUNING_JOB_TYPE_SUFFIX = ":HyperparameterTuningJob"
+"""How a HyperparameterTuningJob is recognised in engine output, whatever its provider prefix."""
 RUN_KEY_TYPE = "pulumi-python:dynamic/vertex:RunKey"
 
 PROVIDER_KEY = "__provider"
@@ -154,7 +165,7 @@ def is_default_input(key: str, value: Any) -> bool:
 
 STATUS = "status"
 
-STATUS_FIELDS = (
+_JOB_FIELDS = (
     "job_name",
     "job_id",
     "state",
@@ -163,13 +174,12 @@ STATUS_FIELDS = (
     "start_time",
     "end_time",
     "error_message",
-    "model_dir",
-    "web_access_uris",
-    "run_hash",
-    "adopted",
-    "hourly_cost_usd",
-    "max_cost_usd",
 )
+"""What every kind of job reports about itself (``components.vertex.api``)."""
+_RUN_FIELDS = ("run_hash", "adopted", "hourly_cost_usd", "max_cost_usd")
+"""What the provider adds: the run's hash, whether it was adopted, its price."""
+
+STATUS_FIELDS = (*_JOB_FIELDS, "model_dir", "web_access_uris", *_RUN_FIELDS)
 """What the one output ``status`` holds: the job as Vertex last reported it, and its price.
 
 One property rather than fourteen: the SDK makes an Output (an asyncio task) per property of
@@ -177,6 +187,21 @@ every resource and waits on all of them, so each property costs every job of a s
 preview of 200 jobs took about 14% less time with them folded into one). ``TrainingJob``
 still offers each field as an attribute (``job.state``).
 """
+
+TUNING_STATUS_FIELDS = (
+    *_JOB_FIELDS,
+    "trial_counts",
+    "best_trial",
+    "best_trial_model_dir",
+    *_RUN_FIELDS,
+    "trial_hourly_cost_usd",
+)
+"""The ``status`` of a HyperparameterTuningJob: its ``STATUS_FIELDS`` less what belongs to one
+job (``model_dir``, ``web_access_uris``), plus its trials: ``trial_counts`` (by trial state,
+``SUCCEEDED``, ``INFEASIBLE``, ``ACTIVE``...), ``best_trial`` (``id``, ``parameters``,
+``metric_id``, ``value``: the succeeded trial best for the study's first metric's goal, or
+None), ``best_trial_model_dir`` (``<baseOutputDirectory>/<trial id>/model/``) and the price of
+one trial (``hourly_cost_usd`` is every parallel trial at once, ``max_cost_usd`` all trials)."""
 
 OUTPUT_PROPERTIES = (STATUS,)
 """The outputs beyond the inputs (which every output state repeats)."""
@@ -209,8 +234,11 @@ UNKNOWN_VALUES = frozenset(
     }
 )
 _ENV_PATH = re.compile(
-    r"^workerPoolSpecs\[(\d+)\]\.(pythonPackageSpec|containerSpec)\.env\[(\d+)\]\.value$"
+    r"^(?:(\w+)\.)?workerPoolSpecs\[(\d+)\]\.(pythonPackageSpec|containerSpec)\.env\[(\d+)\]\.value$"
 )
+
+TRIAL_JOB_SPEC = "trialJobSpec"
+"""Where a tuning job's worker pools (and so its env vars) sit: ``split_env(..., under=)``."""
 
 
 def is_unknown(value: Any) -> bool:
@@ -288,20 +316,29 @@ def _copy_value(value: Any) -> Any:
     return value
 
 
-def env_path(pool: int, kind: str, index: int) -> str:
-    """``workerPoolSpecs[0].pythonPackageSpec.env[1].value``: where an env value sits."""
-    return f"workerPoolSpecs[{pool}].{kind}.env[{index}].value"
+def env_path(pool: int, kind: str, index: int, *, under: str | None = None) -> str:
+    """``workerPoolSpecs[0].pythonPackageSpec.env[1].value``: where an env value sits.
+
+    ``under`` names the field holding the worker pools when they are not at the top level (a
+    tuning job's ``trialJobSpec``): ``trialJobSpec.workerPoolSpecs[0]...``.
+    """
+    prefix = f"{under}." if under else ""
+    return f"{prefix}workerPoolSpecs[{pool}].{kind}.env[{index}].value"
 
 
-def split_env(document: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def split_env(
+    document: Mapping[str, Any], *, under: str | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the spec with env values removed, ``{env value path: value}``).
 
     The names stay in the spec, so a preview shows which variables a job gets; the values
-    travel in a separate input that is marked secret.
+    travel in a separate input that is marked secret. ``under``: see ``env_path``.
     """
     spec = copy_document(document)
     values: dict[str, Any] = {}
-    for i, pool in enumerate(spec.get("workerPoolSpecs") or []):
+    holder = spec.get(under) if under else spec
+    pools = holder.get("workerPoolSpecs") if isinstance(holder, dict) else None
+    for i, pool in enumerate(pools if isinstance(pools, list) else []):
         if not isinstance(pool, dict):
             continue
         for kind in ("pythonPackageSpec", "containerSpec"):
@@ -310,12 +347,14 @@ def split_env(document: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, An
                 continue
             for j, var in enumerate(task["env"]):
                 if isinstance(var, dict) and "value" in var:
-                    values[env_path(i, kind, j)] = var.pop("value")
+                    values[env_path(i, kind, j, under=under)] = var.pop("value")
     return spec, values
 
 
-def merge_env(spec: Mapping[str, Any], values: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The full spec: ``spec`` with the values of ``split_env`` put back.
+def merge_env(
+    spec: Mapping[str, Any], values: Mapping[str, Any] | None, *, under: str | None = None
+) -> dict[str, Any]:
+    """The full spec: ``spec`` with the values of ``split_env`` (same ``under``) put back.
 
     Raises ``ValueError`` naming a path that does not lead to an env var of the spec.
     """
@@ -323,10 +362,11 @@ def merge_env(spec: Mapping[str, Any], values: Mapping[str, Any] | None) -> dict
     for path, value in (values or {}).items():
         match = _ENV_PATH.match(path)
         try:
-            if match is None:
+            if match is None or match.group(1) != under:
                 raise LookupError
-            pool, kind, index = int(match.group(1)), match.group(2), int(match.group(3))
-            var = document["workerPoolSpecs"][pool][kind]["env"][index]
+            pool, kind, index = int(match.group(2)), match.group(3), int(match.group(4))
+            holder = document[under] if under else document
+            var = holder["workerPoolSpecs"][pool][kind]["env"][index]
             if not isinstance(var, dict):
                 raise LookupError
         except (LookupError, TypeError):

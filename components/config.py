@@ -8,7 +8,8 @@ Keys (``Pulumi.<stack>.yaml``)::
     training:trainerSource: examples/trainer   # optional: package source to stage
     training:jobs:                     # or training:job with one entry
       - name: t4-spot                  # the resource name
-        spec: stacks/jobs/dev-t4-spot.yaml   # any of the three formats
+        spec: stacks/jobs/dev-t4-spot.yaml   # any format; a tuning job file (studySpec,
+                                       # trialJobSpec) makes a HyperparameterTuningJob
         waitFor: submitted             # submitted | running | succeeded
         waitTimeout: 30m
         exclusiveGpus: false

@@ -6,21 +6,27 @@ wired to it: the package URI, the service account and an output directory are fi
 where the spec file leaves them out. The local stack runs packages from local paths on the
 emulator; a digest of each local package directory is a trigger, so editing the trainer
 re-runs the job.
+
+A job whose spec file is a Vertex hyperparameter tuning job (``studySpec``/``trialJobSpec`` at
+the top level) is a ``HyperparameterTuningJob``; the wiring above applies to its trials' spec
+(``trialJobSpec``), each trial writing under ``<baseOutputDirectory>/<trial id>``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pulumi
 
 from components._catalog import load_catalog
 from components._errors import SpecError
 from components._packaging import PackagingError, source_digest
-from components._pricing import estimate, summary
+from components._pricing import estimate, estimate_tuning, summary, tuning_summary
 from components._spec import JobSpec
+from components._tuning_spec import TrialJobSpec, TuningJobSpec
+from components._wire import TRIAL_JOB_SPEC
 from components.config import ConfigError, JobConfig, StackConfig, load_stack_config
 from components.formats import load_spec_file
 from components.training_job import (
@@ -29,6 +35,12 @@ from components.training_job import (
     TrainingJobInputError,
     check_args,
     resolve_local_paths,
+)
+from components.tuning_job import (
+    HyperparameterTuningJob,
+    HyperparameterTuningJobArgs,
+    check_tuning_args,
+    resolve_trial_local_paths,
 )
 
 __all__ = ["Program", "run"]
@@ -39,8 +51,12 @@ class Program:
     """What ``run`` declared (returned for tests and for programs that build on it)."""
 
     config: StackConfig
-    jobs: dict[str, TrainingJob] = field(default_factory=dict)
+    jobs: dict[str, TrainingJob | HyperparameterTuningJob] = field(default_factory=dict)
     infra: Any = None
+
+
+Spec = JobSpec | TuningJobSpec
+"""A job of the stack: a custom job, or a tuning job (its trials' spec is ``trialJobSpec``)."""
 
 
 def _python_pools(document: dict[str, Any]) -> list[dict[str, Any]]:
@@ -51,48 +67,73 @@ def _python_pools(document: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def _load(job: JobConfig, seen: dict[Path, JobSpec]) -> JobSpec:
+def _read(path: Path) -> tuple[Spec, list[str]]:
+    """The spec of a job file, local paths resolved, and the notes of its reading."""
+    loaded = load_spec_file(path, tuning=True)
+    if loaded.tuning is not None:
+        return resolve_trial_local_paths(loaded.tuning, path.parent), loaded.notes
+    return resolve_local_paths(loaded.spec, path.parent), loaded.notes
+
+
+def _load(job: JobConfig, seen: dict[Path, Spec]) -> Spec:
     """The job's spec, parsed once; a file several jobs share is read once per program run."""
     if job.spec in seen:
         return seen[job.spec]
     try:
-        loaded = load_spec_file(job.spec)
-        spec = resolve_local_paths(loaded.spec, job.spec.parent)
+        spec, notes = _read(job.spec)
     except SpecError as exc:
         lines = [f"  {v}" for v in getattr(exc, "violations", ())]
         detail = "\n".join(["invalid spec:", *lines]) if lines else str(exc)
         raise ConfigError(f"{job.spec}: {detail}") from None
-    for note in loaded.notes:
+    for note in notes:
         pulumi.log.info(f"{job.spec.name}: {note}")
     seen[job.spec] = spec
     return spec
 
 
-def _cost_line(name: str, spec: JobSpec, region: str) -> str:
+def _cost_line(name: str, spec: Spec, region: str) -> str:
     try:
-        result = estimate(spec, load_catalog(), region=region)
+        if isinstance(spec, TuningJobSpec):
+            line = tuning_summary(estimate_tuning(spec, load_catalog(), region=region))
+        else:
+            line = summary(estimate(spec, load_catalog(), region=region))
     except (SpecError, ValueError):
         return f"  {name}: no estimate (the spec is invalid)"
-    return f"  {name}: {summary(result)}"
+    return f"  {name}: {line}"
 
 
-def _wire_cloud(spec: JobSpec, infra: Any, job: JobConfig) -> dict[str, Any]:
-    """The spec as a document with the infra's Outputs where the spec file leaves them out."""
+def _wire_cloud(spec: Spec, infra: Any, job: JobConfig) -> dict[str, Any]:
+    """The spec as a document with the infra's Outputs where the spec file leaves them out
+    (in a tuning job, its trials' spec)."""
     document = spec.to_document()
+    trial = document.setdefault(TRIAL_JOB_SPEC, {}) if isinstance(spec, TuningJobSpec) else None
+    target = document if trial is None else trial
     if infra.package_uri is not None:
-        for package in _python_pools(document):
+        for package in _python_pools(target):
             uris = package.get("packageUris") or []
             if not any(str(u).startswith("gs://") for u in uris):
                 package["packageUris"] = [infra.package_uri]
-    document.setdefault("serviceAccount", infra.service_account_email)
-    document.setdefault("baseOutputDirectory", infra.output_uri(job.name))
+    target.setdefault("serviceAccount", infra.service_account_email)
+    target.setdefault("baseOutputDirectory", infra.output_uri(job.name))
     return document
 
 
 def _wire_local(
-    spec: JobSpec, config: StackConfig, digests: dict[Path, str]
-) -> tuple[JobSpec, list[str]]:
+    spec: Spec, config: StackConfig, digests: dict[Path, str]
+) -> tuple[Spec, list[str]]:
     """Point python pools at the local trainer; a trigger per package digest re-runs on edits."""
+    if isinstance(spec, TuningJobSpec):
+        trial, triggers = _wire_local_pools(spec.trial_job_spec, config, digests)
+        return spec.model_copy(update={"trial_job_spec": trial}), triggers
+    return _wire_local_pools(spec, config, digests)
+
+
+Pools = TypeVar("Pools", JobSpec, TrialJobSpec)
+
+
+def _wire_local_pools(
+    spec: Pools, config: StackConfig, digests: dict[Path, str]
+) -> tuple[Pools, list[str]]:
     triggers: list[str] = []
     pools = []
     for pool in spec.worker_pool_specs:
@@ -116,7 +157,7 @@ def _wire_local(
 @dataclass
 class _PlannedJob:
     job: JobConfig
-    spec: JobSpec
+    spec: Spec
     """Parsed once from the spec file; local stacks' package paths filled in."""
     triggers: list[str]
 
@@ -143,7 +184,7 @@ class _InfraStandIn:
 def _plan(config: StackConfig) -> list[_PlannedJob]:
     """Load every job, log its cost, and refuse the stack if any job is invalid."""
     planned: list[_PlannedJob] = []
-    seen: dict[Path, JobSpec] = {}
+    seen: dict[Path, Spec] = {}
     costs: list[str] = []
     digests: dict[Path, str] = {}
     for job in config.jobs:
@@ -160,7 +201,11 @@ def _plan(config: StackConfig) -> list[_PlannedJob]:
     problems: list[str] = []
     for plan in planned:
         wired = _wire_cloud(plan.spec, stand_in, plan.job) if config.target == "vertex" else None
-        reason, warnings = check_args(plan.job.name, _job_args(plan, wired))
+        args = _job_args(plan, wired)
+        if isinstance(args, HyperparameterTuningJobArgs):
+            reason, warnings = check_tuning_args(plan.job.name, args)
+        else:
+            reason, warnings = check_args(plan.job.name, args)
         if reason:
             problems.append(reason)
         for warning in warnings:
@@ -170,20 +215,24 @@ def _plan(config: StackConfig) -> list[_PlannedJob]:
     return planned
 
 
-def _job_args(plan: _PlannedJob, wired: dict[str, Any] | None) -> TrainingJobArgs:
+def _job_args(
+    plan: _PlannedJob, wired: dict[str, Any] | None
+) -> TrainingJobArgs | HyperparameterTuningJobArgs:
     """The job's arguments: the typed spec, or the cloud-wired document holding Outputs.
 
-    Project and region are left to TrainingJob, which reads gcp:project and gcp:region itself
+    Project and region are left to the resource, which reads gcp:project and gcp:region itself
     and so names those keys in its messages.
     """
-    return TrainingJobArgs(
-        spec=plan.spec if wired is None else wired,
+    knobs: dict[str, Any] = dict(
         triggers=plan.triggers or None,
         wait_for=plan.job.wait_for,
         wait_timeout=plan.job.wait_timeout,
         exclusive_gpus=plan.job.exclusive_gpus,
         keep_record_on_delete=plan.job.keep_record_on_delete,
     )
+    if isinstance(plan.spec, TuningJobSpec):
+        return HyperparameterTuningJobArgs(plan.spec if wired is None else wired, **knobs)
+    return TrainingJobArgs(plan.spec if wired is None else wired, **knobs)
 
 
 def run(config: StackConfig | None = None) -> Program:
@@ -223,12 +272,14 @@ def run(config: StackConfig | None = None) -> Program:
     for plan in planned:
         job = plan.job
         wired = _wire_cloud(plan.spec, program.infra, job) if program.infra is not None else None
-        resource = TrainingJob(
-            job.name,
-            _job_args(plan, wired),
-            pulumi.ResourceOptions(depends_on=depends),
-            validate=False,  # _plan checked every job before anything was registered
-        )
+        args = _job_args(plan, wired)
+        options = pulumi.ResourceOptions(depends_on=depends)
+        # validate=False: _plan checked every job before anything was registered.
+        resource: TrainingJob | HyperparameterTuningJob
+        if isinstance(args, HyperparameterTuningJobArgs):
+            resource = HyperparameterTuningJob(job.name, args, options, validate=False)
+        else:
+            resource = TrainingJob(job.name, args, options, validate=False)
         program.jobs[job.name] = resource
         exports[job.name] = resource.status
     pulumi.export("jobs", exports)

@@ -15,56 +15,46 @@ replaces it: the new job starts, then the old one is cancelled, or the other way
 ``exclusive_gpus=True``. Env var values never appear in plain text in the state: they are
 kept out of ``spec`` in the secret ``env_values`` property.
 
-The type token is ``pulumi-python:dynamic/vertex:TrainingJob``.
+The arguments, their checks and the resource's common outputs are shared with
+``HyperparameterTuningJob`` (``components._job_resource``); the type token is
+``pulumi-python:dynamic/vertex:TrainingJob``.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
+from typing import Any
 
 import pulumi
-import pulumi.dynamic
 
-from components._check import check_inputs
-from components._errors import SpecError, SpecInvalidError
-from components._identity import identity_label
-from components._provider import TrainingJobProvider
-from components._run_key import stack_run_key
-from components._settings import SettingError, parse_endpoint, target_for_endpoint
-from components._spec import JobSpec
-from components._validation import Target
-from components._violations import Violation
-from components._wire import (
-    ENV_VALUES,
-    EXCLUSIVE_GPUS,
-    IDENTITY,
-    INPUT_DEFAULTS,
-    KEEP_RECORD,
-    PROJECT,
-    REGION,
-    RUN_KEY,
-    SPEC,
-    STATUS,
-    TRIGGERS,
-    WAIT_FOR,
-    WAIT_TIMEOUT,
-    WaitFor,
-    encode_spec,
-    is_default_input,
-    split_env,
+from components._job_resource import (
+    DefaultInput,
+    JobArgs,
+    JobResource,
+    PreparedSpec,
+    ResourceKind,
+    StatusField,
+    TrainingJobInputError,
+    check_job_args,
+    prepare,
+    resolve_pool_paths,
 )
+from components._provider import TrainingJobProvider
+from components._spec import JobSpec
+from components._wire import WaitFor
 from components.formats import load_spec_file
 
 __all__ = [
+    "TRAINING_JOB_RESOURCE",
     "SpecInput",
     "TrainingJob",
     "TrainingJobArgs",
     "TrainingJobInputError",
     "WaitFor",
+    "check_args",
     "prepare_spec",
     "resolve_local_paths",
 ]
@@ -72,81 +62,15 @@ __all__ = [
 SpecInput = JobSpec | Mapping[str, Any] | str | os.PathLike[str] | pulumi.Output[Any]
 """What ``spec`` accepts: a model, a mapping (may hold Outputs), a spec file path, an Output."""
 
-
-class TrainingJobInputError(pulumi.RunError, ValueError):
-    """A TrainingJob's inputs are invalid; the message names every bad field.
-
-    A ``pulumi.RunError``, so ``pulumi preview`` prints the message without a traceback.
-    """
+# What the attributes were called before they were shared (tests and programs use them).
+_StatusField = StatusField
+_DefaultInput = DefaultInput
 
 
 @dataclass
-class TrainingJobArgs:
-    """The inputs of a ``TrainingJob``.
-
-    :param spec: the job: ``JobSpec``, mapping, spec file path, or an Output of a mapping.
-    :param project: GCP project; default ``gcp:project``, then the spec's own ``project``.
-    :param region: region to run in; default ``gcp:region``, then the spec's ``region``.
-    :param triggers: any values; a change starts a new run (e.g. a data set version).
-    :param wait_for: ``submitted`` (default), ``running`` or ``succeeded``: when
-        ``pulumi up`` moves on. If waiting fails the job is cancelled and the error says so.
-    :param wait_timeout: how long to wait: seconds or text like ``"90m"`` (default 1 hour).
-    :param exclusive_gpus: on replacement, cancel the old job before starting the new one
-        (for quota that cannot hold both).
-    :param keep_record_on_delete: cancel but do not delete the job's record on delete.
-    """
-
-    spec: SpecInput
-    project: pulumi.Input[str] | None = None
-    region: pulumi.Input[str] | None = None
-    triggers: pulumi.Input[Sequence[Any] | Mapping[str, Any]] | None = None
-    wait_for: pulumi.Input[WaitFor] = "submitted"
-    wait_timeout: pulumi.Input[float | str] | None = None
-    exclusive_gpus: pulumi.Input[bool] = False
-    keep_record_on_delete: pulumi.Input[bool] = False
-
-
-@dataclass
-class PreparedSpec:
-    """A spec ready for the resource: the document without env values, and the values."""
-
-    spec: dict[str, Any]
-    env_values: dict[str, Any]
-    project: str | None
-    region: str | None
-    nested_outputs: bool = False
-    """Outputs sit at some places of the result (given in a mapping)."""
-    model: JobSpec | None = None
-    """The parsed spec, project and region included, when no Output sits in it."""
-
-
-T = TypeVar("T")
-
-# Private-use characters: no spec text holds them (and NUL bytes are refused by the model).
-_PLACEHOLDER = "\uf8ffpulumi-output-{}\uf8ff"
-
-
-def _swap_outputs(value: Any, found: dict[str, pulumi.Output[Any]]) -> Any:
-    """Replace every nested Output by a unique placeholder string, remembering it."""
-    if isinstance(value, pulumi.Output):
-        key = _PLACEHOLDER.format(len(found))
-        found[key] = value
-        return key
-    if isinstance(value, Mapping):
-        return {k: _swap_outputs(v, found) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_swap_outputs(v, found) for v in value]
-    return value
-
-
-def _restore(value: Any, lookup: Mapping[str, Any]) -> Any:
-    if isinstance(value, str) and value in lookup:
-        return lookup[value]
-    if isinstance(value, Mapping):
-        return {k: _restore(v, lookup) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_restore(v, lookup) for v in value]
-    return value
+class TrainingJobArgs(JobArgs[SpecInput]):
+    """The inputs of a ``TrainingJob`` (see ``JobArgs``); ``spec`` is a ``JobSpec``, a
+    mapping, the path of a spec file in any format ``validate`` reads, or an Output."""
 
 
 def resolve_local_paths(spec: JobSpec, base: Path) -> JobSpec:
@@ -155,38 +79,15 @@ def resolve_local_paths(spec: JobSpec, base: Path) -> JobSpec:
     A spec file's local paths mean the same wherever ``pulumi`` is started from. Raises
     ``SpecInvalidError`` naming a path that cannot be resolved (a symlink loop).
     """
-    pools = []
-    for index, pool in enumerate(spec.worker_pool_specs):
-        package = pool.python_package_spec
-        if package is not None and package.package_uris:
-            uris = [
-                _resolved(base, uri, f"workerPoolSpecs[{index}].pythonPackageSpec.packageUris[{j}]")
-                for j, uri in enumerate(package.package_uris)
-            ]
-            pool = pool.model_copy(
-                update={"python_package_spec": package.model_copy(update={"package_uris": uris})}
-            )
-        pools.append(pool)
+    pools = resolve_pool_paths(spec.worker_pool_specs, base)
     return spec.model_copy(update={"worker_pool_specs": pools})
 
 
-def _resolved(base: Path, uri: str, path: str) -> str:
-    if "://" in uri or uri.startswith("/"):
-        return uri
-    try:
-        return str((base / uri).resolve())
-    except (OSError, RuntimeError, ValueError) as exc:  # RuntimeError: a symlink loop
-        raise SpecInvalidError(
-            [Violation(path, f"cannot be resolved: {exc}", rule="uris")]
-        ) from None
+def _read_spec_file(path: Path) -> JobSpec:
+    return resolve_local_paths(load_spec_file(path).spec, path.resolve().parent)
 
 
-def _invalid(origin: str, exc: SpecError) -> TrainingJobInputError:
-    violations = getattr(exc, "violations", ())
-    if violations:
-        lines = "\n".join(f"  {v}" for v in violations)
-        return TrainingJobInputError(f"{origin}: the job spec has problems:\n{lines}")
-    return TrainingJobInputError(f"{origin}: {exc}")
+TRAINING_JOB_RESOURCE = ResourceKind("TrainingJob", TrainingJobProvider, _read_spec_file)
 
 
 def prepare_spec(spec: JobSpec | Mapping[str, Any] | str | os.PathLike[str]) -> PreparedSpec:
@@ -195,211 +96,20 @@ def prepare_spec(spec: JobSpec | Mapping[str, Any] | str | os.PathLike[str]) -> 
     Nested Outputs in a mapping are kept (as the same Output objects) at their places in the
     result. Raises ``TrainingJobInputError`` naming the file or the fields that are wrong.
     """
-    if isinstance(spec, JobSpec):
-        model = spec
-        found: dict[str, pulumi.Output[Any]] = {}
-    elif isinstance(spec, str | os.PathLike):
-        path = Path(spec)
-        try:
-            model = resolve_local_paths(load_spec_file(path).spec, path.resolve().parent)
-        except SpecError as exc:
-            raise _invalid(str(path), exc) from None
-        found = {}
-    elif isinstance(spec, Mapping):
-        found = {}
-        raw = _swap_outputs(spec, found)
-        try:
-            model = JobSpec.parse(raw)
-        except SpecError as exc:
-            raise _invalid("spec", exc) from None
-    else:
-        raise TrainingJobInputError(
-            f"spec: expected a JobSpec, a mapping or a spec file path, not {type(spec).__name__}"
-        )
-    document = model.to_document()
-    project = document.pop("project", None)
-    region = document.pop("region", None)
-    without_values, env_values = split_env(document)
-    return PreparedSpec(
-        spec=_restore(without_values, found),
-        env_values=_restore(env_values, found),
-        project=_restore(project, found),
-        region=_restore(region, found),
-        nested_outputs=bool(found),
-        model=None if found else model,
-    )
+    return prepare(TRAINING_JOB_RESOURCE, spec)
 
 
-def _unknown_view(value: Any) -> Any:
-    """``value`` as ``check`` sees it at preview: unresolved Outputs become unknowns."""
-    from pulumi.output import Unknown
+class TrainingJob(JobResource[SpecInput], module="vertex", name="TrainingJob"):
+    """A Vertex AI custom training job (type ``pulumi-python:dynamic/vertex:TrainingJob``).
 
-    if isinstance(value, pulumi.Output):
-        return Unknown()  # type: ignore[no-untyped-call]
-    if isinstance(value, Mapping):
-        return {k: _unknown_view(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_unknown_view(v) for v in value]
-    return value
-
-
-def _target() -> Target:
-    try:
-        endpoint = parse_endpoint(pulumi.Config("training").get("endpoint"))
-    except SettingError as exc:
-        raise TrainingJobInputError(str(exc)) from None
-    return target_for_endpoint(endpoint)
-
-
-class _LazyOutput:
-    """An attribute whose Output is made on first read, then kept on the instance.
-
-    The instance's ``__dict__`` is found before this (non-data) descriptor, so the Output is
-    made once, and an attribute nobody reads costs nothing.
+    Besides the fields every job resource has (``job_name``, ``state``, ``console_url``...):
     """
 
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.attribute = name
+    _kind = TRAINING_JOB_RESOURCE
 
-    def make(self, instance: Any) -> pulumi.Output[Any]:
-        raise NotImplementedError
-
-    def __get__(self, instance: Any, owner: type) -> Any:
-        if instance is None:
-            return self
-        value = self.make(instance)
-        instance.__dict__[self.attribute] = value
-        return value
-
-
-class _StatusField(_LazyOutput, Generic[T]):
-    """``job.state`` and the like: one field of the ``status`` output."""
-
-    def __init__(self, field: str) -> None:
-        self.field = field
-
-    def make(self, instance: Any) -> pulumi.Output[Any]:
-        field = self.field
-        return cast(pulumi.Output[Any], instance.status.apply(lambda s: (s or {}).get(field)))
-
-    if TYPE_CHECKING:
-
-        @overload
-        def __get__(self, instance: None, owner: type) -> _StatusField[T]: ...
-
-        @overload
-        def __get__(self, instance: TrainingJob, owner: type) -> pulumi.Output[T]: ...
-
-        def __get__(self, instance: Any, owner: type) -> Any: ...
-
-
-class _DefaultInput(_LazyOutput):
-    """An input the job did not register, being at its default: an Output of the default."""
-
-    def __init__(self, key: str) -> None:
-        self.key = key
-        self.attribute = key  # the input's name is the attribute's
-
-    def make(self, instance: Any) -> pulumi.Output[Any]:
-        return pulumi.Output.from_input(INPUT_DEFAULTS[self.key])
-
-
-class TrainingJob(pulumi.dynamic.Resource, module="vertex", name="TrainingJob"):
-    """A Vertex AI custom training job (type ``pulumi-python:dynamic/vertex:TrainingJob``)."""
-
-    # Declared for type checkers only: at run time the SDK would resolve these annotations
-    # (typing.get_type_hints) on every registration, a cost per job for nothing, since no
-    # property here needs a type conversion. The attributes exist all the same: the SDK sets
-    # one Output per property.
-    if TYPE_CHECKING:
-        spec: pulumi.Output[str]
-        """The job spec (camelCase CustomJobSpec) without env values, as canonical JSON text."""
-        env_values: pulumi.Output[dict[str, str]]
-        """Env var values by path (``workerPoolSpecs[0].pythonPackageSpec.env[0].value``); secret."""
-        project: pulumi.Output[str]
-        region: pulumi.Output[str]
-        triggers: pulumi.Output[Any]
-        wait_for: pulumi.Output[str]
-        wait_timeout: pulumi.Output[float]
-        exclusive_gpus: pulumi.Output[bool]
-        keep_record_on_delete: pulumi.Output[bool]
-        status: pulumi.Output[dict[str, Any]]
-        """Every field below in one mapping: the job as last created or refreshed, and its price."""
-
-    job_name = _StatusField[str]("job_name")
-    """Full resource name: ``projects/P/locations/R/customJobs/ID``."""
-    job_id = _StatusField[str]("job_id")
-    state = _StatusField[str]("state")
-    """``JOB_STATE_*`` as of the last create or refresh."""
-    console_url = _StatusField[str]("console_url")
-    create_time = _StatusField[str]("create_time")
-    start_time = _StatusField[str]("start_time")
-    end_time = _StatusField[str]("end_time")
-    error_message = _StatusField[str]("error_message")
-    model_dir = _StatusField[str]("model_dir")
+    model_dir = StatusField[str]("model_dir")
     """``<baseOutputDirectory>/model/`` (``AIP_MODEL_DIR``), or empty without an output dir."""
-    web_access_uris = _StatusField[dict[str, str]]("web_access_uris")
-    run_hash = _StatusField[str]("run_hash")
-    adopted = _StatusField[bool]("adopted")
-    """True when create found this run's job already submitted (lost response, crash)."""
-    hourly_cost_usd = _StatusField[float | None]("hourly_cost_usd")
-    """The job's price per hour from the catalog; None when a price is not known."""
-    max_cost_usd = _StatusField[float | None]("max_cost_usd")
-    """The price for the whole ``scheduling.timeout`` (the most the run can cost)."""
-
-    def __init__(
-        self,
-        resource_name: str,
-        args: TrainingJobArgs | None = None,
-        opts: pulumi.ResourceOptions | None = None,
-        *,
-        spec: SpecInput | None = None,
-        project: pulumi.Input[str] | None = None,
-        region: pulumi.Input[str] | None = None,
-        triggers: pulumi.Input[Sequence[Any] | Mapping[str, Any]] | None = None,
-        wait_for: pulumi.Input[WaitFor] = "submitted",
-        wait_timeout: pulumi.Input[float | str] | None = None,
-        exclusive_gpus: pulumi.Input[bool] = False,
-        keep_record_on_delete: pulumi.Input[bool] = False,
-        validate: bool = True,
-    ) -> None:
-        """Declare a training job; pass ``args`` or the same fields as keywords.
-
-        ``validate=False`` skips the program-side check for inputs the caller already
-        passed through ``check_args``; the provider's ``check`` validates them anyway.
-        """
-        if args is None:
-            if spec is None:
-                raise TrainingJobInputError(f"TrainingJob {resource_name!r}: spec is required")
-            args = TrainingJobArgs(
-                spec=spec,
-                project=project,
-                region=region,
-                triggers=triggers,
-                wait_for=wait_for,
-                wait_timeout=wait_timeout,
-                exclusive_gpus=exclusive_gpus,
-                keep_record_on_delete=keep_record_on_delete,
-            )
-        elif spec is not None:
-            raise TrainingJobInputError(
-                f"TrainingJob {resource_name!r}: pass either args or keyword fields, not both"
-            )
-        checked = _inputs(resource_name, args, validate=validate)
-        props, warnings = _registered(checked), checked.warnings
-        props[RUN_KEY] = stack_run_key()
-        opts = pulumi.ResourceOptions.merge(
-            opts, pulumi.ResourceOptions(additional_secret_outputs=[ENV_VALUES])
-        )
-        super().__init__(TrainingJobProvider(), resource_name, props, opts)
-        for warning in warnings:
-            pulumi.log.warn(f"{warning.path}: {warning.reason}", resource=self)
-
-
-# Inputs left at their defaults are not registered (INPUT_DEFAULTS); reading one gives an
-# Output of the default, as a registered value would.
-for _key in INPUT_DEFAULTS:
-    setattr(TrainingJob, _key, _DefaultInput(_key))
+    web_access_uris = StatusField[dict[str, str]]("web_access_uris")
 
 
 def check_args(resource_name: str, args: TrainingJobArgs) -> tuple[str | None, list[Any]]:
@@ -409,98 +119,4 @@ def check_args(resource_name: str, args: TrainingJobArgs) -> tuple[str | None, l
     cannot leave the others half-applied (the engine starts creating a resource as soon as it
     is registered).
     """
-    try:
-        checked = _inputs(resource_name, args, validate=True)
-    except TrainingJobInputError as exc:
-        return str(exc), []
-    return None, checked.warnings
-
-
-@dataclass
-class _Inputs:
-    """A job's inputs before registration: the spec as a document, env values in the clear."""
-
-    props: dict[str, Any]
-    warnings: list[Any]
-    nested_outputs: bool
-    """The spec document holds Outputs (e.g. a bucket's URL) at some of its places."""
-
-
-def _inputs(resource_name: str, args: TrainingJobArgs, *, validate: bool) -> _Inputs:
-    gcp = pulumi.Config("gcp")
-    spec_doc: Any
-    env_values: Any
-    nested_outputs = False
-    parsed: JobSpec | None = None
-    if isinstance(args.spec, pulumi.Output):
-        prepared_out = args.spec.apply(prepare_spec)
-        spec_doc = prepared_out.apply(lambda p: _with_display_name(p.spec, resource_name))
-        env_values = prepared_out.apply(lambda p: p.env_values)
-        spec_project: Any = prepared_out.apply(lambda p: p.project)
-        spec_region: Any = prepared_out.apply(lambda p: p.region)
-    else:
-        prepared = prepare_spec(args.spec)
-        parsed = prepared.model
-        if parsed is not None and not parsed.display_name:
-            parsed = parsed.model_copy(update={"display_name": resource_name})
-        spec_doc = _with_display_name(prepared.spec, resource_name)
-        env_values = prepared.env_values or None
-        spec_project, spec_region = prepared.project, prepared.region
-        nested_outputs = prepared.nested_outputs
-    project = args.project or gcp.get("project") or spec_project
-    region = args.region or gcp.get("region") or spec_region
-    # A value read from the stack configuration is named by its key in messages.
-    origins = {
-        key: f"gcp:{key}"
-        for key, given in ((PROJECT, args.project), (REGION, args.region))
-        if given is None and gcp.get(key)
-    }
-    props: dict[str, Any] = {
-        SPEC: spec_doc,
-        ENV_VALUES: env_values,
-        PROJECT: project,
-        REGION: region,
-        TRIGGERS: args.triggers,
-        WAIT_FOR: args.wait_for,
-        WAIT_TIMEOUT: args.wait_timeout,
-        EXCLUSIVE_GPUS: args.exclusive_gpus,
-        KEEP_RECORD: args.keep_record_on_delete,
-        IDENTITY: identity_label(pulumi.get_project(), pulumi.get_stack(), resource_name),
-    }
-    if not validate:
-        return _Inputs(props, [], nested_outputs)
-    # Validate now what is known now: an invalid spec fails the program (and a Mocks test)
-    # with the validator's message; whatever is still an Output is checked by the provider.
-    view = {key: _unknown_view(value) for key, value in props.items() if key != SPEC}
-    # The spec document (the bulk of the inputs) is walked only when Outputs sit in it.
-    walk = nested_outputs or isinstance(spec_doc, pulumi.Output)
-    view[SPEC] = _unknown_view(spec_doc) if walk else spec_doc
-    outcome = check_inputs(view, target=_target(), parsed=parsed)
-    if outcome.failures:
-        lines = "\n".join(
-            f"  {origins.get(path, path)}: {reason}" for path, reason in outcome.failures
-        )
-        raise TrainingJobInputError(f"TrainingJob {resource_name!r} is invalid:\n{lines}")
-    return _Inputs(props, outcome.warnings, nested_outputs)
-
-
-def _registered(checked: _Inputs) -> dict[str, Any]:
-    """What the resource registers: the spec as JSON text, env values as a secret, a
-    placeholder for ``status``, and no input that is at its default."""
-    props = {key: value for key, value in checked.props.items() if not is_default_input(key, value)}
-    spec = props[SPEC]
-    if checked.nested_outputs or isinstance(spec, pulumi.Output):
-        props[SPEC] = pulumi.Output.from_input(spec).apply(encode_spec)
-    else:
-        props[SPEC] = encode_spec(spec)
-    if ENV_VALUES in props:
-        props[ENV_VALUES] = pulumi.Output.secret(props[ENV_VALUES])
-    props[STATUS] = None
-    return props
-
-
-def _with_display_name(spec: dict[str, Any], resource_name: str) -> dict[str, Any]:
-    # Vertex requires a display name; the resource name is the natural default.
-    if spec.get("displayName"):
-        return spec
-    return {"displayName": resource_name, **spec}
+    return check_job_args(TRAINING_JOB_RESOURCE, resource_name, args)

@@ -5,8 +5,10 @@ Everything that touches the API imports ``google.cloud.aiplatform_v1`` inside th
 per operation and closed afterwards; the provider object keeps none.
 
 The lifecycle (``JobApi``) is written against a ``JobKind``: the calls and names of one kind of
-Vertex AI job. ``CUSTOM_JOB`` is the one kind today; every kind shares the job states and the
-``labels`` field the lifecycle relies on.
+Vertex AI job, ``CUSTOM_JOB`` or ``TUNING_JOB`` (a ``HyperparameterTuningJob``); both kinds
+share the job states and the ``labels`` field the lifecycle relies on. Their outputs share the
+fields of a job (``job_outputs`` adds a custom job's model dir, ``tuning_job_outputs`` the
+trials: counts by state, the best trial and its model dir).
 
 Transient errors (429, 503, 504, a dropped connection, 409 ABORTED) are retried with
 exponential backoff. Creating is the one call that is not idempotent, so every create
@@ -34,6 +36,8 @@ __all__ = [
     "CUSTOM_JOB",
     "SUCCEEDED_STATES",
     "TERMINAL_STATES",
+    "TRIAL_STATES",
+    "TUNING_JOB",
     "Backoff",
     "JobApi",
     "JobKind",
@@ -42,6 +46,7 @@ __all__ = [
     "Submission",
     "WaitFailed",
     "aiplatform",
+    "best_trial",
     "is_not_found",
     "is_transient",
     "job_api",
@@ -50,6 +55,8 @@ __all__ = [
     "reached",
     "redact",
     "state_name",
+    "trial_counts",
+    "tuning_job_outputs",
     "with_retries",
 ]
 
@@ -96,39 +103,50 @@ class WaitFailed(JobOperationError):
 
 @dataclass(frozen=True)
 class JobKind:
-    """The calls and names of one kind of Vertex AI job, as the lifecycle uses them."""
+    """The calls and names of one kind of Vertex AI job, as the lifecycle uses them.
+
+    Every kind has the same five ``JobServiceClient`` calls, named after it
+    (``create_custom_job``, ``get_custom_job``...): ``method`` is that common part.
+    """
 
     noun: str
     """``CustomJob``: for messages."""
     collection: str
     """``customJobs``: the last collection of the job's resource name."""
-    create: Callable[[Any, str, Any], Any]
-    """``(client, parent, job)`` → the created job."""
-    get: Callable[[Any, str], Any]
-    list: Callable[[Any, dict[str, Any]], Iterable[Any]]
-    """``(client, {"parent", "filter", "page_size"})`` → the jobs, every page."""
-    cancel: Callable[[Any, str], Any]
-    delete: Callable[[Any, str], Any]
-    """``(client, name)`` → a long-running operation."""
+    method: str
+    """``custom_job``: the client's calls are ``create_custom_job`` and so on."""
+
+    def create(self, client: Any, parent: str, job: Any) -> Any:
+        """The created job."""
+        call = getattr(client, f"create_{self.method}")
+        return call(parent=parent, **{self.method: job}, retry=None, timeout=CALL_TIMEOUT)
+
+    def get(self, client: Any, name: str) -> Any:
+        return getattr(client, f"get_{self.method}")(name=name, retry=None, timeout=CALL_TIMEOUT)
+
+    def list(self, client: Any, request: dict[str, Any]) -> Iterable[Any]:
+        """``request``: ``{"parent", "filter", "page_size"}``; the jobs, every page."""
+        call = getattr(client, f"list_{self.method}s")
+        return call(request=request, retry=None, timeout=CALL_TIMEOUT)  # type: ignore[no-any-return]
+
+    def cancel(self, client: Any, name: str) -> Any:
+        call = getattr(client, f"cancel_{self.method}")
+        return call(name=name, retry=None, timeout=CALL_TIMEOUT)
+
+    def delete(self, client: Any, name: str) -> Any:
+        """A long-running operation."""
+        call = getattr(client, f"delete_{self.method}")
+        return call(name=name, retry=None, timeout=CALL_TIMEOUT)
 
 
-CUSTOM_JOB = JobKind(
-    noun="CustomJob",
-    collection="customJobs",
-    create=lambda client, parent, job: client.create_custom_job(
-        parent=parent, custom_job=job, retry=None, timeout=CALL_TIMEOUT
-    ),
-    get=lambda client, name: client.get_custom_job(name=name, retry=None, timeout=CALL_TIMEOUT),
-    list=lambda client, request: client.list_custom_jobs(
-        request=request, retry=None, timeout=CALL_TIMEOUT
-    ),
-    cancel=lambda client, name: client.cancel_custom_job(
-        name=name, retry=None, timeout=CALL_TIMEOUT
-    ),
-    delete=lambda client, name: client.delete_custom_job(
-        name=name, retry=None, timeout=CALL_TIMEOUT
-    ),
+CUSTOM_JOB = JobKind(noun="CustomJob", collection="customJobs", method="custom_job")
+
+TUNING_JOB = JobKind(
+    noun="HyperparameterTuningJob",
+    collection="hyperparameterTuningJobs",
+    method="hyperparameter_tuning_job",
 )
+"""Cancelling one cancels its running trials; its record, once deleted, takes theirs along."""
 
 
 # -- the client ------------------------------------------------------------------------------
@@ -523,12 +541,9 @@ def job_api(
 # -- outputs ---------------------------------------------------------------------------------
 
 
-def job_outputs(job: Any, endpoint: Endpoint, *, project: str, region: str) -> dict[str, Any]:
-    """The resource's declared outputs, read from a job."""
+def _job_fields(job: Any, endpoint: Endpoint, project: str, region: str) -> dict[str, Any]:
+    """What every kind of job reports: its name, state, times and error."""
     name = str(job.name)
-    base = ""
-    if "base_output_directory" in job.job_spec:
-        base = str(job.job_spec.base_output_directory.output_uri_prefix or "")
     error = job.error.message if "error" in job and job.error.message else ""
     return {
         "job_name": name,
@@ -539,8 +554,99 @@ def job_outputs(job: Any, endpoint: Endpoint, *, project: str, region: str) -> d
         "start_time": _iso(job.start_time),
         "end_time": _iso(job.end_time),
         "error_message": str(error),
-        "model_dir": f"{base.rstrip('/')}/model/" if base else "",
+    }
+
+
+def _output_directory(job_spec: Any) -> str:
+    """A ``CustomJobSpec``'s ``baseOutputDirectory`` without its trailing slash ("" if none)."""
+    if "base_output_directory" not in job_spec:
+        return ""
+    return str(job_spec.base_output_directory.output_uri_prefix or "").rstrip("/")
+
+
+def job_outputs(job: Any, endpoint: Endpoint, *, project: str, region: str) -> dict[str, Any]:
+    """The resource's declared outputs, read from a custom job."""
+    base = _output_directory(job.job_spec)
+    return {
+        **_job_fields(job, endpoint, project, region),
+        "model_dir": f"{base}/model/" if base else "",
         "web_access_uris": dict(job.web_access_uris),
+    }
+
+
+TRIAL_STATES = ("REQUESTED", "ACTIVE", "STOPPING", "SUCCEEDED", "INFEASIBLE")
+"""``Trial.State`` names a tuning job's trials are counted by (always all of them)."""
+
+
+def trial_counts(job: Any) -> dict[str, int]:
+    """How many of a tuning job's trials are in each state (``{"SUCCEEDED": 2, ...}``)."""
+    counts = dict.fromkeys(TRIAL_STATES, 0)
+    for trial in job.trials:
+        name = str(trial.state.name)
+        counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def _integer_parameters(parameters: Iterable[Any]) -> Iterator[str]:
+    """Ids of the integer parameters, conditional ones included (their values come as floats)."""
+    for parameter in parameters:
+        if "integer_value_spec" in parameter:
+            yield str(parameter.parameter_id)
+        yield from _integer_parameters(
+            c.parameter_spec for c in parameter.conditional_parameter_specs
+        )
+
+
+def _metric_value(trial: Any, metric_id: str) -> float | None:
+    found = [m.value for m in trial.final_measurement.metrics if m.metric_id == metric_id]
+    return float(found[0]) if found else None
+
+
+def best_trial(job: Any) -> dict[str, Any] | None:
+    """The succeeded trial with the best value of the study's first metric for its goal.
+
+    ``{"id", "parameters": {id: value}, "metric_id", "value"}``, or None while no trial has
+    succeeded with a value. Of equal values the earliest trial wins.
+    """
+    if not job.study_spec.metrics:
+        return None
+    metric = job.study_spec.metrics[0]
+    metric_id = str(metric.metric_id)
+    scored = [
+        (value, trial)
+        for trial in job.trials
+        if trial.state.name == "SUCCEEDED"
+        and (value := _metric_value(trial, metric_id)) is not None
+    ]
+    if not scored:
+        return None
+    pick = max if metric.goal.name == "MAXIMIZE" else min
+    value, trial = pick(scored, key=lambda scored_trial: scored_trial[0])
+    integers = set(_integer_parameters(job.study_spec.parameters))
+    parameters = {}
+    for parameter in trial.parameters:
+        given = parameter.value
+        if parameter.parameter_id in integers and isinstance(given, float) and given.is_integer():
+            given = int(given)
+        parameters[str(parameter.parameter_id)] = given
+    return {"id": str(trial.id), "parameters": parameters, "metric_id": metric_id, "value": value}
+
+
+def tuning_job_outputs(
+    job: Any, endpoint: Endpoint, *, project: str, region: str
+) -> dict[str, Any]:
+    """The resource's declared outputs, read from a hyperparameter tuning job.
+
+    Each trial writes under ``<baseOutputDirectory>/<trial id>/`` (its ``AIP_MODEL_DIR`` is
+    that directory's ``model/``), as Vertex AI lays a tuning job's output out.
+    """
+    best = best_trial(job)
+    base = _output_directory(job.trial_job_spec)
+    return {
+        **_job_fields(job, endpoint, project, region),
+        "trial_counts": trial_counts(job),
+        "best_trial": best,
+        "best_trial_model_dir": f"{base}/{best['id']}/model/" if base and best else "",
     }
 
 

@@ -21,6 +21,7 @@ from pulumi.runtime import rpc
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = "gpu-training"
 JOB_TYPE = "pulumi-python:dynamic/vertex:TrainingJob"
+TUNING_TYPE = "pulumi-python:dynamic/vertex:HyperparameterTuningJob"
 RUN_KEY_TYPE = "pulumi-python:dynamic/vertex:RunKey"
 MOCK_RUN_KEY = "5a" * 32
 
@@ -78,6 +79,13 @@ class _Mocks(pulumi.runtime.Mocks):
             state["status"] = {
                 "job_name": f"projects/p/locations/r/customJobs/{args.name}",
                 "state": "JOB_STATE_QUEUED",
+            }
+        if args.typ == TUNING_TYPE:
+            state["status"] = {
+                "job_name": f"projects/p/locations/r/hyperparameterTuningJobs/{args.name}",
+                "state": "JOB_STATE_QUEUED",
+                "trial_counts": {"SUCCEEDED": 0},
+                "best_trial": None,
             }
         return f"{args.name}-id", state
 

@@ -10,7 +10,7 @@ import pytest
 from components import errors_only, validate
 from components._settings import target_for_endpoint
 from components._spec import JobSpec
-from components._wire import encode_spec, merge_env
+from components._wire import TUNING_JOB_TYPE, encode_spec, merge_env
 from components.config import ConfigError
 from components.training_job import TrainingJobInputError
 from tests.program.harness import (
@@ -45,9 +45,15 @@ def _spec(job: Any) -> dict[str, Any]:
     return document
 
 
-def test_local_stack_is_one_job_on_the_emulator_with_no_cloud_resources():
+def test_local_stack_is_a_job_and_a_tuning_job_on_the_emulator_with_no_cloud_resources():
     run = run_stack("local")
-    assert [r.type for r in run.registrations] == [RUN_KEY_TYPE, JOB_TYPE]
+    # Registration order between the two jobs is the engine's: compare as sets.
+    expected = [RUN_KEY_TYPE, JOB_TYPE, TUNING_JOB_TYPE]
+    assert sorted(r.type for r in run.registrations) == sorted(expected)
+    tuning = run.one(TUNING_JOB_TYPE)
+    assert tuning.name == "example-tuning" and tuning.inputs["wait_for"] == "succeeded"
+    trial_package = _spec(tuning)["trialJobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]
+    assert trial_package["packageUris"] == [str(REPO / "examples" / "trainer")]
     job = run.one(JOB_TYPE)
     assert job.name == "example-trainer"
     assert job.inputs["project"] == "local-training"
@@ -185,10 +191,12 @@ def test_every_status_field_and_every_default_input_is_an_attribute():
     from components._wire import INPUT_DEFAULTS, STATUS_FIELDS
     from components.training_job import TrainingJob, _DefaultInput, _StatusField
 
-    fields = {n for n, v in vars(TrainingJob).items() if isinstance(v, _StatusField)}
+    # Some are the class's own, the others every job resource's (its base class).
+    attributes = {n: v for klass in TrainingJob.__mro__ for n, v in vars(klass).items()}
+    fields = {n for n, v in attributes.items() if isinstance(v, _StatusField)}
     assert fields == set(STATUS_FIELDS)
     assert all(getattr(TrainingJob, n).field == n for n in fields)
-    defaults = {n for n, v in vars(TrainingJob).items() if isinstance(v, _DefaultInput)}
+    defaults = {n for n, v in attributes.items() if isinstance(v, _DefaultInput)}
     assert defaults == set(INPUT_DEFAULTS)
 
 

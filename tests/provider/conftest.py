@@ -12,12 +12,15 @@ from pulumi.dynamic import ConfigureRequest
 from pulumi.dynamic.config import Config
 
 from components._identity import identity_label
-from components._provider import TrainingJobProvider
+from components._provider import JobProvider, TrainingJobProvider
+from components._wire import TRIAL_JOB_SPEC, env_path
 from components.training_job import prepare_spec
+from components.tuning_job import prepare_tuning_spec
 from emulator.testing import EmulatorProcess, running_emulator
 
 REPO = Path(__file__).resolve().parents[2]
 LOCAL_SPEC = REPO / "stacks" / "jobs" / "local-trainer.yaml"
+LOCAL_TUNING_SPEC = REPO / "stacks" / "jobs" / "local-tuning.yaml"
 SECRET = "s3cr3t-token-value-42"
 
 # Jobs finish within about a second in simulate mode: tests stay fast, no process runs.
@@ -48,8 +51,10 @@ def sim(emu: EmulatorProcess) -> Iterator[EmulatorProcess]:
     emu.clear_faults()
 
 
-def configured(endpoint: str, **extra: Any) -> TrainingJobProvider:
-    provider = TrainingJobProvider()
+def configured(
+    endpoint: str, *, provider_class: type[JobProvider] = TrainingJobProvider, **extra: Any
+) -> Any:
+    provider = provider_class()
     config = {"training:endpoint": endpoint, **{f"training:{k}": v for k, v in extra.items()}}
     provider.configure(ConfigureRequest(Config(config, "gpu-training")))
     return provider
@@ -57,7 +62,10 @@ def configured(endpoint: str, **extra: Any) -> TrainingJobProvider:
 
 @pytest.fixture
 def provider(sim: EmulatorProcess) -> TrainingJobProvider:
-    return configured(sim.endpoint, cancelTimeout="20", retryDeadline="30")
+    configured_provider: TrainingJobProvider = configured(
+        sim.endpoint, cancelTimeout="20", retryDeadline="30"
+    )
+    return configured_provider
 
 
 RUN_KEY = "0f" * 32
@@ -72,20 +80,22 @@ def job_inputs(
     triggers: list[Any] | None = None,
     name: str | None = None,
     env: dict[str, str] | None = None,
+    tuning: bool = False,
     **knobs: Any,
 ) -> dict[str, Any]:
-    """Checked-looking inputs for the local trainer spec, with a fresh identity per call."""
-    prepared = prepare_spec(LOCAL_SPEC)
+    """Checked-looking inputs for the local trainer spec (``tuning``: the local tuning job's),
+    with a fresh identity per call."""
+    prepared = prepare_tuning_spec(LOCAL_TUNING_SPEC) if tuning else prepare_spec(LOCAL_SPEC)
     spec = prepared.spec
     env_values = dict(prepared.env_values)
     if labels:
         spec = {**spec, "labels": labels}
     if env is not None:
-        package = spec["workerPoolSpecs"][0]["pythonPackageSpec"]
+        under = TRIAL_JOB_SPEC if tuning else None
+        package = (spec[under] if under else spec)["workerPoolSpecs"][0]["pythonPackageSpec"]
         package["env"] = [{"name": k} for k in env]
         env_values = {
-            f"workerPoolSpecs[0].pythonPackageSpec.env[{i}].value": v
-            for i, v in enumerate(env.values())
+            env_path(0, "pythonPackageSpec", i, under=under): v for i, v in enumerate(env.values())
         }
     inputs: dict[str, Any] = {
         "spec": spec,

@@ -1,0 +1,543 @@
+"""What the job resources share in the program: arguments, their checks, and the resource base.
+
+``TrainingJob`` (``components.training_job``) and ``HyperparameterTuningJob``
+(``components.tuning_job``) take the same arguments (``JobArgs``: a spec as a model, a mapping
+whose values may be Outputs, or a spec file; project, region, triggers and the provider-only
+knobs) and are the same resource (``JobResource``) to their programs: the spec is prepared
+(``prepare``: env values split into their own secret input, local package paths made
+absolute, the display name defaulted to the resource name), checked with the provider's own
+``check`` before anything is registered, and registered without the inputs at their
+defaults, with the stack's run key. A ``ResourceKind`` names what differs: the provider (and
+through it the spec's model, validator and env paths) and how a spec file is read.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast, overload
+
+import pulumi
+import pulumi.dynamic
+
+from components._check import SpecKind, check_inputs
+from components._errors import SpecError, SpecInvalidError
+from components._identity import identity_label
+from components._provider import JobProvider
+from components._run_key import stack_run_key
+from components._settings import SettingError, parse_endpoint, target_for_endpoint
+from components._spec import JobSpec, WorkerPoolSpec
+from components._tuning_spec import TuningJobSpec
+from components._validation import Target
+from components._violations import Violation
+from components._wire import (
+    ENV_VALUES,
+    EXCLUSIVE_GPUS,
+    IDENTITY,
+    INPUT_DEFAULTS,
+    KEEP_RECORD,
+    PROJECT,
+    REGION,
+    RUN_KEY,
+    SPEC,
+    STATUS,
+    TRIGGERS,
+    WAIT_FOR,
+    WAIT_TIMEOUT,
+    WaitFor,
+    encode_spec,
+    is_default_input,
+)
+
+__all__ = [
+    "DefaultInput",
+    "JobArgs",
+    "JobInputs",
+    "JobResource",
+    "PreparedSpec",
+    "ResourceKind",
+    "StatusField",
+    "TrainingJobInputError",
+    "check_job_args",
+    "job_inputs",
+    "prepare",
+    "resolve_pool_paths",
+]
+
+SpecModel = JobSpec | TuningJobSpec
+S = TypeVar("S")
+T = TypeVar("T")
+
+
+class TrainingJobInputError(pulumi.RunError, ValueError):
+    """A job resource's inputs are invalid; the message names every bad field.
+
+    A ``pulumi.RunError``, so ``pulumi preview`` prints the message without a traceback.
+    """
+
+
+@dataclass(frozen=True)
+class ResourceKind:
+    """What one job resource does its own way in the program."""
+
+    name: str
+    """``TrainingJob``: for messages."""
+    provider: type[JobProvider]
+    """Its provider class; its ``kind.spec`` is the spec's model, validator and env paths."""
+    read_file: Callable[[Path], SpecModel]
+    """A spec file's path → its spec, local package paths resolved against the file's dir;
+    raises ``SpecError``."""
+
+    @property
+    def spec(self) -> SpecKind[Any]:
+        return self.provider.kind.spec
+
+
+@dataclass
+class JobArgs(Generic[S]):
+    """The inputs of a job resource (``TrainingJobArgs``, ``HyperparameterTuningJobArgs``).
+
+    :param spec: the job: its model, a mapping, a spec file path, or an Output of a mapping.
+    :param project: GCP project; default ``gcp:project``, then the spec's own ``project``.
+    :param region: region to run in; default ``gcp:region``, then the spec's ``region``.
+    :param triggers: any values; a change starts a new run (e.g. a data set version).
+    :param wait_for: ``submitted`` (default), ``running`` or ``succeeded``: when
+        ``pulumi up`` moves on. If waiting fails the job is cancelled and the error says so.
+    :param wait_timeout: how long to wait: seconds or text like ``"90m"`` (default 1 hour).
+    :param exclusive_gpus: on replacement, cancel the old job before starting the new one
+        (for quota that cannot hold both).
+    :param keep_record_on_delete: cancel but do not delete the job's record on delete.
+    """
+
+    spec: S
+    project: pulumi.Input[str] | None = None
+    region: pulumi.Input[str] | None = None
+    triggers: pulumi.Input[Sequence[Any] | Mapping[str, Any]] | None = None
+    wait_for: pulumi.Input[WaitFor] = "submitted"
+    wait_timeout: pulumi.Input[float | str] | None = None
+    exclusive_gpus: pulumi.Input[bool] = False
+    keep_record_on_delete: pulumi.Input[bool] = False
+
+
+@dataclass
+class PreparedSpec:
+    """A spec ready for the resource: the document without env values, and the values."""
+
+    spec: dict[str, Any]
+    env_values: dict[str, Any]
+    project: str | None
+    region: str | None
+    nested_outputs: bool = False
+    """Outputs sit at some places of the result (given in a mapping)."""
+    model: Any = None
+    """The parsed spec (``JobSpec``, ``TuningJobSpec``), project and region included, when no
+    Output sits in it."""
+
+
+# Private-use characters: no spec text holds them (and NUL bytes are refused by the model).
+_PLACEHOLDER = "\uf8ffpulumi-output-{}\uf8ff"
+
+
+def _swap_outputs(value: Any, found: dict[str, pulumi.Output[Any]]) -> Any:
+    """Replace every nested Output by a unique placeholder string, remembering it."""
+    if isinstance(value, pulumi.Output):
+        key = _PLACEHOLDER.format(len(found))
+        found[key] = value
+        return key
+    if isinstance(value, Mapping):
+        return {k: _swap_outputs(v, found) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_swap_outputs(v, found) for v in value]
+    return value
+
+
+def _restore(value: Any, lookup: Mapping[str, Any]) -> Any:
+    if isinstance(value, str) and value in lookup:
+        return lookup[value]
+    if isinstance(value, Mapping):
+        return {k: _restore(v, lookup) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_restore(v, lookup) for v in value]
+    return value
+
+
+def resolve_pool_paths(
+    pools: Iterable[WorkerPoolSpec], base: Path, *, prefix: str = ""
+) -> list[WorkerPoolSpec]:
+    """The pools with relative local package paths made absolute, relative to ``base``.
+
+    ``prefix`` goes before the paths named in errors (``trialJobSpec.``). Raises
+    ``SpecInvalidError`` naming a path that cannot be resolved (a symlink loop).
+    """
+    resolved = []
+    for index, pool in enumerate(pools):
+        package = pool.python_package_spec
+        if package is not None and package.package_uris:
+            where = f"{prefix}workerPoolSpecs[{index}].pythonPackageSpec.packageUris"
+            uris = [
+                _resolved(base, uri, f"{where}[{j}]") for j, uri in enumerate(package.package_uris)
+            ]
+            pool = pool.model_copy(
+                update={"python_package_spec": package.model_copy(update={"package_uris": uris})}
+            )
+        resolved.append(pool)
+    return resolved
+
+
+def _resolved(base: Path, uri: str, path: str) -> str:
+    if "://" in uri or uri.startswith("/"):
+        return uri
+    try:
+        return str((base / uri).resolve())
+    except (OSError, RuntimeError, ValueError) as exc:  # RuntimeError: a symlink loop
+        raise SpecInvalidError(
+            [Violation(path, f"cannot be resolved: {exc}", rule="uris")]
+        ) from None
+
+
+def _invalid(origin: str, exc: SpecError) -> TrainingJobInputError:
+    violations = getattr(exc, "violations", ())
+    if violations:
+        lines = "\n".join(f"  {v}" for v in violations)
+        return TrainingJobInputError(f"{origin}: the job spec has problems:\n{lines}")
+    return TrainingJobInputError(f"{origin}: {exc}")
+
+
+def prepare(kind: ResourceKind, spec: Any) -> PreparedSpec:
+    """Normalise a spec input (not an Output) of ``kind`` to the resource's form.
+
+    Nested Outputs in a mapping are kept (as the same Output objects) at their places in the
+    result. Raises ``TrainingJobInputError`` naming the file or the fields that are wrong.
+    """
+    model_type = kind.spec.model
+    found: dict[str, pulumi.Output[Any]] = {}
+    if isinstance(spec, model_type):
+        model = spec
+    elif isinstance(spec, str | os.PathLike):
+        path = Path(spec)
+        try:
+            model = kind.read_file(path)
+        except SpecError as exc:
+            raise _invalid(str(path), exc) from None
+    elif isinstance(spec, Mapping):
+        try:
+            model = model_type.parse(_swap_outputs(spec, found))
+        except SpecError as exc:
+            raise _invalid("spec", exc) from None
+    else:
+        raise TrainingJobInputError(
+            f"spec: expected a {model_type.__name__}, a mapping or a spec file path, "
+            f"not {type(spec).__name__}"
+        )
+    document = model.to_document()
+    project = document.pop("project", None)
+    region = document.pop("region", None)
+    without_values, env_values = kind.spec.split_env(document)
+    return PreparedSpec(
+        spec=_restore(without_values, found),
+        env_values=_restore(env_values, found),
+        project=_restore(project, found),
+        region=_restore(region, found),
+        nested_outputs=bool(found),
+        model=None if found else model,
+    )
+
+
+def _unknown_view(value: Any) -> Any:
+    """``value`` as ``check`` sees it at preview: unresolved Outputs become unknowns."""
+    from pulumi.output import Unknown
+
+    if isinstance(value, pulumi.Output):
+        return Unknown()  # type: ignore[no-untyped-call]
+    if isinstance(value, Mapping):
+        return {k: _unknown_view(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_unknown_view(v) for v in value]
+    return value
+
+
+def _target() -> Target:
+    try:
+        endpoint = parse_endpoint(pulumi.Config("training").get("endpoint"))
+    except SettingError as exc:
+        raise TrainingJobInputError(str(exc)) from None
+    return target_for_endpoint(endpoint)
+
+
+class _LazyOutput:
+    """An attribute whose Output is made on first read, then kept on the instance.
+
+    The instance's ``__dict__`` is found before this (non-data) descriptor, so the Output is
+    made once, and an attribute nobody reads costs nothing.
+    """
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.attribute = name
+
+    def make(self, instance: Any) -> pulumi.Output[Any]:
+        raise NotImplementedError
+
+    def __get__(self, instance: Any, owner: type) -> Any:
+        if instance is None:
+            return self
+        value = self.make(instance)
+        instance.__dict__[self.attribute] = value
+        return value
+
+
+class StatusField(_LazyOutput, Generic[T]):
+    """``job.state`` and the like: one field of the ``status`` output."""
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+
+    def make(self, instance: Any) -> pulumi.Output[Any]:
+        field = self.field
+        return cast(pulumi.Output[Any], instance.status.apply(lambda s: (s or {}).get(field)))
+
+    if TYPE_CHECKING:
+
+        @overload
+        def __get__(self, instance: None, owner: type) -> StatusField[T]: ...
+
+        @overload
+        def __get__(self, instance: JobResource[Any], owner: type) -> pulumi.Output[T]: ...
+
+        def __get__(self, instance: Any, owner: type) -> Any: ...
+
+
+class DefaultInput(_LazyOutput):
+    """An input the job did not register, being at its default: an Output of the default."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.attribute = key  # the input's name is the attribute's
+
+    def make(self, instance: Any) -> pulumi.Output[Any]:
+        return pulumi.Output.from_input(INPUT_DEFAULTS[self.key])
+
+
+class JobResource(pulumi.dynamic.Resource, Generic[S]):
+    """A job resource: its inputs, the fields of its ``status`` every kind has, and its
+    registration. Subclasses name their ``_kind`` and add their own ``status`` fields."""
+
+    _kind: ClassVar[ResourceKind]
+
+    # Declared for type checkers only: at run time the SDK would resolve these annotations
+    # (typing.get_type_hints) on every registration, a cost per job for nothing, since no
+    # property here needs a type conversion. The attributes exist all the same: the SDK sets
+    # one Output per property.
+    if TYPE_CHECKING:
+        spec: pulumi.Output[str]
+        """The job spec (camelCase) without env values, as canonical JSON text."""
+        env_values: pulumi.Output[dict[str, str]]
+        """Env var values by path (``workerPoolSpecs[0].pythonPackageSpec.env[0].value``); secret."""
+        project: pulumi.Output[str]
+        region: pulumi.Output[str]
+        triggers: pulumi.Output[Any]
+        wait_for: pulumi.Output[str]
+        wait_timeout: pulumi.Output[float]
+        exclusive_gpus: pulumi.Output[bool]
+        keep_record_on_delete: pulumi.Output[bool]
+        status: pulumi.Output[dict[str, Any]]
+        """Every field below in one mapping: the job as last created or refreshed, and its price."""
+
+    job_name = StatusField[str]("job_name")
+    """Full resource name: ``projects/P/locations/R/<collection>/ID``."""
+    job_id = StatusField[str]("job_id")
+    state = StatusField[str]("state")
+    """``JOB_STATE_*`` as of the last create or refresh."""
+    console_url = StatusField[str]("console_url")
+    create_time = StatusField[str]("create_time")
+    start_time = StatusField[str]("start_time")
+    end_time = StatusField[str]("end_time")
+    error_message = StatusField[str]("error_message")
+    run_hash = StatusField[str]("run_hash")
+    adopted = StatusField[bool]("adopted")
+    """True when create found this run's job already submitted (lost response, crash)."""
+    hourly_cost_usd = StatusField[float | None]("hourly_cost_usd")
+    """The job's price per hour from the catalog; None when a price is not known."""
+    max_cost_usd = StatusField[float | None]("max_cost_usd")
+    """The most the run can cost (for its ``scheduling.timeout``)."""
+
+    def __init__(
+        self,
+        resource_name: str,
+        args: JobArgs[S] | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        spec: S | None = None,
+        project: pulumi.Input[str] | None = None,
+        region: pulumi.Input[str] | None = None,
+        triggers: pulumi.Input[Sequence[Any] | Mapping[str, Any]] | None = None,
+        wait_for: pulumi.Input[WaitFor] = "submitted",
+        wait_timeout: pulumi.Input[float | str] | None = None,
+        exclusive_gpus: pulumi.Input[bool] = False,
+        keep_record_on_delete: pulumi.Input[bool] = False,
+        validate: bool = True,
+    ) -> None:
+        """Declare a job; pass ``args`` or the same fields as keywords.
+
+        ``validate=False`` skips the program-side check for inputs the caller already
+        passed through ``check_args``; the provider's ``check`` validates them anyway.
+        """
+        kind = self._kind
+        if args is None:
+            if spec is None:
+                raise TrainingJobInputError(f"{kind.name} {resource_name!r}: spec is required")
+            args = JobArgs(
+                spec=spec,
+                project=project,
+                region=region,
+                triggers=triggers,
+                wait_for=wait_for,
+                wait_timeout=wait_timeout,
+                exclusive_gpus=exclusive_gpus,
+                keep_record_on_delete=keep_record_on_delete,
+            )
+        elif spec is not None:
+            raise TrainingJobInputError(
+                f"{kind.name} {resource_name!r}: pass either args or keyword fields, not both"
+            )
+        checked = job_inputs(kind, resource_name, args, validate=validate)
+        props = _registered(checked)
+        props[RUN_KEY] = stack_run_key()
+        opts = pulumi.ResourceOptions.merge(
+            opts, pulumi.ResourceOptions(additional_secret_outputs=[ENV_VALUES])
+        )
+        super().__init__(kind.provider(), resource_name, props, opts)
+        for warning in checked.warnings:
+            pulumi.log.warn(f"{warning.path}: {warning.reason}", resource=self)
+
+
+# Inputs left at their defaults are not registered (INPUT_DEFAULTS); reading one gives an
+# Output of the default, as a registered value would.
+for _key in INPUT_DEFAULTS:
+    setattr(JobResource, _key, DefaultInput(_key))
+
+
+def check_job_args(
+    kind: ResourceKind, resource_name: str, args: JobArgs[Any]
+) -> tuple[str | None, list[Any]]:
+    """Why the job ``resource_name`` of ``kind`` would be rejected (or None), and its warnings.
+
+    Registers nothing. A program with several jobs checks them all first, so one invalid job
+    cannot leave the others half-applied (the engine starts creating a resource as soon as it
+    is registered).
+    """
+    try:
+        checked = job_inputs(kind, resource_name, args, validate=True)
+    except TrainingJobInputError as exc:
+        return str(exc), []
+    return None, checked.warnings
+
+
+@dataclass
+class JobInputs:
+    """A job's inputs before registration: the spec as a document, env values in the clear."""
+
+    props: dict[str, Any]
+    warnings: list[Any]
+    nested_outputs: bool
+    """The spec document holds Outputs (e.g. a bucket's URL) at some of its places."""
+
+
+@dataclass
+class _Spec:
+    """The spec's parts as ``job_inputs`` registers them (Outputs where not known yet)."""
+
+    document: Any
+    env_values: Any
+    project: Any
+    region: Any
+    nested_outputs: bool = False
+    model: Any = None
+
+
+def _spec_parts(kind: ResourceKind, spec: Any, resource_name: str) -> _Spec:
+    if isinstance(spec, pulumi.Output):
+        prepared_out = spec.apply(lambda value: prepare(kind, value))
+        return _Spec(
+            document=prepared_out.apply(lambda p: _with_display_name(p.spec, resource_name)),
+            env_values=prepared_out.apply(lambda p: p.env_values),
+            project=prepared_out.apply(lambda p: p.project),
+            region=prepared_out.apply(lambda p: p.region),
+        )
+    prepared = prepare(kind, spec)
+    model = prepared.model
+    if model is not None and not model.display_name:
+        model = model.model_copy(update={"display_name": resource_name})
+    return _Spec(
+        document=_with_display_name(prepared.spec, resource_name),
+        env_values=prepared.env_values or None,
+        project=prepared.project,
+        region=prepared.region,
+        nested_outputs=prepared.nested_outputs,
+        model=model,
+    )
+
+
+def job_inputs(
+    kind: ResourceKind, resource_name: str, args: JobArgs[Any], *, validate: bool
+) -> JobInputs:
+    """The inputs of the job ``resource_name``; with ``validate``, checked as the provider's
+    ``check`` would (raises ``TrainingJobInputError`` naming every problem)."""
+    gcp = pulumi.Config("gcp")
+    parts = _spec_parts(kind, args.spec, resource_name)
+    props: dict[str, Any] = {
+        SPEC: parts.document,
+        ENV_VALUES: parts.env_values,
+        PROJECT: args.project or gcp.get("project") or parts.project,
+        REGION: args.region or gcp.get("region") or parts.region,
+        TRIGGERS: args.triggers,
+        WAIT_FOR: args.wait_for,
+        WAIT_TIMEOUT: args.wait_timeout,
+        EXCLUSIVE_GPUS: args.exclusive_gpus,
+        KEEP_RECORD: args.keep_record_on_delete,
+        IDENTITY: identity_label(pulumi.get_project(), pulumi.get_stack(), resource_name),
+    }
+    if not validate:
+        return JobInputs(props, [], parts.nested_outputs)
+    # Validate now what is known now: an invalid spec fails the program (and a Mocks test)
+    # with the validator's message; whatever is still an Output is checked by the provider.
+    view = {key: _unknown_view(value) for key, value in props.items() if key != SPEC}
+    # The spec document (the bulk of the inputs) is walked only when Outputs sit in it.
+    walk = parts.nested_outputs or isinstance(parts.document, pulumi.Output)
+    view[SPEC] = _unknown_view(parts.document) if walk else parts.document
+    outcome = check_inputs(view, target=_target(), parsed=parts.model, kind=kind.spec)
+    if outcome.failures:
+        # A value read from the stack configuration is named by its key in messages.
+        origins = {
+            key: f"gcp:{key}"
+            for key, given in ((PROJECT, args.project), (REGION, args.region))
+            if given is None and gcp.get(key)
+        }
+        lines = "\n".join(
+            f"  {origins.get(path, path)}: {reason}" for path, reason in outcome.failures
+        )
+        raise TrainingJobInputError(f"{kind.name} {resource_name!r} is invalid:\n{lines}")
+    return JobInputs(props, outcome.warnings, parts.nested_outputs)
+
+
+def _registered(checked: JobInputs) -> dict[str, Any]:
+    """What the resource registers: the spec as JSON text, env values as a secret, a
+    placeholder for ``status``, and no input that is at its default."""
+    props = {key: value for key, value in checked.props.items() if not is_default_input(key, value)}
+    spec = props[SPEC]
+    if checked.nested_outputs or isinstance(spec, pulumi.Output):
+        props[SPEC] = pulumi.Output.from_input(spec).apply(encode_spec)
+    else:
+        props[SPEC] = encode_spec(spec)
+    if ENV_VALUES in props:
+        props[ENV_VALUES] = pulumi.Output.secret(props[ENV_VALUES])
+    props[STATUS] = None
+    return props
+
+
+def _with_display_name(spec: dict[str, Any], resource_name: str) -> dict[str, Any]:
+    # Vertex requires a display name; the resource name is the natural default.
+    if spec.get("displayName"):
+        return spec
+    return {"displayName": resource_name, **spec}

@@ -1,0 +1,57 @@
+"""The dynamic provider behind ``components.tuning_job.HyperparameterTuningJob``.
+
+The lifecycle is ``components._provider.JobProvider``'s, with every guarantee a TrainingJob
+has (validated check, replace reasons, submit-or-adopt by the identity and run labels, waits
+that cancel on failure, cancel on delete, refresh, secrets kept out of the state's plain text
+and of errors, the keyed run hash); this module only says what a tuning job does its own way:
+its spec (``TuningJobSpec``, env values under ``trialJobSpec``), the API calls of
+``hyperparameterTuningJobs``, the job object (``to_tuning_job``), the outputs (trial counts, the
+best trial and its model dir) and the prices (every parallel trial at once).
+
+Like ``TrainingJobProvider`` it is pickled by reference and holds nothing on ``self``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components._check import TUNING_JOB_SPEC
+from components._pricing import tuning_cost_outputs
+from components._provider import JobProvider, JobResourceKind
+from components._tuning_spec import TuningJobSpec
+from components.vertex.api import TUNING_JOB as TUNING_JOB_API
+from components.vertex.api import aiplatform, tuning_job_outputs
+
+__all__ = ["TUNING_JOB", "TuningJobProvider"]
+
+
+def _tuning_job(document: dict[str, Any]) -> Any:
+    aiplatform()  # first import here, with the library's version warnings silenced
+    from components.vertex.tuning_convert import to_tuning_job
+
+    return to_tuning_job(TuningJobSpec.parse(document))
+
+
+def _parse_name(name: str) -> tuple[str, str, str] | None:
+    # Only read and delete ask (the API path): the client library may be imported here.
+    from components.vertex.tuning_convert import parse_tuning_job_name
+
+    return parse_tuning_job_name(name)
+
+
+TUNING_JOB = JobResourceKind(
+    what="hyperparameter tuning job",
+    spec=TUNING_JOB_SPEC,
+    api=TUNING_JOB_API,
+    build=_tuning_job,
+    outputs=tuning_job_outputs,
+    costs=tuning_cost_outputs,
+    parse_name=_parse_name,
+)
+"""A ``HyperparameterTuningJob``: cancelling it cancels its running trials."""
+
+
+class TuningJobProvider(JobProvider):
+    """CRUD for a Vertex AI HyperparameterTuningJob (or the local emulator's)."""
+
+    kind = TUNING_JOB
