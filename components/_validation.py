@@ -79,7 +79,11 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SERVICE_ACCOUNT = re.compile(
     r"^[a-z0-9-]{1,64}@[a-z0-9.-]+\.iam\.gserviceaccount\.com$|^[^@\s]+@[^@\s]+\.[a-z]+$"
 )
-_PROJECT = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+# A project ID (domain-scoped ones, `example.com:proj`, included) or a project number: the API
+# takes either in resource names, and `describe` output and request bodies use the number.
+_PROJECT = re.compile(
+    r"^(?:(?:[a-z][a-z0-9.-]*[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]|[1-9][0-9]{0,18})$"
+)
 _NETWORK = re.compile(r"^projects/[^/]+/global/networks/[^/]+$")
 _TENSORBOARD = re.compile(r"^projects/[^/]+/locations/([^/]+)/tensorboards/[^/]+$")
 _KMS_KEY = re.compile(r"^projects/[^/]+/locations/([^/]+)/keyRings/[^/]+/cryptoKeys/[^/]+$")
@@ -168,8 +172,8 @@ def _job_violations(spec: JobSpec, ctx: _Context) -> Iterator[Violation]:
     if spec.project is not None and not _PROJECT.match(spec.project):
         yield Violation(
             "project",
-            f"{spec.project!r} is not a project ID",
-            "6-30 lowercase letters, digits or hyphens, starting with a letter",
+            f"{spec.project!r} is not a project ID or number",
+            "an ID is 6-30 lowercase letters, digits or hyphens, starting with a letter",
             rule="project",
         )
     yield from _scheduling(spec)

@@ -420,3 +420,19 @@ def test_tpu_pool_beside_other_pools_is_refused() -> None:
     assert v.path == "workerPoolSpecs[1].machineSpec.acceleratorType"
     assert "Vertex AI takes a single worker pool, not 2" in v.reason
     assert validate(spec(tpu)) == []
+
+
+# --- project ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("project", ["my-project", "123456789012", "example.com:my-project"])
+def test_project_ids_numbers_and_domain_scoped_ids_are_accepted(project: str) -> None:
+    assert [
+        v for v in validate(spec(pool("n1-standard-4"), project=project)) if v.rule == "project"
+    ] == []
+
+
+@pytest.mark.parametrize("project", ["p", "My-Project", "0123", "my_project", "-abcdef"])
+def test_malformed_project_is_refused(project: str) -> None:
+    [v] = [v for v in validate(spec(pool("n1-standard-4"), project=project)) if v.rule == "project"]
+    assert v.path == "project" and "is not a project ID or number" in v.reason
