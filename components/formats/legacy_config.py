@@ -24,6 +24,8 @@ validated too, so that no problem hides another.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -299,14 +301,29 @@ def _present(document: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in document.items() if v is not None}
 
 
-def _field_said(path: str, said: list[str]) -> bool:
+_PATH_CUTS = re.compile(r"[.\[]")
+
+
+def _prefixes(path: str) -> Iterator[str]:
+    """``a.b[1].c`` → ``a``, ``a.b``, ``a.b[1]`` (every path strictly above it)."""
+    for cut in _PATH_CUTS.finditer(path):
+        if cut.start() > 0:
+            yield path[: cut.start()]
+
+
+def _said_paths(said: list[str]) -> tuple[set[str], set[str]]:
+    """(the paths said, and every path above one of them): set lookups, so that thousands of
+    problems (a hostile list of 5,000 params) are matched in linear time."""
+    above = {prefix for path in said for prefix in _prefixes(path)}
+    return set(said), above
+
+
+def _field_said(path: str, said: tuple[set[str], set[str]]) -> bool:
     """Whether a problem of a tuning field, or of a field inside or around it, is said."""
     if not path.startswith("trainingInput.hyperparameters"):
         return False
-    return any(
-        p == path or p.startswith((f"{path}.", f"{path}[")) or path.startswith((f"{p}.", f"{p}["))
-        for p in said
-    )
+    exact, above = said
+    return path in exact or path in above or any(p in exact for p in _prefixes(path))
 
 
 def _unique(violations: list[Violation]) -> list[Violation]:
@@ -373,11 +390,11 @@ class _Converter:
         found = [*shape, *(v for v in self.problems if v.path not in reported)]
         if whole is not None:
             # What validation finds besides the converter's problems, so none hides another.
-            paths = [v.path for v in found]
+            said = _said_paths([v.path for v in found])
             found += [
                 v
                 for v in self.validation(whole)
-                if not self.said_already(v) and not _field_said(v.path, paths)
+                if not self.said_already(v) and not _field_said(v.path, said)
             ]
         return _unique(found)
 

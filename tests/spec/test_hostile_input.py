@@ -34,6 +34,8 @@ VALID_DOCUMENTS = [
     DATA / "custom_job.yaml",
     DATA / "seed001_config_legacy_k80.yaml",
     DATA / "seed001_config_t4.yaml",
+    REPO / "stacks" / "jobs" / "local-tuning.yaml",
+    DATA / "real" / "legacy_hypertune.yaml",
 ]
 COMMAND_FILES = [
     DATA / "seed001_submit_flags.sh",
@@ -41,6 +43,7 @@ COMMAND_FILES = [
     DATA / "real" / "legacy_submit_script.sh",
     DATA / "real" / "vertex_create_flags.sh",
     DATA / "real" / "vertex_create_multi_pool.sh",
+    DATA / "real" / "vertex_hp_tuning_create.sh",
 ]
 
 # Every field the loaders know, so that each is fuzzed.
