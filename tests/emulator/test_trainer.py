@@ -104,3 +104,19 @@ def test_bad_arguments_name_the_flag(capsys: pytest.CaptureFixture[str]) -> None
         task.parse_args(["--epochs", "0"])
     assert info.value.code == 2
     assert "--epochs must be positive" in capsys.readouterr().err
+
+
+def test_a_trial_resumed_from_a_finished_checkpoint_still_reports_its_metric(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job_dir, metric_file = tmp_path / "job", tmp_path / "hypertune" / "output.metrics"
+    assert run(job_dir, "--epochs", "2") == 0  # an earlier run finished: its checkpoint is last
+    monkeypatch.setenv("CLOUD_ML_TRIAL_ID", "3")
+    monkeypatch.setenv("CLOUD_ML_HP_METRIC_TAG", "loss")
+    monkeypatch.setenv("CLOUD_ML_HP_METRIC_FILE", str(metric_file))
+    assert run(job_dir, "--epochs", "2") == 0  # no step left to run
+    reports = [json.loads(line) for line in metric_file.read_text().splitlines() if line]
+    final_loss = json.loads((job_dir / "model" / "metrics.json").read_text())["loss"]
+    assert len(reports) == 1
+    assert float(reports[0]["loss"]) == pytest.approx(final_loss)
+    assert int(reports[0]["global_step"]) == 20

@@ -185,6 +185,7 @@ def train(args: argparse.Namespace, model_dir: Path, ckpt_dir: Path) -> dict[str
         step, w = resumed
         log.info("resumed from checkpoint at step %d of %d", step, total)
     reporter = MetricReporter()
+    reported = False
     while step < total:
         batch = np.random.default_rng([args.seed, step]).integers(0, args.samples, args.batch_size)
         xb, yb = x[batch], y[batch]
@@ -195,6 +196,7 @@ def train(args: argparse.Namespace, model_dir: Path, ckpt_dir: Path) -> dict[str
             loss = float(np.mean((x @ w - y) ** 2))
             log.info("epoch %d step %d loss %.6f", step // args.steps_per_epoch, step, loss)
             reporter.report(loss, step)
+            reported = True
         if step % args.checkpoint_every == 0 or step == total:
             save_checkpoint(ckpt_dir, step, w)
         if args.step_sleep:
@@ -204,6 +206,10 @@ def train(args: argparse.Namespace, model_dir: Path, ckpt_dir: Path) -> dict[str
         "loss": float(np.mean((x @ w - y) ** 2)),
         "weight_error": float(np.linalg.norm(w - true_w)),
     }
+    if not reported:
+        # Resumed from a finished checkpoint (a trial re-run over the same output directory):
+        # no epoch ran here, yet the tuning service still needs this trial's measurement.
+        reporter.report(metrics["loss"], total)
     _atomic_write(model_dir / "model.npz", lambda fh: np.savez(fh, weights=w))
     _atomic_write(model_dir / "metrics.json", lambda fh: fh.write(json.dumps(metrics).encode()))
     log.info("wrote model to %s: %s", model_dir, metrics)
