@@ -35,6 +35,7 @@ __all__ = [
     "MAX_DURATION_SECONDS",
     "RESERVATION_AFFINITY_TYPES",
     "ContainerSpec",
+    "CustomJobSpec",
     "DiskSpec",
     "DnsPeeringConfig",
     "Duration",
@@ -345,15 +346,11 @@ def _label_values(value: Any) -> Any:
     return value
 
 
-class JobSpec(_Model):
-    """A Vertex AI custom training job, plus the project and region it runs in."""
+class CustomJobSpec(_Model):
+    """The API's ``CustomJobSpec``: what a job runs (pools, scheduling, network, outputs...).
 
-    project: Text | None = None
-    region: Text | None = None
-    display_name: Text | None = None
-    labels: Annotated[dict[Text, Text], BeforeValidator(_label_values)] = Field(
-        default_factory=dict
-    )
+    A ``JobSpec`` is one with the job's own fields; a tuning job's trials run one as it is."""
+
     worker_pool_specs: Objects[WorkerPoolSpec] = Field(default_factory=list)
     scheduling: Scheduling | None = None
     service_account: Text | None = None
@@ -363,13 +360,24 @@ class JobSpec(_Model):
     tensorboard: Text | None = None
     enable_web_access: bool = False
     enable_dashboard_access: bool = False
-    encryption_spec: EncryptionSpec | None = None
     persistent_resource_id: Text | None = None
     psc_interface_config: PscInterfaceConfig | None = None
     protected_artifact_location_id: Text | None = None
     experiment: Text | None = None
     experiment_run: Text | None = None
     models: Texts = Field(default_factory=list)
+
+
+class JobSpec(CustomJobSpec):
+    """A Vertex AI custom training job, plus the project and region it runs in."""
+
+    project: Text | None = None
+    region: Text | None = None
+    display_name: Text | None = None
+    labels: Annotated[dict[Text, Text], BeforeValidator(_label_values)] = Field(
+        default_factory=dict
+    )
+    encryption_spec: EncryptionSpec | None = None
 
     @model_validator(mode="before")
     @classmethod

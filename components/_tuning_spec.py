@@ -18,21 +18,18 @@ from pydantic.alias_generators import to_camel
 
 from components._errors import SpecInvalidError
 from components._spec import (
+    CustomJobSpec,
     Duration,
     EncryptionSpec,
     Int32,
     Int64,
     JobSpec,
     Objects,
-    PscInterfaceConfig,
-    Scheduling,
     Text,
     Texts,
-    WorkerPoolSpec,
     _label_values,
     _Model,
     _one_text_is_a_list,
-    _output_directory,
     violations_from_pydantic,
 )
 
@@ -251,27 +248,11 @@ class StudySpec(_Model):
 # --- the job ----------------------------------------------------------------------------
 
 
-class TrialJobSpec(_Model):
+class TrialJobSpec(CustomJobSpec):
     """The ``CustomJobSpec`` every trial runs, its parameters appended to the trainer's args.
 
     The fields of ``JobSpec`` less those of the tuning job (project, region, display name,
     labels, encryption key)."""
-
-    worker_pool_specs: Objects[WorkerPoolSpec] = Field(default_factory=list)
-    scheduling: Scheduling | None = None
-    service_account: Text | None = None
-    network: Text | None = None
-    reserved_ip_ranges: Texts = Field(default_factory=list)
-    base_output_directory: Annotated[Text | None, BeforeValidator(_output_directory)] = None
-    tensorboard: Text | None = None
-    enable_web_access: bool = False
-    enable_dashboard_access: bool = False
-    persistent_resource_id: Text | None = None
-    psc_interface_config: PscInterfaceConfig | None = None
-    protected_artifact_location_id: Text | None = None
-    experiment: Text | None = None
-    experiment_run: Text | None = None
-    models: Texts = Field(default_factory=list)
 
 
 class TuningJobSpec(_Model):
