@@ -71,7 +71,10 @@ _DIGITS = re.compile(r"\d+")
 _BLANKS = re.compile(r"[ \t\r]+")
 _ARRAY_START = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\+?=$")
 _ONE = re.compile(r".", re.DOTALL)
-_DOUBLE_QUOTE_ESCAPES = frozenset('$`"\\')
+_DOUBLE_QUOTE_ESCAPES = frozenset('$`"\\\n')
+_HEREDOC_ESCAPES = frozenset("$`\\\n")
+"""What a backslash quotes inside double quotes, and in a heredoc body (a backslash before a
+newline joins the lines in both)."""
 _ANSI_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "e": "\x1b"}
 
 
@@ -398,27 +401,34 @@ class _Lexer:
     def heredoc_body(self) -> Word:
         parts: list[Part] = []
         buffer: list[str] = []
-        text = self.text
-        while self.pos < len(text):
-            char = text[self.pos]
-            if char == "\\" and self.peek(1) in ("$", "`", "\\", "\n"):
-                if self.peek(1) == "\n":
-                    self.line += 1
-                else:
-                    buffer.append(self.peek(1))
-                self.pos += 2
-            elif char in "$`":
-                parts.append(Part("text", "".join(buffer), True))
-                buffer.clear()
-                parts.extend(self.expansion(True))
-            else:
-                run = _PLAIN_IN_HEREDOC.match(text, self.pos) or _ONE.match(text, self.pos)
-                assert run is not None
-                self.line += run.group().count("\n")
-                buffer.append(run.group())
-                self.pos = run.end()
+        while self.pos < len(self.text):
+            self.quoted_piece(buffer, parts, _HEREDOC_ESCAPES, _PLAIN_IN_HEREDOC)
         parts.append(Part("text", "".join(buffer), True))
         return Word(tuple(p for p in parts if p.kind != "text" or p.value))
+
+    def quoted_piece(
+        self, buffer: list[str], parts: list[Part], escapes: frozenset[str], plain: re.Pattern[str]
+    ) -> None:
+        """One step inside double quotes or a heredoc body: an escape, an expansion (``$``,
+        backtick), or a run of plain text; ``escapes`` are the characters a backslash quotes."""
+        text = self.text
+        char = text[self.pos]
+        if char == "\\" and self.peek(1) in escapes:
+            if self.peek(1) == "\n":
+                self.line += 1
+            else:
+                buffer.append(self.peek(1))
+            self.pos += 2
+        elif char in "$`":
+            parts.append(Part("text", "".join(buffer), True))
+            buffer.clear()
+            parts.extend(self.expansion(True))
+        else:
+            run = plain.match(text, self.pos) or _ONE.match(text, self.pos)
+            assert run is not None
+            self.line += run.group().count("\n")
+            buffer.append(run.group())
+            self.pos = run.end()
 
     def word(self, close: str = "", quoted: bool = False) -> Word:
         """A word, up to a blank or operator (or, inside ``${...}``, up to ``close``)."""
@@ -503,22 +513,7 @@ class _Lexer:
             if char == '"':
                 self.pos += 1
                 break
-            if char == "\\" and self.peek(1) in _DOUBLE_QUOTE_ESCAPES | {"\n"}:
-                if self.peek(1) == "\n":
-                    self.line += 1
-                else:
-                    buffer.append(self.peek(1))
-                self.pos += 2
-            elif char in "$`":
-                parts.append(Part("text", "".join(buffer), True))
-                buffer.clear()
-                parts.extend(self.expansion(True))
-            else:
-                run = _PLAIN_IN_DOUBLE_QUOTES.match(text, self.pos) or _ONE.match(text, self.pos)
-                assert run is not None
-                self.line += run.group().count("\n")
-                buffer.append(run.group())
-                self.pos = run.end()
+            self.quoted_piece(buffer, parts, _DOUBLE_QUOTE_ESCAPES, _PLAIN_IN_DOUBLE_QUOTES)
         parts.append(Part("text", "".join(buffer), True))
         return [p for p in parts if p.kind != "text" or p.value] or parts[:1]
 
