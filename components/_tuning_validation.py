@@ -34,7 +34,7 @@ from components._tuning_spec import (
     StudyTimeConstraint,
     TuningJobSpec,
 )
-from components._validation import Target, validate
+from components._validation import Target, guarded, validate
 from components._violations import (
     Rule,
     Severity,
@@ -99,15 +99,9 @@ def validate_tuning(
     ``region`` overrides ``spec.region``; with neither, region rules are skipped.
     ``target="local"`` also accepts local paths where Vertex needs ``gs://`` URIs.
     """
-    try:
-        found = _tuning_violations(spec, catalog or load_catalog(), region or spec.region, target)
-        return list(found)
-    except Exception as exc:  # a bug here must not hide the spec's problems as a traceback
-        return [
-            Violation(
-                "(spec)", f"internal validator error: {type(exc).__name__}: {exc}", rule="internal"
-            )
-        ]
+    return guarded(
+        lambda: _tuning_violations(spec, catalog or load_catalog(), region or spec.region, target)
+    )
 
 
 def validate_tuning_document(
@@ -697,13 +691,12 @@ def _convex(study: StudySpec) -> Iterator[Violation]:
     if convex is None:
         return
     path = "studySpec.convexAutomatedStoppingSpec"
-    for name, value in (
-        ("maxStepCount", convex.max_step_count),
-        ("minStepCount", convex.min_step_count),
-        ("minMeasurementCount", convex.min_measurement_count),
-    ):
-        if value < 0:
-            yield _error(f"{path}.{name}", f"must not be negative ({value})", None, "study")
+    yield from _non_negative(
+        path,
+        maxStepCount=convex.max_step_count,
+        minStepCount=convex.min_step_count,
+        minMeasurementCount=convex.min_measurement_count,
+    )
     if 0 < convex.max_step_count < convex.min_step_count:
         yield _error(
             f"{path}.minStepCount",
@@ -722,18 +715,24 @@ def _convex(study: StudySpec) -> Iterator[Violation]:
         )
 
 
+def _non_negative(path: str, **counts: int | None) -> Iterator[Violation]:
+    """One violation per count (by its camelCase field name) below zero; unset ones pass."""
+    for name, value in counts.items():
+        if value is not None and value < 0:
+            yield _error(f"{path}.{name}", f"must not be negative ({value})", None, "study")
+
+
 def _stopping_config(study: StudySpec) -> Iterator[Violation]:
     config = study.study_stopping_config
     if config is None:
         return
     path = "studySpec.studyStoppingConfig"
-    for name, value in (
-        ("minNumTrials", config.min_num_trials),
-        ("maxNumTrials", config.max_num_trials),
-        ("maxNumTrialsNoProgress", config.max_num_trials_no_progress),
-    ):
-        if value is not None and value < 0:
-            yield _error(f"{path}.{name}", f"must not be negative ({value})", None, "study")
+    yield from _non_negative(
+        path,
+        minNumTrials=config.min_num_trials,
+        maxNumTrials=config.max_num_trials,
+        maxNumTrialsNoProgress=config.max_num_trials_no_progress,
+    )
     low, high = config.min_num_trials, config.max_num_trials
     if low is not None and high is not None and low > high:
         yield _error(

@@ -36,6 +36,7 @@ __all__ = [
     "RESERVATION_NAME_KEY",
     "STRATEGIES",
     "Target",
+    "guarded",
     "validate",
     "validate_document",
 ]
@@ -120,9 +121,15 @@ def validate(
         strategy=spec.scheduling.strategy if spec.scheduling else None,
         on_persistent_resource=bool(spec.persistent_resource_id),
     )
+    return guarded(lambda: _job_violations(spec, context))
+
+
+def guarded(find: Callable[[], Iterable[Violation]]) -> list[Violation]:
+    """Every violation ``find`` yields; a bug in a rule is one ``internal`` violation, never a
+    traceback that would hide the spec's problems (validation never raises)."""
     try:
-        return list(_job_violations(spec, context))
-    except Exception as exc:  # a bug here must not hide the spec's problems as a traceback
+        return list(find())
+    except Exception as exc:
         return [
             Violation(
                 "(spec)", f"internal validator error: {type(exc).__name__}: {exc}", rule="internal"
