@@ -16,6 +16,10 @@ Values are bare words or double-quoted strings. A malformed filter raises ``Valu
 message that names the offending part; the service turns it into 400 INVALID_ARGUMENT. So does a
 filter longer than :data:`MAX_FILTER_LENGTH` characters or nested deeper than :data:`MAX_DEPTH`
 levels (parentheses, ``NOT`` and ``-``): the parser is recursive, and Python's stack is not.
+
+:func:`parse_filter` gives the filter as a tree of :data:`Node` (what the store compiles into SQL
+over its indexes); :func:`to_predicate` turns that tree into a predicate over job protos, which is
+the reference meaning of every filter (the store's SQL must select exactly the jobs it accepts).
 """
 
 from __future__ import annotations
@@ -25,11 +29,24 @@ import fnmatch
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from emulator import protos
 
-__all__ = ["compile_filter"]
+__all__ = [
+    "And",
+    "DisplayName",
+    "Label",
+    "Node",
+    "Not",
+    "Or",
+    "State",
+    "Time",
+    "compile_filter",
+    "glob_match",
+    "parse_filter",
+    "to_predicate",
+]
 
 Predicate = Callable[[Any], bool]
 
@@ -47,7 +64,8 @@ _TOKEN = re.compile(
     re.VERBOSE,
 )
 
-_TIME_FIELDS = {
+# Filter field -> the job's Timestamp field (also the store's column of that time).
+TIME_FIELDS = {
     "create_time": "create_time",
     "createTime": "create_time",
     "update_time": "update_time",
@@ -57,6 +75,86 @@ _TIME_FIELDS = {
     "end_time": "end_time",
     "endTime": "end_time",
 }
+
+TimeOp = Literal["=", "!=", "<", "<=", ">", ">="]
+_TIME_OPS: dict[str, Callable[[float, float], bool]] = {
+    "=": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+}
+
+
+# -- the tree ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Label:
+    """``labels.<key>``: ``=`` the value (also ``:value``), ``!=`` it, or ``has`` the key (``:*``).
+
+    ``!=`` holds for a job without the key too (its value is not ``value``).
+    """
+
+    key: str
+    op: Literal["=", "!=", "has"]
+    value: str = ""
+
+
+@dataclass(frozen=True)
+class State:
+    """``state=`` (``equal``) or ``state!=`` a :class:`protos.JobState` number."""
+
+    state: int
+    equal: bool = True
+
+
+@dataclass(frozen=True)
+class DisplayName:
+    """``display_name``: ``=``, ``!=``, or ``glob`` (``:pattern``, see :func:`glob_match`)."""
+
+    op: Literal["=", "!=", "glob"]
+    value: str
+
+
+@dataclass(frozen=True)
+class Time:
+    """``<field> <op> <timestamp>``, ``field`` a Timestamp field of the job (``create_time``).
+
+    A job whose field is unset matches no comparison (``!=`` included).
+    """
+
+    field: str
+    op: TimeOp
+    seconds: float
+
+
+@dataclass(frozen=True)
+class And:
+    """Every part holds (two or more parts)."""
+
+    parts: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Or:
+    """Some part holds (two or more parts)."""
+
+    parts: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Not:
+    """The inner filter does not hold."""
+
+    inner: Node
+
+
+Node = Label | State | DisplayName | Time | And | Or | Not
+
+
+# -- parsing ----------------------------------------------------------------------------------
 
 
 @dataclass
@@ -99,64 +197,35 @@ def _parse_time(value: str) -> float:
     return parsed.timestamp()
 
 
-def _glob(pattern: str) -> Callable[[str], bool]:
-    return lambda s: fnmatch.fnmatchcase(s, pattern.replace("[", "[[]"))
-
-
-def _compare(field: str, op: str, value: str) -> Predicate:
+def _comparison(field: str, op: str, value: str) -> Node:
     if field.startswith("labels."):
         key = field[len("labels.") :]
         if not key:
             raise ValueError("filter: 'labels.' needs a key, as in labels.team=vision")
         if op == ":":
-            if value == "*":
-                return lambda job: key in job.labels
-            return lambda job: job.labels.get(key) == value
-        if op == "=":
-            return lambda job: job.labels.get(key) == value
-        if op == "!=":
-            return lambda job: job.labels.get(key) != value
+            return Label(key, "has") if value == "*" else Label(key, "=", value)
+        if op in ("=", "!="):
+            return Label(key, "=" if op == "=" else "!=", value)
         raise ValueError(f"filter: operator {op!r} is not supported for {field}")
     if field == "state":
         states = protos.STATE_NUMBERS
         if value not in states:
             raise ValueError(f"filter: unknown state {value!r} (use e.g. JOB_STATE_RUNNING)")
-        state = states[value]
-        if op == "=":
-            return lambda job: job.state == state
-        if op == "!=":
-            return lambda job: job.state != state
+        if op in ("=", "!="):
+            return State(states[value], equal=op == "=")
         raise ValueError(f"filter: operator {op!r} is not supported for state")
     if field in ("display_name", "displayName"):
-        if op == "=":
-            return lambda job: job.display_name == value
-        if op == "!=":
-            return lambda job: job.display_name != value
+        if op in ("=", "!="):
+            return DisplayName("=" if op == "=" else "!=", value)
         if op == ":":
-            match = _glob(value)
-            return lambda job: match(job.display_name)
+            return DisplayName("glob", value)
         raise ValueError(f"filter: operator {op!r} is not supported for {field}")
-    if field in _TIME_FIELDS:
-        attr = _TIME_FIELDS[field]
+    if field in TIME_FIELDS:
         when = _parse_time(value)
-        ops: dict[str, Callable[[float, float], bool]] = {
-            "=": lambda a, b: a == b,
-            "!=": lambda a, b: a != b,
-            "<": lambda a, b: a < b,
-            "<=": lambda a, b: a <= b,
-            ">": lambda a, b: a > b,
-            ">=": lambda a, b: a >= b,
-        }
-        if op not in ops:
+        if op not in _TIME_OPS:
             raise ValueError(f"filter: operator {op!r} is not supported for {field}")
-        cmp = ops[op]
-
-        def check_time(job: Any) -> bool:
-            if not job.HasField(attr):
-                return False
-            return cmp(protos.ts_seconds(getattr(job, attr)), when)
-
-        return check_time
+        time_op: TimeOp = op  # type: ignore[assignment]  # checked just above
+        return Time(TIME_FIELDS[field], time_op, when)
     raise ValueError(
         f"filter: unsupported field {field!r} (supported: labels.<key>, state, display_name, "
         "create_time, update_time, start_time, end_time)"
@@ -187,40 +256,40 @@ class _Parser:
         self.i += 1
         return tok
 
-    def parse(self) -> Predicate:
-        pred = self.and_expr()
+    def parse(self) -> Node:
+        node = self.and_expr()
         tok = self.peek()
         if tok is not None:
             raise ValueError(f"filter: unexpected {tok.text!r} at {tok.pos}")
-        return pred
+        return node
 
     # AIP-160 gives OR a higher precedence than AND: `a AND b OR c` is `a AND (b OR c)`.
-    def and_expr(self) -> Predicate:
+    def and_expr(self) -> Node:
         parts = [self.or_expr()]
         while (tok := self.peek()) is not None and tok.kind != "rparen":
             if tok.kind == "AND":
                 self.take()
             parts.append(self.or_expr())
-        return parts[0] if len(parts) == 1 else (lambda job: all(p(job) for p in parts))
+        return parts[0] if len(parts) == 1 else And(tuple(parts))
 
-    def or_expr(self) -> Predicate:
+    def or_expr(self) -> Node:
         parts = [self.unary()]
         while (tok := self.peek()) is not None and tok.kind == "OR":
             self.take()
             parts.append(self.unary())
-        return parts[0] if len(parts) == 1 else (lambda job: any(p(job) for p in parts))
+        return parts[0] if len(parts) == 1 else Or(tuple(parts))
 
-    def unary(self) -> Predicate:
+    def unary(self) -> Node:
         tok = self.peek()
         if tok is not None and tok.kind in ("NOT", "minus"):
             self.take()
             self.enter(tok)
             inner = self.unary()
             self.depth -= 1
-            return lambda job: not inner(job)
+            return Not(inner)
         return self.primary()
 
-    def primary(self) -> Predicate:
+    def primary(self) -> Node:
         tok = self.take("a comparison such as labels.team=vision")
         if tok.kind == "lparen":
             self.enter(tok)
@@ -238,15 +307,70 @@ class _Parser:
         value = self.take(f"a value after {tok.text}{op.text}")
         if value.kind not in ("word", "string"):
             raise ValueError(f"filter: expected a value after {tok.text}{op.text} at {value.pos}")
-        return _compare(tok.text, op.text, _unquote(value))
+        return _comparison(tok.text, op.text, _unquote(value))
 
 
-def compile_filter(text: str) -> Predicate:
-    """Compile a filter string into a predicate over CustomJob protos (empty: match all)."""
+def parse_filter(text: str) -> Node | None:
+    """The filter as a tree; None for an empty filter (every job). ``ValueError`` if malformed."""
     if len(text) > MAX_FILTER_LENGTH:
         raise ValueError(
             f"filter: at most {MAX_FILTER_LENGTH} characters are supported (got {len(text)})"
         )
     if not text.strip():
-        return lambda job: True
+        return None
     return _Parser(_tokenize(text)).parse()
+
+
+# -- meaning ----------------------------------------------------------------------------------
+
+
+def glob_match(name: str, pattern: str) -> bool:
+    """``display_name:<pattern>``: ``*`` is any run of characters, ``?`` one; all else literal."""
+    return fnmatch.fnmatchcase(name, pattern.replace("[", "[[]"))
+
+
+def to_predicate(node: Node | None) -> Predicate:
+    """The filter as a predicate over job protos (None: every job matches)."""
+    if node is None:
+        return lambda job: True
+    if isinstance(node, Label):
+        key, value = node.key, node.value
+        if node.op == "has":
+            return lambda job: key in job.labels
+        if node.op == "=":
+            return lambda job: job.labels.get(key) == value
+        return lambda job: job.labels.get(key) != value
+    if isinstance(node, State):
+        state = node.state
+        if node.equal:
+            return lambda job: job.state == state
+        return lambda job: job.state != state
+    if isinstance(node, DisplayName):
+        text = node.value
+        if node.op == "=":
+            return lambda job: job.display_name == text
+        if node.op == "!=":
+            return lambda job: job.display_name != text
+        return lambda job: glob_match(job.display_name, text)
+    if isinstance(node, Time):
+        field, cmp, when = node.field, _TIME_OPS[node.op], node.seconds
+
+        def check_time(job: Any) -> bool:
+            if not job.HasField(field):
+                return False
+            return cmp(protos.ts_seconds(getattr(job, field)), when)
+
+        return check_time
+    if isinstance(node, And):
+        parts = [to_predicate(p) for p in node.parts]
+        return lambda job: all(p(job) for p in parts)
+    if isinstance(node, Or):
+        parts = [to_predicate(p) for p in node.parts]
+        return lambda job: any(p(job) for p in parts)
+    inner = to_predicate(node.inner)
+    return lambda job: not inner(job)
+
+
+def compile_filter(text: str) -> Predicate:
+    """Compile a filter string into a predicate over CustomJob protos (empty: match all)."""
+    return to_predicate(parse_filter(text))

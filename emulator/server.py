@@ -258,7 +258,7 @@ class Service:
         _check_ids(project, location)
         text = query.get("filter", "")
         try:
-            match = filters.compile_filter(text)
+            where = filters.parse_filter(text)
         except ValueError as exc:
             raise errors.invalid_argument(str(exc)) from None
         try:
@@ -272,17 +272,13 @@ class Service:
         # A token is bound to the collection too: one of customJobs is refused elsewhere.
         scope = f"{parent}/{kind.collection}"
         after = self._decode_token(query.get("pageToken", ""), scope, text)
-        page: list[Any] = []
-        next_token = ""
-        last_seq = after
-        for seq, job in self.store.list_jobs(parent, kind=kind, after_seq=after):
-            if not match(job):
-                continue
-            if len(page) == size:
-                next_token = self._encode_token(last_seq, scope, text)
-                break
-            page.append(job)
-            last_seq = seq
+        # One match beyond the page says whether a next page exists; the token then resumes
+        # after the page's last job.
+        found = self.store.list_matching(parent, where, kind=kind, after_seq=after, limit=size + 1)
+        page = [job for _, job in found[:size]]
+        next_token = (
+            self._encode_token(found[size - 1][0], scope, text) if len(found) > size else ""
+        )
         return {"jobs": page, "next_page_token": next_token}
 
     def cancel_job(self, kind: Kind, project: str, location: str, job_id: str) -> None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 import urllib.error
 import urllib.request
+from urllib.parse import quote
 
 import pytest
 import requests
@@ -375,6 +377,55 @@ def test_malformed_create_gets_400_json(sim: EmulatorProcess, body: bytes, menti
     assert payload["error"]["code"] == 400
     assert payload["error"]["status"] == "INVALID_ARGUMENT"
     assert mentions in payload["error"]["message"]
+
+
+def test_concurrent_clients_are_all_answered(sim: EmulatorProcess) -> None:
+    """24 clients create, look up (the provider's adoption filter), get and cancel at once: every
+    call is answered as it would be alone (no 5xx such as "database is locked"), and each look-up
+    finds exactly its own job among the others'."""
+    run = unique()
+    body = aip.CustomJob.to_json(make_job("concurrent", labels={"run": run})).encode()
+    answers: list[tuple[str, int, str]] = []
+    lock = threading.Lock()
+
+    def client(i: int) -> None:
+        seen: list[tuple[str, int, str]] = []
+        for round_ in range(4):
+            identity = f"c{i}-{round_}"
+            payload = json.loads(body)
+            payload["labels"] = {"run": run, "identity": identity}
+            status, created = _raw(
+                sim, "POST", f"/v1/{PARENT}/customJobs", json.dumps(payload).encode()
+            )
+            seen.append(("create", status, ""))
+            if status != 200:
+                continue
+            text = f'labels.identity="{identity}" AND (labels.run="{run}" OR labels.run="x")'
+            status, listed = _raw(sim, "GET", f"/v1/{PARENT}/customJobs?filter={quote(text)}")
+            names = [j["name"] for j in listed.get("customJobs", [])] if status == 200 else []
+            seen.append(("list", status, "own job" if names == [created["name"]] else str(names)))
+            status, _ = _raw(sim, "GET", f"/v1/{created['name']}")
+            seen.append(("get", status, ""))
+            status, answer = _raw(sim, "POST", f"/v1/{created['name']}:cancel", b"{}")
+            # A job that already finished cannot be cancelled: that answer is a 400 too.
+            finished = status == 400 and answer["error"]["status"] == "FAILED_PRECONDITION"
+            seen.append(("cancel", 200 if finished else status, ""))
+        with lock:
+            answers.extend(seen)
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(24)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert len(answers) == 24 * 4 * 4
+    assert {(call, status) for call, status, _ in answers} <= {
+        ("create", 200),
+        ("list", 200),
+        ("get", 200),
+        ("cancel", 200),
+    }, [a for a in answers if a[1] != 200]
+    assert {note for call, _, note in answers if call == "list"} == {"own job"}
 
 
 def test_unknown_route_gets_404_json(sim: EmulatorProcess) -> None:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from emulator import protos
+from emulator import filters, protos
 from emulator.filters import compile_filter
 
 KEYS = st.sampled_from(["team", "env", "run"])
@@ -72,6 +72,43 @@ def test_time_comparisons() -> None:
     assert not compile_filter('create_time<"2023-11-14T22:00:00Z"')(job)
     assert compile_filter('createTime>="2023-11-14T22:13:20Z"')(job)
     assert not compile_filter('end_time>"2000-01-01T00:00:00Z"')(job)  # unset never matches
+
+
+def test_the_parse_tree_says_what_the_filter_means() -> None:
+    # What the store compiles into SQL: OR binds tighter than AND, juxtaposition is AND, `:*` asks
+    # for the key, `:value` is equality, `-` is NOT, both spellings of a field are one field.
+    tree = filters.parse_filter(
+        'labels.a=x labels.b:* AND labels.c:y OR -displayName:"t-*" AND createTime<"2024-01-01T00:00:00Z"'
+    )
+    assert tree == filters.And(
+        (
+            filters.Label("a", "=", "x"),
+            filters.Label("b", "has"),
+            filters.Or(
+                (filters.Label("c", "=", "y"), filters.Not(filters.DisplayName("glob", "t-*")))
+            ),
+            filters.Time("create_time", "<", 1_704_067_200.0),
+        )
+    )
+    assert filters.parse_filter("state!=JOB_STATE_RUNNING") == filters.State(3, equal=False)
+    assert filters.parse_filter("  ") is None
+
+
+@pytest.mark.parametrize(
+    ("name", "pattern", "expected"),
+    [
+        ("train-1", "train-*", True),
+        ("train-1", "train-?", True),
+        ("train-12", "train-?", False),
+        ("a[1]", "a[1]", True),  # brackets are literal characters, not a class
+        ("a1", "a[1]", False),
+        ("", "*", True),
+        ("x", "", False),
+    ],
+)
+def test_display_name_glob(name: str, pattern: str, expected: bool) -> None:
+    assert filters.glob_match(name, pattern) is expected
+    assert compile_filter(f'display_name:"{pattern}"')(job_with({}, name=name)) is expected
 
 
 @pytest.mark.parametrize(
