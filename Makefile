@@ -43,6 +43,8 @@ bench: venv pulumi
 	$(PY) bench/validate.py
 	$(PY) bench/provider.py
 	$(PY) bench/emulator.py
+	$(PY) bench/emulator_list.py
+	$(PY) bench/pyenv.py
 	$(PY) bench/preview.py
 
 # A pull-request comment for STACK (default dev): `pulumi preview --json` rendered as markdown.

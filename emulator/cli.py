@@ -1,4 +1,4 @@
-"""Command line: ``python -m emulator serve|stop|jobs|logs``."""
+"""Command line: ``python -m emulator serve|stop|jobs|logs|maintenance``."""
 
 from __future__ import annotations
 
@@ -10,13 +10,15 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
-from emulator import config
+from emulator import config, gpus
 
 __all__ = ["build_parser", "main", "wait_ready"]
 
@@ -52,10 +54,24 @@ def _count(text: str) -> int:
     return value
 
 
+def _gpus(text: str) -> tuple[str, tuple[int, ...] | None]:
+    try:
+        return gpus.parse_gpus_flag(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    value = float(text)
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError("expected a number of seconds above 0")
     return value
 
 
@@ -67,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_stop(sub)
     _add_jobs(sub)
     _add_logs(sub)
+    _add_maintenance(sub)
     return parser
 
 
@@ -89,9 +106,12 @@ def _add_service_flags(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--mode", choices=config.MODES, default="execute")
     serve.add_argument(
         "--gpus",
-        choices=config.GPU_MODES,
+        type=_gpus,
         default="auto",
-        help="auto: give replicas real GPUs and fail jobs wanting more than exist; "
+        metavar="auto|ignore|IDS",
+        help="auto: share the GPUs nvidia-smi lists among jobs, each replica its own, jobs waiting "
+        "in QUEUED for free ones and failing if they want more than exist; IDS (e.g. 0,1,3): "
+        "share exactly these device ids instead (not checked against nvidia-smi); "
         "ignore: run GPU jobs on the CPU",
     )
     serve.add_argument(
@@ -119,6 +139,15 @@ def _add_limit_flags(serve: argparse.ArgumentParser) -> None:
         help="the most one package (wheel, sdist, zip or directory) may unpack or copy into a job "
         f"(default {config.DEFAULT_MAX_UNPACKED_MB}); archive headers are checked before anything "
         "is extracted",
+    )
+    serve.add_argument(
+        "--pip-timeout",
+        type=_positive_seconds,
+        default=config.DEFAULT_PIP_TIMEOUT_SECONDS,
+        metavar="SECONDS",
+        help="how long pip may take to install a pool's packages with their dependencies "
+        f"(default {config.DEFAULT_PIP_TIMEOUT_SECONDS:g}); a job whose install takes longer "
+        "fails with code 3",
     )
     serve.add_argument(
         "--no-project-validation",
@@ -178,6 +207,26 @@ def _add_logs(sub: Subparsers) -> None:
     logs.add_argument("--state-dir")
 
 
+def _add_maintenance(sub: Subparsers) -> None:
+    drill = sub.add_parser(
+        "maintenance",
+        help="host maintenance drill: kill a replica of a running job and restart it",
+        description="Simulate a Compute Engine host maintenance event on one replica of a running "
+        "job: its process group is stopped (SIGTERM, SIGKILL after the grace period) and started "
+        "again with the same environment, so the trainer must resume from its checkpoint. With "
+        "scheduling.restart_job_on_worker_restart, every replica of the job is restarted.",
+    )
+    drill.add_argument("job", help="job id or full resource name")
+    drill.add_argument(
+        "--replica", default="workerpool0-0", help="the replica hit (default workerpool0-0)"
+    )
+    where = drill.add_mutually_exclusive_group()
+    where.add_argument(
+        "--state-dir", help="the running emulator's state dir (default ./.local/emulator)"
+    )
+    where.add_argument("--endpoint", help="the emulator's URL, e.g. http://127.0.0.1:8642")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m emulator``."""
     warnings.filterwarnings("ignore", category=FutureWarning)
@@ -189,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
         return _stop(args)
     if args.command == "jobs":
         return _jobs(args)
+    if args.command == "maintenance":
+        return _maintenance(args)
     return _logs(args)
 
 
@@ -240,7 +291,8 @@ def _settings(args: argparse.Namespace, state_dir: Path) -> config.Settings:
     return config.Settings(
         state_dir=state_dir,
         mode=args.mode,
-        gpus=args.gpus,
+        gpus=args.gpus[0],
+        gpu_devices=args.gpus[1],
         allow_roots=roots,
         grace_seconds=args.grace_seconds,
         max_running_jobs=args.max_running_jobs,
@@ -250,6 +302,7 @@ def _settings(args: argparse.Namespace, state_dir: Path) -> config.Settings:
         simulate_run_seconds=args.simulate_run_seconds,
         simulate_cancel_seconds=args.simulate_cancel_seconds,
         max_unpacked_mb=args.max_unpacked_mb,
+        pip_timeout_seconds=args.pip_timeout,
     )
 
 
@@ -409,19 +462,112 @@ def _logs(args: argparse.Namespace) -> int:
     store = _open_store(state_dir)
     if not isinstance(store, Store):
         return 1
-    replicas = store.replicas(job_id)
+    logs = [(r.replica, r.log_path) for r in store.replicas(job_id)]
+    if not logs:
+        logs = _logs_before_start(state_dir, job_id)
     if args.replica:
-        replicas = [r for r in replicas if r.replica == args.replica]
-    if not replicas:
+        logs = [(name, path) for name, path in logs if name == args.replica]
+    if not logs:
         what = f"replica {args.replica} of job {job_id}" if args.replica else f"job {job_id}"
         print(f"no logs for {what}", file=sys.stderr)
         return 1
-    for r in replicas:
+    for name, log_path in logs:
         if not args.replica:
-            print(f"==> {r.replica} ({r.log_path}) <==")
+            print(f"==> {name} ({log_path}) <==")
         try:
-            sys.stdout.write(Path(r.log_path).read_text(errors="replace"))
+            sys.stdout.write(Path(log_path).read_text(errors="replace"))
         except OSError as exc:
-            print(f"cannot read {r.log_path}: {exc.strerror}", file=sys.stderr)
+            print(f"cannot read {log_path}: {exc.strerror}", file=sys.stderr)
             return 1
     return 0
+
+
+def _logs_before_start(state_dir: Path, job_id: str) -> list[tuple[str, str]]:
+    """(replica, log path) of a job that failed before its replicas started (a failed package
+    install): its replicas' log files hold only what the emulator wrote about it."""
+    if not job_id.isdigit():
+        return []
+    folder = state_dir / "jobs" / job_id / "logs"
+    return [(p.stem, str(p)) for p in sorted(folder.glob("workerpool*-*.log"))]
+
+
+def _running_endpoint(state_dir: Path) -> str | None:
+    """The endpoint of the emulator serving ``state_dir``, if it runs and answers."""
+    try:
+        info = json.loads((state_dir / "server.json").read_text())
+        endpoint, pid = str(info["endpoint"]), info["pid"]
+        with urllib.request.urlopen(f"{endpoint}/emulator/v1/health", timeout=5) as resp:
+            answering = json.loads(resp.read()).get("pid") == pid
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return endpoint if answering else None
+
+
+def _admin_post(url: str, body: dict[str, object]) -> tuple[int, dict[str, object]]:
+    """POST JSON to an admin route: (HTTP status, decoded answer). OSError if unreachable."""
+    req = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
+    try:
+        # A maintenance event waits for the replica to stop (up to the grace period) and start.
+        with urllib.request.urlopen(req, timeout=300) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        try:
+            answer = json.loads(exc.read())
+        except ValueError:
+            answer = {}
+        return exc.code, answer if isinstance(answer, dict) else {}
+
+
+def _maintenance(args: argparse.Namespace) -> int:
+    job_id = urllib.parse.quote(args.job.rstrip("/").split("/")[-1], safe="")
+    if args.endpoint:
+        endpoint = args.endpoint.rstrip("/")
+    else:
+        state_dir = _state_dir(args.state_dir)
+        found = _running_endpoint(state_dir)
+        if found is None:
+            print(
+                f"no running emulator found for {state_dir} (its server.json is missing or the "
+                "server does not answer): start one with `python -m emulator serve`, or name "
+                "it with --endpoint",
+                file=sys.stderr,
+            )
+            return 1
+        endpoint = found
+    url = f"{endpoint}/emulator/v1/jobs/{job_id}:maintenance"
+    try:
+        status, answer = _admin_post(url, {"replica": args.replica})
+    except (OSError, ValueError) as exc:
+        print(f"cannot reach the emulator at {endpoint}: {exc}", file=sys.stderr)
+        return 1
+    if status != 200:
+        error = answer.get("error")
+        message = error.get("message") if isinstance(error, dict) else None
+        print(
+            f"maintenance of job {job_id} refused: {_terminal_safe(str(message or status))}",
+            file=sys.stderr,
+        )
+        return 1
+    _print_maintenance(job_id, args.replica, answer)
+    return 0
+
+
+def _print_maintenance(job_id: str, replica: str, answer: dict[str, object]) -> None:
+    print(f"job {job_id}: host maintenance event on {_terminal_safe(replica)}")
+    print(
+        f"  stopped its process {answer.get('previousPid')} "
+        f"(exit status {answer.get('previousExitCode')})"
+    )
+    if answer.get("jobRestarted"):
+        print("  scheduling.restart_job_on_worker_restart is set: the whole job was restarted")
+    restarted = answer.get("restartedReplicas")
+    for r in restarted if isinstance(restarted, list) else []:
+        print(
+            f"  restarted {r.get('replica')}: pid {r.get('pid')}, restarts {r.get('restarts')}, "
+            f"log {r.get('logPath')}"
+        )

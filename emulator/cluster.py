@@ -14,6 +14,7 @@ import json
 import shutil
 import socket
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,8 +28,10 @@ __all__ = [
     "TrialContext",
     "assign_gpus",
     "detect_gpus",
+    "gpus_wanted",
     "plan_replicas",
     "replica_env",
+    "too_many_gpus",
 ]
 
 TF_TASK_TYPES = ("chief", "worker", "ps", "evaluator")
@@ -108,19 +111,53 @@ def detect_gpus() -> int:
     return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
 
 
-def assign_gpus(job: Any, plans: list[ReplicaPlan], available: int) -> str | None:
-    """Give each replica its own GPU indices; return an error message if there are too few."""
+def gpus_wanted(job: Any) -> int:
+    """GPUs the whole job asks for: every replica of every pool."""
+    return sum(
+        gpus_per_replica(pool) * int(pool.replica_count)
+        for pool in job.job_spec.worker_pool_specs
+        if pool.ByteSize() != 0
+    )
+
+
+def too_many_gpus(job: Any, devices: Sequence[int], listed: bool) -> str | None:
+    """Why the job can never run on ``devices`` (it wants more GPUs than exist), or None.
+
+    ``listed``: the devices were given with ``--gpus 0,1,...`` rather than detected.
+    """
+    wanted = gpus_wanted(job)
+    if wanted <= len(devices):
+        return None
+    per_pool = ", ".join(
+        f"workerpool{i}: {pool.replica_count} replica(s) x {gpus_per_replica(pool)}"
+        for i, pool in enumerate(job.job_spec.worker_pool_specs)
+        if pool.ByteSize() != 0 and gpus_per_replica(pool)
+    )
+    where = (
+        f"the emulator was given {len(devices)} (--gpus {','.join(map(str, devices))})"
+        if listed
+        else f"this machine has {len(devices)}"
+    )
+    return (
+        f"The job needs {wanted} GPU(s) in total but {where} ({per_pool}). "
+        "Start the emulator with --gpus=ignore to run GPU jobs on the CPU."
+    )
+
+
+def assign_gpus(job: Any, plans: list[ReplicaPlan], devices: Sequence[int]) -> str | None:
+    """Give each replica its own devices, in order, out of the job's ``devices``.
+
+    Returns an error message if there are too few (the driver grants a job as many devices as
+    it wants, so only a bug gets there).
+    """
     pools = list(job.job_spec.worker_pool_specs)
     wanted = sum(gpus_per_replica(pools[p.pool]) for p in plans)
-    if wanted > available:
-        return (
-            f"The job needs {wanted} GPU(s) in total but this machine has {available}. "
-            "Start the emulator with --gpus=ignore to run GPU jobs on the CPU."
-        )
+    if wanted > len(devices):
+        return f"The job needs {wanted} GPU(s) in total but was given {len(devices)}."
     next_gpu = 0
     for p in plans:
         n = gpus_per_replica(pools[p.pool])
-        p.gpus = list(range(next_gpu, next_gpu + n))
+        p.gpus = list(devices[next_gpu : next_gpu + n])
         next_gpu += n
     return None
 
@@ -178,6 +215,10 @@ def replica_env(
         "CLOUD_ML_REGION": region,
         "CUDA_VISIBLE_DEVICES": "" if gpu_mode == "ignore" else ",".join(map(str, me.gpus)),
     }
+    if me.gpus and gpu_mode != "ignore":
+        # Number devices as nvidia-smi and `docker --gpus device=` do (by PCI bus), so that
+        # `--gpus 2,3` means the same two GPUs to a Python replica and to a container.
+        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
     if output_dir is not None:
         base = output_dir.rstrip("/")
         env["AIP_MODEL_DIR"] = f"{base}/model/"

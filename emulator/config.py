@@ -9,12 +9,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DEFAULT_MAX_UNPACKED_MB", "DROP_MODES", "GPU_MODES", "MODES", "Faults", "Settings"]
+__all__ = [
+    "DEFAULT_MAX_UNPACKED_MB",
+    "DEFAULT_PIP_TIMEOUT_SECONDS",
+    "DROP_MODES",
+    "GPU_MODES",
+    "MODES",
+    "Faults",
+    "Settings",
+]
 
 MODES = ("execute", "simulate")
 GPU_MODES = ("auto", "ignore")
 DROP_MODES = ("close", "503")
 DEFAULT_MAX_UNPACKED_MB = 512
+# A cold install of a framework-sized dependency tree takes minutes; a hung index must not hang a job.
+DEFAULT_PIP_TIMEOUT_SECONDS = 900.0
 
 
 @dataclass
@@ -24,6 +34,8 @@ class Settings:
     state_dir: Path
     mode: str = "execute"
     gpus: str = "auto"
+    # With gpus="auto": the GPU device ids to share (``--gpus 0,1``); None detects them.
+    gpu_devices: tuple[int, ...] | None = None
     allow_roots: list[Path] = field(default_factory=list)
     grace_seconds: float = 5.0
     max_running_jobs: int = 4
@@ -35,6 +47,8 @@ class Settings:
     python: str = sys.executable
     # The most one package (archive or directory) may unpack or copy into a job, in MiB.
     max_unpacked_mb: int = DEFAULT_MAX_UNPACKED_MB
+    # How long pip may take to install one pool's packages and dependencies (emulator.pyenv).
+    pip_timeout_seconds: float = DEFAULT_PIP_TIMEOUT_SECONDS
 
 
 @dataclass

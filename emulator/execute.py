@@ -1,10 +1,32 @@
 """Execute mode: every replica of a job is a real process on this machine.
 
-:class:`ExecuteDriver` gives each job its own thread (:class:`_JobWorker`) and caps how many run
-at once (``--max-running-jobs``; more wait in QUEUED). A worker prepares the job
-(:mod:`emulator.launch`), starts one process per replica, watches them, and serves host
-maintenance events. The chief (``workerpool0-0``) decides the outcome; when it exits the other
-replicas are stopped.
+:class:`ExecuteDriver` gives each job its own thread (:class:`_JobWorker`). Before a job leaves
+QUEUED its worker is admitted by the driver's :class:`~emulator.gpus.Admission`: one of the
+``--max-running-jobs`` slots and, for a GPU job, GPU devices no other running job holds (jobs
+wait in QUEUED, first come first served; a job wanting more GPUs than exist fails at once with
+code 8). A worker then prepares the job (:mod:`emulator.launch`), starts one process per replica,
+watches them, and serves host maintenance events; what it holds is given back when it ends,
+however it ends.
+
+Replica exits follow Vertex AI ("Understand the Vertex AI serverless training service",
+https://cloud.google.com/vertex-ai/docs/training/understanding-training-service, sections
+"Restart workers during the training job", "Successfully completing a job" and "Handle common
+errors"):
+
+* the job succeeds when the chief (``workerpool0-0``, the primary replica) exits 0; the other
+  replicas still running are then stopped. Another replica exiting 0 has just finished its part;
+* a replica of any pool (chief, workers, parameter servers, evaluators alike) exiting non-zero is a
+  user code exception, one of Vertex's "common errors": a permanent error that fails the whole
+  job, with or without ``scheduling.restart_job_on_worker_restart`` (code 3, "The replica
+  workerpool1-0 exited with a non-zero status of 1. Termination reason: Error. ...", as Vertex
+  reports it);
+* except for exit codes that may be transient (SIGABRT: 6, 134; SIGSEGV: 11, 139; or the process
+  killed by that signal): then the whole job is restarted, every replica, up to three times
+  (none with ``scheduling.disable_retries``);
+* a host maintenance event restarts the replica it hits; with
+  ``scheduling.restart_job_on_worker_restart`` ("Restarts the entire CustomJob if a worker gets
+  restarted", the v1 API reference of ``Scheduling``) it restarts every replica of the job.
+  ``scheduling.disable_retries`` overrides that flag to false, as the API reference says.
 
 Stopping a replica means SIGTERM to its process group, then SIGKILL after ``grace_seconds``.
 """
@@ -24,16 +46,29 @@ from typing import IO, Any
 from emulator import cluster, errors, procs, protos
 from emulator.driver import CANCELLED, JobControl, timeout_seconds
 from emulator.errors import ApiError
+from emulator.gpus import Admission
 from emulator.launch import JobFailure, Launch, prepare_launch
 from emulator.store import Replica
 
-__all__ = ["ExecuteDriver"]
+__all__ = ["ExecuteDriver", "restarts_job_on_worker_restart"]
 
 # The runner's logger, as before this module was split from it: the service log reads the same.
 log = logging.getLogger("emulator.runner")
 
 S = protos.JobState
 CHIEF = "workerpool0-0"
+
+# Exit codes Vertex AI treats as possibly transient, restarting the whole job (module doc): a
+# process's own exit status, the shell's 128 + signal of a container, or (negative) the signal
+# that killed a Python replica.
+TRANSIENT_EXIT_CODES = frozenset({6, 134, -6, 11, 139, -11})
+MAX_JOB_RETRIES = 3
+
+
+def restarts_job_on_worker_restart(job: Any) -> bool:
+    """``scheduling.restart_job_on_worker_restart``, unless ``disable_retries`` overrides it."""
+    scheduling = job.job_spec.scheduling
+    return bool(scheduling.restart_job_on_worker_restart and not scheduling.disable_retries)
 
 
 class ExecuteDriver:
@@ -44,8 +79,13 @@ class ExecuteDriver:
         self.settings = control.settings
         self._workers: dict[str, _JobWorker] = {}
         self._lock = threading.Lock()
-        self._slots = threading.BoundedSemaphore(max(self.settings.max_running_jobs, 1))
-        self.gpu_count = cluster.detect_gpus() if self.settings.gpus == "auto" else 0
+        if self.settings.gpus == "ignore":
+            devices: tuple[int, ...] = ()
+        elif self.settings.gpu_devices is not None:
+            devices = self.settings.gpu_devices
+        else:
+            devices = tuple(range(cluster.detect_gpus()))
+        self.admission = Admission(self.settings.max_running_jobs, devices)
 
     # -- Driver -------------------------------------------------------------------------------
 
@@ -62,6 +102,7 @@ class ExecuteDriver:
             worker = self._workers.get(job_id)
         if worker is not None and worker.is_alive():
             worker.cancel_event.set()
+            self.admission.wake()  # a job waiting for GPUs gives up now
         else:
             self.control.finish(job_id, S.JOB_STATE_CANCELLED, CANCELLED)
 
@@ -94,16 +135,16 @@ class ExecuteDriver:
 
     # -- for the workers ----------------------------------------------------------------------
 
-    def slot(self, cancelled: threading.Event) -> bool:
-        """Wait for a free running-job slot; False if cancelled or stopping first."""
-        while not self._slots.acquire(timeout=0.1):
-            if cancelled.is_set() or self.control.stopping:
-                return False
-        return True
+    def gpus_wanted(self, job: Any) -> int:
+        """GPUs the job takes from the shared ones (none when GPU requests are ignored)."""
+        return 0 if self.settings.gpus == "ignore" else cluster.gpus_wanted(job)
 
-    def release_slot(self) -> None:
-        """Give a running-job slot back."""
-        self._slots.release()
+    def too_many_gpus(self, job: Any) -> str | None:
+        """Why the job can never have its GPUs here, or None."""
+        if self.settings.gpus == "ignore":
+            return None
+        listed = self.settings.gpu_devices is not None
+        return cluster.too_many_gpus(job, self.admission.devices, listed)
 
     def forget(self, job_id: str) -> None:
         """A worker has finished."""
@@ -129,7 +170,7 @@ class _Running:
 
 
 class _JobWorker(threading.Thread):
-    """One thread per job: prepare, start the replicas, watch them, finish the job."""
+    """One thread per job: wait for a slot and GPUs, prepare, start and watch the replicas."""
 
     def __init__(self, driver: ExecuteDriver, job_id: str, *, relaunch: bool) -> None:
         super().__init__(name=f"job-{job_id}", daemon=True)
@@ -145,26 +186,24 @@ class _JobWorker(threading.Thread):
         self.running: dict[str, _Running] = {}
         self.job_dir = driver.control.job_dir(job_id)
         self.launch = Launch(plans=[])
+        self.job_retries = 0  # whole-job restarts after exit codes that may be transient
+        self.may_retry = True  # False with scheduling.disable_retries
+        self.restart_job_on_worker_restart = False
 
     def run(self) -> None:
         try:
-            if not self.driver.slot(self.cancel_event):
-                if self.cancel_event.is_set():
-                    self._cancelled()
+            try:
+                devices = self._admit()
+            except Exception as exc:
+                self._internal_error(exc)
+                return
+            if devices is None:
                 return
             try:
-                self._run()
+                self._run_guarded(devices)
             finally:
-                self.driver.release_slot()
-        except JobFailure as failure:  # e.g. a replica restarted by maintenance cannot start
-            self._stop_all_replicas("failed")
-            self._failed(failure)
-        except Exception as exc:
-            log.exception("job %s: internal error", self.job_id)
-            self._stop_all_replicas("failed")
-            self._failed(
-                JobFailure(errors.RPC_INTERNAL, f"Emulator internal error ({type(exc).__name__}).")
-            )
+                # Only now: every replica has been stopped, whichever way the job ended.
+                self.driver.admission.release(self.job_id)
         finally:
             self.accepting.clear()
             self._answer_pending_requests()
@@ -174,19 +213,55 @@ class _JobWorker(threading.Thread):
 
     # -- phases -------------------------------------------------------------------------------
 
-    def _run(self) -> None:
+    def _admit(self) -> list[int] | None:
+        """Wait in QUEUED for a running-job slot and the job's GPUs; None if it never gets them
+        (cancelled, the service stopping, or more GPUs wanted than exist: the job failed)."""
+        job = self.store.get_job(self.job_id)
+        if job is None:
+            return None
+        problem = self.driver.too_many_gpus(job)
+        if problem is not None:
+            self._failed(JobFailure(errors.RPC_RESOURCE_EXHAUSTED, problem))
+            return None
+        wanted = self.driver.gpus_wanted(job)
+        if wanted:
+            log.info("job %s: waiting for %d GPU(s) and a slot", self.job_id, wanted)
+        devices = self.driver.admission.acquire(
+            self.job_id,
+            wanted,
+            give_up=lambda: self.cancel_event.is_set() or self.control.stopping,
+        )
+        if devices is None and self.cancel_event.is_set():
+            self._cancelled()
+        elif devices:
+            log.info("job %s: GPU device(s) %s", self.job_id, ",".join(map(str, devices)))
+        return devices
+
+    def _run_guarded(self, devices: list[int]) -> None:
+        """Run the job; a failure on the way stops its replicas and fails it."""
+        try:
+            self._run(devices)
+        except JobFailure as failure:  # e.g. a replica restarted by maintenance cannot start
+            self._stop_all_replicas("failed")
+            self._failed(failure)
+        except Exception as exc:
+            self._internal_error(exc)
+
+    def _run(self, devices: list[int]) -> None:
         if not self._advance(S.JOB_STATE_PENDING, S.JOB_STATE_QUEUED):
             return
         job = self.store.get_job(self.job_id)
         if job is None:
             return
+        self.may_retry = not job.job_spec.scheduling.disable_retries
+        self.restart_job_on_worker_restart = restarts_job_on_worker_restart(job)
         try:
             self.launch = prepare_launch(
                 job,
                 job_id=self.job_id,
                 job_dir=self.job_dir,
                 settings=self.settings,
-                gpu_count=self.driver.gpu_count,
+                gpu_devices=devices,
                 trial=self.control.trial_context(self.job_id),
             )
         except JobFailure as failure:
@@ -229,6 +304,14 @@ class _JobWorker(threading.Thread):
 
     def _cancelled(self) -> None:
         self.control.finish(self.job_id, S.JOB_STATE_CANCELLED, CANCELLED)
+
+    def _internal_error(self, exc: Exception) -> None:
+        """A bug of the emulator's: stop what runs and fail the job with code 13."""
+        log.error("job %s: internal error", self.job_id, exc_info=exc)
+        self._stop_all_replicas("failed")
+        self._failed(
+            JobFailure(errors.RPC_INTERNAL, f"Emulator internal error ({type(exc).__name__}).")
+        )
 
     def _failed(self, failure: JobFailure) -> None:
         self.control.finish(self.job_id, S.JOB_STATE_FAILED, (failure.code, failure.message))
@@ -320,6 +403,19 @@ class _JobWorker(threading.Thread):
     def _stop_all_replicas(self, final_state: str) -> None:
         self._stop_replicas(list(self.running), final_state)
 
+    def _restart_job(self, reason: str) -> list[str]:
+        """Stop every replica and start them all again (Vertex restarts the entire job)."""
+        names = list(self.running)
+        for r in self.running.values():
+            r.log.write(f"[emulator] {reason}: restarting every replica of the job\n".encode())
+            r.log.flush()
+        self._stop_replicas(names, "restarting")
+        for name in names:
+            old = self.running[name]
+            old.log.close()
+            self._start(old.plan, old.record.restarts + 1, "restarting with the job:")
+        return names
+
     # -- watching -----------------------------------------------------------------------------
 
     def _monitor(self, job: Any) -> None:
@@ -327,18 +423,39 @@ class _JobWorker(threading.Thread):
         started = protos.ts_seconds(job.start_time)
         while not self._interrupted(timeout, started):
             self._serve_requests()
-            for name, r in self.running.items():
-                if r.record.state != "running":
-                    continue
-                rc = r.proc.poll()
-                if rc is None:
-                    continue
-                self._record_exit(r, rc)
-                log.info("job %s: %s exited with %d", self.job_id, name, rc)
-                if name == CHIEF:
-                    self._chief_exited(r, rc)
-                    return
+            if self._check_exits():
+                return
             self.cancel_event.wait(0.1)
+
+    def _check_exits(self) -> bool:
+        """Record replicas that exited since the last look; True once the job is over."""
+        for name, r in list(self.running.items()):
+            if r.record.state != "running":
+                continue
+            rc = r.proc.poll()
+            if rc is None:
+                continue
+            self._record_exit(r, rc)
+            log.info("job %s: %s exited with %d", self.job_id, name, rc)
+            if rc in TRANSIENT_EXIT_CODES and self._retry_allowed():
+                self.job_retries += 1
+                self._restart_job(
+                    f"{name} {_how_it_exited(rc)}, which may be transient (job retry "
+                    f"{self.job_retries} of {MAX_JOB_RETRIES})"
+                )
+                return False
+            if name == CHIEF or rc != 0:
+                self._end_job(r, rc)
+                return True
+        return False
+
+    def _retry_allowed(self) -> bool:
+        return (
+            self.may_retry
+            and self.job_retries < MAX_JOB_RETRIES
+            and not self.cancel_event.is_set()
+            and not self.control.stopping
+        )
 
     def _interrupted(self, timeout: float, started: float) -> bool:
         """Stop the replicas and return True if the service stops, or the job is cancelled or
@@ -361,23 +478,25 @@ class _JobWorker(threading.Thread):
             return True
         return False
 
-    def _chief_exited(self, chief: _Running, rc: int) -> None:
-        self._stop_replicas([n for n in self.running if n != chief.plan.name], "stopped")
+    def _end_job(self, ended: _Running, rc: int) -> None:
+        """The chief exited, or another replica failed: stop the rest and finish the job."""
+        self._stop_replicas([n for n in self.running if n != ended.plan.name], "stopped")
         if self.cancel_event.is_set():
             self._cancelled()
         elif rc == 0:
             self.control.finish(self.job_id, S.JOB_STATE_SUCCEEDED)
         else:
-            how = (
-                f"was terminated by signal {signal.Signals(-rc).name}"
-                if rc < 0
-                else f"exited with a non-zero status of {rc}"
+            retried = (
+                f" The job was restarted {self.job_retries} time(s) after exit codes that may "
+                "be transient."
+                if self.job_retries
+                else ""
             )
             self._failed(
                 JobFailure(
                     errors.RPC_INVALID_ARGUMENT,
-                    f"The replica {chief.plan.name} {how}. To find out more about why your job "
-                    f"exited please check the logs: {chief.record.log_path}",
+                    f"The replica {ended.plan.name} {_how_it_exited(rc)}. To find out more about "
+                    f"why your job exited please check the logs: {ended.record.log_path}" + retried,
                 )
             )
 
@@ -396,6 +515,7 @@ class _JobWorker(threading.Thread):
             request.done.set()
 
     def _maintain(self, name: str) -> dict[str, Any]:
+        """Kill replica ``name`` and start it again (every replica, when the job asks so)."""
         r = self.running.get(name)
         if r is None:
             known = ", ".join(self.running) or "none"
@@ -404,10 +524,21 @@ class _JobWorker(threading.Thread):
             raise errors.failed_precondition(f"Replica {name} is not running.")
         r.log.write(b"[emulator] host maintenance event: stopping the replica\n")
         r.log.flush()
-        self._stop_replicas([name], "maintenance")
-        r.log.close()
-        self._start(r.plan, r.record.restarts + 1, "restarting after host maintenance:")
-        return self.running[name].record.to_dict()
+        if self.restart_job_on_worker_restart:
+            restarted = self._restart_job(
+                f"host maintenance event on {name} and scheduling.restart_job_on_worker_restart"
+            )
+        else:
+            self._stop_replicas([name], "maintenance")
+            r.log.close()
+            self._start(r.plan, r.record.restarts + 1, "restarting after host maintenance:")
+            restarted = [name]
+        result = self.running[name].record.to_dict()
+        result["previousPid"] = r.record.pid
+        result["previousExitCode"] = r.record.exit_code
+        result["jobRestarted"] = self.restart_job_on_worker_restart
+        result["restartedReplicas"] = [self.running[n].record.to_dict() for n in restarted]
+        return result
 
     def _answer_pending_requests(self) -> None:
         while True:
@@ -417,3 +548,13 @@ class _JobWorker(threading.Thread):
                 return
             request.error = errors.failed_precondition(f"Job {self.job_id} is no longer running.")
             request.done.set()
+
+
+def _how_it_exited(rc: int) -> str:
+    """Vertex's wording for a replica's exit status (a Python replica killed by a signal: < 0)."""
+    if rc < 0:
+        try:
+            return f"was terminated by signal {signal.Signals(-rc).name}"
+        except ValueError:
+            return f"was terminated by signal {-rc}"
+    return f"exited with a non-zero status of {rc}. Termination reason: Error"

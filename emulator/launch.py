@@ -1,7 +1,7 @@
 """Everything an execute-mode job needs before its replicas start, and what each one runs.
 
-:func:`prepare_launch` checks what the job asks for (a Docker daemon for container pools, enough
-GPUs), installs each pool's packages into the job's ``site-<n>``, creates the output directories,
+:func:`prepare_launch` checks what the job asks for (a Docker daemon for container pools), shares
+out the GPUs the driver granted the job among its replicas, installs each pool's packages (:mod:`emulator.pyenv`: into the job's ``site-<n>``, or with pip and their dependencies into a cached environment), creates the output directories,
 and builds every replica's command line and environment (for a hyperparameter tuning trial, with
 the trial's variables and a metric file per replica). A problem the job caused is a
 :class:`JobFailure` carrying the google.rpc code the job fails with.
@@ -12,11 +12,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from emulator import cluster, errors, packages, paths
+from emulator import cluster, errors, paths, pyenv
 from emulator.config import Settings
 
 __all__ = ["JobFailure", "Launch", "prepare_launch"]
@@ -86,7 +87,7 @@ def prepare_launch(
     job_id: str,
     job_dir: Path,
     settings: Settings,
-    gpu_count: int,
+    gpu_devices: Sequence[int] = (),
     trial: cluster.TrialContext | None = None,
 ) -> Launch:
     """Check, install and plan everything job ``job_id`` needs to start (see module doc)."""
@@ -97,7 +98,8 @@ def prepare_launch(
     _check_docker(ctx)
     plans = cluster.plan_replicas(job)
     if settings.gpus == "auto":
-        problem = cluster.assign_gpus(job, plans, gpu_count)
+        # gpu_devices: what the driver granted this job, held by it alone until it ends.
+        problem = cluster.assign_gpus(job, plans, gpu_devices)
         if problem is not None:
             raise JobFailure(errors.RPC_RESOURCE_EXHAUSTED, problem)
     sites = _install_packages(ctx)
@@ -123,34 +125,54 @@ def _check_docker(ctx: _Job) -> None:
             )
 
 
-def _install_packages(ctx: _Job) -> dict[tuple[str, ...], Path]:
-    """One ``site-<n>`` per distinct list of package URIs, by that list."""
-    sites: dict[tuple[str, ...], Path] = {}
-    limits = packages.Limits(max_bytes=ctx.settings.max_unpacked_mb * 1024 * 1024)
+def _install_packages(ctx: _Job) -> dict[tuple[str, ...], pyenv.PoolPython]:
+    """How each distinct list of package URIs runs (:mod:`emulator.pyenv`), by that list.
+
+    What was installed, and any framework warning, goes to the log of each replica of the pool.
+    """
+    pythons: dict[tuple[str, ...], pyenv.PoolPython] = {}
+    base: pyenv.Interpreter | None = None
     for i, pool in enumerate(ctx.pools):
         if pool.WhichOneof("task") != "python_package_spec":
             continue
-        uris = tuple(pool.python_package_spec.package_uris)
-        if uris in sites:
-            continue
-        site = ctx.job_dir / f"site-{len(sites)}"
-        shutil.rmtree(site, ignore_errors=True)
-        try:
-            # Checked again here, right before reading: the file system may have changed
-            # since the create (a symlink planted after it).
-            sources = [
-                paths.resolve_package(u, ctx.settings.state_dir, ctx.settings.allow_roots)
-                for u in uris
-            ]
-            packages.install(sources, site, roots=ctx.settings.allow_roots, limits=limits)
-        except (packages.PackageError, OSError) as exc:
-            shutil.rmtree(site, ignore_errors=True)
-            raise JobFailure(
-                errors.RPC_INVALID_ARGUMENT,
-                f"Installing the packages of worker pool {i} failed: {exc}",
-            ) from None
-        sites[uris] = site
-    return sites
+        pps = pool.python_package_spec
+        uris = tuple(pps.package_uris)
+        if uris not in pythons:
+            try:
+                # Checked again here, right before reading: the file system may have changed
+                # since the create (a symlink planted after it).
+                sources = [
+                    paths.resolve_package(u, ctx.settings.state_dir, ctx.settings.allow_roots)
+                    for u in uris
+                ]
+                base = base or pyenv.probe(ctx.settings.python, cwd=ctx.job_dir)
+                pythons[uris] = pyenv.prepare_pool(
+                    sources,
+                    index=len(pythons),
+                    job_dir=ctx.job_dir,
+                    settings=ctx.settings,
+                    base=base,
+                )
+            except (paths.PackageError, pyenv.InstallError, OSError) as exc:
+                message = f"Installing the packages of worker pool {i} failed: {exc}"
+                _log_to_pool(ctx, i, [message])
+                raise JobFailure(errors.RPC_INVALID_ARGUMENT, message) from None
+            except pyenv.EnvironmentProblem as exc:
+                _log_to_pool(ctx, i, [str(exc)])
+                raise JobFailure(errors.RPC_FAILED_PRECONDITION, str(exc)) from None
+        setup = pythons[uris]
+        warning = pyenv.framework_warning(pps.executor_image_uri, setup.interpreter)
+        _log_to_pool(ctx, i, [*setup.notes, *([warning] if warning else [])])
+    return pythons
+
+
+def _log_to_pool(ctx: _Job, pool_index: int, lines: list[str]) -> None:
+    # Before the replicas start: their logs are appended to when they do.
+    text = "".join(f"[emulator] {line}\n" for line in lines).encode(errors="replace")
+    for replica in range(max(ctx.pools[pool_index].replica_count, 1)):
+        log_path = ctx.job_dir / "logs" / f"workerpool{pool_index}-{replica}.log"
+        with open(log_path, "ab") as log:
+            log.write(text)
 
 
 def _prepare_output_dir(ctx: _Job) -> str | None:
@@ -170,7 +192,7 @@ def _replica_command(
     ctx: _Job,
     plan: cluster.ReplicaPlan,
     plans: list[cluster.ReplicaPlan],
-    sites: dict[tuple[str, ...], Path],
+    sites: dict[tuple[str, ...], pyenv.PoolPython],
     output_dir: str | None,
 ) -> tuple[dict[str, str], list[str]]:
     """(environment, command line) of one replica."""
@@ -192,12 +214,15 @@ def _replica_command(
     if pool.WhichOneof("task") == "python_package_spec":
         pps = pool.python_package_spec
         env.update({v.name: v.value for v in pps.env})
-        # Only the job's own site dir is added; the interpreter's site-packages (numpy)
-        # comes with the interpreter. PYTHONSAFEPATH keeps the working dir off sys.path.
-        env["PYTHONPATH"] = str(sites[tuple(pps.package_uris)])
+        python = sites[tuple(pps.package_uris)]
+        # The no-pip path adds only the job's own site dir; the interpreter's site-packages
+        # (numpy) comes with the interpreter, as it does with a pip-built environment's Python.
+        # PYTHONSAFEPATH keeps the working dir off sys.path.
+        if python.pythonpath is not None:
+            env["PYTHONPATH"] = python.pythonpath
         env["PYTHONSAFEPATH"] = "1"
         env["PYTHONUNBUFFERED"] = "1"
-        return env, [ctx.settings.python, "-m", pps.python_module, *pps.args]
+        return env, [python.python, "-m", pps.python_module, *pps.args]
     cs = pool.container_spec
     env.update({v.name: v.value for v in cs.env})
     mounts = [output_dir] if output_dir is not None else []

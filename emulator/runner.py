@@ -1,16 +1,18 @@
 """Drives jobs through their states, handing the work to a driver chosen from ``--mode``.
 
-State machine: QUEUED → PENDING (packages installed, resources checked) → RUNNING (one process
-per replica) → SUCCEEDED / FAILED; a cancel goes through CANCELLING to CANCELLED. How a job gets
-from one state to the next is the driver's business: real processes in execute mode
-(:mod:`emulator.execute`), timers in simulate mode (:mod:`emulator.simulate`). This module owns
+State machine: QUEUED (waiting for a running-job slot and GPUs) → PENDING (packages installed,
+resources checked) → RUNNING (one process per replica) → SUCCEEDED / FAILED; a cancel goes
+through CANCELLING to CANCELLED. How a job gets from one state to the next is the driver's
+business: real processes in execute mode (:mod:`emulator.execute`), timers in simulate mode
+(:mod:`emulator.simulate`). This module owns
 what both share: the transitions themselves, cancelling and deleting jobs, and the service's
 lifecycle. Hyperparameter tuning jobs go to :class:`~emulator.tuning.TuningScheduler` instead,
 whose trials are CustomJobs like any other: the Runner tells it when a job ends.
 
 When the service stops (gracefully or not), running jobs stay RUNNING in the database; the next
 start (:meth:`Runner.recover`) kills replicas left behind by a crash and then relaunches the job if
-``scheduling.restart_job_on_worker_restart`` is set, or marks it FAILED saying why.
+``scheduling.restart_job_on_worker_restart`` is set (and ``disable_retries`` is not), or marks it
+FAILED saying why.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from emulator import errors, procs, protos
 from emulator.cluster import TrialContext
 from emulator.config import Settings
 from emulator.driver import CANCELLED, Driver, JobControl
-from emulator.execute import ExecuteDriver
+from emulator.execute import ExecuteDriver, restarts_job_on_worker_restart
 from emulator.simulate import OUTCOME_LABEL, OUTCOMES, RUN_MS_LABEL, SimulateDriver
 from emulator.store import Store
 from emulator.tuning import TuningScheduler
@@ -48,9 +50,8 @@ _DRIVERS: dict[str, Callable[[JobControl], Driver]] = {
 }
 
 _LOST = (
-    errors.RPC_UNAVAILABLE,
     "The emulator service stopped while the job was running and its replicas were lost. The job "
-    "was not relaunched because scheduling.restart_job_on_worker_restart is false.",
+    "was not relaunched because {why}."
 )
 
 
@@ -169,11 +170,18 @@ class Runner:
             self.submit(job_id)
         elif job.state == S.JOB_STATE_CANCELLING:
             self.finish(job_id, S.JOB_STATE_CANCELLED, CANCELLED)
-        elif job.job_spec.scheduling.restart_job_on_worker_restart:
+        elif restarts_job_on_worker_restart(job):
+            # A service restart restarts every worker: the job restarts as a whole, as Vertex
+            # restarts a job with this flag when one of its workers restarts.
             log.info("job %s: relaunching after a service restart", job_id)
             self.submit(job_id, relaunch=True)
         else:
-            self.finish(job_id, S.JOB_STATE_FAILED, _LOST)
+            why = (
+                "scheduling.disable_retries overrides scheduling.restart_job_on_worker_restart"
+                if job.job_spec.scheduling.disable_retries
+                else "scheduling.restart_job_on_worker_restart is false"
+            )
+            self.finish(job_id, S.JOB_STATE_FAILED, (errors.RPC_UNAVAILABLE, _LOST.format(why=why)))
 
     def shutdown(self) -> None:
         """Stop every replica (jobs stay RUNNING in the database for the next start)."""

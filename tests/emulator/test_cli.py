@@ -16,7 +16,17 @@ from google.api_core import exceptions as gexc
 from emulator.client import job_service_client
 from emulator.testing import EmulatorProcess, running_emulator, wait_for_state
 
-from .conftest import PARENT, REPO, SIMULATE_ARGS, TERMINAL, S, job_id, make_job
+from .conftest import (
+    PARENT,
+    REPO,
+    SIMULATE_ARGS,
+    TERMINAL,
+    S,
+    job_id,
+    make_job,
+    trainer_pool,
+    unique,
+)
 
 
 def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -100,6 +110,8 @@ def test_stop_without_server(tmp_path: Path) -> None:
         (["--fault-drop-create", "-1"], "must not be negative"),
         (["--allow-root", "/does/not/exist"], "--allow-root: /does/not/exist is not a directory"),
         (["--max-running-jobs", "0"], "--max-running-jobs: must be at least 1"),
+        (["--gpus", "0,2,0"], "argument --gpus: device 0 is listed twice"),
+        (["--gpus", "all"], "argument --gpus: expected auto, ignore, or GPU device ids"),
     ],
 )
 def test_serve_rejects_bad_flags(tmp_path: Path, args: list[str], message: str) -> None:
@@ -133,3 +145,52 @@ def test_jobs_table_escapes_control_characters() -> None:
 
     assert _terminal_safe("red\x1b[31m\nname") == "red\\x1b[31m\\nname"
     assert _terminal_safe("plain ünïcode") == "plain ünïcode"
+
+
+def test_maintenance_drill(execute: EmulatorProcess, tmp_path: Path) -> None:
+    client = execute.client()
+    out = f"gs://bucket/{unique()}"
+    args = ["--epochs", "4", "--steps-per-epoch", "10", "--step-sleep", "0.1"]
+    created = client.create_custom_job(
+        parent=PARENT,
+        custom_job=make_job("drill", output=out, pools=[trainer_pool(args=args)]),
+    )
+    state = str(execute.state_dir)
+    ckpts = execute.state_dir / "gcs" / out.removeprefix("gs://") / "checkpoints"
+    deadline = time.monotonic() + 60
+    while not list(ckpts.glob("ckpt-*.npz")):
+        assert time.monotonic() < deadline, "no checkpoint was written"
+        time.sleep(0.05)
+    before = execute.replicas(job_id(created))[0]
+
+    unknown = cli(
+        "maintenance", job_id(created), "--replica", "workerpool9-0", "--state-dir", state
+    )
+    assert unknown.returncode == 1
+    assert "unknown replica 'workerpool9-0' (known: workerpool0-0)" in unknown.stderr
+
+    drill = cli("maintenance", created.name, "--state-dir", state)  # the full resource name
+    assert drill.returncode == 0, drill.stderr
+    assert f"job {job_id(created)}: host maintenance event on workerpool0-0" in drill.stdout
+    assert f"stopped its process {before['pid']} (exit status -15)" in drill.stdout
+    assert "restarted workerpool0-0: pid " in drill.stdout and "restarts 1" in drill.stdout
+    assert "whole job" not in drill.stdout
+    after = execute.replicas(job_id(created))[0]
+    assert after["restarts"] == 1 and after["pid"] != before["pid"]
+
+    done = wait_for_state(client, created.name, TERMINAL, timeout=60)
+    assert done.state == S.JOB_STATE_SUCCEEDED, done.error.message
+    log = cli("logs", job_id(created), "--state-dir", state).stdout
+    assert "host maintenance event" in log and "resumed from checkpoint at step" in log
+
+    over = cli("maintenance", job_id(created), "--endpoint", execute.endpoint)
+    assert over.returncode == 1
+    assert f"Job {job_id(created)} has no running replicas." in over.stderr
+    ghost = cli("maintenance", "12345", "--state-dir", state)
+    assert ghost.returncode == 1
+    assert "No job with id 12345." in ghost.stderr
+    nobody = cli("maintenance", job_id(created), "--state-dir", str(tmp_path))
+    assert nobody.returncode == 1
+    assert f"no running emulator found for {tmp_path}" in nobody.stderr
+    for result in (unknown, over, ghost, nobody):
+        assert "Traceback" not in result.stderr
