@@ -43,7 +43,7 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from emulator import cluster, errors, procs, protos
+from emulator import cluster, errors, procs, protos, pyenv
 from emulator.driver import CANCELLED, JobControl, timeout_seconds
 from emulator.errors import ApiError
 from emulator.gpus import Admission
@@ -263,9 +263,16 @@ class _JobWorker(threading.Thread):
                 settings=self.settings,
                 gpu_devices=devices,
                 trial=self.control.trial_context(self.job_id),
+                stop=lambda: self.cancel_event.is_set() or self.control.stopping,
             )
         except JobFailure as failure:
             self._failed(failure)
+            return
+        except pyenv.Interrupted:
+            # Cancelled while its packages installed; a stopping service leaves the job to
+            # the next start's recovery, like the jobs it was running.
+            if self.cancel_event.is_set():
+                self._cancelled()
             return
         if self.cancel_event.is_set():
             self._cancelled()

@@ -57,6 +57,7 @@ class _Job:
     region: str
     pools: list[Any]
     trial: cluster.TrialContext | None
+    stop: pyenv.Stop
 
 
 def split_name(name: str) -> tuple[str, str, str]:
@@ -89,11 +90,16 @@ def prepare_launch(
     settings: Settings,
     gpu_devices: Sequence[int] = (),
     trial: cluster.TrialContext | None = None,
+    stop: pyenv.Stop = lambda: False,
 ) -> Launch:
-    """Check, install and plan everything job ``job_id`` needs to start (see module doc)."""
+    """Check, install and plan everything job ``job_id`` needs to start (see module doc).
+
+    ``stop`` is asked while packages install: when it turns true (the job was cancelled) the
+    install is given up at once with :class:`emulator.pyenv.Interrupted`.
+    """
     project, region, _ = split_name(job.name)
     pools = list(job.job_spec.worker_pool_specs)
-    ctx = _Job(job, job_id, job_dir, settings, project, region, pools, trial)
+    ctx = _Job(job, job_id, job_dir, settings, project, region, pools, trial, stop)
     (job_dir / "logs").mkdir(parents=True, exist_ok=True)
     _check_docker(ctx)
     plans = cluster.plan_replicas(job)
@@ -152,6 +158,7 @@ def _install_packages(ctx: _Job) -> dict[tuple[str, ...], pyenv.PoolPython]:
                     job_dir=ctx.job_dir,
                     settings=ctx.settings,
                     base=base,
+                    stop=ctx.stop,
                 )
             except (paths.PackageError, pyenv.InstallError, OSError) as exc:
                 message = f"Installing the packages of worker pool {i} failed: {exc}"

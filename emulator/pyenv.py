@@ -96,6 +96,7 @@ __all__ = [
     "EnvironmentProblem",
     "InstallError",
     "Interpreter",
+    "Interrupted",
     "PoolPython",
     "declared",
     "framework_warning",
@@ -113,6 +114,7 @@ _KEY_VERSION = "pyenv-1"  # change it when what an environment holds changes
 _PROBE_TIMEOUT = 120.0
 _VENV_TIMEOUT = 300.0
 _PIP_TAIL_BYTES = 64 * 1024
+_STOP_POLL_SECONDS = 0.2
 # What interpreters and pip need from the service's environment; nothing of the job's.
 _BASE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 _PIP_ENV = (
@@ -146,6 +148,18 @@ class InstallError(Exception):
 
 class EnvironmentProblem(Exception):
     """This machine cannot build environments (no pip, no venv): the job fails with code 9."""
+
+
+class Interrupted(Exception):
+    """The install was given up because the job was cancelled or the service is stopping."""
+
+
+Stop = Callable[[], bool]
+"""Asked while pip runs (and while waiting for another job's build): True gives up at once."""
+
+
+def _never() -> bool:
+    return False
 
 
 # -- the interpreter -----------------------------------------------------------------------------
@@ -638,13 +652,14 @@ def prepare_pool(
     settings: Settings,
     base: Interpreter,
     always_pip: bool = False,
+    stop: Stop = _never,
 ) -> PoolPython:
     """Install the packages of one pool (real paths, checked) as the module doc says.
 
     ``index`` numbers the pool's ``site-<n>`` and ``logs/pip-<n>.log``; ``base`` is
     :func:`probe` of ``settings.python``; ``always_pip`` installs with pip even what needs no pip
-    (to compare the two). Raises PackageError (a package is refused), InstallError (pip failed)
-    or EnvironmentProblem.
+    (to compare the two). Raises PackageError (a package is refused), InstallError (pip failed),
+    EnvironmentProblem, or Interrupted as soon as ``stop()`` is true while pip runs.
     """
     limits = packages.Limits(max_bytes=settings.max_unpacked_mb * 1024 * 1024)
     with packages.opened(sources, job_dir, roots=settings.allow_roots, limits=limits) as found:
@@ -672,6 +687,7 @@ def prepare_pool(
                 base=base,
                 settings=settings,
                 pip_log=job_dir / "logs" / f"pip-{index}.log",
+                stop=stop,
             )
         finally:
             shutil.rmtree(staged, ignore_errors=True)
@@ -767,7 +783,12 @@ def _file_digest(path: Path) -> bytes:
 
 
 def _ensure_env(
-    copies: Sequence[Path], *, base: Interpreter, settings: Settings, pip_log: Path
+    copies: Sequence[Path],
+    *,
+    base: Interpreter,
+    settings: Settings,
+    pip_log: Path,
+    stop: Stop = _never,
 ) -> _Env:
     """The published environment for ``copies``: reused if built before, else built now."""
     if base.has("pip") is None:
@@ -779,7 +800,7 @@ def _ensure_env(
     envs = settings.state_dir / ENVS_DIR
     envs.mkdir(parents=True, exist_ok=True)
     published = envs / key
-    with _locked(envs / f".{key}.lock", settings.pip_timeout_seconds + _VENV_TIMEOUT):
+    with _locked(envs / f".{key}.lock", settings.pip_timeout_seconds + _VENV_TIMEOUT, stop):
         found = _load(published)
         if found is not None:
             return replace(
@@ -791,7 +812,7 @@ def _ensure_env(
         build = Path(tempfile.mkdtemp(prefix=f".build-{key}-", dir=envs))
         started = time.monotonic()
         try:
-            interp = _build(build, copies, base=base, settings=settings, pip_log=pip_log)
+            interp = _build(build, copies, base=base, settings=settings, pip_log=pip_log, stop=stop)
             (build / _ENV_INFO).write_text(json.dumps(_probe_json(interp)))
             link = envs / f".link-{key}-{os.getpid()}-{time.monotonic_ns()}"
             os.symlink(build.name, link)
@@ -809,7 +830,7 @@ def _ensure_env(
 
 
 @contextlib.contextmanager
-def _locked(path: Path, timeout: float) -> Iterator[None]:
+def _locked(path: Path, timeout: float, stop: Stop = _never) -> Iterator[None]:
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         deadline = time.monotonic() + timeout
@@ -818,6 +839,10 @@ def _locked(path: Path, timeout: float) -> Iterator[None]:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                if stop():
+                    raise Interrupted(
+                        "given up while another job built the same environment"
+                    ) from None
                 if time.monotonic() > deadline:
                     raise InstallError(
                         f"another job kept building the same environment for more than {timeout:g}s"
@@ -871,7 +896,13 @@ def _under(location: str, root: str) -> bool:
 
 
 def _build(
-    build: Path, copies: Sequence[Path], *, base: Interpreter, settings: Settings, pip_log: Path
+    build: Path,
+    copies: Sequence[Path],
+    *,
+    base: Interpreter,
+    settings: Settings,
+    pip_log: Path,
+    stop: Stop = _never,
 ) -> Interpreter:
     _create_venv(build, base, settings.python)
     python = build / "bin" / "python"
@@ -888,7 +919,7 @@ def _build(
         "--no-warn-script-location",
         *map(str, copies),
     ]
-    _run_pip(cmd, cwd=build, log=pip_log, timeout=settings.pip_timeout_seconds)
+    _run_pip(cmd, cwd=build, log=pip_log, timeout=settings.pip_timeout_seconds, stop=stop)
     return probe(str(python), cwd=build)
 
 
@@ -927,7 +958,7 @@ def pip_env() -> dict[str, str]:
     return env
 
 
-def _run_pip(cmd: list[str], *, cwd: Path, log: Path, timeout: float) -> None:
+def _run_pip(cmd: list[str], *, cwd: Path, log: Path, timeout: float, stop: Stop = _never) -> None:
     with open(log, "wb") as out:
         out.write(f"$ {' '.join(cmd)}\n".encode())
         out.flush()
@@ -943,18 +974,31 @@ def _run_pip(cmd: list[str], *, cwd: Path, log: Path, timeout: float) -> None:
             )
         except OSError as exc:
             raise EnvironmentProblem(f"pip could not be started: {exc}") from None
-        try:
-            rc = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                # Short waits: a cancelled job must not sit out a long install.
+                rc = proc.wait(timeout=min(_STOP_POLL_SECONDS, max(deadline - time.monotonic(), 0)))
+                break
+            except subprocess.TimeoutExpired:
+                if stop():
+                    _kill_group(proc)
+                    raise Interrupted("pip install was stopped: the job was cancelled") from None
+                if time.monotonic() < deadline:
+                    continue
+            _kill_group(proc)
             raise InstallError(
                 f"pip install did not finish within {timeout:g}s (the emulator's --pip-timeout); "
                 f"its last lines:\n{pip_error_summary(_tail(log))}"
             ) from None
     if rc != 0:
         raise InstallError(f"pip install exited with status {rc}:\n{pip_error_summary(_tail(log))}")
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 def _tail(path: Path) -> str:

@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import threading
+import time
 import zipfile
 from collections.abc import Iterator
 from dataclasses import replace
@@ -230,6 +231,36 @@ def test_pip_builds_a_project_without_the_jobs_secrets(
     assert SECRET not in log
 
 
+def test_cancelling_a_job_stops_its_pip_install(pipenv: EmulatorProcess, pkg_dir: Path) -> None:
+    # A build that would take ten minutes: the job is cancelled while pip runs it.
+    project = pkg_dir / "slowbuild"
+    (project / "slowbuild").mkdir(parents=True)
+    (project / "slowbuild" / "__init__.py").write_text("")
+    started_file = project.parent / "build-started"
+    (project / "setup.py").write_text(
+        "import pathlib, time\n"
+        "from setuptools import setup\n"
+        f"pathlib.Path({str(started_file)!r}).touch()\n"
+        "time.sleep(600)\n"
+        "setup(name='slowbuild', version='0.1.0', packages=['slowbuild'],\n"
+        "      install_requires=[r for r in []])\n"
+    )
+    client = pipenv.client()
+    created = client.create_custom_job(
+        parent=PARENT,
+        custom_job=make_job("pyenv", pools=[package_pool(str(project))], labels={"t": unique()}),
+    )
+    deadline = time.monotonic() + 240
+    while not started_file.exists():
+        assert time.monotonic() < deadline, "pip never started the build"
+        time.sleep(0.2)
+    client.cancel_custom_job(name=created.name)
+    cancelled_at = time.monotonic()
+    done = wait_for_state(client, created.name, TERMINAL, timeout=60)
+    assert done.state == S.JOB_STATE_CANCELLED
+    assert time.monotonic() - cancelled_at < 20
+
+
 def test_a_framework_the_interpreter_lacks_is_a_warning_not_a_failure(
     pipenv: EmulatorProcess,
 ) -> None:
@@ -337,6 +368,41 @@ def test_pip_is_stopped_after_its_timeout(tmp_path: Path, offline_index: Path) -
         )
     envs = settings.state_dir / pyenv.ENVS_DIR
     assert [p.name for p in envs.iterdir() if not p.name.endswith(".lock")] == []
+
+
+def test_a_stop_request_ends_pip_at_once(tmp_path: Path, offline_index: Path) -> None:
+    settings = settings_for(tmp_path)  # the default --pip-timeout: minutes
+    wheel = write_wheel(tmp_path / "pkgs", "usesdep", requires=("localdep==1.0.0",))
+    asked = threading.Event()
+
+    def stop() -> bool:  # true from the second question on: pip has started by then
+        if asked.is_set():
+            return True
+        asked.set()
+        return False
+
+    started = time.monotonic()
+    with pytest.raises(pyenv.Interrupted, match="cancelled"):
+        pyenv.prepare_pool(
+            [wheel],
+            index=0,
+            job_dir=job_dir(settings, "1"),
+            settings=settings,
+            base=pyenv.probe(settings.python),
+            stop=stop,
+        )
+    assert time.monotonic() - started < 30
+    envs = settings.state_dir / pyenv.ENVS_DIR
+    assert [p.name for p in envs.iterdir() if not p.name.endswith(".lock")] == []
+    # Nothing half-built is left for the next job: it builds the environment whole.
+    done = pyenv.prepare_pool(
+        [wheel],
+        index=0,
+        job_dir=job_dir(settings, "2"),
+        settings=settings,
+        base=pyenv.probe(settings.python),
+    )
+    assert done.interpreter.has("localdep") is not None
 
 
 def test_an_interpreter_without_pip_is_a_precondition_problem(tmp_path: Path) -> None:
