@@ -46,6 +46,7 @@ bench: venv pulumi
 	$(PY) bench/emulator_list.py
 	$(PY) bench/pyenv.py
 	$(PY) bench/preview.py
+	$(PY) bench/scale.py
 
 # A pull-request comment for STACK (default dev): `pulumi preview --json` rendered as markdown.
 preview-md: venv pulumi

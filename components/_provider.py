@@ -10,7 +10,13 @@ Each class lives in an importable module so that ``pulumi.dynamic`` pickles it B
 the ``__provider`` property holds a module and class name, not code. A change to this file
 therefore changes no resource's inputs (and causes no diff); the provider process imports
 the current code. ``__getstate__`` keeps the pickle empty even for a configured instance: the
-provider holds no client, socket or secret, and makes a client per operation.
+provider holds no client, socket or secret on ``self``; the API client is the process's
+(``components.vertex.api.shared_client``), made on the first API call.
+
+The provider process serves many operations at once, in threads: ``configure`` lifts the
+dynamic provider host's limit of four (``components._host``, ``training:maxConcurrentOperations``),
+and nothing here holds a lock across an API call. While a create or a delete waits for a job,
+progress lines go to stderr, which the engine shows (``components._progress``).
 
 ``check`` and ``diff`` run on every preview and never import the Vertex client library.
 """
@@ -18,7 +24,7 @@ provider holds no client, socket or secret, and makes a client per operation.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -35,8 +41,10 @@ from pulumi.dynamic import (
 
 from components._check import CUSTOM_JOB_SPEC, SpecKind, check_inputs, diff_inputs
 from components._engine_watch import watch_engine
+from components._host import profiled, widen_host_pool
 from components._identity import identity_label, run_hash
 from components._pricing import cost_outputs
+from components._progress import WaitProgress, local_chief_log
 from components._settings import Endpoint, ProviderSettings
 from components._spec import JobSpec
 from components._wire import (
@@ -83,6 +91,9 @@ from components.vertex.api import (
 watch_engine()
 
 __all__ = ["TRAINING_JOB", "JobProvider", "JobResourceKind", "TrainingJobProvider"]
+
+CANCEL_QUIET_SECONDS = 2.0
+"""A cancelled job that stops sooner prints no progress (a destroy of many jobs stays quiet)."""
 
 
 @dataclass(frozen=True)
@@ -193,8 +204,10 @@ class JobProvider(ResourceProvider):
     # -- configuration ----------------------------------------------------------------------
 
     def configure(self, req: ConfigureRequest) -> None:
-        """Read ``training:endpoint`` and the timeouts from the stack configuration."""
+        """Read the ``training:`` settings; let the host serve that many operations at once."""
         self._settings = ProviderSettings.read(req.config.get)
+        # The host calls this in one of its worker threads, before the first operation.
+        widen_host_pool(self._settings.max_concurrent_operations)
 
     @property
     def settings(self) -> ProviderSettings:
@@ -212,6 +225,21 @@ class JobProvider(ResourceProvider):
     @property
     def cancel_timeout(self) -> float:
         return self.settings.cancel_timeout
+
+    def _job_api(self, region: str) -> AbstractContextManager[JobApi]:
+        """``job_api`` for this kind of job in ``region``, on the process's shared client."""
+        return job_api(
+            self.endpoint,
+            region,
+            self.kind.api,
+            self.policy,
+            connections=self.settings.max_concurrent_operations,
+        )
+
+    def _scrubber(self, secrets: Mapping[str, Any]) -> Callable[[str], str]:
+        """Text → text without the endpoint's credentials and these env values."""
+        endpoint = self.endpoint
+        return lambda text: redact(endpoint.scrub(text), secrets)
 
     # -- preview path -----------------------------------------------------------------------
 
@@ -236,15 +264,15 @@ class JobProvider(ResourceProvider):
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         """Submit the job (or adopt the one this run already started), then maybe wait."""
+        return profiled(lambda: self._create(props))
+
+    def _create(self, props: dict[str, Any]) -> CreateResult:
         inputs = {k: v for k, v in props.items() if k != PROVIDER_KEY}
         kind = self.kind
         run = _Run.of(inputs, kind.spec)
         api_job = self._api_job(run)
         endpoint = self.endpoint
-        with (
-            job_api(endpoint, run.region, kind.api, self.policy) as api,
-            _credentials_scrubbed(endpoint, run.secrets),
-        ):
+        with self._job_api(run.region) as api, _credentials_scrubbed(endpoint, run.secrets):
             submission = self._submit(api, run, api_job)
             job = self._wait(api, run, submission.job, inputs)
             status = {
@@ -273,23 +301,28 @@ class JobProvider(ResourceProvider):
         if wait_for == "submitted":
             return job
         timeout = float(inputs.get(WAIT_TIMEOUT) or DEFAULT_WAIT_TIMEOUT)
+        progress = WaitProgress(
+            f"waitFor: {wait_for}",
+            scrub=self._scrubber(run.secrets),
+            chief_log=local_chief_log(self.endpoint),
+        )
         try:
-            return api.wait_for_state(job, wait_for, timeout=timeout)
+            return api.wait_for_state(job, wait_for, timeout=timeout, observe=progress.observe)
         except BaseException as exc:
             # Pulumi records nothing for a failed create, so the job must not live on.
-            message = self._cancel_after_failure(api, job.name, exc)
+            message = self._cancel_after_failure(api, job.name, exc, run.secrets)
             if isinstance(exc, Exception):
                 raise JobOperationError(message) from None  # redacted by _credentials_scrubbed
             raise
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         """Refresh state and times; a job deleted out of band leaves the stack."""
+        return profiled(lambda: self._read(id_, props))
+
+    def _read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         project, region = self._place(id_, props)
         endpoint = self.endpoint
-        with (
-            job_api(endpoint, region, self.kind.api, self.policy) as api,
-            _credentials_scrubbed(endpoint, {}),
-        ):
+        with self._job_api(region) as api, _credentials_scrubbed(endpoint, {}):
             try:
                 job = api.get(id_)
             except Exception as exc:
@@ -312,13 +345,16 @@ class JobProvider(ResourceProvider):
 
     def delete(self, _id: str, _props: dict[str, Any]) -> None:
         """Cancel an active job, wait for it to stop, then delete its record unless kept."""
+        profiled(lambda: self._delete(_id, _props))
+
+    def _delete(self, _id: str, _props: dict[str, Any]) -> None:
         _, region = self._place(_id, _props)
         endpoint = self.endpoint
-        with (
-            job_api(endpoint, region, self.kind.api, self.policy) as api,
-            _credentials_scrubbed(endpoint, {}),
-        ):
-            job = api.cancel_and_wait(_id, timeout=self.cancel_timeout)
+        secrets = dict(_props.get(ENV_VALUES) or {})
+        with self._job_api(region) as api, _credentials_scrubbed(endpoint, {}):
+            job = api.cancel_and_wait(
+                _id, timeout=self.cancel_timeout, observe=self._cancel_progress(secrets)
+            )
             if job is None:
                 return  # already gone: nothing to do
             state = state_name(job)
@@ -362,14 +398,27 @@ class JobProvider(ResourceProvider):
             )
         if stray is None:
             return message + "; no job was started"
-        return message + "; " + self._cancel_after_failure(api, stray.name, None)
+        return message + "; " + self._cancel_after_failure(api, stray.name, None, run.secrets)
 
-    def _cancel_after_failure(self, api: JobApi, name: str, exc: BaseException | None) -> str:
+    def _cancel_progress(self, secrets: Mapping[str, Any]) -> Callable[[Any], None]:
+        """Progress of a wait for a cancelled job; silent unless it takes a few seconds."""
+        return WaitProgress(
+            "cancelled: waiting for it to stop",
+            scrub=self._scrubber(secrets),
+            chief_log=local_chief_log(self.endpoint),
+            quiet_for=CANCEL_QUIET_SECONDS,
+        ).observe
+
+    def _cancel_after_failure(
+        self, api: JobApi, name: str, exc: BaseException | None, secrets: Mapping[str, Any]
+    ) -> str:
         what = str(exc) if exc is not None else "the submission failed"
         if isinstance(exc, WaitFailed) and not exc.timed_out:
             return f"{what}; nothing to cancel (its record is kept for its logs)"
         try:
-            job = api.cancel_and_wait(name, timeout=self.cancel_timeout)
+            job = api.cancel_and_wait(
+                name, timeout=self.cancel_timeout, observe=self._cancel_progress(secrets)
+            )
         except Exception as cancel_exc:
             return (
                 f"{what}; cancelling job {name} FAILED ({type(cancel_exc).__name__}): "

@@ -1,9 +1,10 @@
 """The provider's stack settings, read and checked in one place.
 
-``training:endpoint`` (where the Vertex AI API is), ``training:cancelTimeout`` and
-``training:retryDeadline`` are read by the program (to fail ``pulumi preview`` early, naming
-the key) and by the provider process (``configure``): both go through ``ProviderSettings``.
-Nothing here imports ``pulumi`` or the Vertex client.
+``training:endpoint`` (where the Vertex AI API is), ``training:cancelTimeout``,
+``training:retryDeadline`` and ``training:maxConcurrentOperations`` are read by the program
+(to fail ``pulumi preview`` early, naming the key) and by the provider process
+(``configure``): both go through ``ProviderSettings``. Nothing here imports ``pulumi`` or the
+Vertex client.
 
 A URL may carry credentials (``http://user:token@host``, set as a secret): ``public_url``
 is the only form that may be shown, logged or written to outputs.
@@ -21,11 +22,13 @@ from components._validation import Target
 
 __all__ = [
     "DEFAULT_CANCEL_TIMEOUT",
+    "DEFAULT_MAX_CONCURRENT_OPERATIONS",
     "DEFAULT_RETRY_DEADLINE",
     "ENDPOINT_KEY",
     "Endpoint",
     "ProviderSettings",
     "SettingError",
+    "count_setting",
     "parse_endpoint",
     "public_url",
     "seconds_setting",
@@ -35,12 +38,18 @@ __all__ = [
 ENDPOINT_KEY = "training:endpoint"
 CANCEL_TIMEOUT_KEY = "training:cancelTimeout"
 RETRY_DEADLINE_KEY = "training:retryDeadline"
+MAX_CONCURRENT_OPERATIONS_KEY = "training:maxConcurrentOperations"
 
 DEFAULT_CANCEL_TIMEOUT = 600.0
 """Seconds ``delete`` (and a failed create) wait for a cancelled job to stop."""
 DEFAULT_RETRY_DEADLINE = 120.0
 """Seconds an API call is retried on transient errors."""
 MAX_SETTING_SECONDS = 7 * 86400.0
+DEFAULT_MAX_CONCURRENT_OPERATIONS = 32
+"""Operations (create, read, delete...) one provider process serves at once."""
+CONCURRENT_OPERATIONS_RANGE = (4, 256)
+"""4: what Pulumi's dynamic provider host serves without us; 256: threads and connections
+stay a modest cost (each waiting operation holds one of each)."""
 
 _LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
@@ -121,6 +130,28 @@ def seconds_setting(value: Any, key: str, default: float) -> float:
     return number
 
 
+def count_setting(value: Any, key: str, default: int, bounds: tuple[int, int]) -> int:
+    """A whole number within ``bounds`` (inclusive); unset → ``default``."""
+    low, high = bounds
+    if value is None or value == "":
+        return default
+    if isinstance(value, bool):
+        number = None
+    elif isinstance(value, int):
+        number = value
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str) and value.strip().lstrip("+").isdigit():
+        number = int(value.strip())
+    else:
+        number = None
+    if number is None:
+        raise SettingError(f"{key}: expected a whole number from {low} to {high}, got {value!r}")
+    if not low <= number <= high:
+        raise SettingError(f"{key}: must be from {low} to {high}, got {number}")
+    return number
+
+
 @dataclass(frozen=True)
 class Endpoint:
     """Where the Vertex AI API is: an explicit endpoint or ``{region}-aiplatform.googleapis.com``."""
@@ -166,6 +197,7 @@ class ProviderSettings:
     endpoint: Endpoint = field(default_factory=Endpoint)
     cancel_timeout: float = DEFAULT_CANCEL_TIMEOUT
     retry_deadline: float = DEFAULT_RETRY_DEADLINE
+    max_concurrent_operations: int = DEFAULT_MAX_CONCURRENT_OPERATIONS
 
     @classmethod
     def read(cls, get: Callable[[str], Any]) -> ProviderSettings:
@@ -177,5 +209,11 @@ class ProviderSettings:
             ),
             retry_deadline=seconds_setting(
                 get(RETRY_DEADLINE_KEY), RETRY_DEADLINE_KEY, DEFAULT_RETRY_DEADLINE
+            ),
+            max_concurrent_operations=count_setting(
+                get(MAX_CONCURRENT_OPERATIONS_KEY),
+                MAX_CONCURRENT_OPERATIONS_KEY,
+                DEFAULT_MAX_CONCURRENT_OPERATIONS,
+                CONCURRENT_OPERATIONS_RANGE,
             ),
         )

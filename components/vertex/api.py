@@ -1,8 +1,15 @@
 """Calls to the Vertex AI job API: the client, retries, and a job's lifecycle.
 
 Everything that touches the API imports ``google.cloud.aiplatform_v1`` inside the function
-(about 1.5 s): ``check`` and ``diff`` never come here, so a preview stays fast. Clients are made
-per operation and closed afterwards; the provider object keeps none.
+(0.7 to 1.5 s of CPU): ``check`` and ``diff`` never come here, so a preview stays fast.
+
+One client per process and API endpoint (``shared_client``), made on the first API call
+and kept for the life of the provider process, which serves many operations at once in
+threads: the provider object keeps none (its pickle stays empty). The REST transport's
+``requests`` session may be shared by threads (its connection pool, urllib3's, is thread-safe;
+the cookie jar has its own lock; nothing mutates the session after it is made), and its pool
+is sized to the operations the process runs at once, so no connection is opened and thrown
+away per call.
 
 The lifecycle (``JobApi``) is written against a ``JobKind``: the calls and names of one kind of
 Vertex AI job, ``CUSTOM_JOB`` or ``TUNING_JOB`` (a ``HyperparameterTuningJob``); both kinds
@@ -17,7 +24,9 @@ attempt first looks for a job it may have submitted already (see ``JobApi.submit
 
 from __future__ import annotations
 
+import os
 import random
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -26,7 +35,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
-from components._settings import DEFAULT_RETRY_DEADLINE, Endpoint
+from components._settings import (
+    DEFAULT_MAX_CONCURRENT_OPERATIONS,
+    DEFAULT_RETRY_DEADLINE,
+    Endpoint,
+)
 from components._wire import IDENTITY_LABEL, RUN_LABEL
 
 __all__ = [
@@ -54,6 +67,7 @@ __all__ = [
     "job_service_client",
     "reached",
     "redact",
+    "shared_client",
     "state_name",
     "trial_counts",
     "tuning_job_outputs",
@@ -64,6 +78,14 @@ T = TypeVar("T")
 
 CALL_TIMEOUT = 60.0
 """Seconds one API call may take."""
+POLL_FIRST = 0.05
+"""Seconds between the first two reads of a job being cancelled, and before the first read of
+a deletion's operation."""
+POLL_GROWTH = 1.5
+"""Each pause between two such reads is this much longer than the one before: a state that
+changes while the provider pauses is seen at most half a pause late."""
+POLL_LONGEST = 5.0
+"""The longest pause between two such reads."""
 
 ACTIVE_STATES = frozenset(
     {
@@ -180,6 +202,72 @@ def job_service_client(endpoint: Endpoint, region: str) -> Any:
 
         kwargs["credentials"] = AnonymousCredentials()  # type: ignore[no-untyped-call]
     return aiplatform().JobServiceClient(**kwargs)
+
+
+_shared_clients: dict[tuple[str, bool], Any] = {}
+_shared_clients_lock = threading.Lock()
+
+
+def _tune_sessions(client: Any, connections: int) -> None:
+    """Size the client's connection pools to ``connections``; read its environment once.
+
+    ``requests`` keeps 10 connections per host by default: with more calls under way, each
+    extra one is opened, used once and thrown away ("connection pool is full"). And with
+    ``trust_env`` it reads the environment on every call (proxies, ``no_proxy``, a CA bundle,
+    ``~/.netrc``), which was a quarter of the provider's CPU in a destroy of 200 jobs: the
+    proxies and CA bundle the environment gives for the client's one host are set on the
+    session instead, once. (A ``.netrc`` entry is not used: the Authorization header comes
+    from the credentials, and the emulator wants none.)
+    """
+    import requests.adapters
+    import requests.utils
+
+    transport = getattr(client, "transport", None)
+    host = str(getattr(transport, "_host", ""))
+    # The transport makes its operations client (a session of its own, for a deletion's
+    # long-running operation) on first use; made here, under the caller's lock, it is made
+    # once rather than by whichever threads first poll an operation at the same time.
+    operations = getattr(transport, "operations_client", None)
+    for session in (
+        getattr(transport, "_session", None),
+        getattr(getattr(operations, "_transport", None), "_session", None),
+    ):
+        if not isinstance(session, requests.Session):
+            continue  # another transport: nothing of ours to tune
+        for prefix in ("https://", "http://"):
+            session.mount(
+                prefix,
+                requests.adapters.HTTPAdapter(pool_maxsize=connections, pool_block=False),
+            )
+        if host.startswith(("http://", "https://")) and session.trust_env:
+            session.proxies.update(requests.utils.get_environ_proxies(host))
+            bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+            if bundle and session.verify is True:
+                session.verify = bundle
+            session.trust_env = False
+
+
+def shared_client(
+    endpoint: Endpoint, region: str, *, connections: int = DEFAULT_MAX_CONCURRENT_OPERATIONS
+) -> Any:
+    """This process's ``JobServiceClient`` for ``endpoint`` in ``region``, made on first use.
+
+    One per API endpoint: Vertex AI's are regional, an explicit endpoint serves every region.
+    Thread-safe; never closed (it lives as long as the provider process). ``connections``: how
+    many calls may be under way at once without opening throwaway connections (used when the
+    client is made).
+    """
+    key = (endpoint.api_endpoint(region), endpoint.anonymous)
+    client = _shared_clients.get(key)
+    if client is None:
+        # Held only while a client is made (once per endpoint), never across an API call.
+        with _shared_clients_lock:
+            client = _shared_clients.get(key)
+            if client is None:
+                client = job_service_client(endpoint, region)
+                _tune_sessions(client, connections)
+                _shared_clients[key] = client
+    return client
 
 
 # -- errors and retries ----------------------------------------------------------------------
@@ -439,11 +527,17 @@ class JobApi:
         *,
         timeout: float,
         interval: tuple[float, float] = (0.25, 10.0),
+        observe: Callable[[Any], None] | None = None,
     ) -> Any:
-        """Poll until ``job`` satisfies ``wait_for``; raises ``WaitFailed`` otherwise."""
+        """Poll until ``job`` satisfies ``wait_for``; raises ``WaitFailed`` otherwise.
+
+        ``observe`` is called with every form of the job seen (the one given included).
+        """
         deadline = time.monotonic() + timeout
         delay, longest = interval
         while True:
+            if observe is not None:
+                observe(job)
             state = state_name(job)
             if reached(state, wait_for):
                 return job
@@ -485,11 +579,21 @@ class JobApi:
                 raise
         return True
 
-    def cancel_and_wait(self, name: str, *, timeout: float) -> Any | None:
+    def cancel_and_wait(
+        self,
+        name: str,
+        *,
+        timeout: float,
+        observe: Callable[[Any], None] | None = None,
+    ) -> Any | None:
         """Cancel an active job and wait up to ``timeout`` for a terminal state.
 
         Returns the last job seen, or None when the job does not exist. A job that already
-        finished is left as it is.
+        finished is left as it is. After the cancel, the job is read at once, then after
+        ``POLL_FIRST`` seconds and at intervals growing by ``POLL_GROWTH`` up to
+        ``POLL_LONGEST``: a cancel the service carries out at once (the emulator's) costs one
+        read and no wait, a slow one (Vertex AI's take tens of seconds) a read every 5 s. ``observe`` sees each
+        form read after the cancel.
         """
         job = self._get_or_none(name)
         if job is None or state_name(job) in TERMINAL_STATES:
@@ -497,18 +601,26 @@ class JobApi:
         if state_name(job) != "JOB_STATE_CANCELLING" and not self._cancel(name):
             return None
         deadline = time.monotonic() + timeout
-        delay = 0.2
+        delay = POLL_FIRST
         while True:
             job = self._get_or_none(name)
+            if job is not None and observe is not None:
+                observe(job)
             if job is None or state_name(job) in TERMINAL_STATES:
                 return job
             if time.monotonic() >= deadline:
                 return job
             self.sleep(min(delay, max(deadline - time.monotonic(), 0.0)))
-            delay = min(delay * 1.5, 5.0)
+            delay = min(delay * POLL_GROWTH, POLL_LONGEST)
 
     def delete_record(self, name: str, *, timeout: float) -> None:
-        """Delete a finished job's record; a record already gone is fine."""
+        """Delete a finished job's record; a record already gone is fine.
+
+        Waits for the deletion's long-running operation (the record is gone when this
+        returns), polling it like ``cancel_and_wait`` polls a job, and not at all when the
+        service's answer says it is done already. A slow or vanished operation does not undo
+        a deletion the service accepted: it ends the wait without an error.
+        """
         try:
             operation = self.retried(
                 f"deleting {name}", lambda: self.kind.delete(self.client, name)
@@ -517,25 +629,38 @@ class JobApi:
             if is_not_found(exc):
                 return
             raise
+        deadline = time.monotonic() + timeout
+        delay = POLL_FIRST
+        while not operation.operation.done:
+            if time.monotonic() >= deadline:
+                return
+            self.sleep(min(delay, max(deadline - time.monotonic(), 0.0)))
+            delay = min(delay * POLL_GROWTH, POLL_LONGEST)
+            try:
+                operation.done(retry=None)  # reads the operation once
+            except Exception as exc:
+                if is_not_found(exc):
+                    return
+                if not is_transient(exc):
+                    raise
         try:
-            operation.result(timeout=timeout)
+            operation.result(timeout=0)  # done: raises the operation's error, if it has one
         except Exception as exc:
-            # The service accepted the deletion; a slow or vanished operation does not undo it.
-            # (concurrent.futures.TimeoutError is the builtin TimeoutError since Python 3.11.)
-            if not (is_not_found(exc) or isinstance(exc, TimeoutError) or is_transient(exc)):
+            if not (is_not_found(exc) or is_transient(exc)):
                 raise
 
 
 @contextmanager
 def job_api(
-    endpoint: Endpoint, region: str, kind: JobKind, policy: RetryPolicy
+    endpoint: Endpoint,
+    region: str,
+    kind: JobKind,
+    policy: RetryPolicy,
+    *,
+    connections: int = DEFAULT_MAX_CONCURRENT_OPERATIONS,
 ) -> Iterator[JobApi]:
-    """A ``JobApi`` on a fresh client, closed on exit (no socket outlives the operation)."""
-    client = job_service_client(endpoint, region)
-    try:
-        yield JobApi(client, kind, policy)
-    finally:
-        client.transport.close()
+    """A ``JobApi`` for one operation, on the process's shared client (``shared_client``)."""
+    yield JobApi(shared_client(endpoint, region, connections=connections), kind, policy)
 
 
 # -- outputs ---------------------------------------------------------------------------------

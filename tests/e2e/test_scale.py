@@ -1,4 +1,9 @@
-"""A stack of 50 TrainingJobs (training:jobs in the generated stack file) previews and ups."""
+"""A stack of 50 TrainingJobs (training:jobs in the generated stack file) previews, ups, destroys.
+
+``up`` and ``destroy`` run 32 operations at once (``--parallel 32``): the provider serves them
+all on its one client, whose connection pool holds them (urllib3 would log "connection pool is
+full" on the provider's stderr, which the engine shows, if it did not).
+"""
 
 from __future__ import annotations
 
@@ -16,7 +21,7 @@ from tests.e2e._engine import (
 JOBS = 50
 
 
-def test_fifty_jobs_preview_and_up(ws: Workspace) -> None:
+def test_fifty_jobs_preview_up_and_destroy(ws: Workspace) -> None:
     with emulator_for(ws, *SIMULATE, "--simulate-run-seconds", "600") as emu:
         # One spec file without displayName: each job is named after its resource.
         spec = ws.write_job("shared", python_job(None))
@@ -32,7 +37,8 @@ def test_fifty_jobs_preview_and_up(ws: Workspace) -> None:
         assert preview["changeSummary"] == {"create": JOBS + 2}
         assert list_jobs(emu.client()) == []
 
-        ws.up()
+        out = ws.up("--parallel", "32").output
+        assert "pool is full" not in out
 
         jobs = list_jobs(emu.client())
         assert len(jobs) == JOBS
@@ -46,3 +52,8 @@ def test_fifty_jobs_preview_and_up(ws: Workspace) -> None:
 
         # Nothing changed: a second preview is empty.
         ws.pulumi("preview", "--expect-no-changes")
+
+        out = ws.pulumi("destroy", "--yes", "--skip-preview", "--parallel", "32").output
+        assert "pool is full" not in out
+        assert list_jobs(emu.client()) == []
+        assert ws.resources() == []

@@ -1,0 +1,152 @@
+"""Lift the dynamic provider host's limit of 4 operations at once, from inside the provider.
+
+Pulumi's Python dynamic provider host (``python -m pulumi.dynamic``, ``pulumi/dynamic/__main__.py``
+in SDK 3.259) serves gRPC with ``futures.ThreadPoolExecutor(max_workers=4)``: at most four
+Create/Read/Delete calls run at once, whatever ``pulumi up --parallel`` says. A create that
+waits for its job (``waitFor: running|succeeded``) holds one of those four threads for as long
+as the job takes to start or finish, so the fifth job is not even submitted until one of the
+first four is done; a destroy of running jobs waits for four cancellations at a time.
+
+``widen_host_pool`` raises that pool's ``max_workers`` from the provider's ``configure``, which
+the host calls in one of its worker threads: the pool is the ``ThreadPoolExecutor`` whose
+threads include the calling thread, found in the host's ``main()`` frame (it holds the gRPC
+server, whose state holds the pool) or, failing that, among the executors the garbage
+collector tracks. A ``ThreadPoolExecutor`` starts threads on demand up to ``_max_workers``,
+read on every submit, so a larger value takes effect for the next call; calls already queued
+get threads at once. Nothing is replaced or restarted: the engine keeps talking to the same
+server. If the SDK changes and no such pool is found, nothing is changed and the provider
+works as before, four operations at a time, with a warning on stderr (which the engine shows
+in the ``pulumi up`` output); ``tests/e2e/test_concurrency.py`` fails in that case.
+
+``PROFILE_ENV`` (``GPU_TRAINING_PROVIDER_PROFILE=<file>``) profiles every provider operation
+with ``cProfile`` on the CPU time of its thread (``time.thread_time``: waiting for the API
+or for a lock counts for nothing) and keeps the sum of all of them in ``<file>`` (pstats
+format), rewritten after each operation: the provider process is ended by the engine, never
+shut down.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import pstats
+
+__all__ = ["PROFILE_ENV", "profiled", "serving_pool", "widen_host_pool"]
+
+T = TypeVar("T")
+
+PROFILE_ENV = "GPU_TRAINING_PROVIDER_PROFILE"
+
+_lock = threading.Lock()
+_warned = False
+
+
+def _pools_in(value: Any) -> Iterator[ThreadPoolExecutor]:
+    """The executor ``value`` is, or the one a gRPC server holds (``server._state.thread_pool``)."""
+    if isinstance(value, ThreadPoolExecutor):
+        yield value
+        return
+    pool = getattr(getattr(value, "_state", None), "thread_pool", None)
+    if isinstance(pool, ThreadPoolExecutor):
+        yield pool
+
+
+def _main_thread_pools() -> Iterator[ThreadPoolExecutor]:
+    """Executors held by locals of the main thread's frames (the host's ``main()`` is there)."""
+    main = threading.main_thread()
+    if main.ident is None:
+        return
+    frame = sys._current_frames().get(main.ident)
+    while frame is not None:
+        for value in list(frame.f_locals.values()):
+            yield from _pools_in(value)
+        frame = frame.f_back
+
+
+def _tracked_pools() -> Iterator[ThreadPoolExecutor]:
+    for obj in gc.get_objects():
+        if isinstance(obj, ThreadPoolExecutor):
+            yield obj
+
+
+def serving_pool(thread: threading.Thread | None = None) -> ThreadPoolExecutor | None:
+    """The ``ThreadPoolExecutor`` one of whose worker threads is ``thread`` (default: this one)."""
+    thread = thread or threading.current_thread()
+    for search in (_main_thread_pools, _tracked_pools):
+        for pool in search():
+            if thread in getattr(pool, "_threads", ()):
+                return pool
+    return None
+
+
+def _warn(message: str) -> None:
+    global _warned
+    with _lock:
+        if _warned:
+            return
+        _warned = True
+    print(f"gpu-training provider: {message}", file=sys.stderr, flush=True)
+
+
+def widen_host_pool(workers: int) -> int | None:
+    """Let the pool serving this thread run ``workers`` calls at once; its new size, or None.
+
+    Never shrinks the pool. Returns None (and warns once on stderr, when this is the dynamic
+    provider host) when no pool serves this thread or the executor's internals are not the
+    ones this relies on.
+    """
+    from components._engine_watch import in_provider_host
+
+    pool = serving_pool()
+    if pool is None:
+        if in_provider_host():
+            _warn(
+                "could not find the dynamic provider host's worker pool (has pulumi.dynamic "
+                "changed?); at most 4 operations run at once"
+            )
+        return None
+    try:
+        with pool._shutdown_lock:
+            if pool._max_workers < workers:
+                pool._max_workers = workers
+            # Calls queued while every thread was busy get a thread now, not at the next call.
+            for _ in range(min(pool._work_queue.qsize(), pool._max_workers)):
+                pool._adjust_thread_count()
+            return int(pool._max_workers)
+    except AttributeError as exc:
+        _warn(f"could not widen the dynamic provider host's worker pool ({exc}); at most 4 run")
+        return None
+
+
+_profile_lock = threading.Lock()
+_profile_total: pstats.Stats | None = None
+
+
+def profiled(call: Callable[[], T]) -> T:
+    """``call()``, profiled into ``$GPU_TRAINING_PROVIDER_PROFILE`` when that is set."""
+    target = os.environ.get(PROFILE_ENV)
+    if not target:
+        return call()
+    import cProfile
+    import pstats
+
+    # CPU time of this thread: waits (sleeps, the network, locks) cost nothing here.
+    profile = cProfile.Profile(time.thread_time)
+    try:
+        return profile.runcall(call)
+    finally:
+        global _profile_total
+        with _profile_lock:
+            if _profile_total is None:
+                _profile_total = pstats.Stats(profile)
+            else:
+                _profile_total.add(profile)
+            _profile_total.dump_stats(target)
