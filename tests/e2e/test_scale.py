@@ -1,8 +1,7 @@
 """A stack of 50 TrainingJobs (training:jobs in the generated stack file) previews, ups, destroys.
 
-``up`` and ``destroy`` run 32 operations at once (``--parallel 32``): the provider serves them
-all on its one client, whose connection pool holds them (urllib3 would log "connection pool is
-full" on the provider's stderr, which the engine shows, if it did not).
+``up`` and ``destroy`` run 32 operations at once (``--parallel 32``), which the provider serves
+side by side on its one client.
 """
 
 from __future__ import annotations
@@ -37,8 +36,7 @@ def test_fifty_jobs_preview_up_and_destroy(ws: Workspace) -> None:
         assert preview["changeSummary"] == {"create": JOBS + 2}
         assert list_jobs(emu.client()) == []
 
-        out = ws.up("--parallel", "32").output
-        assert "pool is full" not in out
+        ws.up("--parallel", "32")
 
         jobs = list_jobs(emu.client())
         assert len(jobs) == JOBS
@@ -53,7 +51,7 @@ def test_fifty_jobs_preview_up_and_destroy(ws: Workspace) -> None:
         # Nothing changed: a second preview is empty.
         ws.pulumi("preview", "--expect-no-changes")
 
-        out = ws.pulumi("destroy", "--yes", "--skip-preview", "--parallel", "32").output
-        assert "pool is full" not in out
+        ws.pulumi("destroy", "--yes", "--skip-preview", "--parallel", "32")
+        # Every job was cancelled and its record deleted.
         assert list_jobs(emu.client()) == []
         assert ws.resources() == []
