@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import grpc  # type: ignore[import-untyped]
 import pytest
+from google.protobuf import struct_pb2
 from pulumi.dynamic import ConfigureRequest
 from pulumi.dynamic.config import Config
+from pulumi.runtime.proto import provider_pb2_grpc
 
 from components._identity import identity_label
 from components._provider import JobProvider, TrainingJobProvider
@@ -122,3 +128,37 @@ def jobs_with_identity(emu: EmulatorProcess, identity: str) -> list[Any]:
         "filter": f'labels.pulumi_resource="{identity}"',
     }
     return list(client.list_custom_jobs(request=request))
+
+
+@contextmanager
+def provider_host() -> Iterator[provider_pb2_grpc.ResourceProviderStub]:
+    """``python -m pulumi.dynamic``, the host the engine starts for dynamic providers, as it
+    ships; a gRPC stub to it, and the process ended afterwards."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pulumi.dynamic"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,  # unread: a pipe could fill up and block the host
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline().decode().strip())
+        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        grpc.channel_ready_future(channel).result(timeout=30)
+        yield provider_pb2_grpc.ResourceProviderStub(channel)
+        channel.close()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def struct_of(props: dict[str, Any]) -> struct_pb2.Struct:
+    """``props`` as the protobuf Struct the host's calls take."""
+    struct = struct_pb2.Struct()
+    struct.update(props)
+    return struct

@@ -10,8 +10,6 @@ client with the default pool has it) and for thread safety; a delete for its cal
 from __future__ import annotations
 
 import logging
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -20,9 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import grpc  # type: ignore[import-untyped]
 import pytest
-from google.protobuf import struct_pb2
 from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
 
@@ -43,7 +39,7 @@ from components.vertex.api import (
     shared_client,
 )
 from emulator.testing import EmulatorProcess, running_emulator, wait_for_state
-from tests.provider.conftest import REPO, configured, job_inputs
+from tests.provider.conftest import configured, job_inputs, provider_host, struct_of
 
 URN = "urn:pulumi:test::gpu-training::pulumi-python:dynamic/vertex:TrainingJob::train"
 START_SECONDS = 2.0
@@ -142,33 +138,8 @@ def test_a_host_whose_pool_cannot_be_found_gets_one_warning(monkeypatch: Any, ca
 @pytest.fixture
 def host() -> Iterator[provider_pb2_grpc.ResourceProviderStub]:
     """``python -m pulumi.dynamic``, the host the engine starts, as it ships."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pulumi.dynamic"],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-    )
-    try:
-        assert proc.stdout is not None
-        port = int(proc.stdout.readline().decode().strip())
-        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-        grpc.channel_ready_future(channel).result(timeout=30)
-        yield provider_pb2_grpc.ResourceProviderStub(channel)
-        channel.close()
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def _struct(props: dict[str, Any]) -> struct_pb2.Struct:
-    struct = struct_pb2.Struct()
-    struct.update(props)
-    return struct
+    with provider_host() as stub:
+        yield stub
 
 
 def _created_spread(emu: EmulatorProcess, names: list[str]) -> float:
@@ -181,7 +152,7 @@ def test_the_real_host_runs_waiting_creates_side_by_side(
     host: provider_pb2_grpc.ResourceProviderStub, slow_start: EmulatorProcess
 ) -> None:
     host.Configure(
-        provider_pb2.ConfigureRequest(args=_struct({"training:endpoint": slow_start.endpoint}))
+        provider_pb2.ConfigureRequest(args=struct_of({"training:endpoint": slow_start.endpoint}))
     )
     blob = serialize_provider(TrainingJobProvider())
 
@@ -189,7 +160,9 @@ def test_the_real_host_runs_waiting_creates_side_by_side(
         inputs = job_inputs(wait_for="running", wait_timeout=60, triggers=[f"job-{index}"])
         inputs = {k: v for k, v in inputs.items() if v is not None}
         inputs["__provider"] = blob
-        return str(host.Create(provider_pb2.CreateRequest(urn=URN, properties=_struct(inputs))).id)
+        return str(
+            host.Create(provider_pb2.CreateRequest(urn=URN, properties=struct_of(inputs))).id
+        )
 
     with ThreadPoolExecutor(max_workers=WAITING_JOBS) as engine:
         names = list(engine.map(create, range(WAITING_JOBS)))

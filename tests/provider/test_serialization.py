@@ -21,7 +21,15 @@ from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
 from components._provider import TrainingJobProvider
 from components._wire import encode_spec
 from emulator.testing import EmulatorProcess
-from tests.provider.conftest import REPO, SECRET, configured, job_inputs, jobs_with_identity
+from tests.provider.conftest import (
+    REPO,
+    SECRET,
+    configured,
+    job_inputs,
+    jobs_with_identity,
+    provider_host,
+    struct_of,
+)
 
 URN = "urn:pulumi:test::gpu-training::pulumi-python:dynamic/vertex:TrainingJob::train"
 MAX_PROVIDER_BYTES = 200
@@ -64,33 +72,8 @@ def test_dill_loads_in_a_fresh_process():
 @pytest.fixture(scope="module")
 def dynamic_host() -> Iterator[provider_pb2_grpc.ResourceProviderStub]:
     """``python -m pulumi.dynamic``, the host the engine starts for dynamic providers."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pulumi.dynamic"],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        stdin=subprocess.DEVNULL,
-    )
-    try:
-        assert proc.stdout is not None
-        port = int(proc.stdout.readline().decode().strip())
-        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-        grpc.channel_ready_future(channel).result(timeout=30)
-        yield provider_pb2_grpc.ResourceProviderStub(channel)
-        channel.close()
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def _struct(props: dict[str, Any]) -> struct_pb2.Struct:
-    struct = struct_pb2.Struct()
-    struct.update(props)
-    return struct
+    with provider_host() as stub:
+        yield stub
 
 
 def _props(struct: struct_pb2.Struct) -> dict[str, Any]:
@@ -104,7 +87,7 @@ def test_grpc_check_diff_create_read_delete(
     blob = serialize_provider(TrainingJobProvider())
     stub.Configure(
         provider_pb2.ConfigureRequest(
-            args=_struct({"training:endpoint": sim.endpoint, "training:cancelTimeout": "20"})
+            args=struct_of({"training:endpoint": sim.endpoint, "training:cancelTimeout": "20"})
         )
     )
     inputs = job_inputs(env={"API_TOKEN": SECRET}, wait_for="succeeded", wait_timeout=60)
@@ -131,7 +114,7 @@ def test_grpc_check_diff_create_read_delete(
         ],
     }
     checked = stub.Check(
-        provider_pb2.CheckRequest(urn=URN, olds=_struct({}), news=_struct(preview))
+        provider_pb2.CheckRequest(urn=URN, olds=struct_of({}), news=struct_of(preview))
     )
     assert [
         (f.property, "NVIDIA_TESLA_T4 is not offered in me-central2" in f.reason)
@@ -139,7 +122,9 @@ def test_grpc_check_diff_create_read_delete(
     ] == [("workerPoolSpecs[0].machineSpec.acceleratorType", True)]
 
     inputs["spec"] = encode_spec(inputs["spec"])  # the wire form a program sends
-    checked = stub.Check(provider_pb2.CheckRequest(urn=URN, olds=_struct({}), news=_struct(inputs)))
+    checked = stub.Check(
+        provider_pb2.CheckRequest(urn=URN, olds=struct_of({}), news=struct_of(inputs))
+    )
     assert list(checked.failures) == []
     news = _props(checked.inputs)
     assert news["__provider"] == blob
@@ -161,7 +146,7 @@ def test_grpc_check_diff_create_read_delete(
     changed_inputs = {**news, "triggers": ["v2"], "exclusive_gpus": True}
     changed = stub.Diff(
         provider_pb2.DiffRequest(
-            id=created.id, urn=URN, olds=created.properties, news=_struct(changed_inputs)
+            id=created.id, urn=URN, olds=created.properties, news=struct_of(changed_inputs)
         )
     )
     assert changed.changes == provider_pb2.DiffResponse.DIFF_SOME
@@ -190,7 +175,7 @@ def test_grpc_create_failure_names_the_job_and_hides_env_values(
     stub = dynamic_host
     stub.Configure(
         provider_pb2.ConfigureRequest(
-            args=_struct({"training:endpoint": sim.endpoint, "training:cancelTimeout": "20"})
+            args=struct_of({"training:endpoint": sim.endpoint, "training:cancelTimeout": "20"})
         )
     )
     inputs = job_inputs(
@@ -202,7 +187,7 @@ def test_grpc_create_failure_names_the_job_and_hides_env_values(
     inputs["__provider"] = serialize_provider(TrainingJobProvider())
     inputs = {k: v for k, v in inputs.items() if v is not None}
     with pytest.raises(grpc.RpcError) as info:
-        stub.Create(provider_pb2.CreateRequest(urn=URN, properties=_struct(inputs)))
+        stub.Create(provider_pb2.CreateRequest(urn=URN, properties=struct_of(inputs)))
     details = info.value.details() or ""
     assert "was cancelled" in details
     assert SECRET not in details
@@ -217,7 +202,7 @@ def _check_once(port: int) -> None:
     inputs = {k: v for k, v in job_inputs().items() if v is not None}
     inputs["__provider"] = serialize_provider(TrainingJobProvider())
     provider_pb2_grpc.ResourceProviderStub(channel).Check(
-        provider_pb2.CheckRequest(urn=URN, olds=_struct({}), news=_struct(inputs))
+        provider_pb2.CheckRequest(urn=URN, olds=struct_of({}), news=struct_of(inputs))
     )
     channel.close()
 
