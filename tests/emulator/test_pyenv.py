@@ -8,9 +8,11 @@ hold. Everything else is built here: wheels written as zip files, projects as di
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
+import socket
 import sys
 import threading
 import time
@@ -370,28 +372,52 @@ def test_pip_is_stopped_after_its_timeout(tmp_path: Path, offline_index: Path) -
     assert [p.name for p in envs.iterdir() if not p.name.endswith(".lock")] == []
 
 
-def test_a_stop_request_ends_pip_at_once(tmp_path: Path, offline_index: Path) -> None:
+@contextlib.contextmanager
+def silent_index() -> Iterator[tuple[str, threading.Event]]:
+    """A package index that accepts connections and never answers; the event says pip called it."""
+    server = socket.create_server(("127.0.0.1", 0))
+    called = threading.Event()
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = server.accept()
+                held.append(conn)
+                called.set()
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}/simple", called
+    finally:
+        server.close()
+        for conn in held:
+            conn.close()
+
+
+def test_a_stop_request_ends_pip_at_once(
+    tmp_path: Path, offline_index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     settings = settings_for(tmp_path)  # the default --pip-timeout: minutes
     wheel = write_wheel(tmp_path / "pkgs", "usesdep", requires=("localdep==1.0.0",))
-    asked = threading.Event()
-
-    def stop() -> bool:  # true from the second question on: pip has started by then
-        if asked.is_set():
-            return True
-        asked.set()
-        return False
-
-    started = time.monotonic()
-    with pytest.raises(pyenv.Interrupted, match="cancelled"):
-        pyenv.prepare_pool(
-            [wheel],
-            index=0,
-            job_dir=job_dir(settings, "1"),
-            settings=settings,
-            base=pyenv.probe(settings.python),
-            stop=stop,
-        )
-    assert time.monotonic() - started < 30
+    # pip must provably be running when the stop comes: it hangs on an index that never answers
+    # (a fast machine finishes an offline install before a stop asked "later" arrives).
+    with silent_index() as (index, pip_is_waiting), monkeypatch.context() as env:
+        env.delenv("PIP_NO_INDEX")
+        env.delenv("PIP_FIND_LINKS")
+        env.setenv("PIP_INDEX_URL", index)
+        started = time.monotonic()
+        with pytest.raises(pyenv.Interrupted, match="cancelled"):
+            pyenv.prepare_pool(
+                [wheel],
+                index=0,
+                job_dir=job_dir(settings, "1"),
+                settings=settings,
+                base=pyenv.probe(settings.python),
+                stop=pip_is_waiting.is_set,
+            )
+        assert pip_is_waiting.is_set()
+        assert time.monotonic() - started < 30
     envs = settings.state_dir / pyenv.ENVS_DIR
     assert [p.name for p in envs.iterdir() if not p.name.endswith(".lock")] == []
     # Nothing half-built is left for the next job: it builds the environment whole.
