@@ -14,6 +14,7 @@ import requests
 from google.api_core import exceptions as gexc
 from google.cloud.aiplatform_v1 import types as aip
 
+from components.vertex.api import is_failed_precondition
 from emulator.testing import EmulatorProcess, wait_for_state
 
 from .conftest import PARENT, TERMINAL, S, job_id, make_job, trainer_pool, unique
@@ -154,8 +155,13 @@ def test_cancel(sim: EmulatorProcess) -> None:
     assert done.state == S.JOB_STATE_CANCELLED
     assert done.error.code == 1
     assert done.end_time >= done.start_time
-    with pytest.raises(gexc.BadRequest, match="already in state JOB_STATE_CANCELLED"):
+    with pytest.raises(gexc.BadRequest, match="already in state JOB_STATE_CANCELLED") as refused:
         client.cancel_custom_job(name=job.name)
+    # The provider cancels before it reads: it must tell this refusal from other 400s.
+    assert is_failed_precondition(refused.value)
+    with pytest.raises(gexc.BadRequest) as invalid:
+        list(client.list_custom_jobs(request={"parent": PARENT, "filter": "colour=red"}))
+    assert not is_failed_precondition(invalid.value)
 
 
 def test_simulated_failure_and_timeout(sim: EmulatorProcess) -> None:

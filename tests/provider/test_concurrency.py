@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from google.api_core import exceptions as gexc
 from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
 
@@ -33,6 +34,7 @@ from components._settings import (
 )
 from components.vertex.api import (
     CUSTOM_JOB,
+    TERMINAL_STATES,
     JobApi,
     RetryPolicy,
     job_service_client,
@@ -338,6 +340,8 @@ class _FakeClient:
 
     def cancel_custom_job(self, name: str, **_: Any) -> None:
         self.calls.append("cancel")
+        if self.states[0] in TERMINAL_STATES:  # as the service answers for a finished job
+            raise gexc.FailedPrecondition(f"it is already in state {self.states[0]}")
 
     def delete_custom_job(self, name: str, **_: Any) -> _FakeOperation:
         self.calls.append("delete")
@@ -349,26 +353,48 @@ def _api(client: _FakeClient, sleeps: list[float]) -> JobApi:
 
 
 def test_a_cancel_is_polled_at_once_then_with_growing_pauses() -> None:
-    client = _FakeClient(
-        ["JOB_STATE_RUNNING", *["JOB_STATE_CANCELLING"] * 4, "JOB_STATE_CANCELLED"]
-    )
+    client = _FakeClient([*["JOB_STATE_CANCELLING"] * 4, "JOB_STATE_CANCELLED"])
     sleeps: list[float] = []
     seen: list[str] = []
     job = _api(client, sleeps).cancel_and_wait(
         "job", timeout=60, observe=lambda j: seen.append(j.state.name)
     )
     assert job is not None and job.state.name == "JOB_STATE_CANCELLED"
-    assert client.calls == ["get", "cancel", "get", "get", "get", "get", "get"]
+    assert client.calls == ["cancel", "get", "get", "get", "get", "get"]
     assert sleeps == pytest.approx([0.05, 0.075, 0.1125, 0.16875])
     assert seen == [*["JOB_STATE_CANCELLING"] * 4, "JOB_STATE_CANCELLED"]
 
 
-def test_a_finished_job_is_neither_cancelled_nor_waited_for() -> None:
-    client = _FakeClient(["JOB_STATE_SUCCEEDED"])
+@pytest.mark.parametrize("state", sorted(TERMINAL_STATES))
+def test_a_finished_job_is_read_once_and_never_waited_for(state: str) -> None:
+    client = _FakeClient([state])
+    sleeps: list[float] = []
+    seen: list[str] = []
+    job = _api(client, sleeps).cancel_and_wait(
+        "job", timeout=60, observe=lambda j: seen.append(j.state.name)
+    )
+    assert job is not None and job.state.name == state
+    assert client.calls == ["cancel", "get"] and sleeps == []  # the service refused the cancel
+    assert seen == [state]
+
+
+def test_a_job_being_cancelled_is_waited_for() -> None:
+    client = _FakeClient(["JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED"])
     sleeps: list[float] = []
     job = _api(client, sleeps).cancel_and_wait("job", timeout=60)
-    assert job is not None and job.state.name == "JOB_STATE_SUCCEEDED"
-    assert client.calls == ["get"] and sleeps == []
+    assert job is not None and job.state.name == "JOB_STATE_CANCELLED"
+    assert client.calls == ["cancel", "get", "get"] and sleeps == pytest.approx([0.05])
+
+
+def test_a_job_that_is_gone_is_not_read() -> None:
+    class Gone(_FakeClient):
+        def cancel_custom_job(self, name: str, **_: Any) -> None:
+            self.calls.append("cancel")
+            raise gexc.NotFound("no such job")
+
+    client = Gone(["JOB_STATE_RUNNING"])
+    assert _api(client, []).cancel_and_wait("job", timeout=60) is None
+    assert client.calls == ["cancel"]
 
 
 @pytest.mark.parametrize(("polls", "pauses"), [(0, []), (1, [0.05]), (3, [0.05, 0.075, 0.1125])])
@@ -388,7 +414,7 @@ def _requests_since(log: Path, offset: int) -> list[str]:
     return [line.split(" INFO ", 1)[1] for line in text.splitlines() if " INFO " in line]
 
 
-def test_delete_of_an_active_job_reads_it_twice_and_polls_briefly(
+def test_delete_of_an_active_job_cancels_first_and_polls_briefly(
     slow_start: EmulatorProcess, capsys: Any
 ) -> None:
     provider = configured(slow_start.endpoint, cancelTimeout="20", retryDeadline="10")
@@ -408,11 +434,11 @@ def test_delete_of_an_active_job_reads_it_twice_and_polls_briefly(
         c for c in _requests_since(slow_start.log_path, offset) if " /v1/" in c or " /ui/" in c
     ]
     methods = [" ".join(c.split()[:2]).replace(created.id, "JOB") for c in calls]
-    # Read, cancel, read again at once (the emulator cancels at once: at most one more read,
-    # 0.05 s later), delete, read the operation (from 0.05 s on).
+    # Cancel, read at once (the emulator cancels at once: at most one more read, 0.05 s
+    # later), delete, read the operation (from 0.05 s on). No read before the cancel.
     deleted = methods.index("DELETE /v1/JOB")
-    assert methods[:2] == ["GET /v1/JOB", "POST /v1/JOB:cancel"], methods
-    assert methods[2:deleted] in (["GET /v1/JOB"], ["GET /v1/JOB"] * 2), methods
+    assert methods[:1] == ["POST /v1/JOB:cancel"], methods
+    assert methods[1:deleted] in (["GET /v1/JOB"], ["GET /v1/JOB"] * 2), methods
     polls = methods[deleted + 1 :]
     assert all(m.startswith("GET /ui/projects/local-training/") for m in polls), methods
     assert 1 <= len(polls) <= 2, methods
