@@ -19,6 +19,7 @@ from components._check import TUNING_JOB_SPEC
 from components._pricing import tuning_cost_outputs
 from components._provider import JobProvider, JobResourceKind
 from components._tuning_spec import TuningJobSpec
+from components._wire import parse_tuning_job_name
 from components.vertex.api import TUNING_JOB as TUNING_JOB_API
 from components.vertex.api import aiplatform, tuning_job_outputs
 
@@ -32,13 +33,6 @@ def _tuning_job(document: dict[str, Any]) -> Any:
     return to_tuning_job(TuningJobSpec.parse(document))
 
 
-def _parse_name(name: str) -> tuple[str, str, str] | None:
-    # Only read and delete ask (the API path): the client library may be imported here.
-    from components.vertex.tuning_convert import parse_tuning_job_name
-
-    return parse_tuning_job_name(name)
-
-
 TUNING_JOB = JobResourceKind(
     what="hyperparameter tuning job",
     spec=TUNING_JOB_SPEC,
@@ -46,7 +40,7 @@ TUNING_JOB = JobResourceKind(
     build=_tuning_job,
     outputs=tuning_job_outputs,
     costs=tuning_cost_outputs,
-    parse_name=_parse_name,
+    parse_name=parse_tuning_job_name,
 )
 """A ``HyperparameterTuningJob``: cancelling it cancels its running trials."""
 

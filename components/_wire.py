@@ -87,13 +87,28 @@ RUN_KEY_TYPE = "pulumi-python:dynamic/vertex:RunKey"
 PROVIDER_KEY = "__provider"
 """The property the dynamic provider's pickle travels in (by reference: a module and class)."""
 
-_JOB_NAME = re.compile(r"^projects/([^/]+)/locations/([^/]+)/customJobs/([^/]+)$")
+
+def _job_name(collection: str) -> re.Pattern[str]:
+    return re.compile(rf"^projects/([^/]+)/locations/([^/]+)/{collection}/([^/]+)$")
+
+
+_JOB_NAME = _job_name("customJobs")
+_TUNING_JOB_NAME = _job_name("hyperparameterTuningJobs")
+
+
+def _parts(pattern: re.Pattern[str], name: str) -> tuple[str, str, str] | None:
+    match = pattern.match(name)
+    return (match.group(1), match.group(2), match.group(3)) if match else None
 
 
 def parse_job_name(name: str) -> tuple[str, str, str] | None:
     """(project, region, id) of ``projects/P/locations/R/customJobs/ID``, or None."""
-    match = _JOB_NAME.match(name)
-    return (match.group(1), match.group(2), match.group(3)) if match else None
+    return _parts(_JOB_NAME, name)
+
+
+def parse_tuning_job_name(name: str) -> tuple[str, str, str] | None:
+    """(project, region, id) of ``projects/P/locations/R/hyperparameterTuningJobs/ID``, or None."""
+    return _parts(_TUNING_JOB_NAME, name)
 
 
 # --- job labels -----------------------------------------------------------------------------

@@ -5,6 +5,9 @@
   backoff, and a job's lifecycle (submit or adopt, wait, cancel, delete), written against a
   ``JobKind`` so that a second kind of job reuses it.
 
+- ``_library``: imports the client library's job service alone (what ``refresh`` and
+  ``destroy`` need, half the import's cost) or the library whole (to build a job).
+
 Importing this package is cheap; ``api`` loads the client library on its first call and
 ``convert`` when it is imported, so the preview path (``check``/``diff``) imports neither.
 """

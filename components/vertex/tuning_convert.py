@@ -6,7 +6,6 @@ The only module that imports the client library's types for tuning jobs. The tri
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from google.cloud import aiplatform_v1
@@ -24,6 +23,7 @@ from components._tuning_spec import (
 from components._tuning_validation import validate_tuning
 from components._validation import Target
 from components._violations import Violation
+from components._wire import parse_tuning_job_name
 from components.vertex.convert import (
     _camel_keys,
     _enum_name,
@@ -43,15 +43,6 @@ __all__ = [
 _Study = aiplatform_v1.StudySpec
 _Parameter = aiplatform_v1.StudySpec.ParameterSpec
 _Conditional = _Parameter.ConditionalParameterSpec
-_TUNING_JOB_NAME = re.compile(
-    r"^projects/([^/]+)/locations/([^/]+)/hyperparameterTuningJobs/([^/]+)$"
-)
-
-
-def parse_tuning_job_name(name: str) -> tuple[str, str, str] | None:
-    """(project, region, id) of ``projects/P/locations/R/hyperparameterTuningJobs/ID``."""
-    match = _TUNING_JOB_NAME.match(name)
-    return (match.group(1), match.group(2), match.group(3)) if match else None
 
 
 # --- spec → proto -----------------------------------------------------------------------
