@@ -57,7 +57,11 @@ from tests.e2e._engine import (  # noqa: E402
 NOOP_PROVIDER = '''
 """A dynamic provider that does nothing: the floor of a Python dynamic resource."""
 
+import json
+
 from pulumi.dynamic import CheckResult, CreateResult, DiffResult, Resource, ResourceProvider
+
+OUTPUTS_FILE = "outputs_file"  # an input naming a JSON file of outputs to add (not kept)
 
 
 class NoopProvider(ResourceProvider):
@@ -68,7 +72,11 @@ class NoopProvider(ResourceProvider):
         return DiffResult(changes=olds != news)
 
     def create(self, props):
-        return CreateResult(f"noop-{props['index']}", props)
+        outs = {k: v for k, v in props.items() if k != OUTPUTS_FILE}
+        if props.get(OUTPUTS_FILE):
+            with open(props[OUTPUTS_FILE], encoding="utf-8") as f:
+                outs.update(json.load(f))
+        return CreateResult(f"noop-{props['index']}", outs)
 
 
 class Noop(Resource):

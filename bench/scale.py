@@ -9,6 +9,9 @@ temp dir. The TrainingJob project is the project itself (``components.program``)
 started by the bench (jobs start at once and then run for a day; a cancel is immediate,
 ``--simulate-cancel-seconds 0``). The floor is the same number of resources of a dynamic
 provider that does nothing (``bench/preview.py``'s): what any Python dynamic resource costs.
+With ``--shaped``, a third project: no-op resources that carry a TrainingJob's inputs and the
+``status`` output of one of the bench's real jobs (taken after its first ``up``), so the
+engine checkpoints the same state: what is left between it and the jobs is the provider's.
 Each round runs ``up`` (all creates), ``refresh`` (every job RUNNING) and ``destroy`` (every
 job RUNNING: cancel, wait, delete the record) of both projects, one after the other, the
 project that goes first alternating from round to round, so a change of load on a shared
@@ -40,6 +43,7 @@ time goes.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import pstats
 import signal
@@ -305,6 +309,8 @@ def side_by_side(
             if op == "refresh":
                 jobs.wait_running(count)
             for name in names:
+                if name == "shaped" and op == "up":
+                    give_a_jobs_status(floors["shaped"].cwd, jobs.ws)
                 runner(name)(op)
         for index in range(rounds):
             # The project that goes first alternates: a trend in the machine's load hits all.
@@ -316,6 +322,23 @@ def side_by_side(
                     figures.runs[name][op].append(runner(name)(op))
             print(f"  (round {index + 1} of {rounds} at {count} done)", file=sys.stderr, flush=True)
     return figures
+
+
+def give_a_jobs_status(project: Path, jobs: Workspace) -> None:
+    """Add a real TrainingJob's ``status`` output to the shaped floor's property bag.
+
+    The CLI serialises every property of every resource at each checkpoint, and its cost grows
+    with their number and nesting, not only with their bytes: without the ``status`` object
+    the shaped floor would under-state what a TrainingJob's state costs the engine.
+    """
+    status = next(iter(jobs.training_jobs().values()))["outputs"]["status"]
+    outputs_file = project / "outputs.json"
+    outputs_file.write_text(json.dumps({"status": status}))
+    props_file = project / "props.json"
+    props = json.loads(props_file.read_text())
+    # An input that names the file: the no-op's create adds it to its outputs only, as a
+    # TrainingJob's status is an output and not an input.
+    props_file.write_text(json.dumps({**props, "outputs_file": str(outputs_file)}))
 
 
 def _median(runs: list[Run]) -> float:
@@ -373,9 +396,9 @@ def print_table(count: int, figures: Figures) -> None:
         print(row)
     if shaped:
         print(
-            "\n(shaped: no-op resources with a TrainingJob's property bag, so the same state "
-            "size: the part of the gap that is the engine moving and checkpointing those "
-            "properties)"
+            "\n(shaped: no-op resources with a TrainingJob's inputs and a real job's `status` "
+            "output, so the same state: the part of the gap that is the engine moving and "
+            "checkpointing those properties)"
         )
 
 
@@ -541,7 +564,7 @@ def main() -> int:
     parser.add_argument(
         "--shaped",
         action="store_true",
-        help="a third project: no-op resources with a TrainingJob's properties",
+        help="a third project: no-op resources with a TrainingJob's inputs and status output",
     )
     args = parser.parse_args()
     # A bench stopped with SIGTERM still stops the emulators it started (context managers).
