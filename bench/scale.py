@@ -1,7 +1,7 @@
 """`pulumi up`, `refresh` and `destroy` at scale: N TrainingJobs next to N no-op dynamic resources.
 
 Run: ``.venv/bin/python bench/scale.py [--sizes 50 200] [--rounds 3] [--quick] [--shaped]
-[--parts table waiting destroy provider] [--profile DIR]``.
+[--baseline REV] [--parts table waiting destroy provider] [--profile DIR]``.
 
 Both projects run on the real engine (scripts/install-pulumi) with ``file://`` backends in a
 temp dir. The TrainingJob project is the project itself (``components.program``), its
@@ -12,6 +12,9 @@ provider that does nothing (``bench/preview.py``'s): what any Python dynamic res
 With ``--shaped``, a third project: no-op resources that carry a TrainingJob's inputs and the
 ``status`` output of one of the bench's real jobs (taken after its first ``up``), so the
 engine checkpoints the same state: what is left between it and the jobs is the provider's.
+With ``--baseline REV``, a fourth: the same jobs run by the ``components`` package of git
+revision ``REV`` (against the same emulator, in the same rounds), so a change's effect is
+measured side by side rather than across runs on a shared machine.
 Each round runs ``up`` (all creates), ``refresh`` (every job RUNNING) and ``destroy`` (every
 job RUNNING: cancel, wait, delete the record) of both projects, one after the other, the
 project that goes first alternating from round to round, so a change of load on a shared
@@ -43,13 +46,16 @@ time goes.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import pstats
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import threading
 import time
@@ -287,27 +293,53 @@ class Figures:
     runs: dict[str, dict[str, list[Run]]]
 
 
+def with_components_of(project: JobsProject, revision: str) -> JobsProject:
+    """``project`` running the ``components`` package of a git ``revision`` (a baseline)."""
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", revision, "components"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout
+    shutil.rmtree(project.ws.project / "components")
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(project.ws.project, filter="data")
+    return project
+
+
 def side_by_side(
-    base: Path, bin_dir: Path, count: int, rounds: int, profile: Path | None, *, shaped: bool
+    base: Path,
+    bin_dir: Path,
+    count: int,
+    rounds: int,
+    profile: Path | None,
+    *,
+    shaped: bool,
+    baseline: str | None = None,
 ) -> Figures:
     with emulator(base / "emulator") as emu:
-        jobs = jobs_project(base / "jobs", bin_dir, emu, count, profile=profile)
+        projects = {"jobs": jobs_project(base / "jobs", bin_dir, emu, count, profile=profile)}
+        if baseline is not None:
+            projects["baseline"] = with_components_of(
+                jobs_project(base / "baseline", bin_dir, emu, count), baseline
+            )
+        jobs = projects["jobs"]
         floors = {"floor": floor_project(base / "floor", bin_dir, count)}
         if shaped:
             floors["shaped"] = floor_project(base / "shaped", bin_dir, count, training_job_props())
 
         def runner(name: str) -> Any:
-            if name == "jobs":
-                return jobs.run
+            if name in projects:
+                return projects[name].run
             floor = floors[name]
             return lambda op: run_measured(COMMANDS[op], cwd=floor.cwd, env=floor.env)
 
-        names = ["jobs", *floors]
+        names = [*projects, *floors]
         figures = Figures({name: {op: [] for op in COMMANDS} for name in names})
         # Warm-up: bytecode, plugin discovery, page cache (and the emulator's first jobs).
         for op in COMMANDS:
             if op == "refresh":
-                jobs.wait_running(count)
+                wait_running(emu, count * len(projects))
             for name in names:
                 if name == "shaped" and op == "up":
                     give_a_jobs_status(floors["shaped"].cwd, jobs.ws)
@@ -317,7 +349,7 @@ def side_by_side(
             order = names if index % 2 == 0 else names[::-1]
             for op in COMMANDS:
                 if op == "refresh":
-                    jobs.wait_running(count)
+                    wait_running(emu, count * len(projects))
                 for name in order:
                     figures.runs[name][op].append(runner(name)(op))
             print(f"  (round {index + 1} of {rounds} at {count} done)", file=sys.stderr, flush=True)
@@ -394,11 +426,28 @@ def print_table(count: int, figures: Figures) -> None:
         for name in floors:
             row += f" {_cpu(runs[name][op], roles)} | {_cpu(runs[name][op], ('total',))} |"
         print(row)
+    if "baseline" in figures.runs:
+        print_baseline(figures)
     if shaped:
         print(
             "\n(shaped: no-op resources with a TrainingJob's inputs and a real job's `status` "
             "output, so the same state: the part of the gap that is the engine moving and "
             "checkpointing those properties)"
+        )
+
+
+def print_baseline(figures: Figures) -> None:
+    """The same TrainingJobs run by the baseline revision's code and by this one, side by side."""
+    runs = figures.runs
+    print("\n| operation | baseline | this code | baseline / this, per round | provider CPU |")
+    print("|---|---|---|---|---|")
+    for op, label in LABELS.items():
+        old, new = runs["baseline"][op], runs["jobs"][op]
+        ratios = [o.seconds / n.seconds for o, n in zip(old, new, strict=True)]
+        print(
+            f"| {label} | {_median(old):.1f} s | {_median(new):.1f} s "
+            f"| {min(ratios):.2f}-{max(ratios):.2f} "
+            f"| {_cpu(old, ('provider',))} -> {_cpu(new, ('provider',))} s |"
         )
 
 
@@ -562,6 +611,11 @@ def main() -> int:
     )
     parser.add_argument("--profile", type=Path, help="profile the provider into this directory")
     parser.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="a fourth project: the same jobs run by the components package of git REV",
+    )
+    parser.add_argument(
         "--shaped",
         action="store_true",
         help="a third project: no-op resources with a TrainingJob's inputs and status output",
@@ -589,7 +643,13 @@ def main() -> int:
                     profile = args.profile / str(count)
                     profile.mkdir(parents=True, exist_ok=True)
                 figures = side_by_side(
-                    base / f"n{count}", bin_dir, count, args.rounds, profile, shaped=args.shaped
+                    base / f"n{count}",
+                    bin_dir,
+                    count,
+                    args.rounds,
+                    profile,
+                    shaped=args.shaped,
+                    baseline=args.baseline,
                 )
                 print_table(count, figures)
                 if profile is not None:
