@@ -341,7 +341,7 @@ class _FakeClient:
     def cancel_custom_job(self, name: str, **_: Any) -> None:
         self.calls.append("cancel")
         if self.states[0] in TERMINAL_STATES:  # as the service answers for a finished job
-            raise gexc.FailedPrecondition(f"it is already in state {self.states[0]}")
+            raise gexc.FailedPrecondition(f"it is already in state {self.states[0]}")  # type: ignore[no-untyped-call]
 
     def delete_custom_job(self, name: str, **_: Any) -> _FakeOperation:
         self.calls.append("delete")
@@ -390,7 +390,7 @@ def test_a_job_that_is_gone_is_not_read() -> None:
     class Gone(_FakeClient):
         def cancel_custom_job(self, name: str, **_: Any) -> None:
             self.calls.append("cancel")
-            raise gexc.NotFound("no such job")
+            raise gexc.NotFound("no such job")  # type: ignore[no-untyped-call]
 
     client = Gone(["JOB_STATE_RUNNING"])
     assert _api(client, []).cancel_and_wait("job", timeout=60) is None
