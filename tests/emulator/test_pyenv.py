@@ -405,6 +405,7 @@ def test_a_stop_request_ends_pip_at_once(
     with silent_index() as (index, pip_is_waiting), monkeypatch.context() as env:
         env.delenv("PIP_NO_INDEX")
         env.delenv("PIP_FIND_LINKS")
+        env.setenv("PIP_CONFIG_FILE", os.devnull)  # no config file may say "no-index"
         env.setenv("PIP_INDEX_URL", index)
         started = time.monotonic()
         with pytest.raises(pyenv.Interrupted, match="cancelled"):
