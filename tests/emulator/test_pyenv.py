@@ -307,18 +307,24 @@ def job_dir(settings: Settings, name: str) -> Path:
     return path
 
 
+def prepare(package: Path, settings: Settings, job: str = "1", **options: Any) -> pyenv.PoolPython:
+    """Pool 0 of job ``job`` prepared from ``package``, on the settings' own interpreter."""
+    options.setdefault("base", pyenv.probe(settings.python))
+    return pyenv.prepare_pool(
+        [package], index=0, job_dir=job_dir(settings, job), settings=settings, **options
+    )
+
+
 def test_concurrent_jobs_build_one_environment(tmp_path: Path, offline_index: Path) -> None:
     settings = settings_for(tmp_path)
     wheel = write_wheel(tmp_path / "pkgs", "usesdep", requires=("localdep==1.0.0",))
     base = pyenv.probe(settings.python)
     results: dict[str, pyenv.PoolPython] = {}
 
-    def prepare(name: str) -> None:
-        results[name] = pyenv.prepare_pool(
-            [wheel], index=0, job_dir=job_dir(settings, name), settings=settings, base=base
-        )
+    def build(name: str) -> None:
+        results[name] = prepare(wheel, settings, name, base=base)
 
-    threads = [threading.Thread(target=prepare, args=(n,)) for n in ("1", "2", "3")]
+    threads = [threading.Thread(target=build, args=(n,)) for n in ("1", "2", "3")]
     for t in threads:
         t.start()
     for t in threads:
@@ -347,9 +353,7 @@ def test_a_crashed_build_is_never_used(tmp_path: Path, offline_index: Path) -> N
     (half / "bin").mkdir(parents=True)
     (envs / f".link-{key}-1-2").symlink_to(half.name)
     (envs / key).symlink_to(half.name)
-    done = pyenv.prepare_pool(
-        [wheel], index=0, job_dir=job_dir(settings, "1"), settings=settings, base=base
-    )
+    done = prepare(wheel, settings, base=base)
     assert "pip installed into the environment" in done.notes[-1]
     assert not half.exists()
     assert not list(envs.glob(".link-*"))
@@ -361,13 +365,7 @@ def test_pip_is_stopped_after_its_timeout(tmp_path: Path, offline_index: Path) -
     settings = settings_for(tmp_path, pip_timeout_seconds=0.05)
     wheel = write_wheel(tmp_path / "pkgs", "usesdep", requires=("localdep==1.0.0",))
     with pytest.raises(pyenv.InstallError, match=r"did not finish within 0.05s .*--pip-timeout"):
-        pyenv.prepare_pool(
-            [wheel],
-            index=0,
-            job_dir=job_dir(settings, "1"),
-            settings=settings,
-            base=pyenv.probe(settings.python),
-        )
+        prepare(wheel, settings)
     envs = settings.state_dir / pyenv.ENVS_DIR
     assert [p.name for p in envs.iterdir() if not p.name.endswith(".lock")] == []
 
@@ -409,26 +407,13 @@ def test_a_stop_request_ends_pip_at_once(
         env.setenv("PIP_INDEX_URL", index)
         started = time.monotonic()
         with pytest.raises(pyenv.Interrupted, match="cancelled"):
-            pyenv.prepare_pool(
-                [wheel],
-                index=0,
-                job_dir=job_dir(settings, "1"),
-                settings=settings,
-                base=pyenv.probe(settings.python),
-                stop=pip_is_waiting.is_set,
-            )
+            prepare(wheel, settings, stop=pip_is_waiting.is_set)
         assert pip_is_waiting.is_set()
         assert time.monotonic() - started < 30
     envs = settings.state_dir / pyenv.ENVS_DIR
     assert [p.name for p in envs.iterdir() if not p.name.endswith(".lock")] == []
     # Nothing half-built is left for the next job: it builds the environment whole.
-    done = pyenv.prepare_pool(
-        [wheel],
-        index=0,
-        job_dir=job_dir(settings, "2"),
-        settings=settings,
-        base=pyenv.probe(settings.python),
-    )
+    done = prepare(wheel, settings, "2")
     assert done.interpreter.has("localdep") is not None
 
 
@@ -440,9 +425,7 @@ def test_an_interpreter_without_pip_is_a_precondition_problem(tmp_path: Path) ->
         base, distributions={k: v for k, v in base.distributions.items() if k != "pip"}
     )
     with pytest.raises(pyenv.EnvironmentProblem, match="pip is not installed for"):
-        pyenv.prepare_pool(
-            [wheel], index=0, job_dir=job_dir(settings, "1"), settings=settings, base=without_pip
-        )
+        prepare(wheel, settings, base=without_pip)
 
 
 def test_a_hostile_package_is_refused_before_pip_sees_it(tmp_path: Path) -> None:
@@ -452,9 +435,7 @@ def test_a_hostile_package_is_refused_before_pip_sees_it(tmp_path: Path) -> None
         zf.writestr("../../escaped.py", "x = 1\n")
     job = job_dir(settings, "1")
     with pytest.raises(packages.PackageError, match=r"escaped\.py"):
-        pyenv.prepare_pool(
-            [wheel], index=0, job_dir=job, settings=settings, base=pyenv.probe(settings.python)
-        )
+        prepare(wheel, settings)
     assert not (job / "logs" / "pip-0.log").exists()
     assert not (settings.state_dir / pyenv.ENVS_DIR).exists()
     assert not list(tmp_path.rglob("escaped.py"))
@@ -468,13 +449,7 @@ def test_what_a_package_says_cannot_forge_log_lines(tmp_path: Path) -> None:
         '[project]\nname = "forger\\n[emulator] forged line\\u001b[2J"\nversion = "1"\n'
     )
     settings = settings_for(tmp_path)
-    done = pyenv.prepare_pool(
-        [project],
-        index=0,
-        job_dir=job_dir(settings, "1"),
-        settings=settings,
-        base=pyenv.probe(settings.python),
-    )
+    done = prepare(project, settings)
     (note,) = done.notes
     assert "forger [emulator] forged line?[2J==1" in note
     assert "\n" not in note and "\x1b" not in note
@@ -482,13 +457,7 @@ def test_what_a_package_says_cannot_forge_log_lines(tmp_path: Path) -> None:
 
 def test_the_example_trainer_needs_no_pip(tmp_path: Path) -> None:
     settings = Settings(state_dir=tmp_path / "state", allow_roots=[TRAINER_DIR.parent])
-    done = pyenv.prepare_pool(
-        [TRAINER_DIR],
-        index=0,
-        job_dir=job_dir(settings, "1"),
-        settings=settings,
-        base=pyenv.probe(settings.python),
-    )
+    done = prepare(TRAINER_DIR, settings)
     assert done.python == settings.python
     assert done.pythonpath == str(settings.state_dir / "jobs" / "1" / "site-0")
     assert (Path(done.pythonpath) / "trainer" / "task.py").exists()
