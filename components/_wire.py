@@ -88,12 +88,10 @@ PROVIDER_KEY = "__provider"
 """The property the dynamic provider's pickle travels in (by reference: a module and class)."""
 
 
-def _job_name(collection: str) -> re.Pattern[str]:
-    return re.compile(rf"^projects/([^/]+)/locations/([^/]+)/{collection}/([^/]+)$")
-
-
-_JOB_NAME = _job_name("customJobs")
-_TUNING_JOB_NAME = _job_name("hyperparameterTuningJobs")
+_JOB_NAME = re.compile(r"^projects/([^/]+)/locations/([^/]+)/customJobs/([^/]+)$")
+_TUNING_JOB_NAME = re.compile(
+    r"^projects/([^/]+)/locations/([^/]+)/hyperparameterTuningJobs/([^/]+)$"
+)
 
 
 def _parts(pattern: re.Pattern[str], name: str) -> tuple[str, str, str] | None:
