@@ -87,7 +87,6 @@ RUN_KEY_TYPE = "pulumi-python:dynamic/vertex:RunKey"
 PROVIDER_KEY = "__provider"
 """The property the dynamic provider's pickle travels in (by reference: a module and class)."""
 
-
 _JOB_NAME = re.compile(r"^projects/([^/]+)/locations/([^/]+)/customJobs/([^/]+)$")
 _TUNING_JOB_NAME = re.compile(
     r"^projects/([^/]+)/locations/([^/]+)/hyperparameterTuningJobs/([^/]+)$"

@@ -57,8 +57,6 @@ def job_service() -> ModuleType:
     """``google.cloud.aiplatform_v1.services.job_service`` (its ``JobServiceClient``)."""
     with _quiet(), _lock:
         if PACKAGE not in sys.modules:
-            import google.api_core  # noqa: F401  (warns on import: under _quiet)
-
             try:
                 _defer(PACKAGE)
                 _defer(_TYPES)
@@ -66,17 +64,14 @@ def job_service() -> ModuleType:
             except ImportError:
                 # Run what was deferred (modules already imported stay: a proto type must
                 # never be defined twice); a library without a job service then fails here.
-                _execute(_TYPES)
-                _execute(PACKAGE)
+                _execute_all()
         return importlib.import_module(_JOB_SERVICE)
 
 
 def whole_library() -> ModuleType:
     """``google.cloud.aiplatform_v1``, every name of it there."""
     with _quiet(), _lock:
-        _execute(_TYPES)
-        _execute(PACKAGE)
-        import google.api_core  # noqa: F401
+        _execute_all()
         from google.cloud import aiplatform_v1
 
     return aiplatform_v1
@@ -102,12 +97,19 @@ def _missing_name(package: str, name: str) -> Any:
             return importlib.import_module(submodule)
     with _quiet(), _lock:
         if package == PACKAGE:
-            _execute(_TYPES)
-        _execute(package)
+            _execute_all()
+        else:
+            _execute(package)
     try:
         return vars(sys.modules[package])[name]
     except KeyError:
         raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
+
+
+def _execute_all() -> None:
+    """Run both packages' ``__init__`` still unexecuted: ``types`` first, as the package's uses it."""
+    _execute(_TYPES)
+    _execute(PACKAGE)
 
 
 def _execute(name: str) -> None:
