@@ -54,6 +54,10 @@ from tests.e2e._engine import (  # noqa: E402
     venv_dir,
 )
 
+OUTPUTS_FILE = "outputs_file"
+"""The no-op's input naming a JSON file of outputs its create adds (the input is not kept);
+spelled again inside ``NOOP_PROVIDER``, which the provider process runs on its own."""
+
 NOOP_PROVIDER = '''
 """A dynamic provider that does nothing: the floor of a Python dynamic resource."""
 
@@ -61,7 +65,7 @@ import json
 
 from pulumi.dynamic import CheckResult, CreateResult, DiffResult, Resource, ResourceProvider
 
-OUTPUTS_FILE = "outputs_file"  # an input naming a JSON file of outputs to add (not kept)
+OUTPUTS_FILE = "outputs_file"  # bench/preview.py's OUTPUTS_FILE
 
 
 class NoopProvider(ResourceProvider):

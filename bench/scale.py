@@ -71,7 +71,7 @@ warnings.filterwarnings("ignore", category=FutureWarning)
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.preview import floor_project, training_job_props  # noqa: E402
+from bench.preview import OUTPUTS_FILE, floor_project, training_job_props  # noqa: E402
 from components._host import PROFILE_ENV  # noqa: E402
 from tests.e2e._engine import (  # noqa: E402
     Workspace,
@@ -370,7 +370,7 @@ def give_a_jobs_status(project: Path, jobs: Workspace) -> None:
     props = json.loads(props_file.read_text())
     # An input that names the file: the no-op's create adds it to its outputs only, as a
     # TrainingJob's status is an output and not an input.
-    props_file.write_text(json.dumps({**props, "outputs_file": str(outputs_file)}))
+    props_file.write_text(json.dumps({**props, OUTPUTS_FILE: str(outputs_file)}))
 
 
 def _median(runs: list[Run]) -> float:
