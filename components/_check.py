@@ -11,24 +11,28 @@ differs is the spec (``SpecKind``: its model, its validator, where its env value
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
 from components._errors import SpecError
-from components._spec import JobSpec, parse_duration
+from components._settings import duration_seconds
+from components._spec import MAX_DURATION_SECONDS, JobSpec
 from components._tuning_spec import TuningJobSpec
 from components._tuning_validation import validate_tuning
-from components._validation import Target, validate
+from components._validation import MAX_LABELS, Target, validate
 from components._violations import Violation
 from components._wire import (
     ENV_VALUES,
     EXCLUSIVE_GPUS,
+    EXISTING_JOB,
+    HELD_JOBS,
     IDENTITY,
     JOB_PROPERTIES,
     KEEP_RECORD,
     KNOB_PROPERTIES,
+    MANAGED_LABELS,
     PROJECT,
     PROVIDER_KEY,
     REGION,
@@ -43,6 +47,8 @@ from components._wire import (
     encode_spec,
     is_unknown,
     merge_env,
+    parse_job_name,
+    parse_tuning_job_name,
     split_env,
 )
 
@@ -72,6 +78,10 @@ class SpecKind(Generic[M]):
     """``JobSpec``: its ``parse`` raises ``SpecError`` naming each bad field."""
     validate: Callable[[M, str | None, Target], list[Violation]]
     """``(spec, region, target)`` → every violation."""
+    parse_name: Callable[[str], tuple[str, str, str] | None] = parse_job_name
+    """(project, region, id) of a job's resource name of this kind, or None."""
+    collection: str = "customJobs"
+    """The last collection of such a name (for messages)."""
     pools_under: str | None = None
     """The field holding the custom job spec that has the worker pools (and so the env vars,
     ``components._wire.split_env``): a tuning job's ``trialJobSpec``; None: the top level."""
@@ -93,6 +103,8 @@ TUNING_JOB_SPEC = SpecKind[TuningJobSpec](
     "tuning job spec",
     TuningJobSpec,
     lambda spec, region, target: validate_tuning(spec, region=region, target=target),
+    parse_name=parse_tuning_job_name,
+    collection="hyperparameterTuningJobs",
     pools_under=TRIAL_JOB_SPEC,
 )
 """A ``HyperparameterTuningJob``'s spec: env values under ``trialJobSpec``."""
@@ -108,19 +120,16 @@ class CheckOutcome:
 
 
 def wait_timeout_seconds(value: Any) -> float | None:
-    """``wait_timeout`` as seconds; accepts numbers and ``"90m"``-style text.
+    """``wait_timeout`` as seconds, in the forms every duration setting takes
+    (``components._settings.duration_seconds``: numbers, ``"600"``, ``"90m"``...).
 
     Raises ``ValueError`` with a message meant for the user.
     """
     if value is None:
         return None
-    try:
-        parsed = parse_duration(value)
-    except ValueError:
-        raise ValueError("must be a duration like '30m', '2h' or a number of seconds") from None
-    if not isinstance(parsed, timedelta):
-        raise ValueError("must be a duration like '30m', '2h' or a number of seconds")
-    seconds = parsed.total_seconds()
+    seconds = duration_seconds(value)
+    if not math.isfinite(seconds) or seconds > MAX_DURATION_SECONDS:
+        raise ValueError(f"must be a finite duration of at most {MAX_DURATION_SECONDS:,} seconds")
     if seconds <= 0:
         raise ValueError("must be longer than zero")
     return seconds
@@ -186,12 +195,66 @@ def check_inputs(
     nothing unknown: it is validated as it is, and ``spec`` is then not put in canonical form.
     """
     inputs = {k: v for k, v in news.items() if k != PROVIDER_KEY}
-    failures = [*_place_failures(inputs), *_knob_failures(inputs)]
+    failures = [
+        *_place_failures(inputs),
+        *_knob_failures(inputs),
+        *_existing_job_failures(inputs, kind),
+    ]
+    imported = isinstance(inputs.get(EXISTING_JOB), str)
     if parsed is not None:
         spec_failures, warnings = _parsed_failures(kind, parsed, inputs, target)
-        return CheckOutcome(inputs, failures + spec_failures, warnings)
-    spec_failures, warnings = _spec_failures(kind, inputs, target)
-    return CheckOutcome(inputs, failures + spec_failures, warnings)
+        labels: Any = parsed.labels
+    else:
+        spec_failures, warnings = _spec_failures(kind, inputs, target)
+        document = decode_spec(inputs.get(SPEC))
+        labels = document.get("labels") if isinstance(document, Mapping) else None
+    failures += spec_failures + list(_managed_label_failures(labels, imported=imported))
+    return CheckOutcome(inputs, failures, warnings)
+
+
+def _managed_label_failures(labels: Any, *, imported: bool) -> Iterator[Failure]:
+    """The labels the provider adds to every job it submits (``MANAGED_LABELS``) are Vertex AI
+    labels too: they count towards its limit, and their keys are the provider's.
+
+    A job taken over (``existing_job``) is not submitted: only the keys are checked.
+    """
+    if not isinstance(labels, Mapping):
+        return
+    for key in MANAGED_LABELS:
+        if key in labels:
+            yield (
+                f"labels.{key}",
+                "is a label the provider sets on every job it submits (the resource's identity "
+                "and its run); choose another key",
+            )
+    count = len(labels)
+    if not imported and MAX_LABELS - len(MANAGED_LABELS) < count <= MAX_LABELS:
+        yield (
+            "labels",
+            f"has {count} labels; the provider adds {len(MANAGED_LABELS)} to every job "
+            f"({', '.join(MANAGED_LABELS)}) and Vertex AI allows {MAX_LABELS} in all: at most "
+            f"{MAX_LABELS - len(MANAGED_LABELS)} of your own",
+        )
+
+
+def _existing_job_failures(inputs: Mapping[str, Any], kind: SpecKind[Any]) -> Iterator[Failure]:
+    value = inputs.get(EXISTING_JOB)
+    if value is None or is_unknown(value):
+        return
+    parsed = kind.parse_name(value) if isinstance(value, str) else None
+    if parsed is None:
+        yield (
+            EXISTING_JOB,
+            f"expected the resource name of the job to take over, "
+            f"projects/PROJECT/locations/REGION/{kind.collection}/ID, got {value!r}",
+        )
+        return
+    project, region = inputs.get(PROJECT), inputs.get(REGION)
+    if isinstance(region, str) and region and parsed[1] != region:
+        yield EXISTING_JOB, f"names a job in {parsed[1]}, but the resource runs in {region}"
+    # Vertex AI names jobs by the project's number: only a project id can be compared.
+    if isinstance(project, str) and not parsed[0].isdigit() and parsed[0] != project:
+        yield EXISTING_JOB, f"names a job of project {parsed[0]}, but the resource's is {project}"
 
 
 def _place_failures(inputs: Mapping[str, Any]) -> Iterator[Failure]:
@@ -226,6 +289,13 @@ def _knob_failures(inputs: dict[str, Any]) -> Iterator[Failure]:
         value = inputs.get(text_key)
         if value is not None and not is_unknown(value) and not isinstance(value, str):
             yield text_key, "must be a string"
+    held = inputs.get(HELD_JOBS)
+    if (
+        held is not None
+        and not is_unknown(held)
+        and not (isinstance(held, list) and all(isinstance(name, str) for name in held))
+    ):
+        yield HELD_JOBS, "must be a list of job names"
 
 
 def _parsed_failures(

@@ -34,7 +34,15 @@ from components._violations import Violation, did_you_mean, errors_only
 from components.formats import LoadedSpec, load_spec_file
 from components.formats.legacy_config import LegacyConversionError
 
-__all__ = ["build_parser", "cmd_catalog", "cmd_convert", "cmd_estimate", "cmd_validate", "main"]
+__all__ = [
+    "build_parser",
+    "cmd_catalog",
+    "cmd_convert",
+    "cmd_estimate",
+    "cmd_import",
+    "cmd_validate",
+    "main",
+]
 
 EXIT_VALID, EXIT_INVALID, EXIT_UNREADABLE = 0, 1, 2
 
@@ -474,6 +482,48 @@ def _print_tuning_estimate(result: TuningEstimate, out: TextIO) -> None:
     )
 
 
+def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Write a job file that is the existing job, and print the entry that takes it over."""
+    import yaml
+
+    from components._importing import JobImportError, fetch_job, imported_job
+    from components._settings import Endpoint, SettingError, parse_endpoint
+
+    try:
+        endpoint = Endpoint(parse_endpoint(args.endpoint))
+    except SettingError as exc:
+        print(f"error: {str(exc).replace('training:endpoint', '--endpoint')}", file=err)
+        return EXIT_UNREADABLE
+    _import_client_library()
+    try:
+        job, kind = fetch_job(args.job, project=args.project, region=args.region, endpoint=endpoint)
+        imported = imported_job(job, kind)
+    except JobImportError as exc:
+        print(f"error: {endpoint.scrub(str(exc))}", file=err)
+        return EXIT_UNREADABLE
+    path = Path(args.out or f"stacks/jobs/{imported.resource_name}.yaml")
+    if path.exists() and not args.force:
+        print(f"error: {path} exists; choose another --out, or --force to overwrite it", file=err)
+        return EXIT_UNREADABLE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = (
+        f"# {imported.noun} {imported.name}, as the API returned it (python -m components import)\n"
+    )
+    path.write_text(header + yaml.safe_dump(imported.document, sort_keys=False))
+    for note in imported.notes:
+        print(f"# note: {note}", file=err)
+    entry = yaml.safe_dump([imported.entry(str(path))], sort_keys=False)
+    print(
+        f"wrote {path}: {imported.noun} {imported.name} ({imported.state})\n"
+        "add this entry to training:jobs in the stack's configuration (Pulumi.<stack>.yaml):\n\n"
+        + "".join(f"    {line}\n" for line in entry.splitlines())
+        + "\nthe next `pulumi up` takes the job over without starting another one; a later change "
+        "of the file replaces it (a new job starts, this one is cancelled)",
+        file=out,
+    )
+    return EXIT_VALID
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m components", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -513,6 +563,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--region")
     p.add_argument("--machine", help="machine type, e.g. n1-standard-8")
     p.set_defaults(handler=cmd_catalog)
+    p = sub.add_parser(
+        "import",
+        help="write the job file of a job started elsewhere, and the training:jobs entry that "
+        "takes it over",
+    )
+    p.add_argument(
+        "job",
+        help="projects/P/locations/R/customJobs/ID (or .../hyperparameterTuningJobs/ID), or an "
+        "id with --project and --region",
+    )
+    p.add_argument("--project", help="with a job id: its project")
+    p.add_argument("--region", help="with a job id: its region")
+    p.add_argument(
+        "--endpoint",
+        help="the API's address, e.g. http://127.0.0.1:8642 for the local emulator "
+        "(default: Vertex AI, with Application Default Credentials)",
+    )
+    p.add_argument("--out", help="the job file to write (default stacks/jobs/<name>.yaml)")
+    p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    p.set_defaults(handler=cmd_import)
     return parser
 
 

@@ -18,6 +18,18 @@ server. If the SDK changes and no such pool is found, nothing is changed and the
 works as before, four operations at a time, with a warning on stderr (which the engine shows
 in the ``pulumi up`` output); ``tests/e2e/test_concurrency.py`` fails in that case.
 
+``install_cancel_handler`` makes the host's ``Cancel`` call (which the engine sends when
+``pulumi up`` gets Ctrl-C or ``pulumi cancel``, and which the host as it ships answers without
+doing anything) stop every wait of the process (``components._interrupt``), and so does the
+interpreter's shutdown (SIGINT to the host ends its ``main()``; its worker threads are then
+joined, which would otherwise wait out every job being waited for). It swaps the handler of
+that one method in the gRPC server's table, found the same way as the pool. Without it a
+``waitFor: succeeded`` create held the stack until its ``waitTimeout``. If the server is not
+found, nothing changes but a warning on stderr; ``tests/e2e/test_interrupt.py`` fails then.
+Cancel is served by the same pool as every other call: with more operations under way than
+the pool's size (``training:maxConcurrentOperations``), it waits for a free thread, and a
+second Ctrl-C (which ends the engine, and with it this process) is the way out.
+
 ``PROFILE_ENV`` (``GPU_TRAINING_PROVIDER_PROFILE=<file>``) profiles every provider operation
 with ``cProfile`` on the CPU time of its thread (``time.thread_time``: waiting for the API
 or for a lock counts for nothing) and keeps the sum of all of them in ``<file>`` (pstats
@@ -39,14 +51,21 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     import pstats
 
-__all__ = ["PROFILE_ENV", "profiled", "serving_pool", "widen_host_pool"]
+__all__ = [
+    "CANCEL_METHOD",
+    "PROFILE_ENV",
+    "install_cancel_handler",
+    "profiled",
+    "serving_pool",
+    "widen_host_pool",
+]
 
 T = TypeVar("T")
 
 PROFILE_ENV = "GPU_TRAINING_PROVIDER_PROFILE"
 
 _lock = threading.Lock()
-_warned = False
+_warned: set[str] = set()
 
 
 def _pools_in(value: Any) -> Iterator[ThreadPoolExecutor]:
@@ -59,16 +78,21 @@ def _pools_in(value: Any) -> Iterator[ThreadPoolExecutor]:
         yield pool
 
 
-def _main_thread_pools() -> Iterator[ThreadPoolExecutor]:
-    """Executors held by locals of the main thread's frames (the host's ``main()`` is there)."""
+def _main_thread_locals() -> Iterator[Any]:
+    """Values of the locals of the main thread's frames (the host's ``main()`` is there)."""
     main = threading.main_thread()
     if main.ident is None:
         return
     frame = sys._current_frames().get(main.ident)
     while frame is not None:
-        for value in list(frame.f_locals.values()):
-            yield from _pools_in(value)
+        yield from list(frame.f_locals.values())
         frame = frame.f_back
+
+
+def _main_thread_pools() -> Iterator[ThreadPoolExecutor]:
+    """Executors held by locals of the main thread's frames."""
+    for value in _main_thread_locals():
+        yield from _pools_in(value)
 
 
 def _tracked_pools() -> Iterator[ThreadPoolExecutor]:
@@ -88,11 +112,11 @@ def serving_pool(thread: threading.Thread | None = None) -> ThreadPoolExecutor |
 
 
 def _warn(message: str) -> None:
-    global _warned
+    """Say ``message`` on stderr (the engine shows it), once per process."""
     with _lock:
-        if _warned:
+        if message in _warned:
             return
-        _warned = True
+        _warned.add(message)
     print(f"gpu-training provider: {message}", file=sys.stderr, flush=True)
 
 
@@ -124,6 +148,83 @@ def widen_host_pool(workers: int) -> int | None:
     except AttributeError as exc:
         _warn(f"could not widen the dynamic provider host's worker pool ({exc}); at most 4 run")
         return None
+
+
+CANCEL_METHOD = "/pulumirpc.ResourceProvider/Cancel"
+"""The engine's call to stop a provider (``ResourceProvider.Cancel``)."""
+
+_cancel_installed = False
+
+
+def _method_tables(server: Any) -> Iterator[dict[str, Any]]:
+    """The gRPC server's tables of method handlers (by full method name)."""
+    state = getattr(server, "_state", None)
+    for handler in getattr(state, "generic_handlers", None) or ():
+        table = getattr(handler, "_method_handlers", None)
+        if isinstance(table, dict):
+            yield table
+    registered = getattr(state, "registered_method_handlers", None)
+    if isinstance(registered, dict):
+        yield registered
+
+
+def _interrupting(handler: Any) -> Any:
+    """``handler`` (a unary RPC handler) that first stops this process's waits."""
+    from components._interrupt import interrupt
+
+    behaviour = handler.unary_unary
+
+    def cancel(request: Any, context: Any) -> Any:
+        interrupt("pulumi was cancelled")
+        return behaviour(request, context)
+
+    return handler._replace(unary_unary=cancel)
+
+
+def install_cancel_handler() -> bool:
+    """Let the engine's ``Cancel`` (and the host's shutdown) stop this process's waits.
+
+    Done once per process; True when the host's ``Cancel`` now does so. Outside the dynamic
+    provider host (tests calling the provider directly) nothing is changed.
+    """
+    global _cancel_installed
+    from components._engine_watch import in_provider_host
+
+    if not in_provider_host():
+        return False
+    with _lock:
+        if _cancel_installed:
+            return True
+        found = False
+        for value in _main_thread_locals():
+            for table in _method_tables(value):
+                handler = table.get(CANCEL_METHOD)
+                if handler is not None and hasattr(handler, "_replace"):
+                    table[CANCEL_METHOD] = _interrupting(handler)
+                    found = True
+        if found:
+            _cancel_installed = True
+            _on_shutdown()
+    if not found:
+        _warn(
+            "could not find the dynamic provider host's Cancel handler (has pulumi.dynamic "
+            "changed?); Ctrl-C does not stop a create that waits for its job"
+        )
+    return found
+
+
+def _on_shutdown() -> None:
+    """Stop the waits when the interpreter shuts down (before it joins the worker threads)."""
+    from components._interrupt import interrupt
+
+    register = getattr(threading, "_register_atexit", None)
+    if register is None:
+        return
+    try:
+        # Called in reverse order of registration, so before concurrent.futures joins the pool.
+        register(lambda: interrupt("the provider process is stopping"))
+    except RuntimeError:  # already shutting down
+        interrupt("the provider process is stopping")
 
 
 _profile_lock = threading.Lock()

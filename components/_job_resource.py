@@ -22,19 +22,22 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast, overloa
 import pulumi
 import pulumi.dynamic
 
+from components._adoption import identity_label
 from components._check import SpecKind, check_inputs
 from components._errors import SpecError, SpecInvalidError
-from components._identity import identity_label
 from components._provider import JobProvider
 from components._run_key import stack_run_key
 from components._settings import SettingError, parse_endpoint, target_for_endpoint
 from components._spec import JobSpec, WorkerPoolSpec
+from components._stack_state import held_jobs
 from components._tuning_spec import TuningJobSpec
 from components._validation import Target
 from components._violations import Violation
 from components._wire import (
     ENV_VALUES,
     EXCLUSIVE_GPUS,
+    EXISTING_JOB,
+    HELD_JOBS,
     IDENTITY,
     INPUT_DEFAULTS,
     KEEP_RECORD,
@@ -94,6 +97,11 @@ class ResourceKind:
     def spec(self) -> SpecKind[Any]:
         return self.provider.kind.spec
 
+    @property
+    def type_token(self) -> str:
+        """``pulumi-python:dynamic/vertex:TrainingJob``: what the engine calls the resource."""
+        return f"pulumi-python:dynamic/vertex:{self.name}"
+
 
 @dataclass
 class JobArgs(Generic[S]):
@@ -109,6 +117,9 @@ class JobArgs(Generic[S]):
     :param exclusive_gpus: on replacement, cancel the old job before starting the new one
         (for quota that cannot hold both).
     :param keep_record_on_delete: cancel but do not delete the job's record on delete.
+    :param existing_job: the resource name of a job started elsewhere (gcloud, the SDK) to take
+        over instead of submitting one: its spec must be ``spec`` (``python -m components
+        import`` writes it). Ignored once the resource holds a job.
     """
 
     spec: S
@@ -119,6 +130,7 @@ class JobArgs(Generic[S]):
     wait_timeout: pulumi.Input[float | str] | None = None
     exclusive_gpus: pulumi.Input[bool] = False
     keep_record_on_delete: pulumi.Input[bool] = False
+    existing_job: pulumi.Input[str] | None = None
 
 
 @dataclass
@@ -341,6 +353,7 @@ class JobResource(pulumi.dynamic.Resource, Generic[S]):
         wait_timeout: pulumi.Output[float]
         exclusive_gpus: pulumi.Output[bool]
         keep_record_on_delete: pulumi.Output[bool]
+        existing_job: pulumi.Output[str | None]
         status: pulumi.Output[dict[str, Any]]
         """Every field below in one mapping: the job as last created or refreshed, and its price."""
 
@@ -376,6 +389,7 @@ class JobResource(pulumi.dynamic.Resource, Generic[S]):
         wait_timeout: pulumi.Input[float | str] | None = None,
         exclusive_gpus: pulumi.Input[bool] = False,
         keep_record_on_delete: pulumi.Input[bool] = False,
+        existing_job: pulumi.Input[str] | None = None,
         validate: bool = True,
     ) -> None:
         """Declare a job; pass ``args`` or the same fields as keywords.
@@ -396,6 +410,7 @@ class JobResource(pulumi.dynamic.Resource, Generic[S]):
                 wait_timeout=wait_timeout,
                 exclusive_gpus=exclusive_gpus,
                 keep_record_on_delete=keep_record_on_delete,
+                existing_job=existing_job,
             )
         elif spec is not None:
             raise TrainingJobInputError(
@@ -404,9 +419,15 @@ class JobResource(pulumi.dynamic.Resource, Generic[S]):
         checked = job_inputs(kind, resource_name, args, validate=validate)
         props = _registered(checked)
         props[RUN_KEY] = stack_run_key()
-        opts = pulumi.ResourceOptions.merge(
-            opts, pulumi.ResourceOptions(additional_secret_outputs=[ENV_VALUES])
-        )
+        held = held_jobs(str(checked.props[IDENTITY]))
+        if held:
+            props[HELD_JOBS] = held
+        own = pulumi.ResourceOptions(additional_secret_outputs=[ENV_VALUES])
+        if args.exclusive_gpus is True:
+            # A replace the engine decides without asking the provider (``--replace``, a
+            # tainted resource) must cancel the old job first too, as ``diff`` says otherwise.
+            own.delete_before_replace = True
+        opts = pulumi.ResourceOptions.merge(opts, own)
         super().__init__(kind.provider(), resource_name, props, opts)
         for warning in checked.warnings:
             pulumi.log.warn(f"{warning.path}: {warning.reason}", resource=self)
@@ -496,7 +517,10 @@ def job_inputs(
         WAIT_TIMEOUT: args.wait_timeout,
         EXCLUSIVE_GPUS: args.exclusive_gpus,
         KEEP_RECORD: args.keep_record_on_delete,
-        IDENTITY: identity_label(pulumi.get_project(), pulumi.get_stack(), resource_name),
+        EXISTING_JOB: args.existing_job,
+        IDENTITY: identity_label(
+            pulumi.get_project(), pulumi.get_stack(), resource_name, kind.type_token
+        ),
     }
     if not validate:
         return JobInputs(props, [], parts.nested_outputs)

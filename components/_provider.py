@@ -19,6 +19,13 @@ and nothing here holds a lock across an API call. While a create or a delete wai
 progress lines go to stderr, which the engine shows (``components._progress``).
 
 ``check`` and ``diff`` run on every preview and never import the Vertex client library.
+
+What may happen to a running job, and when, is ``components._adoption``'s (adoption, held
+jobs, imports) and this class's: a create cancels its job only when the job's wait timed out
+(``waitTimeout``); a job that ended badly has nothing to cancel; an API that cannot be reached,
+the engine's Cancel (Ctrl-C, ``pulumi cancel``) or a stopping provider process leave the job
+running, for the next ``pulumi up`` to adopt, and say so. A read or a delete that cannot
+reach the API fails and leaves the job in the stack as it was. docs/provider.md has the table.
 """
 
 from __future__ import annotations
@@ -39,18 +46,29 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
+from components._adoption import (
+    RunLabels,
+    adopted_here,
+    identity_label,
+    import_differences,
+    job_id,
+    record_adopted,
+    without_plain_run_hash,
+)
 from components._check import CUSTOM_JOB_SPEC, SpecKind, check_inputs, diff_inputs
 from components._engine_watch import watch_engine
-from components._host import profiled, widen_host_pool
-from components._identity import identity_label, run_hash
+from components._host import install_cancel_handler, profiled, widen_host_pool
+from components._interrupt import Interrupted, interrupted
 from components._pricing import cost_outputs
-from components._progress import WaitProgress, local_chief_log
-from components._settings import Endpoint, ProviderSettings
+from components._progress import WaitProgress, local_chief_log, write_line
+from components._settings import Endpoint, ProviderSettings, public_url
 from components._spec import JobSpec
 from components._wire import (
     DEFAULT_WAIT_TIMEOUT,
     ENV_VALUES,
     EXCLUSIVE_GPUS,
+    EXISTING_JOB,
+    HELD_JOBS,
     HIDDEN_INPUTS,
     IDENTITY,
     IDENTITY_LABEL,
@@ -73,6 +91,7 @@ from components._wire import (
 from components.vertex.api import (
     CUSTOM_JOB,
     TERMINAL_STATES,
+    ApiUnreachable,
     JobApi,
     JobKind,
     JobOperationError,
@@ -82,6 +101,7 @@ from components.vertex.api import (
     aiplatform,
     is_not_found,
     job_api,
+    job_document,
     job_outputs,
     redact,
     state_name,
@@ -115,6 +135,10 @@ class JobResourceKind:
     """``(document, region)`` → the ``status`` fields of its price."""
     parse_name: Callable[[str], tuple[str, str, str] | None]
     """(project, region, id) of the job's resource name."""
+    read_spec: Callable[[dict[str, Any]], Any]
+    """A job as the API shows it (``job_document``) → its spec model (``JobSpec``...)."""
+    gcloud_group: str
+    """``custom-jobs``: the ``gcloud ai`` command group of the job's kind (for messages)."""
 
 
 def _custom_job(document: dict[str, Any]) -> Any:
@@ -122,6 +146,12 @@ def _custom_job(document: dict[str, Any]) -> Any:
     from components.vertex.convert import to_custom_job
 
     return to_custom_job(JobSpec.parse(document))
+
+
+def _described_custom_job(document: dict[str, Any]) -> JobSpec:
+    from components.formats import spec_from_document
+
+    return spec_from_document(document, "(existing job)").spec
 
 
 TRAINING_JOB = JobResourceKind(
@@ -132,6 +162,8 @@ TRAINING_JOB = JobResourceKind(
     outputs=job_outputs,
     costs=cost_outputs,
     parse_name=parse_job_name,
+    read_spec=_described_custom_job,
+    gcloud_group="custom-jobs",
 )
 """A ``TrainingJob``: a CustomJob."""
 
@@ -143,31 +175,6 @@ def _outputs(props: dict[str, Any]) -> dict[str, Any]:
         for k, v in props.items()
         if k != PROVIDER_KEY and k not in HIDDEN_INPUTS and k not in STATUS_FIELDS
     }
-
-
-def _without_plain_run_hash(
-    status: dict[str, Any], props: dict[str, Any], spec: SpecKind[Any]
-) -> dict[str, Any]:
-    """``status`` without a ``run_hash`` written before run hashes were keyed.
-
-    That hash is unkeyed over the env values: anyone reading the state could test guesses of
-    them. It is recognised by recomputing it, and dropped from the state on the next refresh.
-    """
-    if not status.get("run_hash") or not isinstance(props.get(SPEC), str | dict):
-        return status
-    try:
-        document = spec.merge_env(decode_spec(props[SPEC]), props.get(ENV_VALUES) or {})
-        plain = run_hash(
-            document,
-            project=str(props.get(PROJECT, "")),
-            region=str(props.get(REGION, "")),
-            triggers=props.get(TRIGGERS),
-        )
-    except (ValueError, TypeError, AttributeError):
-        return status
-    if status["run_hash"] != plain:
-        return status
-    return {k: v for k, v in status.items() if k != "run_hash"}
 
 
 @contextmanager
@@ -204,10 +211,12 @@ class JobProvider(ResourceProvider):
     # -- configuration ----------------------------------------------------------------------
 
     def configure(self, req: ConfigureRequest) -> None:
-        """Read the ``training:`` settings; let the host serve that many operations at once."""
+        """Read the ``training:`` settings; let the host serve that many operations at once,
+        and let the engine's Cancel stop the waits."""
         self._settings = ProviderSettings.read(req.config.get)
         # The host calls this in one of its worker threads, before the first operation.
         widen_host_pool(self._settings.max_concurrent_operations)
+        install_cancel_handler()
 
     @property
     def settings(self) -> ProviderSettings:
@@ -263,38 +272,83 @@ class JobProvider(ResourceProvider):
     # -- API path ---------------------------------------------------------------------------
 
     def create(self, props: dict[str, Any]) -> CreateResult:
-        """Submit the job (or adopt the one this run already started), then maybe wait."""
+        """Submit the job (or adopt the one this run already started, or take over the
+        existing job the inputs name), then maybe wait."""
         return profiled(lambda: self._create(props))
 
     def _create(self, props: dict[str, Any]) -> CreateResult:
         inputs = {k: v for k, v in props.items() if k != PROVIDER_KEY}
         kind = self.kind
         run = _Run.of(inputs, kind.spec)
-        api_job = self._api_job(run)
         endpoint = self.endpoint
         with self._job_api(run.region) as api, _credentials_scrubbed(endpoint, run.secrets):
-            submission = self._submit(api, run, api_job)
+            if run.existing_job:
+                submission = self._take_over(api, run, run.existing_job)
+            else:
+                submission = self._submit(api, run)
+            if submission.adopted:
+                record_adopted(str(submission.job.name), run.labels.identity)
+            self._report_strays(run, submission.strays)
             job = self._wait(api, run, submission.job, inputs)
             status = {
                 **kind.outputs(job, endpoint, project=run.project, region=run.region),
-                "run_hash": run.run,
+                "run_hash": run.labels.run,
                 "adopted": submission.adopted,
                 **kind.costs(run.document, run.region),
             }
         return CreateResult(str(job.name), {**_outputs(inputs), STATUS: status})
 
-    def _submit(self, api: JobApi, run: _Run, api_job: Any) -> Submission:
+    def _submit(self, api: JobApi, run: _Run) -> Submission:
+        reason = interrupted()
+        if reason is not None:
+            raise JobOperationError(f"nothing was submitted to {run.parent}: {reason}")
         try:
-            return api.submit_or_adopt(
-                run.parent,
-                api_job,
-                identity=run.identity,
-                run=run.run,
-                earlier_runs=run.earlier_runs,
-            )
+            return api.submit_or_adopt(run.parent, lambda: self._api_job(run), run.labels)
+        except Interrupted as exc:
+            raise JobOperationError(
+                f"submitting the {self.kind.what} to {run.parent} was interrupted: {exc.reason}; "
+                "if it got through, the next `pulumi up` adopts it"
+            ) from None
         except Exception as exc:
             # The message may quote the job: _credentials_scrubbed redacts it on the way out.
             raise JobOperationError(self._submit_failed(api, run, exc)) from None
+
+    def _take_over(self, api: JobApi, run: _Run, name: str) -> Submission:
+        """The existing job ``name`` (``existing_job``), if its spec is the resource's."""
+        what = f"existingJob {name}"
+        try:
+            job = api.get(name)
+        except Exception as exc:
+            if is_not_found(exc):
+                raise JobOperationError(f"{what}: there is no such {self.kind.api.noun}") from None
+            raise JobOperationError(f"{what}: could not read it: {exc}") from None
+        try:
+            existing = self.kind.read_spec(job_document(job)).to_document()
+            expected = self.kind.spec.model.parse(run.document).to_document()
+        except Exception as exc:  # a spec the models cannot read: say so, never a traceback
+            raise JobOperationError(f"{what}: its spec could not be read: {exc}") from None
+        for place in ("project", "region"):
+            existing.pop(place, None)
+            expected.pop(place, None)
+        differences = import_differences(existing, expected)
+        if differences:
+            raise JobOperationError(
+                f"{what} is not the job this resource describes (they differ at "
+                f"{', '.join(differences)}); nothing was changed. Write its spec with `python -m "
+                f"components import {name}`, or remove existingJob to start a new job"
+            )
+        return Submission(job, adopted=True, attempts=0)
+
+    def _report_strays(self, run: _Run, strays: list[Any]) -> None:
+        """Say which other runs of this resource still run outside the stack (never cancelled)."""
+        for job in strays:
+            write_line(
+                self._scrubber(run.secrets)(
+                    f"{run.display_name}: job {job.name} ({state_name(job)}), an earlier run of "
+                    "this resource that never reached the stack, is still active; it is not "
+                    f"touched: {self._cancel_hint(str(job.name), run.region)} if it is not wanted"
+                )
+            )
 
     def _wait(self, api: JobApi, run: _Run, job: Any, inputs: dict[str, Any]) -> Any:
         wait_for = str(inputs.get(WAIT_FOR) or "submitted")
@@ -306,14 +360,40 @@ class JobProvider(ResourceProvider):
             scrub=self._scrubber(run.secrets),
             chief_log=local_chief_log(self.endpoint),
         )
+        # Pulumi records nothing for a failed create: each error says what became of the job.
         try:
             return api.wait_for_state(job, wait_for, timeout=timeout, observe=progress.observe)
-        except BaseException as exc:
-            # Pulumi records nothing for a failed create, so the job must not live on.
-            message = self._cancel_after_failure(api, job.name, exc, run.secrets)
-            if isinstance(exc, Exception):
-                raise JobOperationError(message) from None  # redacted by _credentials_scrubbed
-            raise
+        except WaitFailed as exc:
+            if not exc.timed_out:
+                message = f"{exc}; nothing to cancel (its record is kept for its logs)"
+            else:  # the one wait that cancels: waitTimeout is the user's limit for the job
+                message = self._cancel_after_timeout(api, job.name, exc, run)
+        except Interrupted as exc:
+            message = self._left_running(job, run, f"stopped waiting for it: {exc.reason}")
+        except Exception as exc:
+            if is_not_found(exc):
+                message = f"job {job.name} no longer exists (it was deleted during the wait)"
+            else:
+                message = self._left_running(
+                    job, run, f"could not read it while waiting for it to be {wait_for}: {exc}"
+                )
+        raise JobOperationError(message) from None  # redacted by _credentials_scrubbed
+
+    def _left_running(self, job: Any, run: _Run, why: str) -> str:
+        return (
+            f"job {job.name}: {why}. The job is left running, and is not in the stack yet: the "
+            "next `pulumi up` with the same job adopts it (to stop it instead: "
+            f"{self._cancel_hint(str(job.name), run.region)})"
+        )
+
+    def _cancel_hint(self, name: str, region: str) -> str:
+        """How a person cancels the job ``name``."""
+        url = self.endpoint.url
+        if url:
+            return f"POST {public_url(url).rstrip('/')}/v1/{name}:cancel"
+        project = name.split("/")[1] if name.startswith("projects/") else ""
+        place = f" --project={project}" if project else ""
+        return f"gcloud ai {self.kind.gcloud_group} cancel {job_id(name)} --region={region}{place}"
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         """Refresh state and times; a job deleted out of band leaves the stack."""
@@ -322,17 +402,21 @@ class JobProvider(ResourceProvider):
     def _read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         project, region = self._place(id_, props)
         endpoint = self.endpoint
-        with self._job_api(region) as api, _credentials_scrubbed(endpoint, {}):
+        with self._job_api(region) as api, _credentials_scrubbed(endpoint, _secrets(props)):
             try:
                 job = api.get(id_)
             except Exception as exc:
                 if is_not_found(exc):
                     # An empty id tells the engine the resource is gone (outs must be a dict).
                     return ReadResult("", {})
+                if isinstance(exc, ApiUnreachable | Interrupted):
+                    raise JobOperationError(
+                        f"could not refresh job {id_}: {exc}; the stack keeps what it last knew"
+                    ) from None
                 raise
         outs = _outputs(props)
         outs[STATUS] = {
-            **_without_plain_run_hash(status_of(props), props, self.kind.spec),
+            **without_plain_run_hash(status_of(props), props, self.kind.spec.merge_env),
             **self.kind.outputs(job, endpoint, project=project, region=region),
         }
         return ReadResult(id_, outs)
@@ -340,7 +424,7 @@ class JobProvider(ResourceProvider):
     def update(self, _id: str, _olds: dict[str, Any], _news: dict[str, Any]) -> UpdateResult:
         """Only provider-only settings change here (diff replaces everything else): no API call."""
         outs = _outputs(_news)
-        outs[STATUS] = _without_plain_run_hash(status_of(_olds), _olds, self.kind.spec)
+        outs[STATUS] = without_plain_run_hash(status_of(_olds), _olds, self.kind.spec.merge_env)
         return UpdateResult(outs)
 
     def delete(self, _id: str, _props: dict[str, Any]) -> None:
@@ -348,13 +432,25 @@ class JobProvider(ResourceProvider):
         profiled(lambda: self._delete(_id, _props))
 
     def _delete(self, _id: str, _props: dict[str, Any]) -> None:
+        if adopted_here(_id, _props.get(IDENTITY)):
+            write_line(
+                f"job {_id} is not cancelled: the resource that replaces this one took it over "
+                "(the stack's state could not be read to tell the two apart), so it keeps running"
+            )
+            return
         _, region = self._place(_id, _props)
         endpoint = self.endpoint
-        secrets = dict(_props.get(ENV_VALUES) or {})
-        with self._job_api(region) as api, _credentials_scrubbed(endpoint, {}):
-            job = api.cancel_and_wait(
-                _id, timeout=self.cancel_timeout, observe=self._cancel_progress(secrets)
-            )
+        secrets = _secrets(_props)
+        with self._job_api(region) as api, _credentials_scrubbed(endpoint, secrets):
+            try:
+                job = api.cancel_and_wait(
+                    _id, timeout=self.cancel_timeout, observe=self._cancel_progress(secrets)
+                )
+            except (ApiUnreachable, Interrupted) as exc:
+                raise JobOperationError(
+                    f"job {_id} was not deleted: {exc}; it stays in the stack: run the command "
+                    "again"
+                ) from None
             if job is None:
                 return  # already gone: nothing to do
             state = state_name(job)
@@ -371,8 +467,8 @@ class JobProvider(ResourceProvider):
     def _api_job(self, run: _Run) -> Any:
         """The job to submit: the spec with the identity and run labels added."""
         labels = dict(run.document.get("labels") or {})
-        labels[IDENTITY_LABEL] = run.identity
-        labels[RUN_LABEL] = run.run
+        labels[IDENTITY_LABEL] = run.labels.identity
+        labels[RUN_LABEL] = run.labels.run
         return self.kind.build({**run.document, "labels": labels})
 
     def _place(self, job_name: str, props: dict[str, Any]) -> tuple[str, str]:
@@ -382,23 +478,24 @@ class JobProvider(ResourceProvider):
         return str(props.get(PROJECT, "")), str(props.get(REGION, ""))
 
     def _submit_failed(self, api: JobApi, run: _Run, exc: Exception) -> str:
-        """The error text for a create that gave up; cancels a job that got through anyway."""
+        """The error text for a create that gave up: whether a job got through anyway.
+
+        Such a job is left running (the API may have been unreachable, which says nothing
+        about the job): it is this run's, and the next ``pulumi up`` adopts it.
+        """
         message = f"could not submit the {self.kind.what} to {run.parent}: {exc}"
         try:
-            stray = api.retried(
-                "looking for a job that got through",
-                lambda: api.find_adoptable(
-                    run.parent, identity=run.identity, run=run.run, earlier_runs=run.earlier_runs
-                ),
+            found = api.retried(
+                "looking for a job that got through", lambda: api.look_up(run.parent, run.labels)
             )
         except Exception:
             return (
-                message
-                + " (could not check whether a job was started; run `pulumi up` again: it adopts such a job)"
+                message + " (could not check whether a job got through; if one did, the next "
+                "`pulumi up` adopts it)"
             )
-        if stray is None:
+        if found.adoptable is None:
             return message + "; no job was started"
-        return message + "; " + self._cancel_after_failure(api, stray.name, None, run.secrets)
+        return message + "; " + self._left_running(found.adoptable, run, "it got through")
 
     def _cancel_progress(self, secrets: Mapping[str, Any]) -> Callable[[Any], None]:
         """Progress of a wait for a cancelled job; silent unless it takes a few seconds."""
@@ -409,24 +506,27 @@ class JobProvider(ResourceProvider):
             quiet_for=CANCEL_QUIET_SECONDS,
         ).observe
 
-    def _cancel_after_failure(
-        self, api: JobApi, name: str, exc: BaseException | None, secrets: Mapping[str, Any]
-    ) -> str:
-        what = str(exc) if exc is not None else "the submission failed"
-        if isinstance(exc, WaitFailed) and not exc.timed_out:
-            return f"{what}; nothing to cancel (its record is kept for its logs)"
+    def _cancel_after_timeout(self, api: JobApi, name: str, exc: WaitFailed, run: _Run) -> str:
         try:
             job = api.cancel_and_wait(
-                name, timeout=self.cancel_timeout, observe=self._cancel_progress(secrets)
+                name, timeout=self.cancel_timeout, observe=self._cancel_progress(run.secrets)
             )
+        except Interrupted as stop:
+            return f"{exc}; job {name} was cancelled, then the wait for it to stop ended: {stop.reason}"
         except Exception as cancel_exc:
             return (
-                f"{what}; cancelling job {name} FAILED ({type(cancel_exc).__name__}): "
-                f"cancel it by hand, it is not in the stack"
+                f"{exc}; cancelling job {name} FAILED ({type(cancel_exc).__name__}: {cancel_exc}): "
+                f"it is still running and not in the stack: {self._cancel_hint(name, run.region)}"
             )
         if job is None:
-            return f"{what}; job {name} no longer exists"
-        return f"{what}; job {name} was cancelled (now {state_name(job)})"
+            return f"{exc}; job {name} no longer exists"
+        return f"{exc}; job {name} was cancelled (now {state_name(job)})"
+
+
+def _secrets(props: Mapping[str, Any]) -> dict[str, Any]:
+    """The env values in a resource's inputs or outputs, for redaction."""
+    values = props.get(ENV_VALUES)
+    return dict(values) if isinstance(values, Mapping) else {}
 
 
 @dataclass(frozen=True)
@@ -437,36 +537,46 @@ class _Run:
     region: str
     document: dict[str, Any]
     secrets: dict[str, Any]
-    identity: str
-    run: str
-    earlier_runs: tuple[str, ...]
-    """The unkeyed hash an earlier release labelled the same run with (still adopted)."""
+    labels: RunLabels
+    existing_job: str | None
+    """The job to take over (``existing_job``), unless the stack holds it already."""
 
     @property
     def parent(self) -> str:
         return f"projects/{self.project}/locations/{self.region}"
 
+    @property
+    def display_name(self) -> str:
+        return str(self.document.get("displayName") or "")
+
     @classmethod
     def of(cls, inputs: dict[str, Any], spec: SpecKind[Any]) -> _Run:
         project, region = str(inputs[PROJECT]), str(inputs[REGION])
-        secrets = dict(inputs.get(ENV_VALUES) or {})
+        secrets = _secrets(inputs)
         document = spec.merge_env(decode_spec(inputs[SPEC]), secrets)
-        triggers, key = inputs.get(TRIGGERS), inputs.get(RUN_KEY)
+        key = inputs.get(RUN_KEY)
         identity = inputs.get(IDENTITY) or identity_label(
             project, region, str(document.get("displayName", ""))
         )
-
-        def hashed(key: str | None) -> str:
-            return run_hash(document, project=project, region=region, triggers=triggers, key=key)
-
+        held = inputs.get(HELD_JOBS)
+        labels = RunLabels.of(
+            document,
+            project=project,
+            region=region,
+            triggers=inputs.get(TRIGGERS),
+            identity=str(identity),
+            key=key if isinstance(key, str) else None,
+            held=held if isinstance(held, list) else (),
+        )
+        existing = inputs.get(EXISTING_JOB)
+        take_over = isinstance(existing, str) and existing and job_id(existing) not in labels.held
         return cls(
             project=project,
             region=region,
             document=document,
             secrets=secrets,
-            identity=str(identity),
-            run=hashed(key if isinstance(key, str) else None),
-            earlier_runs=(hashed(None),),
+            labels=labels,
+            existing_job=existing if take_over else None,
         )
 
 

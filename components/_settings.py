@@ -29,6 +29,7 @@ __all__ = [
     "ProviderSettings",
     "SettingError",
     "count_setting",
+    "duration_seconds",
     "parse_endpoint",
     "public_url",
     "seconds_setting",
@@ -113,14 +114,43 @@ def target_for_endpoint(endpoint: str | None) -> Target:
     return "vertex"
 
 
+DURATION_FORMS = "a duration like '30s', '10m', '2h' or a number of seconds"
+
+
+def duration_seconds(value: Any) -> float:
+    """Seconds of a duration setting, in every form each of them takes: a number, numeric text
+    (``"600"``, ``"1e3"``) or text with a unit (``"30s"``, ``"10m"``, ``"2h"``, ``"1d"``).
+
+    Raises ``ValueError`` (its message meant for the user) for anything else. The bounds are
+    each setting's own.
+    """
+    from components._spec import parse_duration
+
+    if isinstance(value, bool):
+        raise ValueError(f"expected {DURATION_FORMS}, not {value!r}")
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        pass
+    try:
+        parsed = parse_duration(value)
+    except ValueError:
+        parsed = None
+    if parsed is None or isinstance(parsed, str | int | float):
+        shown = repr(value) if len(repr(value)) <= 64 else f"{repr(value)[:60]}..."
+        raise ValueError(f"expected {DURATION_FORMS}, got {shown}")
+    return float(parsed.total_seconds())
+
+
 def seconds_setting(value: Any, key: str, default: float) -> float:
-    """A setting in seconds: a finite number above zero, at most 7 days; unset → ``default``."""
+    """A duration setting (``duration_seconds``): finite, above zero, at most 7 days; unset →
+    ``default``."""
     if value is None or value == "":
         return default
     try:
-        number = float(value)
-    except (TypeError, ValueError, OverflowError):
-        raise SettingError(f"{key}: expected a number of seconds, got {value!r}") from None
+        number = duration_seconds(value)
+    except ValueError as exc:
+        raise SettingError(f"{key}: {exc}") from None
     if not math.isfinite(number):
         raise SettingError(f"{key}: expected a finite number of seconds, got {value!r}")
     if number <= 0:

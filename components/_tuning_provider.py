@@ -26,6 +26,15 @@ from components.vertex.api import aiplatform, tuning_job_outputs
 __all__ = ["TUNING_JOB", "TuningJobProvider"]
 
 
+def _described_tuning_job(document: dict[str, Any]) -> TuningJobSpec:
+    from components.formats import spec_from_document
+
+    tuning = spec_from_document(document, "(existing job)", tuning=True).tuning
+    if tuning is None:  # the API returned a tuning job: it reads as one
+        raise ValueError("not a hyperparameter tuning job")
+    return tuning
+
+
 def _tuning_job(document: dict[str, Any]) -> Any:
     aiplatform()  # first import here, with the library's version warnings silenced
     from components.vertex.tuning_convert import to_tuning_job
@@ -41,6 +50,8 @@ TUNING_JOB = JobResourceKind(
     outputs=tuning_job_outputs,
     costs=tuning_cost_outputs,
     parse_name=parse_tuning_job_name,
+    read_spec=_described_tuning_job,
+    gcloud_group="hp-tuning-jobs",
 )
 """A ``HyperparameterTuningJob``: cancelling it cancels its running trials."""
 

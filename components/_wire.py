@@ -26,6 +26,8 @@ __all__ = [
     "DEFAULT_WAIT_TIMEOUT",
     "ENV_VALUES",
     "EXCLUSIVE_GPUS",
+    "EXISTING_JOB",
+    "HELD_JOBS",
     "HIDDEN_INPUTS",
     "IDENTITY",
     "IDENTITY_LABEL",
@@ -134,22 +136,27 @@ EXCLUSIVE_GPUS = "exclusive_gpus"
 KEEP_RECORD = "keep_record_on_delete"
 IDENTITY = "identity"
 RUN_KEY = "run_key"
+HELD_JOBS = "held_jobs"
+EXISTING_JOB = "existing_job"
 
 JOB_PROPERTIES = (SPEC, ENV_VALUES, PROJECT, REGION, TRIGGERS)
 """A change of any of these is a different job: replace."""
 
-KNOB_PROPERTIES = (WAIT_FOR, WAIT_TIMEOUT, EXCLUSIVE_GPUS, KEEP_RECORD, IDENTITY)
+KNOB_PROPERTIES = (WAIT_FOR, WAIT_TIMEOUT, EXCLUSIVE_GPUS, KEEP_RECORD, IDENTITY, EXISTING_JOB)
 """Provider-only settings: a change is an update without any API call.
 
 ``identity`` is here because renaming a stack or aliasing a resource does not change the job
-that already runs; only ``create`` uses it.
+that already runs; only ``create`` uses it. So is ``existing_job`` (the job a create takes
+over instead of submitting one, ``components._adoption``): once the resource holds a job,
+naming another or none changes nothing.
 """
 
-HIDDEN_INPUTS = (RUN_KEY,)
+HIDDEN_INPUTS = (RUN_KEY, HELD_JOBS)
 """Inputs only ``create`` reads, never compared by ``diff`` and never written to outputs.
 
 ``run_key`` (the stack's secret, ``components._run_key``) keys the run hash of a new job; a
-new key changes nothing about a job that already runs.
+new key changes nothing about a job that already runs. ``held_jobs``: the jobs the stack's last
+checkpoint holds for the resource (``components._stack_state``), which a create never adopts.
 """
 
 INPUT_PROPERTIES = JOB_PROPERTIES + KNOB_PROPERTIES
@@ -161,6 +168,7 @@ INPUT_DEFAULTS: dict[str, Any] = {
     WAIT_FOR: "submitted",
     EXCLUSIVE_GPUS: False,
     KEEP_RECORD: False,
+    EXISTING_JOB: None,
 }
 """Inputs a program leaves out when they have these values: every property costs every job
 (see ``STATUS_FIELDS``), and ``check`` puts the defaults back, so the state, ``diff`` and the

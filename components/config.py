@@ -15,6 +15,9 @@ Keys (``Pulumi.<stack>.yaml``)::
         exclusiveGpus: false
         keepRecordOnDelete: false
         triggers: [data-v1]
+        existingJob: projects/p/locations/us-central1/customJobs/123   # optional: take over
+                                       # this job instead of submitting one (python -m
+                                       # components import writes the entry)
     training:infra:                    # cloud stacks only; all optional
       bucketName: my-project-dev-training
       outputRetentionDays: 90
@@ -60,6 +63,8 @@ class JobConfig:
     exclusive_gpus: bool = False
     keep_record_on_delete: bool = False
     triggers: list[Any] = field(default_factory=list)
+    existing_job: str | None = None
+    """A job started elsewhere that the resource takes over instead of submitting one."""
 
 
 @dataclass(frozen=True)
@@ -90,7 +95,16 @@ class StackConfig:
 
 
 _JOB_KEYS = frozenset(
-    {"name", "spec", "waitFor", "waitTimeout", "exclusiveGpus", "keepRecordOnDelete", "triggers"}
+    {
+        "name",
+        "spec",
+        "waitFor",
+        "waitTimeout",
+        "exclusiveGpus",
+        "keepRecordOnDelete",
+        "triggers",
+        "existingJob",
+    }
 )
 _INFRA_KEYS = frozenset({"bucketName", "outputRetentionDays", "forceDestroy", "deployer"})
 
@@ -146,6 +160,14 @@ def _job(entry: Any, key: str, root: Path) -> JobConfig:
     triggers = entry.get("triggers", [])
     if not isinstance(triggers, list):
         raise ConfigError(f"{key}.triggers: expected a list")
+    existing = entry.get("existingJob")
+    if existing is not None and (
+        not isinstance(existing, str) or not existing.startswith("projects/")
+    ):
+        raise ConfigError(
+            f"{key}.existingJob: expected a job's resource name, "
+            f"projects/PROJECT/locations/REGION/customJobs/ID (or .../hyperparameterTuningJobs/ID)"
+        )
     return JobConfig(
         name=name,
         spec=spec,
@@ -156,6 +178,7 @@ def _job(entry: Any, key: str, root: Path) -> JobConfig:
             entry.get("keepRecordOnDelete"), f"{key}.keepRecordOnDelete", False
         ),
         triggers=list(triggers),
+        existing_job=existing,
     )
 
 

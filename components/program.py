@@ -200,7 +200,7 @@ def _plan(config: StackConfig) -> list[_PlannedJob]:
     stand_in = _InfraStandIn(config.trainer_source is not None)
     problems: list[str] = []
     for plan in planned:
-        wired = _wire_cloud(plan.spec, stand_in, plan.job) if config.target == "vertex" else None
+        wired = _wire_cloud(plan.spec, stand_in, plan.job) if _wired(config, plan.job) else None
         args = _job_args(plan, wired)
         if isinstance(args, HyperparameterTuningJobArgs):
             reason, warnings = check_tuning_args(plan.job.name, args)
@@ -213,6 +213,15 @@ def _plan(config: StackConfig) -> list[_PlannedJob]:
     if problems:
         raise TrainingJobInputError("nothing was changed, because:\n" + "\n".join(problems))
     return planned
+
+
+def _wired(config: StackConfig, job: JobConfig) -> bool:
+    """Whether the job's spec gets the cloud stack's package, account and output directory.
+
+    A job taken over (``existingJob``) runs as it was started: its spec file is what the job
+    is (``python -m components import`` wrote it), and filling in more would make it another.
+    """
+    return config.target == "vertex" and job.existing_job is None
 
 
 def _job_args(
@@ -229,6 +238,7 @@ def _job_args(
         wait_timeout=plan.job.wait_timeout,
         exclusive_gpus=plan.job.exclusive_gpus,
         keep_record_on_delete=plan.job.keep_record_on_delete,
+        existing_job=plan.job.existing_job,
     )
     if isinstance(plan.spec, TuningJobSpec):
         return HyperparameterTuningJobArgs(plan.spec if wired is None else wired, **knobs)
@@ -271,7 +281,11 @@ def run(config: StackConfig | None = None) -> Program:
     exports: dict[str, Any] = {}
     for plan in planned:
         job = plan.job
-        wired = _wire_cloud(plan.spec, program.infra, job) if program.infra is not None else None
+        wired = (
+            _wire_cloud(plan.spec, program.infra, job)
+            if program.infra is not None and _wired(config, job)
+            else None
+        )
         args = _job_args(plan, wired)
         options = pulumi.ResourceOptions(depends_on=depends)
         # validate=False: _plan checked every job before anything was registered.

@@ -29,29 +29,29 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from components._adoption import Lookup, RunLabels, find_adoptable, identity_filter
+from components._interrupt import Interrupted, pause
 from components._settings import (
     DEFAULT_MAX_CONCURRENT_OPERATIONS,
     DEFAULT_RETRY_DEADLINE,
     Endpoint,
 )
-from components._wire import IDENTITY_LABEL, RUN_LABEL
 from components.vertex._library import job_service, whole_library
 
 __all__ = [
     "ACTIVE_STATES",
-    "ADOPTABLE_ACTIVE",
-    "ADOPT_FINISHED_WITHIN",
     "CUSTOM_JOB",
     "SUCCEEDED_STATES",
     "TERMINAL_STATES",
     "TRIAL_STATES",
     "TUNING_JOB",
+    "ApiUnreachable",
     "Backoff",
     "JobApi",
     "JobKind",
@@ -64,6 +64,7 @@ __all__ = [
     "is_not_found",
     "is_transient",
     "job_api",
+    "job_document",
     "job_outputs",
     "job_service_client",
     "reached",
@@ -104,15 +105,15 @@ TERMINAL_STATES = SUCCEEDED_STATES | {
     "JOB_STATE_CANCELLED",
     "JOB_STATE_EXPIRED",
 }
-ADOPTABLE_ACTIVE = ACTIVE_STATES - {"JOB_STATE_CANCELLING"}
-"""A job being cancelled was given up on (by a failed wait or by hand): never adopt it."""
-
-ADOPT_FINISHED_WITHIN = timedelta(hours=24)
-"""A succeeded job with the same identity and run hash that ended this recently is adopted."""
 
 
 class JobOperationError(RuntimeError):
     """An API operation failed; the message says what happened to the job."""
+
+
+class ApiUnreachable(JobOperationError):
+    """Transient errors (503, 429, timeouts, dropped connections) outlasted the retry deadline:
+    the API could not be reached, which says nothing about the job."""
 
 
 class WaitFailed(JobOperationError):
@@ -338,7 +339,7 @@ class Backoff:
     attempts or the deadline are used up.
     """
 
-    def __init__(self, policy: RetryPolicy, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(self, policy: RetryPolicy, sleep: Callable[[float], None] = pause) -> None:
         self.policy = policy
         self.sleep = sleep
         self.deadline = time.monotonic() + policy.deadline
@@ -366,9 +367,13 @@ def with_retries(
     policy: RetryPolicy,
     *,
     what: str,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] = pause,
 ) -> T:
-    """Run ``call``; retry transient errors with jittered exponential backoff."""
+    """Run ``call``; retry transient errors with jittered exponential backoff.
+
+    Raises ``ApiUnreachable`` when they outlast the policy; the default ``sleep`` raises
+    ``components._interrupt.Interrupted`` when the process is asked to stop.
+    """
     backoff = Backoff(policy, sleep)
     while True:
         try:
@@ -377,8 +382,9 @@ def with_retries(
             if not is_transient(exc):
                 raise
             if not backoff.pause():
-                raise JobOperationError(
-                    f"{what}: still failing after {backoff.attempts} attempts: {_short(exc)}"
+                raise ApiUnreachable(
+                    f"{what}: the API could not be reached for {policy.deadline:g}s "
+                    f"(training:retryDeadline; {backoff.attempts} attempts): {_short(exc)}"
                 ) from None
 
 
@@ -414,22 +420,6 @@ def _iso(value: Any) -> str:
     return stamp.isoformat().replace("+00:00", "Z") if stamp else ""
 
 
-def _run_filter(identity: str, runs: Sequence[str]) -> str:
-    any_run = " OR ".join(f'labels.{RUN_LABEL}="{run}"' for run in runs)
-    return f'labels.{IDENTITY_LABEL}="{identity}" AND ({any_run})'
-
-
-def _adoptable(job: Any, now: datetime) -> bool:
-    """Active and not being cancelled, or succeeded within ``ADOPT_FINISHED_WITHIN``."""
-    state = state_name(job)
-    if state in ADOPTABLE_ACTIVE:
-        return True
-    if state in SUCCEEDED_STATES:
-        ended = _timestamp(job.end_time) or _timestamp(job.update_time)
-        return ended is not None and now - ended <= ADOPT_FINISHED_WITHIN
-    return False
-
-
 @dataclass
 class Submission:
     """The job a create ended up with, and whether it was adopted rather than submitted."""
@@ -437,6 +427,8 @@ class Submission:
     job: Any
     adopted: bool
     attempts: int
+    strays: list[Any] = field(default_factory=list)
+    """Active jobs of the resource's other runs, not in the stack (``components._adoption``)."""
 
 
 # -- the lifecycle ---------------------------------------------------------------------------
@@ -449,7 +441,9 @@ class JobApi:
     client: Any
     kind: JobKind
     policy: RetryPolicy
-    sleep: Callable[[float], None] = time.sleep
+    sleep: Callable[[float], None] = pause
+    """How waits sleep: by default they end at once, raising ``Interrupted``, when the process
+    is asked to stop (``components._interrupt``)."""
 
     def retried(self, what: str, call: Callable[[], T]) -> T:
         """``call`` with transient errors retried under this API's policy."""
@@ -459,75 +453,49 @@ class JobApi:
         """The job; raises ``google.api_core.exceptions.NotFound`` when it does not exist."""
         return self.retried(f"reading {name}", lambda: self.kind.get(self.client, name))
 
-    def find_adoptable(
-        self,
-        parent: str,
-        *,
-        identity: str,
-        run: str,
-        earlier_runs: Sequence[str] = (),
-        now: datetime | None = None,
-    ) -> Any | None:
-        """The job this resource submitted for this exact run, if one may be adopted.
+    def look_up(self, parent: str, labels: RunLabels) -> Lookup:
+        """What one identity's jobs in ``parent`` offer this run (``components._adoption``).
 
-        ``earlier_runs`` are the same run's hashes as an earlier release computed them (the
-        unkeyed hash), so a job submitted before an upgrade is still found. Failed, cancelled
-        and expired jobs are never adopted: a new ``pulumi up`` after those is a request to
-        run again. The newest candidate wins.
+        One list call per page of the identity's jobs (the filter is the one form the API
+        documents for labels, ``labels.key="value"``); the rules are applied here.
         """
-        now = now or datetime.now(UTC)
-        runs = (run, *(r for r in earlier_runs if r != run))
-        request = {"parent": parent, "filter": _run_filter(identity, runs), "page_size": 100}
-        best: Any | None = None
-        for job in self.kind.list(self.client, request):
-            # Filtering again costs nothing and guards against a service that ignores filters.
-            if job.labels.get(IDENTITY_LABEL) != identity or job.labels.get(RUN_LABEL) not in runs:
-                continue
-            if not _adoptable(job, now):
-                continue
-            if best is None or (_timestamp(job.create_time) or now) > (
-                _timestamp(best.create_time) or now
-            ):
-                best = job
-        return best
+        request = {"parent": parent, "filter": identity_filter(labels.identity), "page_size": 100}
+        return find_adoptable(self.kind.list(self.client, request), labels)
 
     def submit_or_adopt(
-        self,
-        parent: str,
-        job: Any,
-        *,
-        identity: str,
-        run: str,
-        earlier_runs: Sequence[str] = (),
+        self, parent: str, build: Callable[[], Any], labels: RunLabels
     ) -> Submission:
-        """Adopt this run's job if one exists, else submit ``job``.
+        """Adopt this run's job if one may be adopted, else submit the job ``build()`` makes.
 
         A lost response (connection dropped, 503 after the job was stored) is retried, and each
         retry looks for an adoptable job first, so at most one job is started per run. The
         look-up is idempotent and retried on its own; only the create counts as an attempt.
+        The job is built once, and only when it is submitted.
         """
         backoff = Backoff(self.policy, self.sleep)
+        strays: list[Any] | None = None
+        job: Any = None
         while True:
             found = self.retried(
-                f"looking for this run's job in {parent}",
-                lambda: self.find_adoptable(
-                    parent, identity=identity, run=run, earlier_runs=earlier_runs
-                ),
+                f"looking for this run's job in {parent}", lambda: self.look_up(parent, labels)
             )
-            if found is not None:
-                return Submission(found, adopted=True, attempts=backoff.attempts)
+            strays = found.strays if strays is None else strays
+            if found.adoptable is not None:
+                return Submission(found.adoptable, True, backoff.attempts, strays)
+            job = build() if job is None else job
             try:
                 created = self.kind.create(self.client, parent, job)
             except Exception as exc:
                 if not is_transient(exc):
                     raise
                 if not backoff.pause():
-                    raise JobOperationError(
-                        f"submitting a job to {parent}: still failing after {backoff.attempts} "
-                        f"attempts: {_short(exc)}"
+                    raise ApiUnreachable(
+                        f"submitting a job to {parent}: the API could not be reached for "
+                        f"{self.policy.deadline:g}s (training:retryDeadline; "
+                        f"{backoff.attempts} attempts): {_short(exc)}"
                     ) from None
                 continue
-            return Submission(created, adopted=False, attempts=backoff.attempts + 1)
+            return Submission(created, False, backoff.attempts + 1, strays)
 
     def wait_for_state(
         self,
@@ -642,7 +610,10 @@ class JobApi:
         while not operation.operation.done:
             if time.monotonic() >= deadline:
                 return
-            self.sleep(min(delay, max(deadline - time.monotonic(), 0.0)))
+            try:
+                self.sleep(min(delay, max(deadline - time.monotonic(), 0.0)))
+            except Interrupted:
+                return  # the service accepted the deletion: stopping the wait undoes nothing
             delay = min(delay * POLL_GROWTH, POLL_LONGEST)
             try:
                 operation.done(retry=None)  # reads the operation once
@@ -672,6 +643,18 @@ def job_api(
 
 
 # -- outputs ---------------------------------------------------------------------------------
+
+
+def job_document(job: Any) -> dict[str, Any]:
+    """A job (either kind) as the REST API shows it: camelCase fields, enums by name, output-only
+    fields included; what ``gcloud ai custom-jobs describe --format=json`` prints."""
+    document: dict[str, Any] = type(job).to_dict(
+        job,
+        use_integers_for_enums=False,
+        preserving_proto_field_name=False,
+        always_print_fields_with_no_presence=False,  # no empty defaults: only what is set
+    )
+    return document
 
 
 def _job_fields(job: Any, endpoint: Endpoint, project: str, region: str) -> dict[str, Any]:

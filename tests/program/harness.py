@@ -38,6 +38,7 @@ class Registration:
     secret_inputs: set[str]
     additional_secret_outputs: list[str]
     raw_object: str
+    delete_before_replace: bool = False
 
 
 JOB_FIELDS = ("job_name", "state", "wait_for", "wait_timeout", "triggers")
@@ -66,6 +67,10 @@ class StackRun:
 
 
 class _Mocks(pulumi.runtime.Mocks):
+    def __init__(self, stack_state: dict[str, Any] | None = None) -> None:
+        self.stack_state = stack_state
+        """What the engine's ``readStackResourceOutputs`` returns (None: its mock's nothing)."""
+
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         state = dict(args.inputs)
         if args.typ == "gcp:serviceaccount/account:Account":
@@ -92,6 +97,8 @@ class _Mocks(pulumi.runtime.Mocks):
     def call(
         self, args: pulumi.runtime.MockCallArgs
     ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        if args.token == "pulumi:pulumi:readStackResourceOutputs" and self.stack_state:
+            return {"name": args.args["stackName"], "outputs": self.stack_state}, []
         return {}, []
 
 
@@ -121,6 +128,7 @@ class _RecordingMonitor(pulumi_mocks.MockMonitor):
                     secret_inputs={k for k, v in raw.items() if rpc.is_rpc_secret(v)},
                     additional_secret_outputs=list(request.additionalSecretOutputs),
                     raw_object=json.dumps(raw, default=str),
+                    delete_before_replace=bool(request.deleteBeforeReplace),
                 )
             )
         return response
@@ -134,19 +142,24 @@ def stack_config(stack: str, overrides: dict[str, Any] | None = None) -> dict[st
 
 
 def run_stack(
-    stack: str, overrides: dict[str, Any] | None = None, record: StackRun | None = None
+    stack: str,
+    overrides: dict[str, Any] | None = None,
+    record: StackRun | None = None,
+    stack_state: dict[str, Any] | None = None,
 ) -> StackRun:
     """Run the program for ``stack`` under mocks; raises what the program raises.
 
-    Pass ``record`` to see what was registered even when the program raises.
+    Pass ``record`` to see what was registered even when the program raises, and
+    ``stack_state`` for what the stack's last checkpoint holds (``{urn: {"type", "outputs"}}``).
     """
     from components.program import run as run_program
 
     result = StackRun() if record is None else record
     pulumi.runtime.set_all_config(stack_config(stack, overrides))
     pulumi.runtime.settings.ROOT.set(None)
-    monitor = _RecordingMonitor(_Mocks(), result)
-    pulumi.runtime.set_mocks(_Mocks(), project=PROJECT, stack=stack, preview=False, monitor=monitor)
+    mocks = _Mocks(stack_state)
+    monitor = _RecordingMonitor(mocks, result)
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
 
     @pulumi.runtime.test  # type: ignore[untyped-decorator]
     def program() -> Any:

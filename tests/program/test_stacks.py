@@ -89,7 +89,7 @@ def test_env_values_are_a_secret_input_and_absent_from_the_spec():
 
 
 def test_identity_is_a_hash_of_project_stack_and_name():
-    from components._identity import identity_label
+    from components._adoption import identity_label
 
     local = run_stack("local").one(JOB_TYPE)
     assert local.inputs["identity"] == identity_label("gpu-training", "local", "example-trainer")

@@ -17,7 +17,7 @@ from pulumi.dynamic import ConfigureRequest
 from pulumi.dynamic.config import Config
 from pulumi.runtime.proto import provider_pb2_grpc
 
-from components._identity import identity_label
+from components._adoption import identity_label
 from components._provider import JobProvider, TrainingJobProvider
 from components._wire import TRIAL_JOB_SPEC, env_path
 from components.training_job import prepare_spec

@@ -130,7 +130,7 @@ def test_a_host_whose_pool_cannot_be_found_gets_one_warning(monkeypatch: Any, ca
     import components._host
 
     monkeypatch.setattr(components._engine_watch, "in_provider_host", lambda: True)
-    monkeypatch.setattr(components._host, "_warned", False)
+    monkeypatch.setattr(components._host, "_warned", set())
     assert widen_host_pool(32) is None
     assert widen_host_pool(32) is None
     err = capsys.readouterr().err

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from google.cloud.aiplatform_v1 import JobState
 
-from components._identity import run_hash
+from components._adoption import run_hash
 from components._provider import TrainingJobProvider
 from components._wire import STATUS_FIELDS, encode_spec, merge_env
 from components.vertex.api import JobOperationError

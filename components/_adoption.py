@@ -1,0 +1,349 @@
+"""When a create takes over a job instead of submitting one: the adoption rules, in one place.
+
+A GPU job must never be started twice for one run, never be left running unknown to the stack,
+and never be killed by an ordinary operation. Creating a job is the one API call that is not
+idempotent; these rules make a create safe to repeat.
+
+1. **Identity.** Every job the provider submits carries two labels (``MANAGED_LABELS``):
+   ``pulumi_resource``, the resource's identity (``identity_label``: a hash of the Pulumi
+   project, the stack, the resource name and, for every kind but ``TrainingJob``, its type
+   token, so a TrainingJob and a tuning job of the same name never take each other's jobs),
+   and ``pulumi_run``, the run's hash (``run_hash``: an HMAC, keyed with the stack's run key
+   (``components._run_key``), of everything that defines the run: the spec with its env values,
+   project, region and triggers). The program computes the identity (the provider never sees a
+   URN) and passes it as the ``identity`` input.
+2. **What may be adopted.** A job of the resource's kind (its own collection, ``customJobs`` or
+   ``hyperparameterTuningJobs``) with this identity and this run's hash, that is active and not
+   being cancelled, or that succeeded within ``ADOPT_FINISHED_WITHIN``. Failed, cancelled and
+   expired jobs are never adopted: a new ``pulumi up`` after them is a request to run again.
+   The newest such job wins.
+3. **Never a job the stack holds.** The program reads the jobs the stack's last checkpoint
+   holds for the resource (``components._stack_state``) and passes them as ``held_jobs``; they
+   are never adopted. That is what a replace with the same run hash (``pulumi up --replace``,
+   ``--target-replace``, a tainted resource, ``replaceOnChanges`` on a setting) would otherwise
+   take over, right before the engine deletes (cancels) the replaced job: a replace always
+   starts a new job. Should the program not know them (the state could not be read), a delete
+   never cancels a job that a create of the same identity adopted in the same provider
+   process (``adopted_here``): the replacement keeps the running job rather than lose it.
+4. **When.** Before every attempt to submit (so a lost response, a 503 after the job was
+   stored, never starts a second job), and so on the next ``pulumi up`` after a create that
+   did not reach the state: a crash or kill, an API that could not be reached while waiting
+   (the job is left running), Ctrl-C or ``pulumi cancel`` while waiting (likewise). Only a job
+   that ended badly or an expired ``waitTimeout`` makes a create cancel its job.
+5. **Other runs.** Active jobs of the identity that are neither held nor this run's (left by a
+   failed create whose spec was then changed) are reported (``Lookup.strays``), never
+   cancelled: the provider cannot tell whether someone still wants them.
+6. **Import.** A job named by ``existing_job`` (``training:jobs[].existingJob``, written by
+   ``python -m components import``) is taken over when the stack does not hold it yet and its
+   spec is the resource's (``import_differences``); a job that differs is refused, naming the
+   fields. Once held, ``existing_job`` is ignored: a later change of the spec starts a new job.
+7. **Older states.** Jobs labelled with the unkeyed run hash (before the run key) are adopted
+   too (``RunLabels.earlier_runs``); a ``status.run_hash`` that is that unkeyed hash is dropped
+   on the next refresh or update (``without_plain_run_hash``). A tuning job's identity took its
+   type token in this release: a stack that holds one sees its ``identity`` updated once (no
+   API call).
+
+Nothing here imports ``pulumi`` or the Vertex client.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from components._wire import (
+    ENV_VALUES,
+    IDENTITY_LABEL,
+    MANAGED_LABELS,
+    PROJECT,
+    REGION,
+    RUN_LABEL,
+    SPEC,
+    TRAINING_JOB_TYPE,
+    TRIGGERS,
+    canonical_json,
+    decode_spec,
+)
+
+__all__ = [
+    "ADOPTABLE_ACTIVE",
+    "ADOPTABLE_SUCCEEDED",
+    "ADOPT_FINISHED_WITHIN",
+    "Lookup",
+    "RunLabels",
+    "adopted_here",
+    "find_adoptable",
+    "identity_filter",
+    "identity_label",
+    "import_differences",
+    "job_id",
+    "record_adopted",
+    "run_hash",
+    "without_managed_labels",
+    "without_plain_run_hash",
+]
+
+# 24 hex digits (96 bits): collisions between a stack's resources are out of reach, and the
+# value fits the label rules (lowercase letters, digits, '-', '_'; at most 63 characters).
+_HASH_CHARS = 24
+
+ADOPTABLE_ACTIVE = frozenset(
+    {
+        "JOB_STATE_QUEUED",
+        "JOB_STATE_PENDING",
+        "JOB_STATE_RUNNING",
+        "JOB_STATE_UPDATING",
+        "JOB_STATE_PAUSED",
+    }
+)
+"""Active states a job may be adopted in; one being cancelled (``CANCELLING``) was given up on."""
+ADOPTABLE_SUCCEEDED = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_PARTIALLY_SUCCEEDED"})
+ADOPT_FINISHED_WITHIN = timedelta(hours=24)
+"""A succeeded job with the same identity and run hash that ended this recently is adopted."""
+
+
+# -- identity and run --------------------------------------------------------------------------
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:_HASH_CHARS]
+
+
+def identity_label(project: str, stack: str, name: str, type_token: str = TRAINING_JOB_TYPE) -> str:
+    """The label value naming one resource of one stack of one Pulumi project.
+
+    A ``TrainingJob``'s leaves its type out (the value stacks written before types were
+    counted carry); every other kind's includes it.
+    """
+    # The separator cannot occur in names Pulumi accepts for projects and stacks; NUL keeps
+    # ("a/b", "c") and ("a", "b/c") apart whatever the resource name holds.
+    parts = (
+        (project, stack, name)
+        if type_token == TRAINING_JOB_TYPE
+        else (type_token, project, stack, name)
+    )
+    return _digest("\0".join(parts))
+
+
+def run_hash(
+    document: Mapping[str, Any],
+    *,
+    project: str,
+    region: str,
+    triggers: Any,
+    key: str | None = None,
+) -> str:
+    """The label value of one run: equal inputs, equal hash; any change, a new hash.
+
+    ``document`` is the full job spec including env values: a changed secret is a new run.
+    With the stack's run key the hash is an HMAC: a reader of the label or of the state cannot
+    test guesses of an env value without the key (labels reach places a job's spec does not,
+    such as billing exports). Without a key it is the plain hash that states written before
+    the key existed carry.
+    """
+    payload = canonical_json(
+        {"spec": document, "project": project, "region": region, "triggers": triggers}
+    ).encode("utf-8")
+    if key is None:
+        return hashlib.sha256(payload).hexdigest()[:_HASH_CHARS]
+    return hmac.new(key.encode("utf-8"), payload, hashlib.sha256).hexdigest()[:_HASH_CHARS]
+
+
+@dataclass(frozen=True)
+class RunLabels:
+    """The labels one create looks for and submits with, and the jobs it must not take."""
+
+    identity: str
+    run: str
+    earlier_runs: tuple[str, ...] = ()
+    """The same run's hashes as an earlier release computed them (the unkeyed hash)."""
+    held: frozenset[str] = frozenset()
+    """Ids of the jobs the stack holds for this resource (``held_jobs``)."""
+
+    @property
+    def runs(self) -> tuple[str, ...]:
+        return (self.run, *(r for r in self.earlier_runs if r != self.run))
+
+    @classmethod
+    def of(
+        cls,
+        document: Mapping[str, Any],
+        *,
+        project: str,
+        region: str,
+        triggers: Any,
+        identity: str,
+        key: str | None,
+        held: Iterable[str] = (),
+    ) -> RunLabels:
+        """The labels of a run of ``document`` (the spec with its env values)."""
+
+        def hashed(with_key: str | None) -> str:
+            return run_hash(
+                document, project=project, region=region, triggers=triggers, key=with_key
+            )
+
+        return cls(
+            identity=identity,
+            run=hashed(key),
+            earlier_runs=(hashed(None),),
+            held=_held_ids(held),
+        )
+
+
+def _held_ids(names: Iterable[Any]) -> frozenset[str]:
+    """The ids of the ``held_jobs`` input's names (anything else in it is ignored)."""
+    return frozenset(job_id(n) for n in names if isinstance(n, str) and n)
+
+
+def job_id(name: str) -> str:
+    """The id of a job's resource name (its last segment): the same whether the name carries
+    the project's id or its number, as Vertex AI returns it."""
+    return name.rsplit("/", 1)[-1]
+
+
+def identity_filter(identity: str) -> str:
+    """The list filter for every job of one identity (the API documents ``labels.key="value"``)."""
+    return f'labels.{IDENTITY_LABEL}="{identity}"'
+
+
+# -- what may be adopted -------------------------------------------------------------------------
+
+
+def _timestamp(value: Any) -> datetime | None:
+    if isinstance(value, datetime) and value.year > 1970:
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    return None
+
+
+def _adoptable(job: Any, now: datetime) -> bool:
+    state = str(job.state.name)
+    if state in ADOPTABLE_ACTIVE:
+        return True
+    if state in ADOPTABLE_SUCCEEDED:
+        ended = _timestamp(job.end_time) or _timestamp(job.update_time)
+        return ended is not None and now - ended <= ADOPT_FINISHED_WITHIN
+    return False
+
+
+@dataclass
+class Lookup:
+    """What a look-up of one identity's jobs found."""
+
+    adoptable: Any | None = None
+    """The job this run may take over (the newest), or None."""
+    strays: list[Any] = field(default_factory=list)
+    """Active jobs of the identity that are neither held nor this run's."""
+
+
+def find_adoptable(jobs: Iterable[Any], labels: RunLabels, now: datetime | None = None) -> Lookup:
+    """Apply the rules to ``jobs`` (the listing of the identity, in any order)."""
+    now = now or datetime.now(UTC)
+    runs = labels.runs
+    found = Lookup()
+    for job in jobs:
+        # Filtering again costs nothing and guards against a service that ignores filters.
+        if job.labels.get(IDENTITY_LABEL) != labels.identity or job_id(job.name) in labels.held:
+            continue
+        if job.labels.get(RUN_LABEL) not in runs:
+            if str(job.state.name) in ADOPTABLE_ACTIVE:
+                found.strays.append(job)
+            continue
+        if not _adoptable(job, now):
+            continue
+        best = found.adoptable
+        if best is None or (_timestamp(job.create_time) or now) > (
+            _timestamp(best.create_time) or now
+        ):
+            found.adoptable = job
+    return found
+
+
+# -- in this process ---------------------------------------------------------------------------
+
+_adopted: dict[str, str] = {}
+_adopted_lock = threading.Lock()
+
+
+def record_adopted(name: str, identity: str) -> None:
+    """Remember that a create of ``identity`` took over the job ``name`` in this process."""
+    with _adopted_lock:
+        _adopted[job_id(name)] = identity
+
+
+def adopted_here(name: str, identity: Any) -> bool:
+    """True when a create of ``identity`` took over the job ``name`` in this process: the
+    resource being deleted is the one that create replaces, and the job is the replacement's."""
+    with _adopted_lock:
+        return isinstance(identity, str) and _adopted.get(job_id(name)) == identity
+
+
+# -- import --------------------------------------------------------------------------------------
+
+
+def without_managed_labels(document: Mapping[str, Any]) -> dict[str, Any]:
+    """``document`` (a job's spec) without the labels only the provider sets."""
+    labels = document.get("labels")
+    if not isinstance(labels, Mapping) or not any(k in labels for k in MANAGED_LABELS):
+        return dict(document)
+    kept = {k: v for k, v in labels.items() if k not in MANAGED_LABELS}
+    result = {k: v for k, v in document.items() if k != "labels"}
+    if kept:
+        result["labels"] = kept
+    return result
+
+
+def import_differences(job: Any, resource: Any, path: str = "") -> list[str]:
+    """Where ``job`` (an existing job's spec document) and ``resource`` (the resource's spec
+    document, env values in) differ: the camelCase paths of the differing values, at most 20.
+
+    Both documents come from the same spec model (``to_document``), so equal jobs give equal
+    documents; the labels only the provider sets are not compared.
+    """
+    if path == "":
+        job, resource = without_managed_labels(job), without_managed_labels(resource)
+    found: list[str] = []
+    if isinstance(job, Mapping) and isinstance(resource, Mapping):
+        for key in sorted(set(job) | set(resource)):
+            inner = f"{path}.{key}" if path else str(key)
+            found += import_differences(job.get(key), resource.get(key), inner)
+    elif isinstance(job, list) and isinstance(resource, list) and len(job) == len(resource):
+        for index, (left, right) in enumerate(zip(job, resource, strict=True)):
+            found += import_differences(left, right, f"{path}[{index}]")
+    elif job != resource:
+        found.append(path or "(spec)")
+    return found[:20]
+
+
+# -- older states --------------------------------------------------------------------------------
+
+
+def without_plain_run_hash(
+    status: dict[str, Any], props: Mapping[str, Any], merge_env: Any
+) -> dict[str, Any]:
+    """``status`` without a ``run_hash`` written before run hashes were keyed.
+
+    That hash is unkeyed over the env values: anyone reading the state could test guesses of
+    them. It is recognised by recomputing it (``merge_env(spec, env values)`` gives the full
+    spec), and dropped from the state on the next refresh or update.
+    """
+    if not status.get("run_hash") or not isinstance(props.get(SPEC), str | dict):
+        return status
+    try:
+        document = merge_env(decode_spec(props[SPEC]), props.get(ENV_VALUES) or {})
+        plain = run_hash(
+            document,
+            project=str(props.get(PROJECT, "")),
+            region=str(props.get(REGION, "")),
+            triggers=props.get(TRIGGERS),
+        )
+    except (ValueError, TypeError, AttributeError):
+        return status
+    if status["run_hash"] != plain:
+        return status
+    return {k: v for k, v in status.items() if k != "run_hash"}

@@ -1,0 +1,61 @@
+"""The provider process is asked to stop: every wait in it ends within a moment.
+
+The engine asks a provider to stop with its ``Cancel`` call (``pulumi up`` got Ctrl-C or
+``pulumi cancel``); the dynamic provider host as it ships ignores that call, so
+``components._host.install_cancel_handler`` routes it here, as it does the interpreter's
+shutdown (SIGINT to the provider process). Once asked, the process stays stopped: the engine
+starts a new provider process for its next command.
+
+A wait that ends here leaves its job as it is: a create that was waiting for its job raises
+(the job keeps running, the next ``pulumi up`` adopts it), a delete that was waiting for a
+cancelled job to stop raises (the job stays in the stack). Waits sleep through ``pause``,
+which wakes at once when the stop comes.
+
+Nothing here imports ``pulumi`` or the Vertex client.
+"""
+
+from __future__ import annotations
+
+import threading
+
+__all__ = ["Interrupted", "interrupt", "interrupted", "pause", "reset"]
+
+_stop = threading.Event()
+_lock = threading.Lock()
+_reason = ""
+
+
+class Interrupted(Exception):
+    """The provider process was asked to stop while an operation waited; ``reason`` says by whom."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def interrupt(reason: str) -> None:
+    """Ask every wait of this process to end (the first reason given is kept)."""
+    global _reason
+    with _lock:
+        if not _stop.is_set():
+            _reason = reason
+            _stop.set()
+
+
+def interrupted() -> str | None:
+    """Why the process was asked to stop, or None while it was not."""
+    return _reason if _stop.is_set() else None
+
+
+def pause(seconds: float) -> None:
+    """Sleep ``seconds``; raises ``Interrupted`` at once when the process is (or gets) stopped."""
+    if _stop.wait(max(seconds, 0.0)):
+        raise Interrupted(_reason)
+
+
+def reset() -> None:
+    """Undo ``interrupt`` (tests, which run many operations in one process)."""
+    global _reason
+    with _lock:
+        _stop.clear()
+        _reason = ""
