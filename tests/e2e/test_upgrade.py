@@ -1,7 +1,9 @@
 """A stack written by an earlier release keeps working: no diff, the same provider, same hashes.
 
 ``tests/e2e/data/state-before-layout`` is a real state (``pulumi stack export``) written by
-the release before the module layout changed (made with ``tests/e2e/upgrade_fixture.py``).
+the release before the module layout changed, ``state-before-running-jobs`` one with running
+jobs (and the emulator's database that runs them) written by the release before the lifecycle
+rules of issue 21 (both made with ``tests/e2e/upgrade_fixture.py``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import dill
+import pytest
 import yaml
 
 from components._provider import TrainingJobProvider
@@ -27,17 +30,34 @@ def _state() -> dict[str, Any]:
     return state
 
 
-def _load(ws: Workspace) -> None:
-    for spec in ("upgrade-with-env.yaml", "upgrade-legacy.yaml"):
-        shutil.copy(DATA / spec, ws.project / "stacks" / "jobs" / spec)
-    config = json.loads((DATA / "config.json").read_text())
-    salt = (DATA / "encryptionsalt").read_text().strip()
+def _state_of(data: Path) -> list[dict[str, Any]]:
+    """The job resources of a fixture's state."""
+    resources = json.loads((data / "state.json").read_text())["deployment"]["resources"]
+    return [
+        r for r in resources if r["type"].endswith((":TrainingJob", ":HyperparameterTuningJob"))
+    ]
+
+
+def _load(
+    ws: Workspace,
+    data: Path = DATA,
+    specs: tuple[str, ...] = ("upgrade-with-env.yaml", "upgrade-legacy.yaml"),
+    endpoint: str | None = None,
+) -> None:
+    """Make ``ws``'s stack the fixture's: its spec files, config and state (``endpoint``: the
+    emulator the config names now)."""
+    for spec in specs:
+        shutil.copy(data / spec, ws.project / "stacks" / "jobs" / spec)
+    config = json.loads((data / "config.json").read_text())
+    if endpoint is not None:
+        config["training:endpoint"] = endpoint
+    salt = (data / "encryptionsalt").read_text().strip()
     ws.stack_file.write_text(
         yaml.safe_dump({"config": config, "encryptionsalt": salt}, sort_keys=False)
     )
     ws.pulumi("stack", "init", ws.stack)
     state_file = ws.base / "state.json"
-    state_file.write_text((DATA / "state.json").read_text())
+    state_file.write_text((data / "state.json").read_text())
     ws.pulumi("stack", "import", "--file", str(state_file))
 
 
@@ -68,3 +88,59 @@ def test_pickled_provider_from_before_loads_and_checks() -> None:
         outputs = {k: v for k, v in job["outputs"].items() if k != "env_values"}
         result = provider.diff(job["id"], outputs, checked.inputs)
         assert result.changes is False, result
+
+
+RUNNING = Path(__file__).parent / "data" / "state-before-running-jobs"
+
+
+def test_running_jobs_from_before_refresh_replace_and_destroy(ws: Workspace) -> None:
+    """``state-before-running-jobs``: a TrainingJob and a tuning job the release before the
+    lifecycle rules (issue 21) started and left running, with that emulator's database. This
+    release refreshes them, replaces one with ``--replace`` (a new job, the old one cancelled)
+    and destroys them; the tuning job's identity takes its type once (an update, no API call).
+    """
+    from google.api_core import exceptions as gexc
+    from google.cloud.aiplatform_v1 import JobState
+
+    from components._wire import TUNING_JOB_TYPE
+    from tests.e2e._engine import emulator_for, list_jobs
+
+    state_dir = ws.base / "emulator"
+    state_dir.mkdir()
+    shutil.copy(RUNNING / "emulator.db", state_dir / "emulator.db")
+    with emulator_for(ws, "--mode", "simulate") as emu:
+        client = emu.client()
+        old = {r["urn"].rsplit("::", 1)[-1]: r for r in _state_of(RUNNING)}
+        assert client.get_custom_job(name=old["train"]["id"]).state == JobState.JOB_STATE_RUNNING
+        ws.passphrase = "e2e-passphrase-only-for-tests"
+        _load(ws, RUNNING, ("running-train.yaml", "running-tune.yaml"), emu.endpoint)
+
+        preview = ws.preview_json()
+        assert preview["changeSummary"] == {"same": 3, "update": 1}
+        [tune_step] = [s for s in preview["steps"] if TUNING_JOB_TYPE in s["urn"]]
+        olds, news = tune_step["oldState"]["inputs"], tune_step["newState"]["inputs"]
+        assert olds["identity"] != news["identity"]
+        assert olds["spec"] == news["spec"] and not tune_step.get("replaceReasons")
+
+        # The tuning job's identity; and refresh reads the endpoint from the provider's
+        # configuration in the state, which an `up` brings up to date.
+        ws.pulumi("up", "--yes", "--skip-preview")
+        ws.pulumi("refresh", "--yes", "--skip-preview")
+        refreshed = {r["urn"].rsplit("::", 1)[-1]: r for r in ws.resources()}
+        for name in ("train", "tune"):
+            assert refreshed[name]["id"] == old[name]["id"]
+            assert refreshed[name]["outputs"]["status"]["state"] == "JOB_STATE_RUNNING"
+
+        urn = f"urn:pulumi:e2e::gpu-training::{JOB_TYPE}::train"
+        ws.pulumi("up", "--yes", "--skip-preview", "--replace", urn)
+        train = ws.training_jobs()["train"]
+        assert train["id"] != old["train"]["id"]
+        assert client.get_custom_job(name=train["id"]).state == JobState.JOB_STATE_RUNNING
+        with pytest.raises(gexc.NotFound):
+            client.get_custom_job(name=old["train"]["id"])
+
+        ws.pulumi("destroy", "--yes", "--skip-preview")
+        assert ws.resources() == []
+        with pytest.raises(gexc.NotFound):
+            client.get_hyperparameter_tuning_job(name=old["tune"]["id"])
+        assert list_jobs(client) == []

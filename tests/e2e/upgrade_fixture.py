@@ -1,6 +1,11 @@
 """Write a stack state with the current code, for the upgrade tests of a later release.
 
     .venv/bin/python -m tests.e2e.upgrade_fixture tests/e2e/data/state-<name>
+    .venv/bin/python -m tests.e2e.upgrade_fixture --running tests/e2e/data/state-<name>
+
+``--running``: a TrainingJob and a HyperparameterTuningJob that keep running (simulate mode,
+``emulator-outcome: hang``), with the emulator's database (``emulator.db``) beside the state,
+so a later release can refresh, replace and destroy jobs its predecessor started.
 
 Runs ``pulumi up`` of two jobs (a CustomJob spec with an env value and triggers, a legacy
 ``config.yaml`` with exclusiveGpus) against a simulate-mode emulator, and writes what a later
@@ -72,20 +77,52 @@ LEGACY_CONFIG: dict[str, Any] = {
     "labels": {"team": "ml"},
 }
 SPEC_FILES = {"upgrade-with-env.yaml": WITH_ENV_SPEC, "upgrade-legacy.yaml": LEGACY_CONFIG}
+HANG = {"emulator-outcome": "hang"}
+# A job the emulator (like Vertex AI) runs again when its service restarts, rather than fail it.
+RESTARTED = {**WITH_ENV_SPEC, "scheduling": {"timeout": "3600s", "restartJobOnWorkerRestart": True}}
+RUNNING_SPEC_FILES: dict[str, dict[str, Any]] = {
+    "running-train.yaml": {**RESTARTED, "displayName": "running-train", "labels": HANG},
+    "running-tune.yaml": {
+        "displayName": "running-tune",
+        "labels": HANG,
+        "maxTrialCount": 2,
+        "parallelTrialCount": 1,
+        "studySpec": {
+            "metrics": [{"metricId": "loss", "goal": "MINIMIZE"}],
+            "parameters": [
+                {
+                    "parameterId": "learning_rate",
+                    "discreteValueSpec": {"values": [0.01, 0.1]},
+                }
+            ],
+            "algorithm": "GRID_SEARCH",
+        },
+        "trialJobSpec": {
+            key: value for key, value in RESTARTED.items() if key not in ("displayName", "labels")
+        },
+    },
+}
 
 
-def write_fixture(out: Path) -> None:
+def write_fixture(out: Path, *, running: bool = False) -> None:
     """Run the stack and write its state and everything needed to load it into ``out``."""
-    with tempfile.TemporaryDirectory() as tmp:
-        ws = Workspace.create(Path(tmp), install_pulumi())
-        for name, document in SPEC_FILES.items():
-            (ws.project / "stacks" / "jobs" / name).write_text(
-                yaml.safe_dump(document, sort_keys=False)
-            )
+    files = RUNNING_SPEC_FILES if running else SPEC_FILES
+    if running:
+        entries = [
+            job_entry("train", "stacks/jobs/running-train.yaml", waitFor="running"),
+            job_entry("tune", "stacks/jobs/running-tune.yaml", waitFor="running"),
+        ]
+    else:
         entries = [
             job_entry("with-env", "stacks/jobs/upgrade-with-env.yaml", triggers=["data-v1"]),
             job_entry("legacy", "stacks/jobs/upgrade-legacy.yaml", exclusiveGpus=True),
         ]
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Workspace.create(Path(tmp), install_pulumi())
+        for name, document in files.items():
+            (ws.project / "stacks" / "jobs" / name).write_text(
+                yaml.safe_dump(document, sort_keys=False)
+            )
         with emulator_for(ws, *SIMULATE) as emu:
             ws.init_stack(local_config(emu.endpoint, entries))
             ws.up()
@@ -95,9 +132,12 @@ def write_fixture(out: Path) -> None:
         (out / "state.json").write_text(json.dumps(state, indent=1, sort_keys=True) + "\n")
         (out / "encryptionsalt").write_text(stack["encryptionsalt"] + "\n")
         (out / "config.json").write_text(json.dumps(stack["config"], indent=1) + "\n")
-        for name in SPEC_FILES:
+        for name in files:
             shutil.copy(ws.project / "stacks" / "jobs" / name, out / name)
+        if running:  # stopped: its write-ahead log is in the database now
+            shutil.copy(ws.base / "emulator" / "emulator.db", out / "emulator.db")
 
 
 if __name__ == "__main__":
-    write_fixture(Path(sys.argv[1]))
+    running = "--running" in sys.argv[1:]
+    write_fixture(Path(next(a for a in sys.argv[1:] if a != "--running")), running=running)

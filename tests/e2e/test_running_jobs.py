@@ -1,0 +1,273 @@
+"""A running job is never lost, duplicated or killed by an ordinary operation: the real engine.
+
+``pulumi up --replace`` and ``--target-replace`` of a RUNNING job (a new job runs, the old one
+is cancelled, in the order ``exclusiveGpus`` asks for), an API outage longer than the retry
+deadline while ``up`` waits (the job keeps running, the next ``up`` adopts it), SIGINT to
+``pulumi up`` while it waits for ``succeeded`` (it ends within seconds, the job keeps running,
+the next ``up`` adopts it), the labels the provider adds, and a job started elsewhere taken over
+through ``python -m components import`` (both kinds).
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from google.api_core import exceptions as gexc
+from google.cloud.aiplatform_v1 import JobState
+
+from components._wire import TUNING_JOB_TYPE
+from tests.e2e._engine import (
+    HANG_LABELS,
+    PARENT,
+    REPO,
+    SIMULATE,
+    TRAINING_JOB_TYPE,
+    Workspace,
+    emulator_for,
+    job_entry,
+    kill_group,
+    list_jobs,
+    local_config,
+    python_job,
+    wait_until,
+)
+
+URN = f"urn:pulumi:e2e::gpu-training::{TRAINING_JOB_TYPE}::train"
+
+
+def _running(client: Any) -> list[Any]:
+    return [j for j in list_jobs(client) if j.state == JobState.JOB_STATE_RUNNING]
+
+
+def _start(ws: Workspace, emu: Any, **entry: Any) -> str:
+    spec = ws.write_job("train", python_job("train", labels=HANG_LABELS))
+    config = local_config(emu.endpoint, [job_entry("train", spec, **entry)])
+    ws.init_stack(config)
+    ws.up()
+    return str(ws.training_jobs()["train"]["id"])
+
+
+@pytest.mark.parametrize("flag", ["--replace", "--target-replace"])
+def test_a_forced_replace_starts_a_new_job_and_cancels_the_old(ws: Workspace, flag: str) -> None:
+    with emulator_for(ws, *SIMULATE) as emu:
+        client = emu.client()
+        old = _start(ws, emu, waitFor="running")
+
+        out = ws.pulumi("up", "--yes", "--skip-preview", flag, URN).output
+
+        assert "replaced" in out
+        new = ws.training_jobs()["train"]
+        assert new["id"] != old
+        assert new["outputs"]["status"]["adopted"] is False
+        assert client.get_custom_job(name=new["id"]).state == JobState.JOB_STATE_RUNNING
+        with pytest.raises(gexc.NotFound):  # cancelled, then its record deleted
+            client.get_custom_job(name=old)
+        assert [j.name for j in list_jobs(client)] == [new["id"]]
+        # The next refresh keeps the new job: nothing pointed at a job that is gone.
+        ws.pulumi("refresh", "--yes", "--skip-preview")
+        assert ws.training_jobs()["train"]["id"] == new["id"]
+
+
+def test_a_forced_replace_with_exclusive_gpus_cancels_first(ws: Workspace) -> None:
+    """``--replace`` does not ask the provider's diff: the program's deleteBeforeReplace does."""
+    with emulator_for(ws, *SIMULATE) as emu:
+        client = emu.client()
+        old = _start(ws, emu, waitFor="running", exclusiveGpus=True, keepRecordOnDelete=True)
+
+        ws.pulumi("up", "--yes", "--skip-preview", "--replace", URN)
+
+        new = client.get_custom_job(name=ws.training_jobs()["train"]["id"])
+        kept = client.get_custom_job(name=old)  # keepRecordOnDelete: the record stays
+        assert kept.state == JobState.JOB_STATE_CANCELLED
+        assert new.state == JobState.JOB_STATE_RUNNING
+        assert new.create_time >= kept.end_time, "the new job started before the old one ended"
+
+
+def _wait_for_running(client: Any) -> Any:
+    [job] = wait_until(lambda: _running(client), timeout=60, what="a RUNNING job")
+    return job
+
+
+def test_an_outage_during_the_wait_leaves_the_job_for_the_next_up(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    with emulator_for(ws, *SIMULATE) as emu:
+        client = emu.client()
+        spec = ws.write_job("train", python_job("train", labels=HANG_LABELS))
+        entry = job_entry("train", spec, waitFor="succeeded", waitTimeout="10m")
+        ws.init_stack(local_config(emu.endpoint, [entry], **{"training:retryDeadline": 2}))
+        log = tmp_path / "up.log"
+        up = ws.spawn("up", "--yes", "--skip-preview", log=log)
+        try:
+            job = _wait_for_running(client)
+            emu.set_faults(unavailable_rate=1.0)
+            time.sleep(3.5)
+            emu.clear_faults()
+            up.wait(timeout=60)
+        finally:
+            kill_group(up)
+        out = log.read_text(errors="replace")
+        assert up.returncode != 0
+        assert "could not be reached" in out and "left running" in out
+        assert "the next `pulumi up` with the same job adopts it" in out
+        assert client.get_custom_job(name=job.name).state == JobState.JOB_STATE_RUNNING
+
+        ws.write_config(
+            local_config(
+                emu.endpoint,
+                [job_entry("train", spec, waitFor="running")],  # a setting: the same run
+                **{"training:retryDeadline": 2},
+            )
+        )
+        ws.up()
+
+        resource = ws.training_jobs()["train"]
+        assert resource["id"] == job.name
+        assert resource["outputs"]["status"]["adopted"] is True
+        assert [j.name for j in list_jobs(client)] == [job.name]
+
+
+def test_sigint_during_a_wait_ends_up_and_leaves_the_job(ws: Workspace, tmp_path: Path) -> None:
+    with emulator_for(ws, *SIMULATE) as emu:
+        client = emu.client()
+        spec = ws.write_job("train", python_job("train", labels=HANG_LABELS))
+        entry = job_entry("train", spec, waitFor="succeeded", waitTimeout="30m")
+        ws.init_stack(local_config(emu.endpoint, [entry]))
+        log = tmp_path / "up.log"
+        up = ws.spawn("up", "--yes", "--skip-preview", log=log)
+        try:
+            job = _wait_for_running(client)
+            time.sleep(1.0)  # well inside the wait
+            sent = time.monotonic()
+            up.send_signal(signal.SIGINT)  # what Ctrl-C sends the CLI
+            up.wait(timeout=60)
+            ended = time.monotonic() - sent
+        finally:
+            kill_group(up)
+        out = log.read_text(errors="replace")
+        assert ended < 15, f"pulumi up took {ended:.1f}s to end after SIGINT:\n{out}"
+        assert "stopped waiting for it: pulumi was cancelled" in out
+        assert "left running" in out
+        assert client.get_custom_job(name=job.name).state == JobState.JOB_STATE_RUNNING
+        wait_until(lambda: not ws.stray_processes(), timeout=15, what="the plugins to end")
+
+        ws.write_config(local_config(emu.endpoint, [job_entry("train", spec, waitFor="running")]))
+        ws.up()
+
+        resource = ws.training_jobs()["train"]
+        assert resource["id"] == job.name and resource["outputs"]["status"]["adopted"] is True
+        assert [j.name for j in list_jobs(client)] == [job.name]
+
+
+@pytest.mark.parametrize(
+    ("labels", "expected"),
+    [
+        ({f"team{i}": "ml" for i in range(63)}, "at most 62 of your own"),
+        ({"pulumi_run": "mine"}, "labels.pulumi_run: is a label the provider sets"),
+    ],
+)
+def test_labels_the_provider_owns_fail_the_preview(
+    ws: Workspace, labels: dict[str, str], expected: str
+) -> None:
+    with emulator_for(ws, *SIMULATE) as emu:
+        spec = ws.write_job("train", python_job("train", labels=labels))
+        ws.init_stack(local_config(emu.endpoint, [job_entry("train", spec)]))
+        out = ws.pulumi("preview", expect_failure=True).output
+        assert expected in out and "Traceback" not in out
+        ws.pulumi("up", "--yes", "--skip-preview", expect_failure=True)
+        assert list_jobs(emu.client()) == []
+
+
+# -- a job started elsewhere, taken over ----------------------------------------------------------
+
+
+def _start_elsewhere(ws: Workspace, client: Any, path: Path, *, tuning: bool) -> str:
+    """Start the job in ``path`` as gcloud would: no labels of the provider."""
+    from components.formats import load_spec_file
+    from components.training_job import resolve_local_paths
+    from components.tuning_job import resolve_trial_local_paths
+
+    loaded = load_spec_file(path, tuning=tuning)
+    if tuning:
+        from components.vertex.tuning_convert import to_tuning_job
+
+        assert loaded.tuning is not None
+        spec = resolve_trial_local_paths(loaded.tuning, path.parent)
+        return str(
+            client.create_hyperparameter_tuning_job(
+                parent=PARENT, hyperparameter_tuning_job=to_tuning_job(spec)
+            ).name
+        )
+    from components.vertex.convert import to_custom_job
+
+    job = to_custom_job(resolve_local_paths(loaded.spec, path.parent))
+    return str(client.create_custom_job(parent=PARENT, custom_job=job).name)
+
+
+def _import(ws: Workspace, emu: Any, name: str) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "components", "import", name, "--endpoint", emu.endpoint],
+        cwd=ws.project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "existingJob: " + name in proc.stdout
+    # The entry the command prints is what goes into training:jobs.
+    printed = proc.stdout.split("training:jobs in the stack's configuration", 1)[1]
+    block = "\n".join(line for line in printed.splitlines() if line.startswith("    "))
+    [entry] = yaml.safe_load(block)
+    return dict(entry)
+
+
+@pytest.mark.parametrize("tuning", [False, True], ids=["custom-job", "tuning-job"])
+def test_a_job_started_elsewhere_is_taken_over(ws: Workspace, tuning: bool) -> None:
+    with emulator_for(ws, *SIMULATE) as emu:
+        client = emu.client()
+        if tuning:
+            document = yaml.safe_load((REPO / "stacks/jobs/local-tuning.yaml").read_text())
+            document["labels"] = HANG_LABELS
+            document["displayName"] = "tuned elsewhere"
+        else:
+            document = python_job("trained elsewhere", labels=HANG_LABELS)
+        source = ws.project / ws.write_job("started-elsewhere", document)
+        name = _start_elsewhere(ws, client, source, tuning=tuning)
+        listing = client.list_hyperparameter_tuning_jobs if tuning else client.list_custom_jobs
+        before = len(list(listing(parent=PARENT)))
+
+        entry = _import(ws, emu, name)
+        ws.init_stack(local_config(emu.endpoint, [{**entry, "waitFor": "running"}]))
+        ws.up()
+
+        job_type = TUNING_JOB_TYPE if tuning else TRAINING_JOB_TYPE
+        [resource] = ws.resources(job_type)
+        assert resource["id"] == name
+        assert resource["outputs"]["status"]["adopted"] is True
+        assert len(list(listing(parent=PARENT))) == before, "a second job was started"
+        # As after `pulumi import`: the next preview shows no change.
+        preview = ws.preview_json()
+        assert preview["changeSummary"].get("same") == 3, preview["changeSummary"]
+        assert set(preview["changeSummary"]) == {"same"}
+
+        # A change of the file is a replace like any change: a new job, the old one cancelled.
+        spec_file = ws.project / entry["spec"]
+        changed = yaml.safe_load(spec_file.read_text())
+        changed["labels"] = {**changed["labels"], "edited": "yes"}
+        spec_file.write_text(yaml.safe_dump(changed, sort_keys=False))
+        [step] = [s for s in ws.preview_json()["steps"] if job_type in s["urn"]]
+        assert step["op"] == "replace" and step["replaceReasons"] == ["spec"]
+        ws.up()
+        [replaced] = ws.resources(job_type)
+        assert replaced["id"] != name and replaced["outputs"]["status"]["adopted"] is False
+        with pytest.raises(gexc.NotFound):
+            (client.get_hyperparameter_tuning_job if tuning else client.get_custom_job)(name=name)
+        ws.pulumi("destroy", "--yes", "--skip-preview")
