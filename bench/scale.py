@@ -15,7 +15,8 @@ engine checkpoints the same state: what is left between it and the jobs is the p
 With ``--baseline REV``, a fourth: the same jobs run by the ``components`` package of git
 revision ``REV`` (against the same emulator, in the same rounds), so a change's effect is
 measured side by side rather than across runs on a shared machine.
-Each round runs ``up`` (all creates), ``refresh`` (every job RUNNING) and ``destroy`` (every
+Each round runs ``up`` (all creates), ``preview`` (nothing changed: the program runs, reads
+the stack's state for the jobs it holds, and every resource is checked and diffed), ``refresh`` (every job RUNNING) and ``destroy`` (every
 job RUNNING: cancel, wait, delete the record) of both projects, one after the other, the
 project that goes first alternating from round to round, so a change of load on a shared
 machine hits both alike. Figures are medians over the rounds; "per round" is the range of the
@@ -85,6 +86,7 @@ from tests.e2e._engine import (  # noqa: E402
 CLI = ["pulumi", "--non-interactive", "--color", "never"]
 COMMANDS = {
     "up": ["up", "--yes", "--skip-preview"],
+    "preview": ["preview"],
     "refresh": ["refresh", "--yes", "--skip-preview"],
     "destroy": ["destroy", "--yes", "--skip-preview"],
 }
@@ -383,6 +385,7 @@ def _cpu(runs: list[Run], roles: Sequence[str]) -> str:
 
 LABELS = {
     "up": "`up` (create, waitFor submitted)",
+    "preview": "`preview` (all unchanged)",
     "refresh": "`refresh` (all RUNNING)",
     "destroy": "`destroy` (all RUNNING)",
 }

@@ -134,6 +134,15 @@ def jobs_with_identity(emu: EmulatorProcess, identity: str) -> list[Any]:
 def provider_host() -> Iterator[provider_pb2_grpc.ResourceProviderStub]:
     """``python -m pulumi.dynamic``, the host the engine starts for dynamic providers, as it
     ships; a gRPC stub to it, and the process ended afterwards."""
+    with provider_host_process() as (stub, _):
+        yield stub
+
+
+@contextmanager
+def provider_host_process() -> Iterator[
+    tuple[provider_pb2_grpc.ResourceProviderStub, subprocess.Popen[bytes]]
+]:
+    """``provider_host``, with the host's process (to signal it)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "pulumi.dynamic"],
         cwd=REPO,
@@ -146,7 +155,7 @@ def provider_host() -> Iterator[provider_pb2_grpc.ResourceProviderStub]:
         port = int(proc.stdout.readline().decode().strip())
         channel = grpc.insecure_channel(f"127.0.0.1:{port}")
         grpc.channel_ready_future(channel).result(timeout=30)
-        yield provider_pb2_grpc.ResourceProviderStub(channel)
+        yield provider_pb2_grpc.ResourceProviderStub(channel), proc
         channel.close()
     finally:
         proc.terminate()
