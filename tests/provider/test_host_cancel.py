@@ -38,9 +38,7 @@ def _waiting_create(stub: Any, sim: EmulatorProcess) -> tuple[Any, str]:
             args=struct_of({"training:endpoint": sim.endpoint, "training:cancelTimeout": "20"})
         )
     )
-    inputs = job_inputs(
-        labels={"emulator-outcome": "hang"}, wait_for="succeeded", wait_timeout=600
-    )
+    inputs = job_inputs(labels={"emulator-outcome": "hang"}, wait_for="succeeded", wait_timeout=600)
     inputs = {k: v for k, v in inputs.items() if v is not None}
     inputs["__provider"] = _serialized_provider()
     checked = stub.Check(
