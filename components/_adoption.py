@@ -208,7 +208,14 @@ def job_id(name: str) -> str:
 
 
 def identity_filter(identity: str) -> str:
-    """The list filter for every job of one identity (the API documents ``labels.key="value"``)."""
+    """The list filter for every job of one identity.
+
+    The v1 reference of ``customJobs.list`` and ``hyperparameterTuningJobs.list``
+    (cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.customJobs/list,
+    read 2026-11) documents ``labels.key=value`` for labels and quotes string values
+    (``display_name="my_job"``); no parentheses, no ``OR`` of labels: the runs are told apart
+    here, from the labels of the jobs listed.
+    """
     return f'labels.{IDENTITY_LABEL}="{identity}"'
 
 

@@ -1,6 +1,6 @@
 """The stack's run key: a random secret that keys every TrainingJob's run hash.
 
-A run hash (``components._identity.run_hash``) covers a job's env values, so that a changed
+A run hash (``components._adoption.run_hash``) covers a job's env values, so that a changed
 secret is a new run. Unkeyed, it let anyone who reads the state (or a job's labels, which
 reach billing exports) test guesses of an env value offline. Keyed with this secret, it
 cannot be recomputed without the key.
