@@ -324,12 +324,14 @@ def is_failed_precondition(exc: BaseException) -> bool:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Backoff for transient errors: ``initial`` doubling up to ``maximum``, within ``deadline``."""
+    """Backoff for transient errors: ``initial`` doubling up to ``maximum``, within ``deadline``
+    (``training:retryDeadline``: how long the API may be unreachable before an operation gives
+    up), and at most ``attempts`` attempts when that is set."""
 
     initial: float = 0.5
     maximum: float = 8.0
     deadline: float = DEFAULT_RETRY_DEADLINE
-    attempts: int = 10
+    attempts: int | None = None
 
 
 class Backoff:
@@ -342,7 +344,8 @@ class Backoff:
     def __init__(self, policy: RetryPolicy, sleep: Callable[[float], None] = pause) -> None:
         self.policy = policy
         self.sleep = sleep
-        self.deadline = time.monotonic() + policy.deadline
+        self.started = time.monotonic()
+        self.deadline = self.started + policy.deadline
         self.delay = policy.initial
         self.attempts = 0
 
@@ -350,11 +353,20 @@ class Backoff:
         """Count a failed attempt; sleep and return True if another one may follow."""
         self.attempts += 1
         remaining = self.deadline - time.monotonic()
-        if self.attempts >= self.policy.attempts or remaining <= 0:
+        limit = self.policy.attempts
+        if (limit is not None and self.attempts >= limit) or remaining <= 0:
             return False
         self.sleep(min(self.delay * (0.5 + random.random() / 2), max(remaining, 0.0)))
         self.delay = min(self.delay * 2, self.policy.maximum)
         return True
+
+    def unreachable(self, what: str, exc: BaseException) -> ApiUnreachable:
+        """The error once the attempts are used up: for how long, and the last answer."""
+        return ApiUnreachable(
+            f"{what}: the API could not be reached for {time.monotonic() - self.started:.0f}s "
+            f"({self.attempts} attempts; training:retryDeadline is {self.policy.deadline:g}s): "
+            f"{_short(exc)}"
+        )
 
 
 def _short(exc: BaseException) -> str:
@@ -382,10 +394,7 @@ def with_retries(
             if not is_transient(exc):
                 raise
             if not backoff.pause():
-                raise ApiUnreachable(
-                    f"{what}: the API could not be reached for {policy.deadline:g}s "
-                    f"(training:retryDeadline; {backoff.attempts} attempts): {_short(exc)}"
-                ) from None
+                raise backoff.unreachable(what, exc) from None
 
 
 # -- job fields ------------------------------------------------------------------------------
@@ -489,11 +498,7 @@ class JobApi:
                 if not is_transient(exc):
                     raise
                 if not backoff.pause():
-                    raise ApiUnreachable(
-                        f"submitting a job to {parent}: the API could not be reached for "
-                        f"{self.policy.deadline:g}s (training:retryDeadline; "
-                        f"{backoff.attempts} attempts): {_short(exc)}"
-                    ) from None
+                    raise backoff.unreachable(f"submitting a job to {parent}", exc) from None
                 continue
             return Submission(created, False, backoff.attempts + 1, strays)
 

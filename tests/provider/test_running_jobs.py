@@ -354,3 +354,22 @@ def test_a_missing_existing_job_says_so(provider, sim):
 
 def test_training_job_provider_is_still_the_pickled_class():
     assert TrainingJobProvider.__module__ == "components._provider"
+
+
+def test_transient_errors_are_retried_for_the_whole_retry_deadline():
+    """``training:retryDeadline`` is how long the API may be unreachable: not a few attempts."""
+    from google.api_core import exceptions as gexc
+
+    from components.vertex.api import ApiUnreachable, RetryPolicy, with_retries
+
+    calls: list[float] = []
+
+    def unavailable() -> None:
+        calls.append(time.monotonic())
+        raise gexc.ServiceUnavailable("blip")  # type: ignore[no-untyped-call]
+
+    policy = RetryPolicy(initial=0.01, maximum=0.02, deadline=0.5)
+    with pytest.raises(ApiUnreachable, match=r"reading x: the API could not be reached") as raised:
+        with_retries(unavailable, policy, what="reading x", sleep=time.sleep)
+    assert len(calls) > 10 and calls[-1] - calls[0] >= 0.45
+    assert "training:retryDeadline is 0.5s" in str(raised.value)
