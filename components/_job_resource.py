@@ -201,9 +201,14 @@ def resolve_pool_paths(
 def _resolved(base: Path, uri: str, path: str) -> str:
     if "://" in uri or uri.startswith("/"):
         return uri
+    target = base / uri
     try:
-        return str((base / uri).resolve())
-    except (OSError, RuntimeError, ValueError) as exc:  # RuntimeError: a symlink loop
+        # Strict first: a link loop raises (RuntimeError before Python 3.13, OSError ELOOP
+        # since), where a plain resolve() on 3.13 hands the looping path back.
+        return str(target.resolve(strict=True))
+    except FileNotFoundError:
+        return str(target.resolve())  # not there (yet): the validator says so if it matters
+    except (OSError, RuntimeError, ValueError) as exc:
         raise SpecInvalidError(
             [Violation(path, f"cannot be resolved: {exc}", rule="uris")]
         ) from None

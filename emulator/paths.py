@@ -19,6 +19,7 @@ Every problem is a :class:`PackageError` whose message is meant for the API call
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import stat
@@ -171,10 +172,22 @@ def real_path(path: Path) -> Path:
     exist yet is still resolved.
     """
     try:
-        return Path(os.path.realpath(path))
-    except RecursionError:
-        # realpath recurses once per link in a chain; the kernel gives up after 40.
-        raise PackageError(f"{path}: too many levels of symbolic links") from None
+        real = Path(os.path.realpath(path))
+    except RecursionError:  # before Python 3.13, realpath recursed once per link of a chain
+        real = None
+    if real is not None:
+        try:
+            os.stat(path)  # what the system makes of it: it follows at most 40 links
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                return real  # a tail that does not exist (yet), or one we may not see
+            real = None
+        else:
+            return real
+    raise PackageError(
+        f"{path}: too many levels of symbolic links (a chain longer than the system follows, "
+        "or a loop)"
+    )
 
 
 def _via_link(path: Path) -> str:

@@ -117,6 +117,19 @@ def check_bounds(text: str) -> None:
     Sizes count what a document expands to: an alias adds the whole size of its anchor.
     """
     scan = _Scan()
+    try:
+        _scan_events(text, scan)
+    except yaml.YAMLError as exc:
+        # PyYAML (6.0.4 on) refuses more than 1,000 levels itself, in its scanner, which reads
+        # a flow collection ahead before it hands out the first event: the same refusal.
+        if "nesting depth" not in str(getattr(exc, "problem", "") or ""):
+            raise
+        mark = getattr(exc, "problem_mark", None)
+        line = int(mark.line) + 1 if mark is not None else 0
+        raise YamlBoundsError(f"at line {line}: nested deeper than {MAX_DEPTH} levels") from None
+
+
+def _scan_events(text: str, scan: _Scan) -> None:
     for event in yaml.parse(text, Loader=_SAFE_LOADER):
         if isinstance(event, yaml.CollectionStartEvent):
             if len(scan.stack) >= MAX_DEPTH:
