@@ -1,20 +1,41 @@
 # Two commands for a newcomer: `make up` (the local stack, end to end) and `make test`.
 SHELL := /bin/bash
-PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
 STACK ?= dev
 
-.PHONY: venv pulumi up down lint test unit bench preview-md clean
+# The requirement sets, by role (README, "Dependencies"), all pinned by constraints.txt; the
+# interpreter is scripts/find-python's (the newest of Python 3.13 and 3.12, else python3).
+RUNTIME := requirements.txt
+EMULATOR := requirements-emulator.txt
+DEV := requirements-dev.txt
+VENV_SCRIPTS := scripts/make-venv scripts/find-python
+RUN_STAMP := $(VENV)/.installed-runtime-emulator
+DEV_STAMP := $(VENV)/.installed-dev
+POLICY_STAMP := policy/.venv/.installed
 
-venv: $(STAMP)
+.PHONY: venv dev-venv policy pulumi up down lint test unit smoke dist bench preview-md clean
 
-$(STAMP): requirements.txt constraints.txt
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt -c constraints.txt
-	@touch $(STAMP)
+# runtime + emulator: what `make up` needs
+venv: $(RUN_STAMP)
+
+# + the development tools: what `make test` needs
+dev-venv: $(DEV_STAMP)
+
+# The CrossGuard policy pack's own virtualenv (policy/requirements.txt: it needs protobuf 5).
+policy: $(POLICY_STAMP)
+
+$(RUN_STAMP): $(RUNTIME) $(EMULATOR) constraints.txt $(VENV_SCRIPTS)
+	scripts/make-venv $(VENV) constraints.txt $(RUNTIME) $(EMULATOR)
+	@touch $@
+
+$(DEV_STAMP): $(RUN_STAMP) $(DEV)
+	scripts/make-venv $(VENV) constraints.txt $(RUNTIME) $(EMULATOR) $(DEV)
+	@touch $@
+
+$(POLICY_STAMP): policy/requirements.txt policy/constraints.txt $(VENV_SCRIPTS)
+	scripts/make-venv policy/.venv policy/constraints.txt policy/requirements.txt
+	@touch $@
 
 # The Pulumi CLI and Python language host, built once from Go modules into a cache.
 pulumi:
@@ -27,19 +48,29 @@ up: venv
 down: venv
 	scripts/local-stack down
 
-lint: venv
+lint: dev-venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy components emulator tests bench examples/trainer scripts/local_outputs.py __main__.py
+	$(VENV)/bin/mypy components emulator tests bench examples/trainer scripts/local_outputs.py scripts/smoke_checks.py __main__.py
 	$(VENV)/bin/mypy policy/__main__.py
 
-test: lint pulumi
+# The full suite on the project's interpreter, and the installed package on the lowest
+# supported Python (scripts/smoke-runtime).
+test: lint pulumi policy smoke
 	$(PY) -m pytest
 
-unit: venv
+unit: dev-venv
 	$(PY) -m pytest tests --ignore=tests/e2e
 
-bench: venv pulumi
+smoke: venv
+	scripts/smoke-runtime
+
+# A wheel of the package (components/ with its catalog data; runtime dependencies pinned).
+dist: venv
+	$(PY) -m pip wheel --quiet --no-deps -w dist .
+	@ls dist/*.whl
+
+bench: dev-venv pulumi
 	$(PY) bench/validate.py
 	$(PY) bench/provider.py
 	$(PY) bench/emulator.py
@@ -47,6 +78,7 @@ bench: venv pulumi
 	$(PY) bench/pyenv.py
 	$(PY) bench/preview.py
 	$(PY) bench/scale.py
+	$(PY) bench/install.py
 
 # A pull-request comment for STACK (default dev): `pulumi preview --json` rendered as markdown.
 preview-md: venv pulumi
@@ -60,4 +92,4 @@ preview-md: venv pulumi
 	$(PY) -m components.review .local/preview-$(STACK).json
 
 clean:
-	rm -rf $(VENV) .tools .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) policy/.venv .tools .mypy_cache .ruff_cache .pytest_cache .hypothesis build dist *.egg-info

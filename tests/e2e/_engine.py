@@ -40,7 +40,7 @@ COMMAND_TIMEOUT = 300.0
 
 # What a workspace copies from the repository (Pulumi.* stack files are generated instead).
 _PROJECT_ITEMS = ("Pulumi.yaml", "__main__.py", "components", "examples", "policy", "stacks/jobs")
-_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", "dist")
+_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", "dist", ".venv")
 
 SIMULATE = ("--mode", "simulate", "--simulate-queued-seconds", "0.1")
 """Emulator arguments: no process runs, jobs only move through their states on timers."""
@@ -200,8 +200,11 @@ class Workspace:
             else:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(source, target)
-        # Pulumi.yaml and policy/PulumiPolicy.yaml name ".venv" relative to the project.
+        # Pulumi.yaml names ".venv" relative to the project, policy/PulumiPolicy.yaml its own.
         (ws.project / ".venv").symlink_to(venv_dir(), target_is_directory=True)
+        (ws.project / "policy" / ".venv").symlink_to(
+            REPO / "policy" / ".venv", target_is_directory=True
+        )
         ws.backend.mkdir()
         ws.home.mkdir()
         return ws

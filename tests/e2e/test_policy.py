@@ -1,7 +1,7 @@
 """The CrossGuard pack in policy/ run by the real engine (`--policy-pack`) on the local stack.
 
 The engine starts the Python pack through our language host's RunPlugin; its virtualenv is
-``policy/PulumiPolicy.yaml``'s ``../.venv`` (the workspace links ``.venv`` to this one).
+``policy/PulumiPolicy.yaml``'s own ``.venv`` (``make policy``; the workspace links it).
 """
 
 from __future__ import annotations

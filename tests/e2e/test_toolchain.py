@@ -267,8 +267,10 @@ def test_python_policy_pack(stack: Stack, tmp_path: Path) -> None:
     """`--policy-pack` runs a pulumi-policy pack through the language host's RunPlugin."""
     pack = tmp_path / "policy"
     pack.mkdir()
+    # A policy pack runs in a virtualenv of its own (pulumi-policy is not in the program's).
+    venv = REPO / "policy" / ".venv"
     (pack / "PulumiPolicy.yaml").write_text(
-        f"runtime:\n  name: python\n  options:\n    virtualenv: {_venv()}\n"
+        f"runtime:\n  name: python\n  options:\n    virtualenv: {venv}\n"
     )
     (pack / "__main__.py").write_text(POLICY_PACK)
     stack.run("stack", "init", "policy")
