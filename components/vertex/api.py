@@ -26,7 +26,6 @@ attempt first looks for a job it may have submitted already (see ``JobApi.submit
 from __future__ import annotations
 
 import os
-import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -337,16 +336,22 @@ class RetryPolicy:
 class Backoff:
     """The waits between attempts of one operation under a ``RetryPolicy``.
 
-    ``pause()`` sleeps before the next attempt (jittered, doubling), or returns False when the
-    attempts or the deadline are used up.
+    ``pause()`` sleeps before the next attempt, or returns False when the attempts or the
+    deadline are used up. The delays are the client library's own (``google.api_core.retry``'s
+    truncated exponential backoff with full jitter); the loop around them is ours, because
+    ``google.api_core.retry.Retry`` does not fit here: its sleeps cannot be cut short (ours end
+    at once when the engine cancels, ``components._interrupt``), and a create is not idempotent
+    (each retry first looks for the job a lost response may have created, ``submit_or_adopt``).
     """
 
     def __init__(self, policy: RetryPolicy, sleep: Callable[[float], None] = pause) -> None:
+        from google.api_core.retry import exponential_sleep_generator
+
         self.policy = policy
         self.sleep = sleep
         self.started = time.monotonic()
         self.deadline = self.started + policy.deadline
-        self.delay = policy.initial
+        self.delays = exponential_sleep_generator(policy.initial, policy.maximum, multiplier=2)
         self.attempts = 0
 
     def pause(self) -> bool:
@@ -356,8 +361,7 @@ class Backoff:
         limit = self.policy.attempts
         if (limit is not None and self.attempts >= limit) or remaining <= 0:
             return False
-        self.sleep(min(self.delay * (0.5 + random.random() / 2), max(remaining, 0.0)))
-        self.delay = min(self.delay * 2, self.policy.maximum)
+        self.sleep(min(next(self.delays), remaining))
         return True
 
     def unreachable(self, what: str, exc: BaseException) -> ApiUnreachable:
@@ -445,7 +449,15 @@ class Submission:
 
 @dataclass
 class JobApi:
-    """One kind of job's lifecycle on one client: submit or adopt, wait, cancel, delete."""
+    """One kind of job's lifecycle on one client: submit or adopt, wait, cancel, delete.
+
+    Its three polling loops (a job reaching a state, a cancelled job stopping, a deletion's
+    operation) are its own rather than ``google.api_core``'s polling (``Retry`` on a result,
+    ``PollingFuture``): each must end within a moment of the engine's Cancel (the library
+    sleeps with ``time.sleep``), show every state it reads (progress lines), and at its deadline
+    hand back the last state seen rather than raise, for the caller to say what became of the
+    job. Each poll's API call is retried with ``Backoff``.
+    """
 
     client: Any
     kind: JobKind
