@@ -167,7 +167,9 @@ def main() -> None:
             tree = baseline_tree(args.baseline, base / "baseline-tree")
             files = ("requirements.txt",)
             constraints = "constraints.txt"
-            old = install("baseline", args.baseline_python, base / "baseline", files, constraints, tree)
+            old = install(
+                "baseline", args.baseline_python, base / "baseline", files, constraints, tree
+            )
             wall, cpu = start_up(base / "baseline" / "bin" / "python", tree, args.repeat)
             print(f"| {args.baseline} | {old.python} | {wall:.2f} s | {cpu:.2f} s |")
             print(
