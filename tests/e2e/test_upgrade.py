@@ -43,9 +43,10 @@ def _load(
     data: Path = DATA,
     specs: tuple[str, ...] = ("upgrade-with-env.yaml", "upgrade-legacy.yaml"),
     endpoint: str | None = None,
+    state: str | None = None,
 ) -> None:
     """Make ``ws``'s stack the fixture's: its spec files, config and state (``endpoint``: the
-    emulator the config names now)."""
+    emulator the config names now; ``state``: the state's text, if not the fixture's own)."""
     for spec in specs:
         shutil.copy(data / spec, ws.project / "stacks" / "jobs" / spec)
     config = json.loads((data / "config.json").read_text())
@@ -57,7 +58,7 @@ def _load(
     )
     ws.pulumi("stack", "init", ws.stack)
     state_file = ws.base / "state.json"
-    state_file.write_text((data / "state.json").read_text())
+    state_file.write_text(state if state is not None else (data / "state.json").read_text())
     ws.pulumi("stack", "import", "--file", str(state_file))
 
 
@@ -93,11 +94,36 @@ def test_pickled_provider_from_before_loads_and_checks() -> None:
 RUNNING = Path(__file__).parent / "data" / "state-before-running-jobs"
 
 
+def _start_as_before(client: Any, data: Path, resource: dict[str, Any], spec_file: str) -> str:
+    """Start, in a fresh emulator, the job a state of ``data`` holds for ``resource``: its spec
+    file, and the labels the previous release submitted it with (its identity and run hash, from
+    the state). Returns the new job's name (a job's id is the service's to choose)."""
+    from components.formats import load_spec_file
+    from components.vertex.convert import to_custom_job
+    from components.vertex.tuning_convert import to_tuning_job
+
+    loaded = load_spec_file(data / spec_file, tuning=True)
+    outputs = resource["outputs"]
+    labels = {"pulumi_resource": outputs["identity"], "pulumi_run": outputs["status"]["run_hash"]}
+    parent = "projects/local-training/locations/us-central1"
+    if loaded.tuning is not None:
+        tuning = loaded.tuning.model_copy(update={"labels": {**loaded.tuning.labels, **labels}})
+        created = client.create_hyperparameter_tuning_job(
+            parent=parent, hyperparameter_tuning_job=to_tuning_job(tuning)
+        )
+    else:
+        spec = loaded.spec.model_copy(update={"labels": {**loaded.spec.labels, **labels}})
+        created = client.create_custom_job(parent=parent, custom_job=to_custom_job(spec))
+    return str(created.name)
+
+
 def test_running_jobs_from_before_refresh_replace_and_destroy(ws: Workspace) -> None:
-    """``state-before-running-jobs``: a TrainingJob and a tuning job the release before the
-    lifecycle rules (issue 21) started and left running, with that emulator's database. This
-    release refreshes them, replaces one with ``--replace`` (a new job, the old one cancelled)
-    and destroys them; the tuning job's identity takes its type once (an update, no API call).
+    """``state-before-running-jobs``: the state of a TrainingJob and a tuning job that the release
+    before the lifecycle rules (issue 21) started and left running. Its jobs are started again in
+    this test's emulator as that release labelled them (a saved emulator database would time
+    them out an hour after it was written), and the state is pointed at them. This release
+    refreshes them, replaces one with ``--replace`` (a new job, the old one cancelled) and
+    destroys them; the tuning job's identity takes its type once (an update, no API call).
     """
     from google.api_core import exceptions as gexc
     from google.cloud.aiplatform_v1 import JobState
@@ -105,15 +131,18 @@ def test_running_jobs_from_before_refresh_replace_and_destroy(ws: Workspace) -> 
     from components._wire import TUNING_JOB_TYPE
     from tests.e2e._engine import emulator_for, list_jobs
 
-    state_dir = ws.base / "emulator"
-    state_dir.mkdir()
-    shutil.copy(RUNNING / "emulator.db", state_dir / "emulator.db")
     with emulator_for(ws, "--mode", "simulate") as emu:
         client = emu.client()
-        old = {r["urn"].rsplit("::", 1)[-1]: r for r in _state_of(RUNNING)}
-        assert client.get_custom_job(name=old["train"]["id"]).state == JobState.JOB_STATE_RUNNING
+        before = {r["urn"].rsplit("::", 1)[-1]: r for r in _state_of(RUNNING)}
+        started = {
+            "train": _start_as_before(client, RUNNING, before["train"], "running-train.yaml"),
+            "tune": _start_as_before(client, RUNNING, before["tune"], "running-tune.yaml"),
+        }
+        state = (RUNNING / "state.json").read_text()
+        for name, job in started.items():
+            state = state.replace(before[name]["id"].rsplit("/", 1)[-1], job.rsplit("/", 1)[-1])
         ws.passphrase = "e2e-passphrase-only-for-tests"
-        _load(ws, RUNNING, ("running-train.yaml", "running-tune.yaml"), emu.endpoint)
+        _load(ws, RUNNING, ("running-train.yaml", "running-tune.yaml"), emu.endpoint, state)
 
         preview = ws.preview_json()
         assert preview["changeSummary"] == {"same": 3, "update": 1}
@@ -128,19 +157,19 @@ def test_running_jobs_from_before_refresh_replace_and_destroy(ws: Workspace) -> 
         ws.pulumi("refresh", "--yes", "--skip-preview")
         refreshed = {r["urn"].rsplit("::", 1)[-1]: r for r in ws.resources()}
         for name in ("train", "tune"):
-            assert refreshed[name]["id"] == old[name]["id"]
+            assert refreshed[name]["id"] == started[name]
             assert refreshed[name]["outputs"]["status"]["state"] == "JOB_STATE_RUNNING"
 
         urn = f"urn:pulumi:e2e::gpu-training::{JOB_TYPE}::train"
         ws.pulumi("up", "--yes", "--skip-preview", "--replace", urn)
         train = ws.training_jobs()["train"]
-        assert train["id"] != old["train"]["id"]
+        assert train["id"] != started["train"]
         assert client.get_custom_job(name=train["id"]).state == JobState.JOB_STATE_RUNNING
         with pytest.raises(gexc.NotFound):
-            client.get_custom_job(name=old["train"]["id"])
+            client.get_custom_job(name=started["train"])
 
         ws.pulumi("destroy", "--yes", "--skip-preview")
         assert ws.resources() == []
         with pytest.raises(gexc.NotFound):
-            client.get_hyperparameter_tuning_job(name=old["tune"]["id"])
+            client.get_hyperparameter_tuning_job(name=started["tune"])
         assert list_jobs(client) == []

@@ -4,8 +4,8 @@
     .venv/bin/python -m tests.e2e.upgrade_fixture --running tests/e2e/data/state-<name>
 
 ``--running``: a TrainingJob and a HyperparameterTuningJob that keep running (simulate mode,
-``emulator-outcome: hang``), with the emulator's database (``emulator.db``) beside the state,
-so a later release can refresh, replace and destroy jobs its predecessor started.
+``emulator-outcome: hang``), so a later release can refresh, replace and destroy jobs its
+predecessor started (the test starts them again, with the labels the state records).
 
 Runs ``pulumi up`` of two jobs (a CustomJob spec with an env value and triggers, a legacy
 ``config.yaml`` with exclusiveGpus) against a simulate-mode emulator, and writes what a later
@@ -134,8 +134,6 @@ def write_fixture(out: Path, *, running: bool = False) -> None:
         (out / "config.json").write_text(json.dumps(stack["config"], indent=1) + "\n")
         for name in files:
             shutil.copy(ws.project / "stacks" / "jobs" / name, out / name)
-        if running:  # stopped: its write-ahead log is in the database now
-            shutil.copy(ws.base / "emulator" / "emulator.db", out / "emulator.db")
 
 
 if __name__ == "__main__":
