@@ -61,6 +61,7 @@ from components._host import install_cancel_handler, profiled, widen_host_pool
 from components._interrupt import Interrupted, interrupted
 from components._pricing import cost_outputs
 from components._progress import WaitProgress, local_chief_log, write_line
+from components._redaction import redact
 from components._settings import Endpoint, ProviderSettings, public_url
 from components._spec import JobSpec
 from components._wire import (
@@ -103,7 +104,6 @@ from components.vertex.api import (
     job_api,
     job_document,
     job_outputs,
-    redact,
     state_name,
 )
 
@@ -183,7 +183,7 @@ def _credentials_scrubbed(endpoint: Endpoint, secrets: dict[str, Any]) -> Iterat
     try:
         yield
     except Exception as exc:
-        text = redact(endpoint.scrub(str(exc)), secrets)
+        text = redact(endpoint.scrub(str(exc)), secrets.values())
         if text == str(exc):
             raise
         raise JobOperationError(text) from None
@@ -248,7 +248,7 @@ class JobProvider(ResourceProvider):
     def _scrubber(self, secrets: Mapping[str, Any]) -> Callable[[str], str]:
         """Text → text without the endpoint's credentials and these env values."""
         endpoint = self.endpoint
-        return lambda text: redact(endpoint.scrub(text), secrets)
+        return lambda text: redact(endpoint.scrub(text), secrets.values())
 
     # -- preview path -----------------------------------------------------------------------
 

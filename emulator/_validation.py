@@ -21,7 +21,6 @@ replaced by ``<redacted>`` before a message leaves this module.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import traceback
@@ -29,6 +28,7 @@ from typing import Any, TypeAlias
 
 from google.cloud.aiplatform_v1 import types as aip
 
+from components._redaction import redact as shared_redact
 from emulator import errors
 from emulator.studyspec import study_violations
 
@@ -306,18 +306,9 @@ def env_values(job: Any) -> list[str]:
 
 
 def redact(message: str, secrets: list[str]) -> str:
-    """Replace each secret in ``message`` by ``<redacted>`` (longest first, so none leaks).
-
-    Also the escaped forms Python's repr and JSON give a secret: validators quote bad input that
-    way (``input_value='a\\nb'``).
-    """
-    forms = {
-        form for value in secrets for form in (value, repr(value)[1:-1], json.dumps(value)[1:-1])
-    }
-    for value in sorted(forms, key=len, reverse=True):
-        if value:
-            message = message.replace(value, "<redacted>")
-    return message
+    """``message`` without the job's env values: the one redaction the provider uses too
+    (``components._redaction``: whole values, escaped forms, each line of a value of several)."""
+    return shared_redact(message, secrets)
 
 
 def project_violations(job: Any, project: str, region: str) -> list[str]:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -67,7 +67,6 @@ __all__ = [
     "job_outputs",
     "job_service_client",
     "reached",
-    "redact",
     "shared_client",
     "state_name",
     "trial_counts",
@@ -781,13 +780,3 @@ def tuning_job_outputs(
         "best_trial": best,
         "best_trial_model_dir": f"{base}/{best['id']}/model/" if base and best else "",
     }
-
-
-def redact(text: str, secrets: Mapping[str, Any] | None) -> str:
-    """``text`` with every env value replaced by ``<redacted>`` (longest first)."""
-    values = sorted(
-        {str(v) for v in (secrets or {}).values() if v not in (None, "")}, key=len, reverse=True
-    )
-    for value in values:
-        text = text.replace(value, "<redacted>")
-    return text

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from components._progress import LOG_LINE_CHARS, WaitProgress, local_chief_log
+from components._redaction import redact
 from components._settings import Endpoint
-from components.vertex.api import redact
 from emulator.testing import EmulatorProcess
 from tests.provider.conftest import SECRET, configured, job_inputs
 
@@ -50,7 +50,7 @@ def _progress(
 ) -> WaitProgress:
     return WaitProgress(
         "waitFor: running",
-        scrub=lambda text: redact(text, {"TOKEN": SECRET}),
+        scrub=lambda text: redact(text, [SECRET]),
         chief_log=(lambda _job: chief) if chief is not None else None,
         clock=clock,
         write=lines.append,
