@@ -75,7 +75,10 @@ def parse_duration(value: Any) -> Any:
         raise ValueError("a duration, like '3600s' or '2h', not a boolean")
     seconds: float | None = None
     if isinstance(value, int | float):
-        seconds = float(value)
+        try:
+            seconds = float(value)
+        except OverflowError:  # an integer of hundreds of digits
+            seconds = math.inf
     elif isinstance(value, str) and len(value) <= 64:
         match = _DURATION.match(value)
         if match:

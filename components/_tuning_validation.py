@@ -47,6 +47,7 @@ from components._violations import (
 __all__ = [
     "DISCRETE_EPSILON",
     "MAX_DISCRETE_VALUES",
+    "MAX_TRIALS",
     "validate_tuning",
     "validate_tuning_document",
 ]
@@ -54,6 +55,8 @@ __all__ = [
 DISCRETE_EPSILON = 1e-10
 """How far apart discrete values must be, and how close a condition's value matches one."""
 MAX_DISCRETE_VALUES = 1000
+MAX_TRIALS = 1000
+"""Trials in one study (components/catalog/README.md, rule ``trials``: Vizier's quota page)."""
 
 _LOG_SCALES = ("UNIT_LOG_SCALE", "UNIT_REVERSE_LOG_SCALE")
 _FLAG_CHARS = re.compile(r"[^A-Za-z0-9_-]+")
@@ -779,6 +782,13 @@ def _trial_counts(spec: TuningJobSpec) -> Iterator[Violation]:
             if total == 0
             else f"must be at least 1, not {total}",
             "e.g. maxTrialCount: 20",
+            "trials",
+        )
+    elif total > MAX_TRIALS:
+        yield _error(
+            "maxTrialCount",
+            f"{total} trials; a study runs at most {MAX_TRIALS:,}",
+            f"set maxTrialCount to at most {MAX_TRIALS}, or split the search into studies",
             "trials",
         )
     if parallel < 1:

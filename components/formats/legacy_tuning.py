@@ -123,7 +123,10 @@ def _number(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # an integer of hundreds of digits: no float holds it
+            return None
     elif isinstance(value, str) and len(value) < 40:
         try:
             number = float(value)

@@ -48,6 +48,20 @@ def _files(tmp: Path) -> dict[str, tuple[str, str]]:
             "replicaCount: must be at most",
         ),
         "random-bytes": ("\x7f\x01ELF\x00\x00", "not valid YAML"),
+        "huge-legacy-bound": (
+            "trainingInput:\n  scaleTier: BASIC\n  region: us-central1\n"
+            "  runtimeVersion: '2.11'\n  pythonVersion: '3.7'\n  pythonModule: trainer.task\n"
+            "  packageUris: [gs://b/t.tar.gz]\n  hyperparameters:\n    goal: MINIMIZE\n"
+            "    hyperparameterMetricTag: loss\n    maxTrials: 2\n    maxParallelTrials: 1\n"
+            "    params:\n    - {parameterName: lr, type: DOUBLE, minValue: 0.001, maxValue: "
+            + "9" * 400
+            + "}\n",
+            "params[0].maxValue: must be a number",
+        ),
+        "huge-integer-timeout": (
+            PYTHON_POOL + f"scheduling: {{timeout: {'9' * 400}}}\n",
+            "scheduling.timeout",
+        ),
     }
     (tmp / "loop").symlink_to(tmp / "loop")
     found: dict[str, tuple[str, str]] = {}
@@ -75,6 +89,8 @@ def _files(tmp: Path) -> dict[str, tuple[str, str]]:
         "huge-timeout",
         "huge-count",
         "random-bytes",
+        "huge-legacy-bound",
+        "huge-integer-timeout",
         "fifo",
         "directory",
         "device",
