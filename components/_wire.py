@@ -44,6 +44,7 @@ __all__ = [
     "RUN_KEY",
     "RUN_KEY_TYPE",
     "RUN_LABEL",
+    "SECRET_SIGNATURE",
     "SPEC",
     "STATUS",
     "STATUS_FIELDS",
@@ -67,6 +68,7 @@ __all__ = [
     "encode_spec",
     "env_path",
     "is_default_input",
+    "is_secret_envelope",
     "is_unknown",
     "merge_env",
     "parse_job_name",
@@ -259,6 +261,17 @@ _ENV_PATH = re.compile(
 
 TRIAL_JOB_SPEC = "trialJobSpec"
 """Where a tuning job's worker pools (and so its env vars) sit: ``split_env(..., under=)``."""
+
+
+SECRET_SIGNATURE = ("4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270")
+"""(key, value) that marks the engine's envelope of a secret in checkpoints and in the events of
+a streamed preview: ``{key: value, "ciphertext": ...}`` (or ``"plaintext"``)."""
+
+
+def is_secret_envelope(value: Any) -> bool:
+    """True for the engine's envelope of a secret value (``SECRET_SIGNATURE``)."""
+    key, mark = SECRET_SIGNATURE
+    return isinstance(value, Mapping) and value.get(key) == mark
 
 
 def is_unknown(value: Any) -> bool:

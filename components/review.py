@@ -47,6 +47,7 @@ from components._wire import (
     TUNING_JOB_TYPE_SUFFIX,
     UNKNOWN_VALUES,
     decode_spec,
+    is_secret_envelope,
 )
 
 __all__ = [
@@ -206,10 +207,22 @@ def _inputs(state: Any) -> dict[str, Any] | None:
     inputs = state.get("inputs")
     if not isinstance(inputs, Mapping):
         return {}
-    found = dict(inputs)
+    found = {key: _secrets_hidden(value) for key, value in inputs.items()}
     if "spec" in found:  # JSON text on the wire; compared and shown as the document
         found["spec"] = decode_spec(found["spec"])
     return found
+
+
+def _secrets_hidden(value: Any) -> Any:
+    """``value`` with every secret the engine wrote as its envelope (a streamed preview's
+    events carry them so, where the single document says ``[secret]``) shown as ``[secret]``."""
+    if is_secret_envelope(value):
+        return _SECRET
+    if isinstance(value, Mapping):
+        return {key: _secrets_hidden(inner) for key, inner in value.items()}
+    if isinstance(value, list):
+        return [_secrets_hidden(inner) for inner in value]
+    return value
 
 
 def _diagnostic_text(message: Any) -> str:

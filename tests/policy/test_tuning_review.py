@@ -244,3 +244,26 @@ def test_a_spec_not_known_at_preview_shows_question_marks(spec: str) -> None:
     assert row(markdown, "later") == (
         "| 🟢 create | `later` | ? | ? | ? | us-central1 | unknown | unknown |"
     )
+
+
+def test_a_streamed_preview_shows_a_changed_secret_as_secret_not_its_envelope() -> None:
+    """The events of a streamed preview carry a secret as the engine's envelope (a signature
+    and the ciphertext), where the single document says ``[secret]``."""
+    envelope = {
+        "4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270",
+        "ciphertext": "v1:ZmFrZS1ub25jZQ==:c29tZS1jaXBoZXJ0ZXh0LXRoYXQtaXMtbG9uZw==",
+    }
+    changed = {**envelope, "ciphertext": envelope["ciphertext"].replace("c29t", "b3Ro")}
+    old = state(TUNING_JOB_TYPE, sweep(), env_values=envelope)
+    new = state(TUNING_JOB_TYPE, sweep(), env_values=changed)
+    meta = {
+        "op": "replace",
+        "urn": urn(TUNING_JOB_TYPE, "sweep"),
+        "type": TUNING_JOB_TYPE,
+        "old": old,
+        "new": new,
+        "keys": ["env_values"],
+    }
+    markdown = render_markdown(json.dumps({"resourcePreEvent": {"metadata": meta}}))
+    assert "ciphertext" not in markdown and "v1:" not in markdown
+    assert "`env_values`: [secret] → [secret] (forces replacement)" in markdown
