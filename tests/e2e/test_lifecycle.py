@@ -193,3 +193,26 @@ def test_destroy_cancels_and_removes_the_job(ws: Workspace) -> None:
         with pytest.raises(gexc.NotFound):
             client.get_custom_job(name=job_name)
         assert list_jobs(client) == []
+
+
+def test_refresh_with_the_program_updates_the_jobs_stack_output(ws: Workspace) -> None:
+    """``pulumi refresh`` updates each job's ``status`` but not the ``jobs`` stack output (the
+    engine does not run the program); ``pulumi refresh --run-program`` updates both."""
+    with emulator_for(ws, *SIMULATE) as emu:
+        client = emu.client()
+        spec = ws.write_job("train", python_job("train", labels=HANG_LABELS))
+        ws.init_stack(local_config(emu.endpoint, [job_entry("train", spec, waitFor="running")]))
+        ws.up()
+        job_name = ws.training_jobs()["train"]["id"]
+        client.cancel_custom_job(name=job_name)
+        wait_for_state(client, job_name, [JobState.JOB_STATE_CANCELLED], timeout=30)
+
+        def exported() -> Any:
+            return ws.pulumi("stack", "output", "jobs", "--json").json()["train"]["state"]
+
+        ws.pulumi("refresh", "--yes", "--skip-preview")
+        assert ws.training_jobs()["train"]["outputs"]["status"]["state"] == "JOB_STATE_CANCELLED"
+        assert exported() == "JOB_STATE_RUNNING"  # what the docs say a plain refresh leaves
+
+        ws.pulumi("refresh", "--yes", "--skip-preview", "--run-program")
+        assert exported() == "JOB_STATE_CANCELLED"
