@@ -1,12 +1,21 @@
-"""Command line: ``python -m emulator serve|stop|jobs|logs|maintenance``."""
+"""Command line: ``python -m emulator serve|stop|jobs|logs|maintenance``.
+
+Whatever goes wrong outside the program (a state dir that cannot be used, a disk that is full, a
+server that answers something else than the emulator would) is one line on stderr and exit
+status 1, never a traceback; and what a server or a job's name put in that line has its control
+characters escaped, so that it cannot drive the terminal.
+"""
 
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import logging
 import os
+import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -16,17 +25,26 @@ import urllib.request
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from emulator import config, gpus
 
 __all__ = ["build_parser", "main", "wait_ready"]
 
 DEFAULT_PORT = 8642
+# A job as the commands take it: its id, or its full resource name (any kind of job: the service
+# says whether it is one of its CustomJobs).
+_JOB_ID = re.compile(r"[0-9]{1,19}")
+_JOB_NAME = re.compile(r"projects/[^/]+/locations/[^/]+/[A-Za-z]+/(?P<id>[0-9]{1,19})")
+# The most of a maintenance answer read, and shown when it is not the emulator's.
+_MAX_ANSWER = 1024 * 1024
+_SHOWN = 120
 
 if TYPE_CHECKING:
     # argparse's subparsers action is generic only for type checkers.
     Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
+
+    from emulator.store import StateUnavailable, Store
 
 
 def _state_dir(arg: str | None) -> Path:
@@ -102,6 +120,12 @@ def _add_serve(sub: Subparsers) -> None:
 def _add_service_flags(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="0 picks a free port")
+    serve.add_argument(
+        "--free-port-if-taken",
+        action="store_true",
+        help="when --port is taken, listen on a free port instead (server.json, and --daemon's "
+        "output, name it)",
+    )
     serve.add_argument("--state-dir", help="default: ./.local/emulator")
     serve.add_argument("--mode", choices=config.MODES, default="execute")
     serve.add_argument(
@@ -262,20 +286,57 @@ def _serve(args: argparse.Namespace, argv: list[str]) -> int:
     except _FlagError as exc:
         print(exc, file=sys.stderr)
         return 2
-    state_dir.mkdir(parents=True, exist_ok=True)
     # Imported late: loading the aiplatform protos takes a second or two, and flag errors above
     # should come back at once.
     from emulator.server import Service
+    from emulator.store import StateUnavailable
 
     try:
-        service = Service(settings, faults, host=args.host, port=args.port)
+        service = Service(
+            settings,
+            faults,
+            host=args.host,
+            port=args.port,
+            free_port_if_taken=args.free_port_if_taken,
+        )
+    except StateUnavailable as problem:
+        print(_state_problem(state_dir, problem), file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"cannot listen on {args.host}:{args.port}: {exc.strerror}", file=sys.stderr)
         return 1
     if args.pid_file:
-        Path(args.pid_file).write_text(f"{os.getpid()}\n")
-    service.serve()
+        try:
+            Path(args.pid_file).write_text(f"{os.getpid()}\n")
+        except OSError as exc:
+            service.close()
+            print(f"cannot write the pid file {args.pid_file}: {exc.strerror}", file=sys.stderr)
+            return 1
+    try:
+        service.serve()
+    except StateUnavailable as problem:
+        print(_state_problem(state_dir, problem), file=sys.stderr)
+        return 1
     return 0
+
+
+def _state_problem(state_dir: Path, problem: StateUnavailable) -> str:
+    """The one line saying that the state dir cannot be used, and why."""
+    said = _terminal_safe(problem.reason if problem.path == state_dir else str(problem))
+    if problem.disk_full:
+        return f"the emulator's disk is full: cannot write its state in {state_dir} ({said})"
+    return f"cannot use the emulator's state in {state_dir}: {said}"
+
+
+def _make_state_dir(state_dir: Path) -> str | None:
+    """None once ``state_dir`` exists as a directory (made if need be); else why it cannot."""
+    try:
+        if state_dir.exists() and not state_dir.is_dir():
+            return f"cannot use the emulator's state in {state_dir}: not a directory"
+        state_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"cannot use the emulator's state in {state_dir}: {exc.strerror or exc}"
+    return None
 
 
 def _settings(args: argparse.Namespace, state_dir: Path) -> config.Settings:
@@ -326,7 +387,10 @@ def _faults(args: argparse.Namespace) -> config.Faults:
 
 
 def _daemonize(args: argparse.Namespace, argv: list[str], state_dir: Path) -> int:
-    state_dir.mkdir(parents=True, exist_ok=True)
+    problem = _make_state_dir(state_dir)
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        return 1
     log_file = Path(args.log_file) if args.log_file else state_dir / "server.log"
     child_args = [a for a in argv if a != "--daemon"]
     if "--state-dir" not in child_args and not any(
@@ -336,24 +400,42 @@ def _daemonize(args: argparse.Namespace, argv: list[str], state_dir: Path) -> in
     pid_file = Path(args.pid_file) if args.pid_file else state_dir / "emulator.pid"
     if "--pid-file" not in child_args and not any(a.startswith("--pid-file=") for a in child_args):
         child_args += ["--pid-file", str(pid_file)]
-    with open(log_file, "ab") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "emulator", *child_args],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    try:
+        with open(log_file, "ab") as out:
+            logged_before = out.tell()
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "emulator", *child_args],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+    except OSError as exc:
+        print(f"cannot write the emulator's log {log_file}: {exc.strerror}", file=sys.stderr)
+        return 1
     info = wait_ready(state_dir, proc.pid, timeout=30.0, alive=lambda: proc.poll() is None)
     if info is None:
-        print(f"the emulator did not start; see {log_file}", file=sys.stderr)
-        tail = log_file.read_text(errors="replace").splitlines()[-20:]
-        print("\n".join(tail), file=sys.stderr)
         if proc.poll() is None:
             proc.kill()
+        print(_why_not_started(log_file, logged_before), file=sys.stderr)
         return 1
     print(f"emulator running (pid {proc.pid}) at {info['endpoint']}; logs: {log_file}")
     return 0
+
+
+def _why_not_started(log_file: Path, logged_before: int) -> str:
+    """What the server that did not start wrote: its one line of error, or where to read more."""
+    try:
+        with open(log_file, "rb") as log:
+            log.seek(logged_before)
+            output = log.read(64 * 1024).decode(errors="replace")
+    except OSError:
+        output = ""
+    lines = [line for line in output.splitlines() if line.strip()]
+    if len(lines) == 1:
+        return f"the emulator did not start: {_terminal_safe(lines[0])}"
+    tail = "\n".join(_terminal_safe(line) for line in lines[-20:])
+    return f"the emulator did not start; see {log_file}" + (f"\n{tail}" if tail else "")
 
 
 def wait_ready(
@@ -414,22 +496,37 @@ def _stop(args: argparse.Namespace) -> int:
     return 1
 
 
-def _open_store(state_dir: Path) -> object | None:
-    from emulator.store import DB_NAME, Store
+def _with_store(state_dir: Path, read: Callable[[Store], int]) -> int:
+    """``read(store)`` on the state dir's database, opened read-only; a database that cannot be
+    read is one line and status 1."""
+    from emulator.store import DB_NAME, StateUnavailable, Store
 
-    if not (state_dir / DB_NAME).exists():
+    if not os.path.exists(state_dir / DB_NAME):
         print(f"no emulator state in {state_dir}", file=sys.stderr)
-        return None
-    return Store(state_dir, readonly=True)
+        return 1
+    try:
+        store = Store.open(state_dir, readonly=True)
+        try:
+            return read(store)
+        finally:
+            store.close()
+    except StateUnavailable as problem:
+        print(_state_problem(state_dir, problem), file=sys.stderr)
+    except sqlite3.Error as exc:  # an SQLite database, but not the emulator's
+        print(
+            f"cannot read the emulator's database in {state_dir}: {_terminal_safe(str(exc))}",
+            file=sys.stderr,
+        )
+    return 1
 
 
 def _jobs(args: argparse.Namespace) -> int:
-    from emulator import protos
-    from emulator.store import Store
+    return _with_store(_state_dir(args.state_dir), _print_jobs)
 
-    store = _open_store(_state_dir(args.state_dir))
-    if not isinstance(store, Store):
-        return 1
+
+def _print_jobs(store: Store) -> int:
+    from emulator import protos
+
     rows = [("ID", "STATE", "DISPLAY NAME", "CREATED (UTC)", "ERROR")]
     for job_id, job in store.all_jobs():
         created = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(job.create_time.seconds))
@@ -454,26 +551,59 @@ def _terminal_safe(text: str) -> str:
     return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
 
 
-def _logs(args: argparse.Namespace) -> int:
-    from emulator.store import Store
+def _job_reference(text: str) -> tuple[str, str | None] | None:
+    """(id, full name or None) of a job given by its id or its resource name; None: neither."""
+    trimmed = text.rstrip("/")
+    if _JOB_ID.fullmatch(trimmed):
+        return trimmed, None
+    named = _JOB_NAME.fullmatch(trimmed)
+    return (named["id"], trimmed) if named else None
 
+
+def _not_a_job(text: str) -> str:
+    return (
+        f"{_terminal_safe(text)}: not a job id, nor a job name like "
+        "projects/PROJECT/locations/LOCATION/customJobs/ID"
+    )
+
+
+def _no_such_job(name: str) -> str:
+    """What the REST API answers for a job name that is not a job's (the kind from the name)."""
+    kinds = {"customJobs": "CustomJob", "hyperparameterTuningJobs": "HyperparameterTuningJob"}
+    kind = kinds.get(name.split("/")[-2], "job")
+    return f'The {kind} "{_terminal_safe(name)}" does not exist.'
+
+
+def _logs(args: argparse.Namespace) -> int:
     state_dir = _state_dir(args.state_dir)
-    job_id = args.job.rstrip("/").split("/")[-1]
-    store = _open_store(state_dir)
-    if not isinstance(store, Store):
+    job = _job_reference(args.job)
+    if job is None:
+        print(_not_a_job(args.job), file=sys.stderr)
         return 1
+    return _with_store(state_dir, lambda store: _print_logs(store, state_dir, *job, args.replica))
+
+
+def _print_logs(
+    store: Store, state_dir: Path, job_id: str, name: str | None, replica: str | None
+) -> int:
+    if name is not None:
+        # A job of another project or location with the same id is not this one.
+        stored = store.get_job(job_id)
+        if stored is None or stored.name != name:
+            print(_no_such_job(name), file=sys.stderr)
+            return 1
     logs = [(r.replica, r.log_path) for r in store.replicas(job_id)]
     if not logs:
         logs = _logs_before_start(state_dir, job_id)
-    if args.replica:
-        logs = [(name, path) for name, path in logs if name == args.replica]
+    if replica:
+        logs = [(r, path) for r, path in logs if r == replica]
     if not logs:
-        what = f"replica {args.replica} of job {job_id}" if args.replica else f"job {job_id}"
+        what = f"replica {_terminal_safe(replica)} of job {job_id}" if replica else f"job {job_id}"
         print(f"no logs for {what}", file=sys.stderr)
         return 1
-    for name, log_path in logs:
-        if not args.replica:
-            print(f"==> {name} ({log_path}) <==")
+    for shown, log_path in logs:
+        if not replica:
+            print(f"==> {shown} ({log_path}) <==")
         try:
             sys.stdout.write(Path(log_path).read_text(errors="replace"))
         except OSError as exc:
@@ -503,8 +633,9 @@ def _running_endpoint(state_dir: Path) -> str | None:
     return endpoint if answering else None
 
 
-def _admin_post(url: str, body: dict[str, object]) -> tuple[int, dict[str, object]]:
-    """POST JSON to an admin route: (HTTP status, decoded answer). OSError if unreachable."""
+def _admin_post(url: str, body: dict[str, object]) -> tuple[int, bytes]:
+    """POST JSON to an admin route: (HTTP status, the answer's first bytes). OSError or
+    http.client.HTTPException if unreachable."""
     req = urllib.request.Request(
         url,
         data=json.dumps(body).encode(),
@@ -514,42 +645,93 @@ def _admin_post(url: str, body: dict[str, object]) -> tuple[int, dict[str, objec
     try:
         # A maintenance event waits for the replica to stop (up to the grace period) and start.
         with urllib.request.urlopen(req, timeout=300) as resp:
-            return resp.status, json.loads(resp.read())
+            return resp.status, resp.read(_MAX_ANSWER + 1)
     except urllib.error.HTTPError as exc:
-        try:
-            answer = json.loads(exc.read())
-        except ValueError:
-            answer = {}
-        return exc.code, answer if isinstance(answer, dict) else {}
+        return exc.code, exc.read(_MAX_ANSWER + 1)
+
+
+_NOT_JSON = object()
+
+
+def _decoded(raw: bytes) -> Any:
+    """The JSON value of an answer; _NOT_JSON when it is not JSON (or is nested too deeply)."""
+    if len(raw) > _MAX_ANSWER:
+        return _NOT_JSON
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return _NOT_JSON
+
+
+def _shown(raw: bytes) -> str:
+    """The start of an answer, fit to print on one line."""
+    text = _terminal_safe(raw[:_SHOWN].decode(errors="replace"))
+    return (text + "...") if len(raw) > _SHOWN else text or "(empty)"
+
+
+def _http_url(text: str) -> bool:
+    """An http(s) URL with a host (urllib would also open file:// and ftp:// URLs)."""
+    try:
+        parts = urllib.parse.urlsplit(text)
+    except ValueError:  # e.g. a bad IPv6 address
+        return False
+    printable = _terminal_safe(text) == text
+    return parts.scheme in ("http", "https") and bool(parts.netloc) and printable
+
+
+def _endpoint(args: argparse.Namespace) -> str | None:
+    """The URL of the emulator the drill goes to (said on stderr when there is none)."""
+    if args.endpoint:
+        if not _http_url(args.endpoint):
+            print(
+                f"--endpoint: expected an http:// or https:// URL, not "
+                f"{_terminal_safe(args.endpoint)}",
+                file=sys.stderr,
+            )
+            return None
+        return str(args.endpoint).rstrip("/")
+    state_dir = _state_dir(args.state_dir)
+    found = _running_endpoint(state_dir)
+    if found is None:
+        print(
+            f"no running emulator found for {state_dir} (its server.json is missing or the "
+            "server does not answer): start one with `python -m emulator serve`, or name "
+            "it with --endpoint",
+            file=sys.stderr,
+        )
+    return found
 
 
 def _maintenance(args: argparse.Namespace) -> int:
-    job_id = urllib.parse.quote(args.job.rstrip("/").split("/")[-1], safe="")
-    if args.endpoint:
-        endpoint = args.endpoint.rstrip("/")
-    else:
-        state_dir = _state_dir(args.state_dir)
-        found = _running_endpoint(state_dir)
-        if found is None:
-            print(
-                f"no running emulator found for {state_dir} (its server.json is missing or the "
-                "server does not answer): start one with `python -m emulator serve`, or name "
-                "it with --endpoint",
-                file=sys.stderr,
-            )
-            return 1
-        endpoint = found
-    url = f"{endpoint}/emulator/v1/jobs/{job_id}:maintenance"
-    try:
-        status, answer = _admin_post(url, {"replica": args.replica})
-    except (OSError, ValueError) as exc:
-        print(f"cannot reach the emulator at {endpoint}: {exc}", file=sys.stderr)
+    job = _job_reference(args.job)
+    if job is None:
+        print(_not_a_job(args.job), file=sys.stderr)
         return 1
-    if status != 200:
-        error = answer.get("error")
-        message = error.get("message") if isinstance(error, dict) else None
+    job_id, name = job
+    endpoint = _endpoint(args)
+    if endpoint is None:
+        return 1
+    body: dict[str, object] = {"replica": args.replica}
+    if name is not None:
+        body["name"] = name  # the service refuses a name that is not the job's
+    try:
+        status, raw = _admin_post(f"{endpoint}/emulator/v1/jobs/{job_id}:maintenance", body)
+    except (OSError, http.client.HTTPException) as exc:
         print(
-            f"maintenance of job {job_id} refused: {_terminal_safe(str(message or status))}",
+            f"cannot reach the emulator at {endpoint}: {_terminal_safe(str(exc))}", file=sys.stderr
+        )
+        return 1
+    answer = _decoded(raw)
+    if status != 200:
+        print(
+            f"maintenance of job {job_id} refused: {_refusal(status, answer, raw)}", file=sys.stderr
+        )
+        return 1
+    problem = _not_a_maintenance_answer(answer)
+    if problem is not None:
+        print(
+            f"maintenance of job {job_id}: {endpoint} did not answer as the emulator does "
+            f"({problem}): {_shown(raw)}",
             file=sys.stderr,
         )
         return 1
@@ -557,17 +739,63 @@ def _maintenance(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_maintenance(job_id: str, replica: str, answer: dict[str, object]) -> None:
+def _refusal(status: int, answer: Any, raw: bytes) -> str:
+    """Why the service refused: its error's message, or what it answered."""
+    error = answer.get("error") if isinstance(answer, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    if isinstance(message, str) and message:
+        return _terminal_safe(message[:500])
+    return f"HTTP {status}: {_shown(raw)}"
+
+
+def _json_kind(value: Any) -> str:
+    if value is _NOT_JSON:
+        return "not JSON"
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+    return "JSON " + names.get(type(value), "null" if value is None else "a number")
+
+
+def _count_or_null(value: Any) -> bool:
+    return value is None or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _replica_record(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("replica"), str)
+        and _count_or_null(value.get("pid", "missing"))
+        and _count_or_null(value.get("restarts", "missing"))
+        and isinstance(value.get("logPath"), str)
+    )
+
+
+def _not_a_maintenance_answer(answer: Any) -> str | None:
+    """What keeps ``answer`` from being the emulator's account of a maintenance event, or None."""
+    if not isinstance(answer, dict):
+        return _json_kind(answer)
+    for key in ("previousPid", "previousExitCode"):
+        if not _count_or_null(answer.get(key, "missing")):
+            return f"{key}: expected a number"
+    if not isinstance(answer.get("jobRestarted", False), bool):
+        return "jobRestarted: expected true or false"
+    restarted = answer.get("restartedReplicas")
+    if not isinstance(restarted, list) or not restarted:
+        return "restartedReplicas: expected the replicas restarted"
+    if not all(_replica_record(r) for r in restarted):
+        return "restartedReplicas: expected replica records"
+    return None
+
+
+def _print_maintenance(job_id: str, replica: str, answer: dict[str, Any]) -> None:
+    """What a maintenance event did (``answer`` checked by _not_a_maintenance_answer)."""
     print(f"job {job_id}: host maintenance event on {_terminal_safe(replica)}")
     print(
-        f"  stopped its process {answer.get('previousPid')} "
-        f"(exit status {answer.get('previousExitCode')})"
+        f"  stopped its process {answer['previousPid']} (exit status {answer['previousExitCode']})"
     )
     if answer.get("jobRestarted"):
         print("  scheduling.restart_job_on_worker_restart is set: the whole job was restarted")
-    restarted = answer.get("restartedReplicas")
-    for r in restarted if isinstance(restarted, list) else []:
+    for r in answer["restartedReplicas"]:
         print(
-            f"  restarted {r.get('replica')}: pid {r.get('pid')}, restarts {r.get('restarts')}, "
-            f"log {r.get('logPath')}"
+            f"  restarted {_terminal_safe(r['replica'])}: pid {r['pid']}, "
+            f"restarts {r['restarts']}, log {_terminal_safe(r['logPath'])}"
         )

@@ -264,6 +264,7 @@ class _JobWorker(threading.Thread):
                 gpu_devices=devices,
                 trial=self.control.trial_context(self.job_id),
                 stop=lambda: self.cancel_event.is_set() or self.control.stopping,
+                track=self._record_install,
             )
         except JobFailure as failure:
             self._failed(failure)
@@ -285,6 +286,14 @@ class _JobWorker(threading.Thread):
         if self._start_all():
             self.accepting.set()
             self._monitor(job)
+
+    def _record_install(self, pid: int | None) -> None:
+        """Keep the running pip's process in the store: a crash of the service leaves it running,
+        and the next start kills it (Runner.recover), as it kills replicas."""
+        if pid is None:
+            self.store.clear_install_process(self.job_id)
+        else:
+            self.store.put_install_process(self.job_id, pid, procs.start_ticks(pid))
 
     def _advance(self, to: int, only_from: int) -> bool:
         """Move a new job on (a relaunched one already is RUNNING); False if it cannot be."""

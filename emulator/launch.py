@@ -58,6 +58,7 @@ class _Job:
     pools: list[Any]
     trial: cluster.TrialContext | None
     stop: pyenv.Stop
+    track: pyenv.Track
 
 
 def split_name(name: str) -> tuple[str, str, str]:
@@ -91,15 +92,17 @@ def prepare_launch(
     gpu_devices: Sequence[int] = (),
     trial: cluster.TrialContext | None = None,
     stop: pyenv.Stop = lambda: False,
+    track: pyenv.Track = lambda pid: None,
 ) -> Launch:
     """Check, install and plan everything job ``job_id`` needs to start (see module doc).
 
     ``stop`` is asked while packages install: when it turns true (the job was cancelled) the
-    install is given up at once with :class:`emulator.pyenv.Interrupted`.
+    install is given up at once with :class:`emulator.pyenv.Interrupted`. ``track`` is told the
+    pid of each pip process as it starts, and None when it has ended (:data:`emulator.pyenv.Track`).
     """
     project, region, _ = split_name(job.name)
     pools = list(job.job_spec.worker_pool_specs)
-    ctx = _Job(job, job_id, job_dir, settings, project, region, pools, trial, stop)
+    ctx = _Job(job, job_id, job_dir, settings, project, region, pools, trial, stop, track)
     (job_dir / "logs").mkdir(parents=True, exist_ok=True)
     _check_docker(ctx)
     plans = cluster.plan_replicas(job)
@@ -159,6 +162,7 @@ def _install_packages(ctx: _Job) -> dict[tuple[str, ...], pyenv.PoolPython]:
                     settings=ctx.settings,
                     base=base,
                     stop=ctx.stop,
+                    track=ctx.track,
                 )
             except (paths.PackageError, pyenv.InstallError, OSError) as exc:
                 message = f"Installing the packages of worker pool {i} failed: {exc}"

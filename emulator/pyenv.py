@@ -19,6 +19,14 @@ one of two environments:
   interpreter, its installed distributions, pip's version): the second run of the same package
   reuses it. Replicas run that environment's ``bin/python``.
 
+What a package requires must come from pip's package index: a direct reference (a URL, a VCS URL,
+a ``file:`` path) is refused before pip runs (:mod:`emulator.requirements` says why). Requirements
+that a build computes in code are known only once pip has built the package, so pip runs twice:
+``--no-deps`` on the packages, then, once what their built metadata requires is checked the same
+way, on those requirements (the packages pinned as installed). So pip never follows a direct
+reference from what it builds. Metadata that cannot be read within bounds (a
+pyproject.toml nested too deeply, a requirement whose marker is) fails the install, as pip would.
+
 What a package declares is read from a wheel's ``METADATA``; from an sdist's ``PKG-INFO`` when its
 ``Metadata-Version`` is 2.2 or later and ``Requires-Dist`` is not ``Dynamic``; from
 ``pyproject.toml`` ``[project]``; from a ``setup.py`` whose ``setup()`` call holds only literal
@@ -49,7 +57,9 @@ pip runs with the user's own pip configuration (``pip.conf``, ``PIP_*`` variable
 (``PIP_TARGET``, ``PIP_PREFIX``, ``PIP_ROOT``, ``PIP_USER``); it never sees the job's environment
 variables (they may hold secrets), and is stopped after ``Settings.pip_timeout_seconds``. Its
 whole output is kept in the job's ``logs/pip-<n>.log``; when it fails, its last lines are the
-job's error (:class:`InstallError`).
+job's error (:class:`InstallError`). pip leads a process group of its own (its builds run in it),
+and each run is reported to a :data:`Track` callback: the service records it so that, should it be
+killed while pip runs, its next start kills the group, as it kills replicas left running.
 
 :func:`framework_warning` compares the framework an ``executorImageUri`` names with what the
 replicas' interpreter has installed.
@@ -72,20 +82,26 @@ import signal
 import subprocess
 import tempfile
 import time
-import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from emulator import packages
 from emulator.config import Settings
+from emulator.requirements import (
+    RequirementError,
+    TomlError,
+    check_reference,
+    load_toml,
+    parse_requirement,
+    printable,
+)
 
 if TYPE_CHECKING:
     from components._catalog import TrainingImage
@@ -98,6 +114,8 @@ __all__ = [
     "Interpreter",
     "Interrupted",
     "PoolPython",
+    "Track",
+    "build_requirements",
     "declared",
     "framework_warning",
     "image_framework",
@@ -110,7 +128,10 @@ __all__ = [
 ENVS_DIR = "envs"
 _ENV_INFO = "vertex-emulator-env.json"  # in an environment: what its Python has installed
 _BASE_PTH = "_vertex_emulator_base.pth"
-_KEY_VERSION = "pyenv-1"  # change it when what an environment holds changes
+_KEY_VERSION = "pyenv-2"  # change it when what an environment holds changes
+_PINS_FILE = "vertex-emulator-pins.txt"  # in an environment being built, for its second pip run
+_PIN_VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+!_-]*")  # a version a pin may hold as it is
+_MAX_REQUIREMENT_CHARS = 64 * 1024  # what one pip run may be asked for (real ones: a few KB)
 _PROBE_TIMEOUT = 120.0
 _VENV_TIMEOUT = 300.0
 _PIP_TAIL_BYTES = 64 * 1024
@@ -160,6 +181,16 @@ Stop = Callable[[], bool]
 
 def _never() -> bool:
     return False
+
+
+Track = Callable[[int | None], None]
+"""Told the pid of each pip run as it starts (the leader of a process group of its own, with its
+build subprocesses), and None once it has ended: the service records it, so that its next start
+kills what a crash of this one left running (:meth:`emulator.runner.Runner.recover`)."""
+
+
+def _untracked(pid: int | None) -> None:
+    pass
 
 
 # -- the interpreter -----------------------------------------------------------------------------
@@ -347,9 +378,31 @@ class _PipDecides(Exception):
     """The metadata cannot be read without running code: pip decides."""
 
 
+class _Unreadable(Exception):
+    """A metadata file that pip could not read either: the job's install error."""
+
+    def __init__(self, file: str, why: str) -> None:
+        super().__init__(f"its {file} could not be read ({why})")
+
+
 def declared(pkg: packages.OpenedPackage) -> Declared | None:
-    """What ``pkg`` declares, or None when only pip (running its build) can tell."""
+    """What ``pkg`` declares, or None when only pip (running its build) can tell.
+
+    InstallError when its pyproject.toml, or a requirement it declares, cannot be read within
+    the bounds of :mod:`emulator.requirements` (pip could not read them either).
+    """
+    try:
+        found = _declared(pkg)
+        for text in found.requirements if found is not None else ():
+            parse_requirement(text)
+    except (_Unreadable, RequirementError) as exc:
+        raise InstallError(f"package {pkg.source.name}: {exc}") from None
+    return found
+
+
+def _declared(pkg: packages.OpenedPackage) -> Declared | None:
     meta = pkg.metadata
+    pyproject = None if pkg.kind == "wheel" else _pyproject_table(meta)
     if any(data is None for data in meta.values()):
         return None
     try:
@@ -358,21 +411,42 @@ def declared(pkg: packages.OpenedPackage) -> Declared | None:
             if wheel_metadata is None:
                 return Declared(None, None)  # not built by a wheel builder: nothing declared
             return _core_metadata(wheel_metadata, trust_dynamic=True)
-        return _project(meta)
+        return _project(meta, pyproject)
     except _PipDecides:
         return None
 
 
-def _project(meta: Mapping[str, bytes | None]) -> Declared:
-    def text(name: str) -> str | None:
-        data = meta.get(name)
-        if data is None:
-            return None
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise _PipDecides from None
+def _pyproject_table(meta: Mapping[str, bytes | None]) -> dict[str, Any] | None:
+    """The project's pyproject.toml, parsed; None when it has none. Every build reads it, so one
+    that cannot be read is _Unreadable: pip would fail on it (or exhaust its memory)."""
+    if "pyproject.toml" not in meta:
+        return None
+    data = meta["pyproject.toml"]
+    if data is None:
+        limit = packages.MAX_METADATA_BYTES // 1024
+        raise _Unreadable("pyproject.toml", f"larger than {limit} KB, or not a regular file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _Unreadable(
+            "pyproject.toml", f"not UTF-8: {exc.reason} at byte {exc.start}"
+        ) from None
+    try:
+        return load_toml(text)
+    except TomlError as exc:
+        raise _Unreadable("pyproject.toml", str(exc)) from None
 
+
+def _utf8(data: bytes | None) -> str | None:
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _PipDecides from None  # e.g. a setup.py with a coding line: Python reads it
+
+
+def _project(meta: Mapping[str, bytes | None], pyproject_table: dict[str, Any] | None) -> Declared:
     # An sdist's PKG-INFO of Metadata-Version 2.2 or later is what its build produces: its
     # requirements are final. The build files are read all the same, for how the files are built.
     trusted = None
@@ -381,9 +455,9 @@ def _project(meta: Mapping[str, bytes | None]) -> Declared:
         with contextlib.suppress(_PipDecides):
             trusted = _core_metadata(pkg_info, trust_dynamic=False)
     wanted = trusted is None
-    pyproject = _pyproject(text("pyproject.toml"), requirements=wanted)
-    setup_py = _setup_py(text("setup.py"), requirements=wanted)
-    setup_cfg = _setup_cfg(text("setup.cfg"), requirements=wanted)
+    pyproject = _pyproject(pyproject_table, requirements=wanted)
+    setup_py = _setup_py(_utf8(meta.get("setup.py")), requirements=wanted)
+    setup_cfg = _setup_cfg(_utf8(meta.get("setup.cfg")), requirements=wanted)
     if trusted is not None:
         return trusted
     if pyproject is not None:
@@ -401,19 +475,23 @@ def _project(meta: Mapping[str, bytes | None]) -> Declared:
 
 
 def _core_metadata(data: bytes, *, trust_dynamic: bool) -> Declared:
-    msg = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(data, headersonly=True)
-    if not trust_dynamic:
-        # Before Metadata-Version 2.2 an sdist's PKG-INFO may leave out what its build computes.
-        version = str(msg.get("Metadata-Version", "0"))
-        dynamic = {str(d).strip().lower() for d in msg.get_all("Dynamic") or []}
-        if _version_tuple(version) < (2, 2) or dynamic & {"requires-dist", "requires-python"}:
-            raise _PipDecides
-    return Declared(
-        name=_header(msg.get("Name")),
-        version=_header(msg.get("Version")),
-        requirements=tuple(str(r).strip() for r in msg.get_all("Requires-Dist") or []),
-        python_requires=_header(msg.get("Requires-Python")),
-    )
+    try:
+        parser = email.parser.BytesParser(policy=email.policy.compat32)
+        msg = parser.parsebytes(data, headersonly=True)
+        if not trust_dynamic:
+            # Before Metadata-Version 2.2 an sdist's PKG-INFO may leave out what its build computes.
+            version = str(msg.get("Metadata-Version", "0"))
+            dynamic = {str(d).strip().lower() for d in msg.get_all("Dynamic") or []}
+            if _version_tuple(version) < (2, 2) or dynamic & {"requires-dist", "requires-python"}:
+                raise _PipDecides
+        return Declared(
+            name=_header(msg.get("Name")),
+            version=_header(msg.get("Version")),
+            requirements=tuple(str(r).strip() for r in msg.get_all("Requires-Dist") or []),
+            python_requires=_header(msg.get("Requires-Python")),
+        )
+    except (ValueError, TypeError, LookupError):  # headers no parser of metadata would take
+        raise _PipDecides from None
 
 
 def _header(value: Any) -> str | None:
@@ -427,15 +505,11 @@ def _version_tuple(text: str) -> tuple[int, ...]:
         return (0,)
 
 
-def _pyproject(text: str | None, *, requirements: bool) -> Declared | None:
+def _pyproject(data: dict[str, Any] | None, *, requirements: bool) -> Declared | None:
     """[project]'s requirements; None when it has no [project] table and setuptools builds it
     (setup.py or setup.cfg may declare them). ``requirements``: False when they are known."""
-    if text is None:
+    if data is None:
         return None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
-        raise _PipDecides from None
     build = data.get("build-system", {})
     backend = build.get("build-backend") if isinstance(build, dict) else None
     if backend is not None and backend not in _PURE_BACKENDS:
@@ -587,6 +661,65 @@ def _setup_cfg(text: str | None, *, requirements: bool) -> Declared | None:
     )
 
 
+def build_requirements(pkg: packages.OpenedPackage) -> tuple[str, ...]:
+    """What pip installs to build ``pkg``, as far as it is declared without code: pyproject.toml's
+    ``[build-system] requires`` and a literal ``setup_requires`` (setup.py, setup.cfg), which
+    setuptools hands to pip. A wheel is not built: nothing. InstallError as :func:`declared`."""
+    if pkg.kind == "wheel":
+        return ()
+    try:
+        pyproject = _pyproject_table(pkg.metadata) or {}
+    except _Unreadable as exc:
+        raise InstallError(f"package {pkg.source.name}: {exc}") from None
+    build = pyproject.get("build-system")
+    requires = build.get("requires") if isinstance(build, dict) else None
+    found = [r for r in requires if isinstance(r, str)] if isinstance(requires, list) else []
+    for name, read in (
+        ("setup.py", _setup_py_setup_requires),
+        ("setup.cfg", _setup_cfg_setup_requires),
+    ):
+        with contextlib.suppress(_PipDecides):
+            found += read(_utf8(pkg.metadata.get(name)))
+    return tuple(found)
+
+
+def _requirement_lines(value: Any) -> list[str]:
+    """setuptools' requirement list: strings, or one string of lines (comments dropped)."""
+    if isinstance(value, str):
+        value = value.splitlines()
+    if not _strings(value):
+        return []
+    return [line.strip() for line in value if line.strip() and not line.strip().startswith("#")]
+
+
+def _setup_py_setup_requires(text: str | None) -> list[str]:
+    if text is None:
+        return []
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []  # pip's build fails on it before installing anything
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _callee(node.func) == "setup":
+            for keyword in node.keywords:
+                if keyword.arg == "setup_requires":
+                    found += _requirement_lines(_literal(keyword.value, default=[]))
+    return found
+
+
+def _setup_cfg_setup_requires(text: str | None) -> list[str]:
+    if text is None:
+        return []
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return []  # setuptools fails on it before installing anything
+    options = parser["options"] if parser.has_section("options") else {}
+    return _requirement_lines(options.get("setup_requires", ""))
+
+
 def unmet(decl: Declared, interp: Interpreter) -> list[str]:
     """The requirements of ``decl`` that ``interp`` does not satisfy (as pip would judge them);
     a requirement this cannot judge (extras, a URL, a bad marker) counts as unmet."""
@@ -606,10 +739,12 @@ def unmet(decl: Declared, interp: Interpreter) -> list[str]:
 
 def _satisfied(text: str, interp: Interpreter) -> bool:
     try:
-        req = Requirement(text)
+        req = parse_requirement(text)
+        if req is None:
+            return False
         if req.marker is not None and not req.marker.evaluate({**interp.markers, "extra": ""}):
             return True  # not for this interpreter
-    except (InvalidRequirement, InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+    except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
         return False
     have = interp.has(req.name)
     if req.url or req.extras or have is None:
@@ -624,10 +759,10 @@ def _met(decl: Declared, interp: Interpreter) -> list[str]:
     """``name==version`` of what ``interp`` has installed for ``decl``'s requirements."""
     found = []
     for text in decl.requirements:
-        with contextlib.suppress(InvalidRequirement):
-            have = interp.has(Requirement(text).name)
-            if have is not None:
-                found.append(f"{have.name}=={have.version}")
+        req = parse_requirement(text)
+        have = interp.has(req.name) if req is not None else None
+        if have is not None:
+            found.append(f"{have.name}=={have.version}")
     return found
 
 
@@ -653,17 +788,22 @@ def prepare_pool(
     base: Interpreter,
     always_pip: bool = False,
     stop: Stop = _never,
+    track: Track = _untracked,
 ) -> PoolPython:
     """Install the packages of one pool (real paths, checked) as the module doc says.
 
     ``index`` numbers the pool's ``site-<n>`` and ``logs/pip-<n>.log``; ``base`` is
     :func:`probe` of ``settings.python``; ``always_pip`` installs with pip even what needs no pip
-    (to compare the two). Raises PackageError (a package is refused), InstallError (pip failed),
-    EnvironmentProblem, or Interrupted as soon as ``stop()`` is true while pip runs.
+    (to compare the two). Raises PackageError (a package is refused), InstallError (a requirement
+    is refused, or pip failed), EnvironmentProblem, or Interrupted as soon as ``stop()`` is true
+    while pip runs. ``track`` is told about each pip process (see :data:`Track`).
     """
     limits = packages.Limits(max_bytes=settings.max_unpacked_mb * 1024 * 1024)
     with packages.opened(sources, job_dir, roots=settings.allow_roots, limits=limits) as found:
         decls = [(pkg, declared(pkg)) for pkg in found]
+        # Every requirement declared is checked here, before pip (or anything) reads it.
+        for pkg, decl in decls:
+            _check_references(pkg, decl, settings.allow_roots)
         reasons = _pip_reasons(decls, base) or (["asked to use pip"] if always_pip else [])
         if not reasons:
             site = job_dir / f"site-{index}"
@@ -682,17 +822,35 @@ def prepare_pool(
                 packages.copy_for_pip(pkg, staged / str(i), limits=limits)
                 for i, pkg in enumerate(found)
             ]
-            env = _ensure_env(
-                copies,
-                base=base,
-                settings=settings,
-                pip_log=job_dir / "logs" / f"pip-{index}.log",
+            request = _PipRequest(
+                copies=tuple(copies),
+                roots=tuple(settings.allow_roots),
+                log=job_dir / "logs" / f"pip-{index}.log",
                 stop=stop,
+                track=track,
             )
+            env = _ensure_env(request, base=base, settings=settings)
         finally:
             shutil.rmtree(staged, ignore_errors=True)
     notes = [f"pip is needed: {'; '.join(reasons)}", env.note]
     return PoolPython(str(env.python), None, env.interpreter, tuple(map(_log_line, notes)))
+
+
+def _check_references(
+    pkg: packages.OpenedPackage, decl: Declared | None, roots: Sequence[Path]
+) -> None:
+    """InstallError for a direct reference among ``pkg``'s declared requirements (whatever its
+    marker), or among what its build installs first (see :mod:`emulator.requirements`)."""
+    shown = decl.shown(pkg.source.name) if decl is not None else pkg.source.name
+    checked = [("build requirement ", text) for text in build_requirements(pkg)]
+    checked += [("", text) for text in (decl.requirements if decl is not None else ())]
+    for what, text in checked:
+        try:
+            req = parse_requirement(text)
+            if req is not None:
+                check_reference(req, text, roots)
+        except RequirementError as exc:
+            raise InstallError(f"package {shown}: {what}{exc}") from None
 
 
 def _log_line(text: str) -> str:
@@ -782,25 +940,30 @@ def _file_digest(path: Path) -> bytes:
     return digest.digest()
 
 
-def _ensure_env(
-    copies: Sequence[Path],
-    *,
-    base: Interpreter,
-    settings: Settings,
-    pip_log: Path,
-    stop: Stop = _never,
-) -> _Env:
-    """The published environment for ``copies``: reused if built before, else built now."""
+@dataclass(frozen=True)
+class _PipRequest:
+    """What one pool asks pip for, and how its pip runs are watched."""
+
+    copies: tuple[Path, ...]  # checked copies of the packages
+    roots: tuple[Path, ...]  # the allowed roots (a message says whether a path leads out of them)
+    log: Path  # pip's output
+    stop: Stop
+    track: Track
+
+
+def _ensure_env(request: _PipRequest, *, base: Interpreter, settings: Settings) -> _Env:
+    """The published environment for ``request.copies``: reused if built before, else built now."""
     if base.has("pip") is None:
         raise EnvironmentProblem(
             f"pip is not installed for {base.executable}, and installing packages with their "
             "dependencies needs it: install pip for that interpreter."
         )
-    key = env_key(copies, base)
+    key = env_key(request.copies, base)
     envs = settings.state_dir / ENVS_DIR
     envs.mkdir(parents=True, exist_ok=True)
     published = envs / key
-    with _locked(envs / f".{key}.lock", settings.pip_timeout_seconds + _VENV_TIMEOUT, stop):
+    lock_timeout = settings.pip_timeout_seconds + _VENV_TIMEOUT
+    with _locked(envs / f".{key}.lock", lock_timeout, request.stop):
         found = _load(published)
         if found is not None:
             return replace(
@@ -812,7 +975,7 @@ def _ensure_env(
         build = Path(tempfile.mkdtemp(prefix=f".build-{key}-", dir=envs))
         started = time.monotonic()
         try:
-            interp = _build(build, copies, base=base, settings=settings, pip_log=pip_log, stop=stop)
+            interp = _build(build, request, base=base, settings=settings)
             (build / _ENV_INFO).write_text(json.dumps(_probe_json(interp)))
             link = envs / f".link-{key}-{os.getpid()}-{time.monotonic_ns()}"
             os.symlink(build.name, link)
@@ -824,7 +987,7 @@ def _ensure_env(
     interp = replace(interp, executable=str(published / "bin" / "python"))
     note = (
         f"pip installed into the environment {published} in {seconds:.1f}s "
-        f"(pip's output: {pip_log}): {_installed_text(interp, build)}"
+        f"(pip's output: {request.log}): {_installed_text(interp, build)}"
     )
     return _Env(published, published / "bin" / "python", interp, note)
 
@@ -896,31 +1059,78 @@ def _under(location: str, root: str) -> bool:
 
 
 def _build(
-    build: Path,
-    copies: Sequence[Path],
-    *,
-    base: Interpreter,
-    settings: Settings,
-    pip_log: Path,
-    stop: Stop = _never,
+    build: Path, request: _PipRequest, *, base: Interpreter, settings: Settings
 ) -> Interpreter:
+    """Create the venv and pip-install into it, in two runs: the packages alone (``--no-deps``),
+    then what pip's build of them says they require, once checked, and what that requires in
+    turn from the index. So pip never follows a direct reference a package's build declares."""
     _create_venv(build, base, settings.python)
     python = build / "bin" / "python"
-    pip_log.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [
-        str(python),
-        "-m",
-        "pip",
-        "install",
-        "--no-input",
-        "--disable-pip-version-check",
-        "--progress-bar",
-        "off",
-        "--no-warn-script-location",
-        *map(str, copies),
-    ]
-    _run_pip(cmd, cwd=build, log=pip_log, timeout=settings.pip_timeout_seconds, stop=stop)
+    request.log.parent.mkdir(parents=True, exist_ok=True)
+    pip = _Pip(python, build, request, settings.pip_timeout_seconds)
+    pip.install(["--no-deps", *map(str, request.copies)])
+    wanted, pins = _dependencies(_site_packages(build), request)
+    if wanted:
+        # The packages stay as installed: a dependency wanting another version of one is a
+        # conflict, as in a single pip run, not a reason to fetch it from the index.
+        constraints = build / _PINS_FILE
+        constraints.write_text("".join(f"{pin}\n" for pin in pins))
+        try:
+            pip.install(["--constraint", str(constraints), *wanted])
+        finally:
+            constraints.unlink(missing_ok=True)
     return probe(str(python), cwd=build)
+
+
+def _site_packages(env: Path) -> Path:
+    sites = list(env.glob("lib/python*/site-packages"))
+    if len(sites) != 1:
+        raise EnvironmentProblem(f"The venv {env} has no single lib/python*/site-packages")
+    return sites[0]
+
+
+def _dependencies(site: Path, request: _PipRequest) -> tuple[list[str], list[str]]:
+    """(the requirements of the distributions in ``site``, checked; ``name===version`` of each)."""
+    dists = [_installed_metadata(info) for info in sorted(site.glob("*.dist-info"))]
+    wanted = [_checked(text, dist, request) for dist in dists for text in dist.requirements]
+    if sum(map(len, wanted)) > _MAX_REQUIREMENT_CHARS:
+        # They are pip's arguments, and the system limits those (E2BIG would fail the job as
+        # though this machine could not run pip).
+        raise InstallError(
+            f"the packages require more than {_MAX_REQUIREMENT_CHARS // 1024} KB of requirements"
+        )
+    pins = [
+        f"{canonicalize_name(d.name)}==={d.version}"
+        for d in dists
+        if d.name and d.version and _PIN_VERSION.fullmatch(d.version)
+    ]
+    return list(dict.fromkeys(wanted)), pins
+
+
+def _installed_metadata(info: Path) -> Declared:
+    try:
+        with open(info / "METADATA", "rb") as f:
+            data = f.read(packages.MAX_METADATA_BYTES + 1)
+    except OSError as exc:
+        raise InstallError(f"pip installed {info.name} without readable metadata: {exc}") from None
+    try:
+        if len(data) > packages.MAX_METADATA_BYTES:
+            raise _PipDecides
+        return _core_metadata(data, trust_dynamic=True)
+    except _PipDecides:
+        raise InstallError(f"pip installed {info.name} with metadata no one can read") from None
+
+
+def _checked(text: str, dist: Declared, request: _PipRequest) -> str:
+    """Requirement ``text`` of installed ``dist``, as the second pip run may be given it."""
+    try:
+        req = parse_requirement(text)
+        if req is None:
+            raise RequirementError(f"{printable(text)!r} is not a valid requirement")
+        check_reference(req, text, request.roots)
+    except RequirementError as exc:
+        raise InstallError(f"package {dist.shown('?')} (as pip built it): {exc}") from None
+    return str(req)
 
 
 def _create_venv(build: Path, base: Interpreter, python: str) -> None:
@@ -941,12 +1151,9 @@ def _create_venv(build: Path, base: Interpreter, python: str) -> None:
             f"Creating a venv with {python} failed (exit status {out.returncode}): "
             + pip_error_summary(out.stderr + out.stdout, max_lines=4)
         )
-    sites = list(build.glob("lib/python*/site-packages"))
-    if len(sites) != 1:
-        raise EnvironmentProblem(f"The venv {build} has no single lib/python*/site-packages")
     # After the venv's own directory, the interpreter's: its framework, found as in the image.
     lines = [f"import site; site.addsitedir({d!r})\n" for d in base.site_dirs]
-    (sites[0] / _BASE_PTH).write_text("".join(lines))
+    (_site_packages(build) / _BASE_PTH).write_text("".join(lines))
 
 
 def pip_env() -> dict[str, str]:
@@ -958,41 +1165,78 @@ def pip_env() -> dict[str, str]:
     return env
 
 
-def _run_pip(cmd: list[str], *, cwd: Path, log: Path, timeout: float, stop: Stop = _never) -> None:
-    with open(log, "wb") as out:
-        out.write(f"$ {' '.join(cmd)}\n".encode())
-        out.flush()
-        try:
-            proc = subprocess.Popen(
-                cmd,
-                cwd=cwd,
-                env=pip_env(),
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # its build subprocesses are stopped with it
+class _Pip:
+    """The pip runs of one build: into one log, within one pip timeout, each one tracked."""
+
+    def __init__(self, python: Path, cwd: Path, request: _PipRequest, timeout: float) -> None:
+        self.command = [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--no-input",
+            "--disable-pip-version-check",
+            "--progress-bar",
+            "off",
+            "--no-warn-script-location",
+        ]
+        self.cwd = cwd
+        self.request = request
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout
+        self.runs = 0
+
+    def install(self, args: Sequence[str]) -> None:
+        """Run ``pip install <args>``; InstallError when it fails or runs out of time."""
+        cmd = [*self.command, *args]
+        log = self.request.log
+        with open(log, "ab" if self.runs else "wb") as out:
+            self.runs += 1
+            out.write(f"$ {' '.join(cmd)}\n".encode())
+            out.flush()
+            try:
+                proc = subprocess.Popen(
+                    cmd,
+                    cwd=self.cwd,
+                    env=pip_env(),
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # its build subprocesses are stopped with it
+                )
+            except OSError as exc:
+                raise EnvironmentProblem(f"pip could not be started: {exc}") from None
+            try:
+                self.request.track(proc.pid)
+                rc = self._wait(proc)
+            except BaseException:
+                if proc.returncode is None:  # not stopped by _wait: stopped here, once
+                    _kill_group(proc)
+                raise
+            finally:
+                self.request.track(None)
+        if rc != 0:
+            raise InstallError(
+                f"pip install exited with status {rc}:\n{pip_error_summary(_tail(log))}"
             )
-        except OSError as exc:
-            raise EnvironmentProblem(f"pip could not be started: {exc}") from None
-        deadline = time.monotonic() + timeout
+
+    def _wait(self, proc: subprocess.Popen[bytes]) -> int:
         while True:
             try:
                 # Short waits: a cancelled job must not sit out a long install.
-                rc = proc.wait(timeout=min(_STOP_POLL_SECONDS, max(deadline - time.monotonic(), 0)))
-                break
+                left = max(self.deadline - time.monotonic(), 0)
+                return proc.wait(timeout=min(_STOP_POLL_SECONDS, left))
             except subprocess.TimeoutExpired:
-                if stop():
+                if self.request.stop():
                     _kill_group(proc)
                     raise Interrupted("pip install was stopped: the job was cancelled") from None
-                if time.monotonic() < deadline:
+                if time.monotonic() < self.deadline:
                     continue
             _kill_group(proc)
             raise InstallError(
-                f"pip install did not finish within {timeout:g}s (the emulator's --pip-timeout); "
-                f"its last lines:\n{pip_error_summary(_tail(log))}"
+                f"pip install did not finish within {self.timeout:g}s (the emulator's "
+                f"--pip-timeout); its last lines:\n{pip_error_summary(_tail(self.request.log))}"
             ) from None
-    if rc != 0:
-        raise InstallError(f"pip install exited with status {rc}:\n{pip_error_summary(_tail(log))}")
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -10,9 +10,14 @@ lifecycle. Hyperparameter tuning jobs go to :class:`~emulator.tuning.TuningSched
 whose trials are CustomJobs like any other: the Runner tells it when a job ends.
 
 When the service stops (gracefully or not), running jobs stay RUNNING in the database; the next
-start (:meth:`Runner.recover`) kills replicas left behind by a crash and then relaunches the job if
-``scheduling.restart_job_on_worker_restart`` is set (and ``disable_retries`` is not), or marks it
-FAILED saying why.
+start (:meth:`Runner.recover`) kills the replicas and pip installs left behind by a crash and then
+relaunches the job if ``scheduling.restart_job_on_worker_restart`` is set (and
+``disable_retries`` is not), or marks it FAILED saying why.
+
+A job the service has accepted is never dropped because the state could not be written (a full
+disk): drivers' and the tuning scheduler's threads wait for the store and carry on
+(:class:`~emulator.store.Store`), and what an API request's thread started but could not finish
+(submitting a job, stopping a cancelled one) is handed to a thread of its own, which waits.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from emulator.config import Settings
 from emulator.driver import CANCELLED, Driver, JobControl
 from emulator.execute import ExecuteDriver, restarts_job_on_worker_restart
 from emulator.simulate import OUTCOME_LABEL, OUTCOMES, RUN_MS_LABEL, SimulateDriver
-from emulator.store import Store
+from emulator.store import StateUnavailable, Store
 from emulator.tuning import TuningScheduler
 
 # The simulate labels are re-exported: the server checks them at create, in either mode.
@@ -74,17 +79,38 @@ class Runner:
         """Start driving a stored job (relaunch: it was RUNNING when the service stopped)."""
         if self._stopping.is_set():
             return
-        if self._is_tuning(job_id):
+        try:
+            tuning = self._is_tuning(job_id)
+        except StateUnavailable:
+            self._later(f"submit-{job_id}", lambda: self.submit(job_id, relaunch=relaunch))
+            return
+        if tuning:
             self.tuning.submit(job_id)
         else:
             self._driver.submit(job_id, relaunch=relaunch)
 
     def cancel(self, job_id: str) -> None:
         """The job was just marked CANCELLING: stop it."""
-        if self._is_tuning(job_id):
-            self.tuning.cancel(job_id)
-        else:
-            self._driver.cancel(job_id)
+        try:
+            if self._is_tuning(job_id):
+                self.tuning.cancel(job_id)
+            else:
+                self._driver.cancel(job_id)
+        except StateUnavailable:
+            self._later(f"cancel-{job_id}", lambda: self.cancel(job_id))
+
+    def _later(self, name: str, work: Callable[[], None]) -> None:
+        """Do ``work`` in a thread of its own, which waits for the store: this thread (an API
+        request's) found that the state cannot be used now, and does not wait."""
+        log.warning("%s: the state cannot be used now; done once it can", name)
+
+        def patiently() -> None:
+            try:
+                work()
+            except StateUnavailable as problem:  # the service stops: its next start goes on
+                log.warning("%s: not done: %s", name, problem)
+
+        threading.Thread(target=patiently, name=name, daemon=True).start()
 
     def request_cancel(self, job_id: str) -> int | None:
         """Mark the job CANCELLING and stop it; the terminal state it is already in, or None."""
@@ -133,6 +159,7 @@ class Runner:
 
         CustomJobs first: a tuning job then carries on from what became of its trials' jobs.
         """
+        self._reap_installs()
         tuning_jobs = []
         for job_id in self.store.unfinished_job_ids():
             if self._is_tuning(job_id):
@@ -164,6 +191,14 @@ class Runner:
         if killed:
             log.warning("job %s: killed replicas left by the previous run: %s", job_id, killed)
 
+    def _reap_installs(self) -> None:
+        # pip installs of the previous run (a job's packages, with their build subprocesses in
+        # pip's process group) go too, before any job is relaunched and installs again.
+        for job_id, pid, ticks in self.store.install_processes():
+            if procs.kill_orphan_group(pid, ticks, self.settings.grace_seconds):
+                log.warning("job %s: killed the pip install left by the previous run", job_id)
+            self.store.clear_install_process(job_id)
+
     def _recover_job(self, job_id: str, job: Any) -> None:
         if job.state in (S.JOB_STATE_QUEUED, S.JOB_STATE_PENDING):
             self.store.update_job(job_id, _to_state(S.JOB_STATE_QUEUED))
@@ -186,7 +221,10 @@ class Runner:
     def shutdown(self) -> None:
         """Stop every replica (jobs stay RUNNING in the database for the next start)."""
         self._stopping.set()
+        # Work waiting for the state gives up now: the next start carries it on.
+        self.store.stop_waiting()
         self._driver.shutdown()
+        self.tuning.shutdown()
 
     @property
     def stopping(self) -> bool:

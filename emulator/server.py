@@ -19,11 +19,20 @@ within :data:`BODY_TIMEOUT_SECONDS` and hold at most :data:`MAX_BODY` bytes of J
 nesting is a 400), project and location must look like IDs, page tokens are signed with a key kept
 in the database (a token this service did not issue is a 400), and HTTP-level errors of
 ``http.server`` itself (bad request line, unknown method) come back as the same JSON errors.
+
+A request that finds the state unusable (the disk is full, an I/O error) answers 503 UNAVAILABLE
+saying so, at once: its thread does not wait for the store, as the threads running jobs do
+(:class:`~emulator.store.Store`), and what it had already stored goes on once the disk is back.
+
+The service binds its port before it opens anything else: with ``free_port_if_taken`` a taken port
+is not an error but a free one instead, which ``server.json`` names. Binding is the only check of a
+port that cannot race with another process starting at the same time (two ``make up`` at once).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import hmac
 import json
@@ -44,7 +53,7 @@ from emulator import _validation, errors, filters, paths, protos, runner, tuning
 from emulator.config import Faults, Settings
 from emulator.errors import ApiError
 from emulator.protos import Kind
-from emulator.store import Store
+from emulator.store import StateUnavailable, Store
 
 __all__ = ["BODY_TIMEOUT_SECONDS", "Service"]
 
@@ -85,13 +94,27 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 class Service:
     """The whole service: store, runner, faults and the HTTP server bound to its address."""
 
-    def __init__(self, settings: Settings, faults: Faults, *, host: str, port: int) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        faults: Faults,
+        *,
+        host: str,
+        port: int,
+        free_port_if_taken: bool = False,
+    ) -> None:
+        """Bind the port (OSError if it cannot be), then open the state (StateUnavailable)."""
         self.settings = settings
         self.faults = faults
-        self.store = Store(settings.state_dir)
-        self._token_key = self.store.secret_key(_TOKEN_KEY)
+        self.httpd = _listen(host, port, free_port_if_taken=free_port_if_taken)
+        try:
+            self.store = Store.open(settings.state_dir)
+            with self.store.failing_fast():
+                self._token_key = self.store.secret_key(_TOKEN_KEY)
+        except BaseException:
+            self.httpd.server_close()
+            raise
         self.runner = runner.Runner(settings, self.store)
-        self.httpd = _HTTPServer((host, port), _Handler)
         self.httpd.service = self
         self.host = host
         self.port = int(self.httpd.server_address[1])
@@ -103,20 +126,19 @@ class Service:
         return f"http://{host}:{self.port}"
 
     def serve(self) -> None:
-        """Recover unfinished jobs, serve until SIGTERM/SIGINT, then stop replicas and exit."""
-        self.runner.recover()
-        info = {
-            "pid": os.getpid(),
-            "endpoint": self.endpoint,
-            "port": self.port,
-            "host": self.host,
-            "mode": self.settings.mode,
-            "started": time.time(),
-        }
+        """Recover unfinished jobs, serve until SIGTERM/SIGINT, then stop replicas and exit.
+
+        StateUnavailable, and nothing served, when the state cannot be used at start: the
+        database, or ``server.json``, which tells clients where the service listens.
+        """
         server_file = self.settings.state_dir / SERVER_FILE
-        tmp = server_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(info))
-        os.replace(tmp, server_file)
+        try:
+            with self.store.failing_fast():
+                self.runner.recover()
+            self._announce(server_file)
+        except BaseException:
+            self.close()
+            raise
 
         def on_signal(signum: int, _frame: Any) -> None:
             log.info("received %s: shutting down", signal.Signals(signum).name)
@@ -133,15 +155,38 @@ class Service:
         try:
             self.httpd.serve_forever(poll_interval=0.2)
         finally:
-            self.httpd.server_close()
-            self.runner.shutdown()
-            self.store.close()
+            self.close()
             try:
                 if json.loads(server_file.read_text()).get("pid") == os.getpid():
                     server_file.unlink()
             except (OSError, ValueError):
                 pass
             log.info("stopped")
+
+    def close(self) -> None:
+        """Stop listening, stop every replica (jobs stay as stored), close the store."""
+        self.httpd.server_close()
+        self.runner.shutdown()
+        self.store.close()
+
+    def _announce(self, server_file: Path) -> None:
+        """Write ``server.json`` (pid, port, endpoint) for clients and ``emulator stop``."""
+        info = {
+            "pid": os.getpid(),
+            "endpoint": self.endpoint,
+            "port": self.port,
+            "host": self.host,
+            "mode": self.settings.mode,
+            "started": time.time(),
+        }
+        tmp = server_file.with_suffix(".tmp")
+        try:
+            tmp.write_text(json.dumps(info))
+            os.replace(tmp, server_file)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise StateUnavailable.of_os_error(server_file, exc) from exc
 
     # -- API operations -----------------------------------------------------------------------
 
@@ -341,6 +386,31 @@ class Service:
         return int(m["seq"])
 
 
+def _listen(host: str, port: int, *, free_port_if_taken: bool) -> _HTTPServer:
+    """The HTTP server bound to ``host:port``; when that port is taken and ``free_port_if_taken``,
+    to a port the system picks instead."""
+    try:
+        return _HTTPServer((host, port), _Handler)
+    except OSError as exc:
+        if not (free_port_if_taken and port and exc.errno == errno.EADDRINUSE):
+            raise
+    log.info("port %d is taken: listening on a free port instead", port)
+    return _HTTPServer((host, 0), _Handler)
+
+
+def _state_error(problem: StateUnavailable, state_dir: Path) -> ApiError:
+    """503 UNAVAILABLE for a request the state could not take: the client may retry later."""
+    if problem.disk_full:
+        return errors.unavailable(
+            f"The emulator's disk is full: it cannot write its state in {state_dir} "
+            f"({problem.reason}). Free some space, then retry."
+        )
+    return errors.unavailable(
+        f"The emulator cannot use its state in {state_dir}: {_printable(str(problem))}. "
+        "Retry once that is fixed."
+    )
+
+
 def _token_scope(parent: str, filter_text: str) -> str:
     return hashlib.sha256(f"{parent}\n{filter_text}".encode()).hexdigest()[:16]
 
@@ -407,18 +477,25 @@ class _Handler(BaseHTTPRequestHandler):
         started = time.perf_counter()
         status = 500
         shown = _printable(self.path.split("?")[0])
+        svc = self.server.service
         try:
             url = urlsplit(self.path)
             path = unquote(url.path)
             query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
             body = self._read_body()
-            if path.startswith("/emulator/"):
-                status = self._admin(method, path, body)
-            else:
-                status = self._api(method, path, query, body)
+            with svc.store.failing_fast():
+                if path.startswith("/emulator/"):
+                    status = self._admin(method, path, body)
+                else:
+                    status = self._api(method, path, query, body)
         except ApiError as exc:
             status = exc.http_code
             self._send(exc.http_code, exc.body())
+        except StateUnavailable as problem:
+            log.warning("%s %s: the state cannot be used: %s", method, shown, problem)
+            failure = _state_error(problem, svc.settings.state_dir)
+            status = failure.http_code
+            self._send(failure.http_code, failure.body())
         except Exception:
             log.exception("internal error on %s %s", method, shown)
             failure = errors.internal("Internal error in the emulator; see its log.")
@@ -617,7 +694,8 @@ class _Handler(BaseHTTPRequestHandler):
                     raise errors.invalid_argument(str(exc)) from None
         if (m := _ADMIN_JOB.match(path)) is not None:
             job_id = m["id"]
-            if not _NUMERIC.fullmatch(job_id) or svc.store.get_job(job_id) is None:
+            job = svc.store.get_job(job_id) if _NUMERIC.fullmatch(job_id) else None
+            if job is None:
                 raise errors.not_found(f"No job with id {_printable(job_id)}.")
             if m["rest"] == "/replicas" and method == "GET":
                 return self._send_json(
@@ -628,8 +706,24 @@ class _Handler(BaseHTTPRequestHandler):
                 replica = data.get("replica", "workerpool0-0") if isinstance(data, dict) else None
                 if not isinstance(replica, str):
                     raise errors.invalid_argument("replica: expected a name like workerpool0-0")
+                _check_job_name(job, data.get("name") if isinstance(data, dict) else None)
                 return self._send_json(svc.runner.maintenance(job_id, replica))
         raise errors.not_found(f"No such method: {method} {_printable(path)}")
+
+
+def _check_job_name(job: Any, name: Any) -> None:
+    """The job a maintenance request names by its full name (``name``, None: by id only) must be
+    that name's: a job of another project or location is not found, as the REST API answers."""
+    if name is None:
+        return
+    if not isinstance(name, str):
+        raise errors.invalid_argument(
+            "name: expected a job name like projects/P/locations/L/customJobs/ID"
+        )
+    if name != job.name:
+        kind = protos.KINDS.get(name.split("/")[-2]) if name.count("/") >= 2 else None
+        what = kind.type_name if kind is not None else "job"
+        raise errors.not_found(f'The {what} "{_printable(name)}" does not exist.')
 
 
 def _json_body(body: bytes) -> Any:

@@ -15,10 +15,20 @@ these existed is upgraded when the service opens it (once: ``PRAGMA user_version
 
 Concurrency: one connection writes, under a lock, in ``BEGIN IMMEDIATE`` transactions; reads take
 a connection of their own from a pool and, the journal being WAL, never wait for a writer.
+
+When the database cannot be used (the disk is full, an I/O error, a file it cannot open) the store
+raises :class:`StateUnavailable` naming it, in one of two ways. Work the service has accepted (a
+job's progress, a tuning job's trials, a cancel) must not be lost to a full disk, so by default a
+call waits until the store answers again and then carries on; an API request cannot wait, so its
+thread asks to fail fast (:meth:`Store.failing_fast`) and answers 503 UNAVAILABLE. A read-only
+store (the CLI) always fails fast.
 """
 
 from __future__ import annotations
 
+import errno
+import functools
+import logging
 import secrets
 import sqlite3
 import threading
@@ -26,11 +36,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from emulator import filters, protos
 
-__all__ = ["DB_NAME", "Replica", "Store"]
+__all__ = ["DB_NAME", "Replica", "StateUnavailable", "Store"]
+
+log = logging.getLogger("emulator.store")
 
 DB_NAME = "emulator.db"
 
@@ -86,6 +98,11 @@ CREATE INDEX IF NOT EXISTS trial_jobs_tuning ON trial_jobs(tuning_job_id);
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
     value BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS install_processes (
+    job_id TEXT PRIMARY KEY,
+    pid INTEGER NOT NULL,
+    start_ticks INTEGER
 );
 """
 
@@ -153,6 +170,90 @@ class Replica:
         }
 
 
+# -- when the state cannot be used ----------------------------------------------------------------
+
+# SQLite's result codes (their primary part) and, for an error without one, its messages, that say
+# the database cannot be used now: not that the emulator asked for something wrong (a bug must not
+# pass for a full disk, nor be waited for).
+_UNAVAILABLE_CODES = frozenset(
+    {
+        "SQLITE_FULL",
+        "SQLITE_IOERR",
+        "SQLITE_CANTOPEN",
+        "SQLITE_READONLY",
+        "SQLITE_PERM",
+        "SQLITE_BUSY",
+        "SQLITE_LOCKED",
+        "SQLITE_NOMEM",
+        "SQLITE_NOTADB",
+        "SQLITE_CORRUPT",
+    }
+)
+_UNAVAILABLE_MESSAGES = (
+    "database or disk is full",
+    "disk I/O error",
+    "unable to open database file",
+    "attempt to write a readonly database",
+    "database is locked",
+    "file is not a database",
+    "database disk image is malformed",
+    "out of memory",
+)
+_DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+# How long a call waits before it tries the database again: doubling from the first to the longest.
+_FIRST_WAIT_SECONDS = 0.05
+_LONGEST_WAIT_SECONDS = 2.0
+
+
+class StateUnavailable(Exception):
+    """The emulator's state cannot be used now: the disk is full, an I/O error, a file that cannot
+    be opened or written. ``path`` is what could not be used, ``reason`` what the system said."""
+
+    def __init__(self, path: Path, reason: str, *, disk_full: bool) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+        self.disk_full = disk_full
+
+    @classmethod
+    def of_os_error(cls, path: Path, exc: OSError) -> StateUnavailable:
+        """``path`` could not be read or written, as ``exc`` says."""
+        return cls(path, exc.strerror or str(exc), disk_full=exc.errno in _DISK_FULL_ERRNOS)
+
+    @classmethod
+    def of(cls, path: Path, exc: BaseException) -> StateUnavailable | None:
+        """What ``exc``, raised while using ``path``, says about the state; None when it is not
+        about the state (a bug of the emulator's, which must come out as itself)."""
+        if isinstance(exc, OSError):
+            where = Path(exc.filename) if isinstance(exc.filename, str) else path
+            return cls.of_os_error(where, exc)
+        if not (isinstance(exc, sqlite3.OperationalError) or type(exc) is sqlite3.DatabaseError):
+            return None
+        text = str(exc)
+        code = getattr(exc, "sqlite_errorname", None)
+        if code:
+            known = "_".join(str(code).split("_")[:2]) in _UNAVAILABLE_CODES
+        else:
+            known = any(message in text for message in _UNAVAILABLE_MESSAGES)
+        if not known:
+            return None
+        return cls(path, text, disk_full=code == "SQLITE_FULL" or "disk is full" in text)
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _patient(method: Callable[Concatenate[Store, _P], _R]) -> Callable[Concatenate[Store, _P], _R]:
+    """A store method that waits for the database while it cannot be used (see the module doc)."""
+
+    @functools.wraps(method)
+    def call(store: Store, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        return store._patiently(functools.partial(method, store, *args, **kwargs))
+
+    return call
+
+
 class Store:
     """Thread-safe access to the service's SQLite database."""
 
@@ -167,6 +268,10 @@ class Store:
         self._pool_lock = threading.Lock()
         self._idle: list[sqlite3.Connection] = []
         self._closed = False
+        # For calls that find the database unusable: see _patiently.
+        self._local = threading.local()
+        self._given_up = threading.Event()
+        self._trouble: str | None = None
         self._db = self._connect()
         if not readonly:
             # WAL lets readers (other connections, the `jobs` CLI) read while the service writes;
@@ -192,6 +297,79 @@ class Store:
         db.isolation_level = None
         db.create_function("glob_match", 2, filters.glob_match, deterministic=True)
         return db
+
+    @classmethod
+    def open(cls, state_dir: Path, *, readonly: bool = False) -> Store:
+        """The store of ``state_dir``; StateUnavailable when it cannot be opened: a state dir that
+        is a file or cannot be created, a database that is a directory, not SQLite, unreadable."""
+        database = state_dir / DB_NAME
+        try:
+            if state_dir.exists() and not state_dir.is_dir():
+                raise StateUnavailable(state_dir, "not a directory", disk_full=False)
+            return cls(state_dir, readonly=readonly)
+        except (sqlite3.DatabaseError, OSError) as exc:
+            problem = StateUnavailable.of(database, exc)
+            raise (problem or StateUnavailable(database, str(exc), disk_full=False)) from exc
+
+    @contextmanager
+    def failing_fast(self) -> Iterator[None]:
+        """Within (in this thread): a call that finds the database unusable raises
+        StateUnavailable at once instead of waiting for it. For API requests, which answer 503."""
+        before = getattr(self._local, "fail_fast", False)
+        self._local.fail_fast = True
+        try:
+            yield
+        finally:
+            self._local.fail_fast = before
+
+    def stop_waiting(self) -> None:
+        """Calls waiting for the database give up, and later ones fail fast: the service stops."""
+        self._given_up.set()
+
+    def _fails_fast(self) -> bool:
+        return (
+            self._readonly
+            or self._given_up.is_set()
+            or getattr(self._local, "fail_fast", False)
+            # Within this thread's transaction: the outer call tries the whole of it again.
+            or self._tx_owner == threading.get_ident()
+        )
+
+    def _patiently(self, attempt: Callable[[], _R]) -> _R:
+        """``attempt()``; while it finds the database unusable, try again after a while (growing
+        to a few seconds), unless this call must fail fast (StateUnavailable then)."""
+        wait = _FIRST_WAIT_SECONDS
+        while True:
+            try:
+                result = attempt()
+            except (sqlite3.Error, OSError, StateUnavailable) as exc:
+                # StateUnavailable: from a call nested in this one's transaction.
+                problem = (
+                    exc
+                    if isinstance(exc, StateUnavailable)
+                    else StateUnavailable.of(self.path, exc)
+                )
+                if problem is None:
+                    raise
+                if self._fails_fast():
+                    raise problem from exc
+                self._note_trouble(problem)
+                if self._given_up.wait(wait):
+                    raise problem from exc
+                wait = min(wait * 2, _LONGEST_WAIT_SECONDS)
+                continue
+            if self._trouble is not None:
+                self._note_trouble(None)
+            return result
+
+    def _note_trouble(self, problem: StateUnavailable | None) -> None:
+        """Log when the database stops being usable, and when it is again (once each)."""
+        with self._pool_lock:
+            before, self._trouble = self._trouble, None if problem is None else problem.reason
+        if problem is not None and before is None:
+            log.warning("the state cannot be used (%s): work waits for it", problem)
+        elif problem is None and before is not None:
+            log.warning("the state can be used again (it was: %s): work goes on", before)
 
     def close(self) -> None:
         """Close every connection (one still lent to a reader closes when it comes back)."""
@@ -250,6 +428,7 @@ class Store:
                 else:
                     self._idle.append(db)
 
+    @_patient
     def _read(self, query: str, args: tuple[Any, ...] = ()) -> list[Any]:
         with self._reading() as db:
             return db.execute(query, args).fetchall()
@@ -263,6 +442,7 @@ class Store:
             if not self._read("SELECT 1 FROM jobs WHERE id=?", (candidate,)):
                 return candidate
 
+    @_patient
     def insert_job(
         self, job_id: str, parent: str, job: Any, *, trial_of: tuple[str, str] | None = None
     ) -> None:
@@ -301,6 +481,7 @@ class Store:
         rows = self._read(f"SELECT {self._kind} FROM jobs WHERE id=?", (job_id,))
         return protos.KINDS[rows[0][0]] if rows else None
 
+    @_patient
     def update_job(self, job_id: str, change: Callable[[Any], bool]) -> Any | None:
         """Read-modify-write a job atomically; ``change`` returns False to leave it untouched.
 
@@ -372,6 +553,7 @@ class Store:
                 break
         return found
 
+    @_patient
     def _query_matching(
         self,
         parent: str,
@@ -386,6 +568,7 @@ class Store:
             rows = [] if query is None else db.execute(*query).fetchall()
         return [(row[0], _load(row[1:])) for row in rows]
 
+    @_patient
     def explain_list(
         self, parent: str, where: filters.Node | None, *, kind: protos.Kind = protos.CUSTOM_JOB
     ) -> list[str]:
@@ -407,6 +590,7 @@ class Store:
         rows = self._read(f"SELECT id FROM jobs WHERE state NOT IN ({terminal}) ORDER BY seq")
         return [r[0] for r in rows]
 
+    @_patient
     def delete_job(self, job_id: str) -> None:
         """Remove a job, its labels, its replicas, and its link to a tuning job (or its trials')."""
         with self._tx() as db:
@@ -432,8 +616,19 @@ class Store:
         rows = self._read("SELECT job_id FROM trial_jobs WHERE tuning_job_id=?", (tuning_job_id,))
         return [str(r[0]) for r in rows]
 
+    def trial_job_states(self, tuning_job_id: str) -> dict[str, int]:
+        """The state of each CustomJob of a tuning job's trials, by id (a deleted one is absent):
+        what each step of a tuning job needs, without loading every trial's job."""
+        rows = self._read(
+            "SELECT t.job_id, j.state FROM trial_jobs AS t JOIN jobs AS j ON j.id = t.job_id "
+            "WHERE t.tuning_job_id=?",
+            (tuning_job_id,),
+        )
+        return {str(r[0]): int(r[1]) for r in rows}
+
     # -- replicas ---------------------------------------------------------------------------
 
+    @_patient
     def put_replica(self, r: Replica) -> None:
         """Insert or replace a replica row."""
         with self._tx() as db:
@@ -463,8 +658,36 @@ class Store:
         """Every replica row (used to clean up processes left by a killed service)."""
         return [Replica(*row) for row in self._read("SELECT * FROM replicas")]
 
+    # -- pip installs -----------------------------------------------------------------------
+
+    def put_install_process(self, job_id: str, pid: int, start_ticks: int | None) -> None:
+        """Record the pip process installing the job's packages (it leads its process group)."""
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO install_processes VALUES (?,?,?)",
+                (job_id, pid, start_ticks),
+            )
+
+    def clear_install_process(self, job_id: str) -> None:
+        """The job's pip process has ended."""
+        with self._tx() as db:
+            db.execute("DELETE FROM install_processes WHERE job_id=?", (job_id,))
+
+    def install_processes(self) -> list[tuple[str, int, int | None]]:
+        """(job id, pid, start ticks) of each pip process recorded: after a crash, what runs on.
+
+        Empty on a database from before the table, which only a read-only store leaves as it is.
+        """
+        with self._reading() as db:
+            if not _columns_of(db, "install_processes"):
+                return []
+            query = "SELECT job_id, pid, start_ticks FROM install_processes ORDER BY job_id"
+            rows = db.execute(query).fetchall()
+        return [(str(r[0]), int(r[1]), r[2]) for r in rows]
+
     # -- service secrets --------------------------------------------------------------------
 
+    @_patient
     def secret_key(self, name: str) -> bytes:
         """A random 32-byte key kept in the database under ``name``, made on first use.
 
@@ -480,6 +703,7 @@ class Store:
 
     # -- operations -------------------------------------------------------------------------
 
+    @_patient
     def put_operation(self, name: str, job_id: str | None, done: bool, op_json: str) -> None:
         """Insert or replace an operation (stored as google.longrunning.Operation JSON)."""
         with self._tx() as db:

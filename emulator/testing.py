@@ -2,8 +2,8 @@
 
 The context manager starts ``python -m emulator serve --port 0`` with a temporary state dir (or the
 one given), waits until it answers, yields an :class:`EmulatorProcess` and always stops it, and
-also kills any replica processes a crashed server may have left behind. Startup failures raise
-:class:`EmulatorStartError` carrying the server's own output.
+also kills any replica (or pip) processes a crashed server may have left behind. Startup failures
+raise :class:`EmulatorStartError` carrying the server's own output.
 """
 
 from __future__ import annotations
@@ -183,15 +183,16 @@ class EmulatorProcess:
 
 
 def kill_leftover_replicas(state_dir: Path) -> int:
-    """Kill replica process groups recorded in ``state_dir`` that are still alive."""
+    """Kill replica and pip process groups recorded in ``state_dir`` that are still alive."""
     if not (state_dir / DB_NAME).exists():
         return 0
     store = Store(state_dir, readonly=True)
     try:
-        replicas = store.all_replicas()
+        groups = [(r.pid, r.start_ticks) for r in store.all_replicas()]
+        groups += [(pid, ticks) for _, pid, ticks in store.install_processes()]
     finally:
         store.close()
-    return sum(procs.kill_orphan_group(r.pid, r.start_ticks, grace=2.0) for r in replicas)
+    return sum(procs.kill_orphan_group(pid, ticks, grace=2.0) for pid, ticks in groups)
 
 
 @contextmanager

@@ -20,12 +20,24 @@ CustomJobs), so :meth:`TuningScheduler.advance` works out what to do from it wha
 create, a cancel, a trial's CustomJob ending, a restart): it is idempotent and survives restarts.
 One advance per job at a time; what it sets in motion (submitting or cancelling CustomJobs) runs
 after its lock is released, since ending a CustomJob calls back into it.
+
+An advance costs what one job costs, however many trials are active: it reads the states of the
+trials' CustomJobs in one query and loads only those that ended, and writes the tuning job (whose
+JSON holds every trial) at most once, new trials' CustomJobs in the same transaction. A trial's end
+does not advance the job in the thread that reports it: it asks the job's advancer thread, which
+waits until ends have stopped coming for a moment (:data:`QUIET_SECONDS`), so that ends reported
+together (a cancel's) are recorded by one advance, and those reported while it runs by one more.
+(Cancelling a job of 99 active trials of 100 parameters took 87 s, each end reading every other
+trial's CustomJob and rewriting the whole job several times.) When the store cannot be written,
+an advance asked for by an API request is left to the advancer, which waits for it
+(:class:`~emulator.store.Store`).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +48,7 @@ from google.cloud.aiplatform_v1 import types as aip
 from emulator import errors, measurements, protos
 from emulator.cluster import TrialContext
 from emulator.driver import CANCELLED
-from emulator.store import Store
+from emulator.store import StateUnavailable, Store
 from emulator.studyspec import Param, ParamValue, search_space, walk
 from emulator.suggest import Past, Suggester, format_arg, from_value, make_suggester, to_value
 
@@ -46,6 +58,11 @@ log = logging.getLogger("emulator.tuning")
 
 S = protos.JobState
 T = aip.Trial.State
+# A job's advancer waits until no trial of the job has ended for QUIET seconds (at most GATHER)
+# before it advances: ends reported together (a cancel stops every trial at once) are recorded
+# by one advance, which rewrites the tuning job once.
+QUIET_SECONDS = 0.05
+GATHER_SECONDS = 1.0
 _LIVE = (T.ACTIVE, T.STOPPING)
 _TRIAL_PB: Any = type(aip.Trial.pb(aip.Trial()))
 CHIEF = "workerpool0-0"
@@ -139,6 +156,21 @@ class _Moves:
     cancel: list[str] = field(default_factory=list)
 
 
+@dataclass
+class _Step:
+    """What one advance changes in the stored tuning job: the trials that ended (as recorded now),
+    the new trials with their CustomJobs (id, CustomJob, trial), whether no more trials exist.
+
+    Applied to the job as stored, in one transaction; a write retried after a failure applies it
+    again to the job as stored then, so ``started`` says what the last application did.
+    """
+
+    ended: dict[str, Any]
+    new: list[tuple[str, Any, Any]] = field(default_factory=list)
+    exhausted: bool = False
+    started: bool = False
+
+
 class TuningScheduler:
     """Runs tuning jobs' trials; called by the Runner (see module doc)."""
 
@@ -149,22 +181,90 @@ class TuningScheduler:
         self._guard = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}
         self._suggesters: dict[str, Suggester] = {}
+        # Under _guard: jobs whose advancer must advance them (again), when that was last asked
+        # (time.monotonic), and each job's advancer.
+        self._wanted: set[str] = set()
+        self._asked_at: dict[str, float] = {}
+        self._advancers: dict[str, threading.Thread] = {}
+        self._halted = threading.Event()
 
     # -- called by the Runner -----------------------------------------------------------------
 
     def submit(self, job_id: str) -> None:
         """A tuning job was created (or found unfinished at start): start its trials."""
-        self.advance(job_id)
+        self._advance_now_or_soon(job_id)
 
     def cancel(self, job_id: str) -> None:
         """The tuning job was just marked CANCELLING: stop its trials."""
-        self.advance(job_id)
+        self._advance_now_or_soon(job_id)
 
     def job_finished(self, job_id: str) -> None:
-        """A job reached a terminal state: if it is a trial's CustomJob, record the trial."""
+        """A job reached a terminal state: if it is a trial's CustomJob, record the trial (soon,
+        in the job's advancer thread)."""
         link = self.store.trial_of(job_id)
         if link is not None:
-            self.advance(link[0])
+            self.advance_soon(link[0])
+
+    def shutdown(self, timeout: float = 10.0) -> None:
+        """The service stops: no more advances; wait for those under way."""
+        with self._guard:
+            self._halted.set()
+            advancers = list(self._advancers.values())
+        for advancer in advancers:
+            advancer.join(timeout)
+
+    def advance_soon(self, job_id: str) -> None:
+        """Have the job's advancer thread advance it once more (started if none runs): asked
+        while an advance runs, it makes one more, whoever else asks meanwhile."""
+        with self._guard:
+            self._wanted.add(job_id)
+            self._asked_at[job_id] = time.monotonic()
+            if self._halted.is_set() or job_id in self._advancers:
+                return
+            advancer = threading.Thread(
+                target=self._advance_while_wanted, args=(job_id,), name=f"tuning-{job_id}"
+            )
+            advancer.daemon = True
+            self._advancers[job_id] = advancer
+        advancer.start()
+
+    def _advance_while_wanted(self, job_id: str) -> None:
+        while True:
+            self._gather(job_id)
+            with self._guard:
+                if self._halted.is_set() or job_id not in self._wanted:
+                    self._advancers.pop(job_id, None)
+                    self._asked_at.pop(job_id, None)
+                    return
+                self._wanted.discard(job_id)
+            try:
+                self.advance(job_id)
+            except StateUnavailable as problem:
+                # This thread waits for the store: it gives up only when the service stops, and
+                # the next start carries the job on.
+                log.warning("tuning job %s: not advanced: %s", job_id, problem)
+            except Exception:
+                log.exception("tuning job %s: advancing it failed", job_id)
+
+    def _gather(self, job_id: str) -> None:
+        """Wait until the job's trials have stopped ending for a moment (see QUIET_SECONDS)."""
+        deadline = time.monotonic() + GATHER_SECONDS
+        while not self._halted.is_set():
+            with self._guard:
+                quiet_at = self._asked_at.get(job_id, 0.0) + QUIET_SECONDS
+            now = time.monotonic()
+            if now >= quiet_at or now >= deadline:
+                return
+            self._halted.wait(min(quiet_at, deadline) - now)
+
+    def _advance_now_or_soon(self, job_id: str) -> None:
+        """Advance in this thread; when the store cannot be used now (an API request's thread
+        does not wait for it), the job's advancer does it once it can."""
+        try:
+            self.advance(job_id)
+        except StateUnavailable as problem:
+            log.warning("tuning job %s: %s; it goes on once the state can be used", job_id, problem)
+            self.advance_soon(job_id)
 
     def trial_context(self, job_id: str) -> TrialContext | None:
         """What the replicas of a trial's CustomJob are told (None: not a trial's)."""
@@ -181,7 +281,13 @@ class TuningScheduler:
         with self._lock(job_id):
             job = self.store.get_job(job_id)
             if job is not None and not protos.is_terminal(job.state):
-                self._advance_or_fail(job_id, job, moves)
+                try:
+                    self._advance_or_fail(job_id, job, moves)
+                except StateUnavailable:
+                    # It may have been told of trials, or asked for some, that were not stored:
+                    # made again from the stored trials next time.
+                    self._suggesters.pop(job_id, None)
+                    raise
         for cj_id in moves.cancel:
             self.control.request_cancel(cj_id)
         for cj_id in moves.submit:
@@ -192,6 +298,8 @@ class TuningScheduler:
     def _advance_or_fail(self, job_id: str, job: Any, moves: _Moves) -> None:
         try:
             self._advance(job_id, job, moves)
+        except StateUnavailable:
+            raise  # not a bug: the caller waits for the store, or leaves it to the advancer
         except Exception as exc:
             # A bug of the emulator's (or of a library it calls): the job fails with code 13,
             # its trials are stopped, and the service goes on.
@@ -211,28 +319,37 @@ class TuningScheduler:
         return self.store.update_job(job_id, change)
 
     def _advance(self, job_id: str, job: Any, moves: _Moves) -> None:
-        space = search_space(job.study_spec)
-        suggester = self._suggester(job_id, job, space)
         if job.state == S.JOB_STATE_QUEUED:
             job = self._update(job_id, _to_pending)
             if job is None:
                 return
-        ended = [self._ended(job_id, job, space, t) for t in job.trials if t.state in _LIVE]
-        done = {t.id: t for t in ended if t is not None}
-        for trial in done.values():
+        space = search_space(job.study_spec)
+        suggester = self._suggester(job_id, job, space)
+        states = self.store.trial_job_states(job_id)
+        step = _Step(self._ended_trials(job_id, job, space, states))
+        for trial in step.ended.values():
             suggester.tell(int(trial.id) - 1, _values(trial))
-        job = self._update(job_id, lambda j: _record(j, done))
-        exhausted = False
-        if job is None:
-            return
-        if job.state == S.JOB_STATE_CANCELLING or _failing(job):
-            moves.cancel += [_job_id(t.custom_job) for t in job.trials if t.state == T.ACTIVE]
-            job = self._update(job_id, _stop_active)
-        elif not self.control.stopping:
-            new, exhausted = self._start_trials(job_id, job, suggester, moves)
-            job = self._update(job_id, lambda j: _append(j, new))
-        job = self._update(job_id, lambda j: _settle(j, exhausted))
-        if job is not None and protos.is_terminal(job.state):
+        # `job` is this advance's own copy: the step is worked out on it, then applied to the job
+        # as stored (only when it changes something).
+        recorded = _record(job, step.ended)
+        if not _ending(job) and not self.control.stopping:
+            step.new, step.exhausted = self._new_trials(job_id, job, suggester)
+        if _apply(job, step, insert=None) or recorded:
+            job = self._update(
+                job_id,
+                lambda stored: _apply(
+                    stored, step, insert=lambda new: self._insert_trial_jobs(job_id, new)
+                ),
+            )
+            if job is None:
+                return
+        if step.started:
+            moves.submit = [cj_id for cj_id, _, _ in step.new]
+        elif step.new:
+            self._suggesters.pop(job_id, None)  # the job began ending: its suggestions went unused
+        if _ending(job):
+            moves.cancel = _to_stop(job, states)
+        if protos.is_terminal(job.state):
             self._suggesters.pop(job_id, None)
 
     def _suggester(self, job_id: str, job: Any, space: list[Param]) -> Suggester:
@@ -245,11 +362,28 @@ class TuningScheduler:
             self._suggesters[job_id] = suggester
         return suggester
 
-    def _ended(self, job_id: str, job: Any, space: list[Param], trial: Any) -> Any | None:
-        """The trial as recorded now that its CustomJob has ended (None: it has not)."""
-        cj = self.store.get_job(_job_id(trial.custom_job))
-        if cj is not None and not protos.is_terminal(cj.state):
-            return None
+    def _ended_trials(
+        self, job_id: str, job: Any, space: list[Param], states: dict[str, int]
+    ) -> dict[str, Any]:
+        """Active or stopping trials whose CustomJob has ended, by trial id, as recorded now.
+
+        ``states`` (the trials' CustomJobs' states, a deleted one absent) says which ended: only
+        those are read.
+        """
+        ended = {}
+        for trial in job.trials:
+            if trial.state not in _LIVE:
+                continue
+            cj_id = _job_id(trial.custom_job)
+            state = states.get(cj_id)
+            if state is not None and not protos.is_terminal(state):
+                continue
+            cj = None if state is None else self.store.get_job(cj_id)
+            ended[trial.id] = self._ended(job_id, job, space, trial, cj)
+        return ended
+
+    def _ended(self, job_id: str, job: Any, space: list[Param], trial: Any, cj: Any | None) -> Any:
+        """The trial as recorded now that its CustomJob ``cj`` has ended (None: was deleted)."""
         ended = _TRIAL_PB()
         ended.CopyFrom(trial)
         if cj is not None and cj.HasField("end_time"):
@@ -285,12 +419,13 @@ class TuningScheduler:
         reports = measurements.read_reports(context.metric_file(CHIEF))
         return measurements.from_reports(reports, job.study_spec)
 
-    def _start_trials(
-        self, job_id: str, job: Any, suggester: Suggester, moves: _Moves
-    ) -> tuple[list[Any], bool]:
-        """New trials up to the parallel and total limits; True too when no more exist."""
+    def _new_trials(
+        self, job_id: str, job: Any, suggester: Suggester
+    ) -> tuple[list[tuple[str, Any, Any]], bool]:
+        """New trials up to the parallel and total limits, each with its CustomJob (not stored
+        yet) and that job's id; True too when no more exist."""
         live = sum(1 for t in job.trials if t.state in _LIVE)
-        new: list[Any] = []
+        new: list[tuple[str, Any, Any]] = []
         parent = job.name.rsplit("/", 2)[0]
         while (
             live + len(new) < job.parallel_trial_count
@@ -303,10 +438,14 @@ class TuningScheduler:
             cj = _trial_job(job, trial_id, chosen)
             cj_id = self.store.new_job_id()
             cj.name = f"{parent}/{protos.CUSTOM_JOB.collection}/{cj_id}"
-            self.store.insert_job(cj_id, parent, cj, trial_of=(job_id, trial_id))
-            moves.submit.append(cj_id)
-            new.append(_new_trial(trial_id, chosen, cj.name))
+            new.append((cj_id, cj, _new_trial(trial_id, chosen, cj.name)))
         return new, False
+
+    def _insert_trial_jobs(self, job_id: str, new: list[tuple[str, Any, Any]]) -> None:
+        """Store new trials' CustomJobs, linked to the tuning job (within its update)."""
+        for cj_id, cj, trial in new:
+            parent = cj.name.rsplit("/", 2)[0]
+            self.store.insert_job(cj_id, parent, cj, trial_of=(job_id, trial.id))
 
 
 def _new_trial(trial_id: str, chosen: dict[str, ParamValue], custom_job: str) -> Any:
@@ -352,6 +491,41 @@ def _append(job: Any, new: list[Any]) -> bool:
     if new:
         protos.now_ts(job.update_time)
     return bool(new)
+
+
+def _ending(job: Any) -> bool:
+    """The job stops its trials: cancelled, or as many trials failed as it allows."""
+    return bool(job.state == S.JOB_STATE_CANCELLING or _failing(job))
+
+
+def _apply(
+    job: Any, step: _Step, *, insert: Callable[[list[tuple[str, Any, Any]]], None] | None
+) -> bool:
+    """Apply one advance's step to ``job``: record the ended trials, then stop the active ones
+    if the job is ending, else add the new ones (``insert`` storing their CustomJobs; None: this
+    is the advance's own copy), then settle the job's state. True when the job changed."""
+    step.started = False
+    changed = _record(job, step.ended)
+    if _ending(job):
+        changed = _stop_active(job) or changed
+    elif step.new:
+        if insert is not None:
+            insert(step.new)
+            step.started = True
+        changed = _append(job, [trial for _, _, trial in step.new]) or changed
+    return _settle(job, step.exhausted) or changed
+
+
+def _to_stop(job: Any, states: dict[str, int]) -> list[str]:
+    """The CustomJobs of an ending job's live trials still to cancel: not ended, not cancelling
+    yet (a cancel that could not be made is made by the next advance)."""
+    stop = []
+    for trial in (t for t in job.trials if t.state in _LIVE):
+        cj_id = _job_id(trial.custom_job)
+        state = states.get(cj_id, S.JOB_STATE_CANCELLED)  # deleted: nothing to stop
+        if not protos.is_terminal(state) and state != S.JOB_STATE_CANCELLING:
+            stop.append(cj_id)
+    return stop
 
 
 def _crashed(job: Any, what: str) -> bool:

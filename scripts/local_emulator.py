@@ -8,6 +8,13 @@ starts one, on the port the local stack names (8642) when that port is free, els
 port: a second clone must not send its jobs to the first clone's emulator, which cannot read
 its packages. What it did is said on stderr.
 
+The port is not chosen here: the emulator binds 8642 or, when that is taken, a free port
+(``serve --free-port-if-taken``), and ``ensure`` uses the endpoint it reports in
+``STATE_DIR/server.json``. A port found free here could be taken before the emulator binds it
+(two checkouts' ``make up`` at once). Two ``ensure`` of the same STATE_DIR at once take turns
+(a lock in STATE_DIR), so the second uses the emulator the first started. A state dir that
+cannot be used is one line on stderr and exit status 1.
+
 ``config`` copies the local stack's config file (SOURCE) to TARGET with ``training:endpoint``
 set to ENDPOINT; `make up` passes TARGET to pulumi with ``--config-file``, so the committed
 stack file is never rewritten.
@@ -15,18 +22,22 @@ stack file is never rewritten.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
+import urllib.parse
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 DEFAULT_PORT = 8642
 HOST = "127.0.0.1"
 _ENDPOINT_LINE = re.compile(r"^(\s*training:endpoint:).*$", re.MULTILINE)
+LOCK_FILE = "ensure.lock"
 
 
 def say(message: str) -> None:
@@ -60,34 +71,47 @@ def running_here(state_dir: Path) -> str | None:
     return None
 
 
-def port_is_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        try:
-            probe.bind((HOST, port))
-        except OSError:
-            return False
-    return True
-
-
 def ensure(state_dir: Path) -> str:
-    endpoint = running_here(state_dir)
-    if endpoint is not None:
-        say(f"this checkout's emulator is already running at {endpoint} (state in {state_dir})")
-        return endpoint
-    port = DEFAULT_PORT
-    if not port_is_free(DEFAULT_PORT):
-        other = health(f"http://{HOST}:{DEFAULT_PORT}")
-        holder = (
-            f"the emulator of another checkout (state in {other.get('stateDir')})"
-            if other is not None
-            else "another program"
-        )
-        say(
-            f"port {DEFAULT_PORT} is taken by {holder}: starting this checkout's own on a free port"
-        )
-        port = 0
+    """The endpoint of this checkout's emulator, started if none runs (see the module doc)."""
+    problem = usable_problem(state_dir)
+    if problem is not None:
+        raise SystemExit(f"cannot use the emulator's state in {state_dir}: {problem}")
+    with one_at_a_time(state_dir):
+        endpoint = running_here(state_dir)
+        if endpoint is not None:
+            say(f"this checkout's emulator is already running at {endpoint} (state in {state_dir})")
+            return endpoint
+        return start(state_dir)
+
+
+def usable_problem(state_dir: Path) -> str | None:
+    """Why ``state_dir`` cannot be the emulator's state dir (it is made if need be), or None."""
+    try:
+        if state_dir.exists() and not state_dir.is_dir():
+            return "not a directory"
+        state_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
+@contextmanager
+def one_at_a_time(state_dir: Path) -> Iterator[None]:
+    """Hold the state dir's lock: one `ensure` at a time looks for, and starts, its emulator."""
+    lock = state_dir / LOCK_FILE
+    try:
+        handle = open(lock, "a")  # noqa: SIM115 - held until the end of the block
+    except OSError as exc:
+        problem = f"cannot use the emulator's state in {state_dir}: {lock}: {exc.strerror}"
+        raise SystemExit(problem) from None
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def start(state_dir: Path) -> str:
+    """Start the emulator of ``state_dir``: on DEFAULT_PORT, or where it found a free port."""
     say(f"starting the emulator (state in {state_dir})")
-    state_dir.mkdir(parents=True, exist_ok=True)
     started = subprocess.run(
         [
             sys.executable,
@@ -100,14 +124,26 @@ def ensure(state_dir: Path) -> str:
             "--gpus",
             "ignore",
             "--port",
-            str(port),
+            str(DEFAULT_PORT),
+            "--free-port-if-taken",
         ],
         stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
         check=False,
     )
     endpoint = running_here(state_dir) if started.returncode == 0 else None
     if endpoint is None:
-        raise SystemExit(f"the emulator did not start; see {state_dir / 'server.log'}")
+        said = started.stderr.strip()
+        raise SystemExit(said or f"the emulator did not start; see {state_dir / 'server.log'}")
+    if urllib.parse.urlsplit(endpoint).port != DEFAULT_PORT:
+        other = health(f"http://{HOST}:{DEFAULT_PORT}")
+        holder = (
+            f"the emulator of another checkout (state in {other.get('stateDir')})"
+            if other is not None
+            else "another program"
+        )
+        say(f"port {DEFAULT_PORT} is taken by {holder}: this checkout's emulator took a free port")
     say(f"emulator listening at {endpoint}")
     return endpoint
 

@@ -546,7 +546,6 @@ def test_declared_requirements_are_read_without_running_code(
         {"pyproject.toml": b'[project]\nname = "p"\ndynamic = ["dependencies"]\n'},
         {"pyproject.toml": b'[build-system]\nbuild-backend = "maturin"\n[project]\nname = "p"\n'},
         {"pyproject.toml": b"[tool.poetry.dependencies]\npython = '^3.11'\n"},
-        {"pyproject.toml": b"not = [toml\n"},
         {"setup.cfg": b"[options]\ninstall_requires = file: requirements.txt\n"},
         {"PKG-INFO": b"Metadata-Version: 2.1\nName: old\n", "setup.py": b"import setuptools\n"},
     ],

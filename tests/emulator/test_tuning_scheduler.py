@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +65,14 @@ def _get(store: Store, job_id: str) -> Any:
     return job
 
 
+def _eventually(test: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Wait until ``test`` holds (trials' ends are recorded in the job's advancer thread)."""
+    deadline = time.monotonic() + timeout
+    while not test():
+        assert time.monotonic() < deadline, "not in time"
+        time.sleep(0.01)
+
+
 def _finish(store: Store, job_id: str, state: int) -> None:
     def change(job: Any) -> bool:
         protos.set_state(job, state)
@@ -87,12 +97,15 @@ def test_trials_are_started_linked_and_recorded(runner: FakeRunner) -> None:
         "hypertune/workerpool0-0/output.metrics"
     )
     _finish(runner.store, first, S.JOB_STATE_SUCCEEDED)
-    scheduler.job_finished(first)
+    scheduler.job_finished(first)  # recorded by the job's advancer thread
+    _eventually(lambda: len(runner.submitted) == 3)
     job = _get(runner.store, job_id)
     assert [t.state for t in job.trials] == [T.SUCCEEDED, T.ACTIVE, T.ACTIVE]
-    assert len(runner.submitted) == 3
     scheduler.job_finished(first)  # told twice: nothing changes
+    scheduler.advance(job_id)
+    scheduler.shutdown()  # waits for an advance under way
     assert len(_get(runner.store, job_id).trials) == 3
+    assert len(runner.submitted) == 3
     assert scheduler.trial_context(job_id) is None
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -93,3 +94,57 @@ def test_config_copy_points_at_the_endpoint_and_keeps_the_rest(tmp_path):
     assert [line for line in written if "training:endpoint" not in line] == [
         line for line in original if "training:endpoint" not in line
     ]
+
+
+def _ensure_together(state_dirs: list[Path]) -> list[str | BaseException]:
+    """``ensure`` of every state dir at the same moment, each in its own thread."""
+    start = threading.Barrier(len(state_dirs))
+    results: list[str | BaseException] = [RuntimeError("did not run")] * len(state_dirs)
+
+    def one(i: int) -> None:
+        start.wait()
+        try:
+            results[i] = local_emulator.ensure(state_dirs[i])
+        except BaseException as exc:  # SystemExit included: what `make up` would print
+            results[i] = exc
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(state_dirs))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    return results
+
+
+def _serves(endpoint: str, state_dir: Path) -> bool:
+    answer = local_emulator.health(endpoint)
+    return answer is not None and local_emulator.same_dir(answer.get("stateDir"), state_dir)
+
+
+def test_two_checkouts_started_together_get_a_port_each(port, tmp_path):
+    """Two `make up` at once, in two checkouts, with the default port free: each comes up, one on
+    the default port, the other on a port its emulator found free. Several rounds: a race."""
+    for round_ in range(3):
+        checkouts = [tmp_path / f"round{round_}" / name / "emulator" for name in ("a", "b")]
+        try:
+            results = _ensure_together(checkouts)
+            assert all(isinstance(r, str) for r in results), results
+            endpoints = [str(r) for r in results]
+            assert len(set(endpoints)) == 2, endpoints
+            assert f"http://127.0.0.1:{port}" in endpoints
+            for endpoint, state_dir in zip(endpoints, checkouts, strict=True):
+                assert _serves(endpoint, state_dir), (endpoint, state_dir)
+        finally:
+            for state_dir in checkouts:
+                _stop(state_dir)
+
+
+def test_one_checkout_started_twice_at_once_runs_one_emulator(port, tmp_path):
+    """Two `make up` at once in the same checkout: one emulator, which both use."""
+    state_dir = tmp_path / "emulator"
+    try:
+        results = _ensure_together([state_dir, state_dir])
+        assert results == [f"http://127.0.0.1:{port}"] * 2, results
+        assert _serves(str(results[0]), state_dir)
+    finally:
+        _stop(state_dir)
