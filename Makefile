@@ -75,6 +75,7 @@ bench: dev-venv pulumi
 	$(PY) bench/provider.py
 	$(PY) bench/emulator.py
 	$(PY) bench/emulator_list.py
+	$(PY) bench/tuning_cancel.py
 	$(PY) bench/pyenv.py
 	$(PY) bench/preview.py
 	$(PY) bench/scale.py
