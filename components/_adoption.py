@@ -210,11 +210,17 @@ def job_id(name: str) -> str:
 def identity_filter(identity: str) -> str:
     """The list filter for every job of one identity.
 
-    The v1 reference of ``customJobs.list`` and ``hyperparameterTuningJobs.list``
-    (cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.customJobs/list,
-    read 2026-11) documents ``labels.key=value`` for labels and quotes string values
-    (``display_name="my_job"``); no parentheses, no ``OR`` of labels: the runs are told apart
-    here, from the labels of the jobs listed.
+    Only documented syntax: one label equality. The v1 reference of ``customJobs.list`` and
+    ``hyperparameterTuningJobs.list``
+    (cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.customJobs/list),
+    and the comment of ``ListCustomJobsRequest.filter`` / ``ListHyperparameterTuningJobsRequest
+    .filter`` in googleapis ``google/cloud/aiplatform/v1/job_service.proto`` (as shipped in
+    google-cloud-aiplatform's ``aiplatform_v1/types/job_service.py``; both read 2026-11-25),
+    list the fields ``display_name``, ``state``, ``create_time`` and ``labels``, with label
+    equality ``labels.key=value`` and key presence ``labels.key:*``, and ``AND`` / ``OR`` /
+    ``NOT`` in their examples, values quoted in most. Parentheses appear in none of them (they
+    come only from AIP-160, which the comment does not name), so the runs of the identity are
+    told apart here, from the labels of the jobs listed, not with an ``OR`` of run labels.
     """
     return f'labels.{IDENTITY_LABEL}="{identity}"'
 

@@ -396,11 +396,35 @@ def diff_inputs(olds: Mapping[str, Any], news: Mapping[str, Any]) -> tuple[list[
     ``olds`` are the resource's old outputs, which repeat every input. An unknown new value
     counts as a change: Pulumi cannot promise the job stays the same.
     """
-    olds = {**olds, SPEC: decode_spec(olds.get(SPEC))}
-    news = {**news, SPEC: decode_spec(news.get(SPEC))}
+    olds = {**olds, SPEC: _blank_ends_aside(decode_spec(olds.get(SPEC)))}
+    news = {**news, SPEC: _blank_ends_aside(decode_spec(news.get(SPEC)))}
     replaces = [k for k in JOB_PROPERTIES if _changed(olds.get(k), news.get(k))]
     knobs = [k for k in KNOB_PROPERTIES if _changed(olds.get(k), news.get(k))]
     return replaces, knobs
+
+
+_ARGUMENT_LISTS = frozenset({"command", "args"})
+
+
+def _blank_ends_aside(value: Any) -> Any:
+    """``value`` with the blanks at the ends of every command word and argument removed.
+
+    Specs checked before commands and arguments kept their blanks (a YAML block scalar's
+    trailing newline) hold them stripped: comparing without the ends keeps an upgrade from
+    replacing a running job for a newline. The job the next create submits keeps them.
+    """
+    if isinstance(value, dict):
+        return {
+            key: (
+                [v.strip() if isinstance(v, str) else v for v in item]
+                if key in _ARGUMENT_LISTS and isinstance(item, list)
+                else _blank_ends_aside(item)
+            )
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_blank_ends_aside(item) for item in value]
+    return value
 
 
 def _changed(old: Any, new: Any) -> bool:

@@ -1,50 +1,57 @@
-"""Server-side validation of a CustomJob (or a HyperparameterTuningJob) at create time.
+"""Server-side checks of a CustomJob (or a HyperparameterTuningJob) at create time.
 
-Layers, all answered as 400 INVALID_ARGUMENT:
+The emulator's own code, written from what Vertex AI documents; it imports nothing of the project
+it serves. Every rule a job breaks is listed in one 400 INVALID_ARGUMENT, in Vertex AI's form
+(:func:`emulator.errors.field_violations`), with field paths relative to the job
+(``job_spec.worker_pool_specs[0].machine_spec.accelerator_type``):
 
-1. Vertex's own basic rules, enforced here whatever else is installed (display name, worker pools,
-   replica counts, one task kind per pool, accelerator type/count pairing, label syntax, ...), and
-   the emulator's rules for every string that becomes a process argument or environment variable
-   (no NUL, a module name that is one, a container image that is not a docker flag).
-2. (In ``server``: package and output paths, which need the service's settings.)
-3. The project's validator (``components.vertex.convert.validate_custom_job``), imported on the
-   first create that uses it (``--no-project-validation`` skips it). A crash in it is answered as
-   a 400 naming the validator, never as a 500.
+1. Field behaviours of the v1 protos (:mod:`emulator.fieldbehavior`): output-only fields a client
+   sends are ignored (cleared), required fields that are not set are refused.
+2. Vertex AI's rules of a CustomJob: display name length, labels (:func:`label_violations`),
+   worker pools (1 to 4, the first not empty and of one replica, one task kind per pool),
+   accelerator type and count given together, enum numbers the API knows, a Cloud Storage output
+   directory, a SPECIFIC_RESERVATION naming its reservation.
+3. Hardware facts, read as data from the catalog CSVs (:mod:`emulator.hardware`): the machine type
+   is one Vertex AI training offers, the accelerator type attaches to it in that count, the
+   accelerator is not retired, a GPU partition size is one the GPU offers. Without the catalog
+   files these checks are skipped.
+4. The emulator's rules for every string that becomes a process argument or an environment
+   variable here (no NUL, a module name that is one, a container image that is not a docker flag,
+   environment variable names a shell can export).
+5. (In ``server``: package and output paths, which need the service's settings.)
 
-A HyperparameterTuningJob's trials are CustomJobs made from its ``trial_job_spec``: the same
-rules run on that CustomJob (:func:`emulator.tuning.custom_job_view`), with field paths named as
-in the tuning job, beside the rules of its study spec (:func:`emulator.studyspec.study_violations`).
+A HyperparameterTuningJob's trials are CustomJobs made from its ``trial_job_spec``: the same rules
+run on that CustomJob (:func:`emulator.tuning.custom_job_view`), its fields named as in the tuning
+job (``trial_job_spec.worker_pool_specs[0]...``), beside the rules of its study spec
+(:func:`emulator.studyspec.study_violations`).
 
-Messages never contain environment variable values: every value of every pool's ``env`` is
-replaced by ``<redacted>`` before a message leaves this module.
+Messages never contain environment variable values: each is replaced by ``<redacted>``
+(:mod:`emulator.redaction`) before a message leaves this module.
 """
 
 from __future__ import annotations
 
-import logging
 import re
-import traceback
+import unicodedata
 from typing import Any, TypeAlias
 
 from google.cloud.aiplatform_v1 import types as aip
 
-from components._redaction import redact as shared_redact
 from emulator import errors
+from emulator.fieldbehavior import clear_output_only, missing_required
+from emulator.hardware import hardware
+from emulator.redaction import redact as _redact
 from emulator.studyspec import study_violations
 
 __all__ = [
-    "check_project_rules",
     "check_service_rules",
     "check_tuning_service_rules",
+    "clear_output_only_fields",
     "env_values",
+    "label_violations",
     "redact",
 ]
 
-log = logging.getLogger("emulator.validation")
-
-# Used with fullmatch: `$` would also match before a trailing newline.
-_LABEL_KEY = re.compile(r"[a-z][a-z0-9_-]{0,62}")
-_LABEL_VALUE = re.compile(r"[a-z0-9_-]{0,63}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # A docker image reference as `docker run` takes it; above all it must not start with '-', or
 # docker would read it as one of its own flags.
@@ -53,12 +60,75 @@ MAX_POOLS = 4
 _ACCELERATOR_NUMBERS = frozenset(int(v) for v in aip.AcceleratorType.__members__.values())
 _RESERVATION_NUMBERS = frozenset(int(v) for v in aip.ReservationAffinity.Type.__members__.values())
 _STRATEGY_NUMBERS = frozenset(int(v) for v in aip.Scheduling.Strategy.__members__.values())
+_SPECIFIC_RESERVATION = int(aip.ReservationAffinity.Type.SPECIFIC_RESERVATION)
 MAX_DISPLAY_NAME = 128
-MAX_LABELS = 64
 MAX_MODULE_NAME = 1000
+
+# Labels, as the v1 protos document ``CustomJob.labels`` and ``HyperparameterTuningJob.labels``:
+# "Label keys and values can be no longer than 64 characters (Unicode codepoints), can only
+# contain lowercase letters, numeric characters, underscores and dashes. International characters
+# are allowed." (google/cloud/aiplatform/v1/custom_job.proto, hyperparameter_tuning_job.proto).
+# The page that comment links (https://goo.gl/xmQnxf, "Requirements for labels", Resource Manager)
+# adds: at most 64 labels per resource, keys not empty and starting with a lowercase letter or an
+# international character, values may be empty. Google's Backup and DR API spells the same rule
+# as [\p{Ll}\p{Lo}\p{N}_-] (https://googleapis.dev/dotnet/Google.Apis.Backupdr.v1/latest/api/
+# Google.Apis.Backupdr.v1.Data.LabelKeyValPair.html). Here "international characters" are also
+# the modifier letters (Lm: the Japanese prolonged sound mark of チーム) and the combining marks
+# (Mn, Mc: the vowel signs of Devanagari) that words of those scripts are written with; what is
+# refused is an uppercase or titlecase letter (Lu, Lt), punctuation, symbols and spaces.
+MAX_LABELS = 64
+MAX_LABEL_LENGTH = 64
 
 # (field path, message) pairs, in the order the rules are checked.
 _Found: TypeAlias = list[tuple[str, str]]
+
+
+_LABEL_LETTERS = ("Ll", "Lo", "Lm")
+_LABEL_MARKS = ("Mn", "Mc")
+
+
+def _label_char(ch: str) -> bool:
+    category = unicodedata.category(ch)
+    return ch in "_-" or category in _LABEL_LETTERS + _LABEL_MARKS or category[0] == "N"
+
+
+def _label_start(ch: str) -> bool:
+    return unicodedata.category(ch) in _LABEL_LETTERS
+
+
+def label_violations(labels: Any) -> _Found:
+    """(field path, message) for each label rule ``labels`` (a str -> str mapping) breaks."""
+    found: _Found = []
+    if len(labels) > MAX_LABELS:
+        found.append(("labels", f"At most {MAX_LABELS} labels are allowed; got {len(labels)}."))
+    chars = "lowercase letters, international characters, digits, '_' or '-'"
+    for key, value in labels.items():
+        shown = key if len(key) <= 80 else key[:80] + "..."
+        if not key or not _label_start(key[0]) or not all(map(_label_char, key)):
+            found.append(
+                (
+                    "labels",
+                    f"Label key {shown!r}: label keys must start with a lowercase letter or an "
+                    f"international character and contain only {chars}.",
+                )
+            )
+        elif len(key) > MAX_LABEL_LENGTH:
+            found.append(
+                (
+                    "labels",
+                    f"Label key {shown!r}: label keys can be no longer than "
+                    f"{MAX_LABEL_LENGTH} characters.",
+                )
+            )
+        elif len(value) > MAX_LABEL_LENGTH or not all(map(_label_char, value)):
+            found.append(
+                (
+                    "labels",
+                    f"Label {shown!r}: label values can be no longer than {MAX_LABEL_LENGTH} "
+                    f"characters and contain only {chars}.",
+                )
+            )
+    return found
 
 
 def _pool_is_empty(pool: Any) -> bool:
@@ -66,127 +136,146 @@ def _pool_is_empty(pool: Any) -> bool:
     return bool(pool.ByteSize() == 0)
 
 
-def vertex_rule_violations(job: Any) -> list[tuple[str, str]]:
-    """(field path, message) for each of Vertex's basic rules that ``job`` breaks."""
+def vertex_rule_violations(job: Any) -> _Found:
+    """(field path, message) for each of Vertex's rules of a CustomJob that ``job`` breaks
+    (field behaviours aside: :func:`missing_required`)."""
     spec = job.job_spec
     pools = list(spec.worker_pool_specs)
-    found = _display_name_violations(job) + _label_violations(job) + _pool_list_violations(pools)
+    found = _display_name_violations(job) + label_violations(job.labels)
+    found += _pool_list_violations(pools)
     for i, pool in enumerate(pools):
         found.extend(_pool_violations(i, pool))
     return found + _job_spec_violations(spec)
 
 
 def _display_name_violations(job: Any) -> _Found:
-    if not job.display_name.strip():
-        return [("custom_job.display_name", "Required field is not set")]
     if len(job.display_name) > MAX_DISPLAY_NAME:
         return [
             (
-                "custom_job.display_name",
-                f"The display name may have at most {MAX_DISPLAY_NAME} characters",
+                "display_name",
+                f"The display name can be up to {MAX_DISPLAY_NAME} characters long.",
             )
         ]
     return []
 
 
-def _label_violations(job: Any) -> _Found:
-    found: _Found = []
-    if len(job.labels) > MAX_LABELS:
-        found.append(("custom_job.labels", f"At most {MAX_LABELS} labels are allowed"))
-    for key, value in job.labels.items():
-        if not _LABEL_KEY.fullmatch(key):
-            found.append(
-                (
-                    f"custom_job.labels[{key!r}]",
-                    "label keys must start with a lowercase letter and contain only lowercase "
-                    "letters, digits, '_' or '-' (at most 63 characters)",
-                )
-            )
-        elif not _LABEL_VALUE.fullmatch(value):
-            found.append(
-                (
-                    f"custom_job.labels[{key!r}]",
-                    "label values may contain only lowercase letters, digits, '_' or '-' "
-                    "(at most 63 characters)",
-                )
-            )
-    return found
-
-
 def _pool_list_violations(pools: list[Any]) -> _Found:
-    found: _Found = []
     if not pools:
-        found.append(
-            ("custom_job.job_spec.worker_pool_specs", "At least one worker pool is required")
-        )
+        return [("job_spec.worker_pool_specs", "At least one worker pool is required.")]
     if len(pools) > MAX_POOLS:
-        found.append(
-            (
-                "custom_job.job_spec.worker_pool_specs",
-                f"At most {MAX_POOLS} worker pools are allowed",
-            )
-        )
-    return found
+        return [("job_spec.worker_pool_specs", f"At most {MAX_POOLS} worker pools are allowed.")]
+    return []
 
 
 def _pool_violations(i: int, pool: Any) -> _Found:
-    path = f"custom_job.job_spec.worker_pool_specs[{i}]"
+    path = f"job_spec.worker_pool_specs[{i}]"
     if _pool_is_empty(pool):
         if i == 0:
-            return [(path, "The first worker pool (the chief) must not be empty")]
+            return [(path, "The first worker pool (the chief) must not be empty.")]
         return []
     found: _Found = []
     if i == 0 and pool.replica_count != 1:
-        found.append((f"{path}.replica_count", "The first worker pool must have exactly 1 replica"))
+        found.append(
+            (f"{path}.replica_count", "The first worker pool must have exactly 1 replica.")
+        )
     elif pool.replica_count < 1:
-        found.append((f"{path}.replica_count", "replica_count must be at least 1"))
-    return found + _task_violations(path, pool) + _machine_violations(path, pool.machine_spec)
-
-
-def _task_violations(path: str, pool: Any) -> _Found:
-    task = pool.WhichOneof("task")
-    if task is None:
-        return [(path, "Exactly one of container_spec or python_package_spec must be set")]
-    found: _Found = []
-    if task == "python_package_spec":
-        pps = pool.python_package_spec
-        base = f"{path}.python_package_spec"
-        for name in ("executor_image_uri", "package_uris", "python_module"):
-            if not getattr(pps, name):
-                found.append((f"{base}.{name}", "Required field is not set"))
-        return found + _env_violations(pps.env, f"{base}.env")
-    cs = pool.container_spec
-    if not cs.image_uri:
-        found.append((f"{path}.container_spec.image_uri", "Required field is not set"))
-    return found + _env_violations(cs.env, f"{path}.container_spec.env")
+        found.append((f"{path}.replica_count", "replica_count must be at least 1."))
+    if pool.WhichOneof("task") is None:
+        found.append((path, "Exactly one of container_spec or python_package_spec must be set."))
+    for name in ("python_package_spec", "container_spec"):
+        if pool.HasField(name):
+            found.extend(_env_violations(getattr(pool, name).env, f"{path}.{name}.env"))
+    return found + _machine_violations(f"{path}.machine_spec", pool.machine_spec)
 
 
 def _machine_violations(path: str, ms: Any) -> _Found:
     found: _Found = []
     if not ms.machine_type:
-        found.append((f"{path}.machine_spec.machine_type", "Required field is not set"))
+        found.append((f"{path}.machine_type", "Required field is not set."))
     if ms.accelerator_type not in _ACCELERATOR_NUMBERS:
         # JSON may carry any number for an enum; the protobuf runtime keeps unknown ones.
         found.append(
-            (
-                f"{path}.machine_spec.accelerator_type",
-                f"unknown accelerator type {ms.accelerator_type}",
-            )
+            (f"{path}.accelerator_type", f"Unknown accelerator type {ms.accelerator_type}.")
         )
-    if ms.reservation_affinity.reservation_affinity_type not in _RESERVATION_NUMBERS:
+    affinity = ms.reservation_affinity
+    if affinity.reservation_affinity_type not in _RESERVATION_NUMBERS:
         found.append(
             (
-                f"{path}.machine_spec.reservation_affinity.reservation_affinity_type",
-                "unknown reservation affinity type "
-                f"{ms.reservation_affinity.reservation_affinity_type}",
+                f"{path}.reservation_affinity.reservation_affinity_type",
+                f"Unknown reservation affinity type {affinity.reservation_affinity_type}.",
+            )
+        )
+    elif affinity.reservation_affinity_type == _SPECIFIC_RESERVATION and not (
+        affinity.key and affinity.values
+    ):
+        # ReservationAffinity.Type (v1): "When chosen, the reservation must be identified via
+        # the key and values fields."
+        found.append(
+            (
+                f"{path}.reservation_affinity",
+                "SPECIFIC_RESERVATION needs the reservation named by key and values.",
             )
         )
     has_type = ms.accelerator_type != aip.AcceleratorType.ACCELERATOR_TYPE_UNSPECIFIED
     if has_type != (ms.accelerator_count > 0):
+        # Vertex AI's own words (https://github.com/prefect-archive/prefect-gcp/issues/175).
         found.append(
             (
-                f"{path}.machine_spec",
-                "Both accelerator_type and accelerator_count should be specified or none",
+                f"{path}.accelerator_type",
+                "Both `accelerator_type` and `accelerator_count` should be specified or none.",
+            )
+        )
+    elif ms.machine_type and ms.accelerator_type in _ACCELERATOR_NUMBERS:
+        found.extend(_hardware_violations(path, ms))
+    return found
+
+
+def _hardware_violations(path: str, ms: Any) -> _Found:
+    """The machine type, accelerator and partition size against the catalog's facts."""
+    facts = hardware()
+    if not facts.known:
+        return []
+    machine = ms.machine_type
+    if machine not in facts.training_machine_types:
+        return [(f"{path}.machine_type", f'Machine type "{machine}" is not supported.')]
+    if not ms.accelerator_count:
+        return []
+    accelerator = aip.AcceleratorType(ms.accelerator_type).name
+    known = facts.accelerators.get(accelerator)
+    if known is not None and known.retired:
+        since = f" since {known.retired_on}" if known.retired_on else ""
+        return [
+            (
+                f"{path}.accelerator_type",
+                f'Accelerator "{accelerator}" is no longer available{since}.',
+            )
+        ]
+    counts = facts.attachable.get((machine, accelerator))
+    if counts is None:
+        return [
+            (
+                f"{path}.accelerator_type",
+                f'Accelerator "{accelerator}" is not supported for machine type "{machine}".',
+            )
+        ]
+    found: _Found = []
+    if counts and ms.accelerator_count not in counts:
+        valid = ", ".join(str(c) for c in sorted(counts))
+        found.append(
+            (
+                f"{path}.accelerator_count",
+                f"Accelerator count {ms.accelerator_count} is not valid for {accelerator} on "
+                f'machine type "{machine}"; valid counts: {valid}.',
+            )
+        )
+    size = ms.gpu_partition_size
+    if size and known is not None and size not in known.partition_sizes:
+        offered = ", ".join(sorted(known.partition_sizes)) or "none"
+        found.append(
+            (
+                f"{path}.gpu_partition_size",
+                f'GPU partition size "{size}" is not offered by {accelerator} '
+                f"(partition sizes: {offered}).",
             )
         )
     return found
@@ -195,20 +284,20 @@ def _machine_violations(path: str, ms: Any) -> _Found:
 def _job_spec_violations(spec: Any) -> _Found:
     found: _Found = []
     if spec.scheduling.timeout.seconds < 0 or spec.scheduling.timeout.nanos < 0:
-        found.append(("custom_job.job_spec.scheduling.timeout", "timeout must not be negative"))
+        found.append(("job_spec.scheduling.timeout", "The timeout must not be negative."))
     if spec.scheduling.strategy not in _STRATEGY_NUMBERS:
         found.append(
             (
-                "custom_job.job_spec.scheduling.strategy",
-                f"unknown scheduling strategy {spec.scheduling.strategy}",
+                "job_spec.scheduling.strategy",
+                f"Unknown scheduling strategy {spec.scheduling.strategy}.",
             )
         )
     prefix = spec.base_output_directory.output_uri_prefix
-    if spec.HasField("base_output_directory") and not prefix.startswith("gs://"):
+    if prefix and not prefix.startswith("gs://"):
         found.append(
             (
-                "custom_job.job_spec.base_output_directory.output_uri_prefix",
-                "must be a Cloud Storage URI (gs://bucket/path)",
+                "job_spec.base_output_directory.output_uri_prefix",
+                "Must be a Cloud Storage URI (gs://bucket/path).",
             )
         )
     return found
@@ -218,7 +307,7 @@ def _nul(value: str) -> bool:
     return "\x00" in value
 
 
-def process_rule_violations(job: Any) -> list[tuple[str, str]]:
+def process_rule_violations(job: Any) -> _Found:
     """(field path, message) for each string that could not reach a replica's process as sent.
 
     Arguments and environment values cannot hold NUL (the OS call would fail when the job runs);
@@ -228,7 +317,7 @@ def process_rule_violations(job: Any) -> list[tuple[str, str]]:
     """
     found: _Found = []
     for i, pool in enumerate(job.job_spec.worker_pool_specs):
-        path = f"custom_job.job_spec.worker_pool_specs[{i}]"
+        path = f"job_spec.worker_pool_specs[{i}]"
         task = pool.WhichOneof("task")
         if task == "python_package_spec":
             found.extend(_python_process_violations(f"{path}.python_package_spec", pool))
@@ -244,7 +333,9 @@ def _python_process_violations(base: str, pool: Any) -> _Found:
     if module and (
         len(module) > MAX_MODULE_NAME or not all(part.isidentifier() for part in module.split("."))
     ):
-        found.append((f"{base}.python_module", "must be a Python module name such as trainer.task"))
+        found.append(
+            (f"{base}.python_module", "Must be a Python module name such as trainer.task.")
+        )
     found.extend(_list_violations(pps.args, f"{base}.args"))
     found.extend(_env_value_violations(pps.env, f"{base}.env"))
     return found
@@ -257,8 +348,8 @@ def _container_process_violations(base: str, pool: Any) -> _Found:
         found.append(
             (
                 f"{base}.image_uri",
-                "must be a container image reference such as "
-                "us-docker.pkg.dev/project/repo/image:tag",
+                "Must be a container image reference such as "
+                "us-docker.pkg.dev/project/repo/image:tag.",
             )
         )
     found.extend(_list_violations(cs.command, f"{base}.command"))
@@ -267,30 +358,32 @@ def _container_process_violations(base: str, pool: Any) -> _Found:
     return found
 
 
-def _list_violations(values: Any, path: str) -> list[tuple[str, str]]:
+def _list_violations(values: Any, path: str) -> _Found:
     return [
-        (f"{path}[{j}]", "must not contain a NUL character")
+        (f"{path}[{j}]", "Must not contain a NUL character.")
         for j, value in enumerate(values)
         if _nul(value)
     ]
 
 
-def _env_value_violations(env: Any, path: str) -> list[tuple[str, str]]:
+def _env_value_violations(env: Any, path: str) -> _Found:
     return [
-        (f"{path}[{j}].value", "must not contain a NUL character")
+        (f"{path}[{j}].value", "Must not contain a NUL character.")
         for j, var in enumerate(env)
         if _nul(var.value)
     ]
 
 
-def _env_violations(env: Any, path: str) -> list[tuple[str, str]]:
-    found: list[tuple[str, str]] = []
+def _env_violations(env: Any, path: str) -> _Found:
+    found: _Found = []
     seen: set[str] = set()
     for j, var in enumerate(env):
+        if not var.name:
+            continue  # a required field: missing_required names it
         if not _ENV_NAME.fullmatch(var.name):
-            found.append((f"{path}[{j}].name", "must be a valid environment variable name"))
+            found.append((f"{path}[{j}].name", "Must be a valid environment variable name."))
         elif var.name in seen:
-            found.append((f"{path}[{j}].name", f"duplicate environment variable {var.name}"))
+            found.append((f"{path}[{j}].name", f"Duplicate environment variable {var.name}."))
         seen.add(var.name)
     return found
 
@@ -306,72 +399,54 @@ def env_values(job: Any) -> list[str]:
 
 
 def redact(message: str, secrets: list[str]) -> str:
-    """``message`` without the job's env values: the one redaction the provider uses too
-    (``components._redaction``: whole values, escaped forms, each line of a value of several)."""
-    return shared_redact(message, secrets)
+    """``message`` without the job's env values (:func:`emulator.redaction.redact`)."""
+    return _redact(message, secrets)
 
 
-def project_violations(job: Any, project: str, region: str) -> list[str]:
-    """The errors the project's validator finds in ``job`` (warnings do not reject a create).
-
-    ``components.vertex.convert.validate_custom_job`` with the ``"local"`` rules: the emulator
-    runs packages from local paths, which Vertex itself would refuse.
-    """
-    from components.vertex.convert import validate_custom_job
-
-    found = validate_custom_job(
-        aip.CustomJob.wrap(job), project=project, region=region, target="local"
-    )
-    return [str(v) for v in found if v.severity != "warning"]
+def clear_output_only_fields(job: Any) -> None:
+    """Clear what a client sent in the output-only fields of ``job`` (a raw CustomJob or
+    HyperparameterTuningJob message), at any depth: Vertex AI ignores them."""
+    clear_output_only(job, getattr(aip, job.DESCRIPTOR.name))
 
 
-def _raise_if_any(job: Any, problems: list[str]) -> None:
-    if problems:
-        listed = " ".join(f"{i}.{p}" for i, p in enumerate(problems, start=1))
-        raise errors.invalid_argument(redact(f"List of found errors: {listed}", env_values(job)))
+def _with_required(found: _Found, required: _Found) -> _Found:
+    """``found``, then each required field not set whose path no rule has named already (a
+    rule's message says more: "At least one worker pool is required.")."""
+    named = {path for path, _ in found}
+    return found + [(path, message) for path, message in required if path not in named]
+
+
+def _raise_if_any(found: _Found, secrets: list[str]) -> None:
+    if found:
+        raise errors.field_violations(
+            [(redact(path, secrets), redact(message, secrets)) for path, message in found]
+        )
 
 
 def check_service_rules(job: Any) -> None:
-    """Raise 400 INVALID_ARGUMENT listing every Vertex and process rule ``job`` breaks."""
+    """Raise 400 INVALID_ARGUMENT listing every rule (see module doc) ``job`` breaks."""
     found = vertex_rule_violations(job) + process_rule_violations(job)
-    _raise_if_any(job, [f"Field: {path}; Message: {msg}." for path, msg in found])
+    found = _with_required(found, missing_required(job, aip.CustomJob))
+    _raise_if_any(found, env_values(job))
 
 
 def _as_tuning_path(path: str) -> str:
     """A field path of a trial's CustomJob as the tuning job names the field."""
-    if path.startswith("custom_job.job_spec"):
-        return "hyperparameter_tuning_job.trial_job_spec" + path[len("custom_job.job_spec") :]
-    return "hyperparameter_tuning_job" + path[len("custom_job") :]
+    if path.startswith("job_spec"):
+        return "trial_job_spec" + path[len("job_spec") :]
+    return path
 
 
 def check_tuning_service_rules(job: Any, view: Any) -> None:
     """Raise 400 INVALID_ARGUMENT listing every rule a tuning job breaks.
 
     ``view`` is the CustomJob its trials are made from: Vertex's and the process rules of
-    CustomJobs run on it, then the study spec's rules on ``job``.
+    CustomJobs run on it, then the study spec's rules and the field behaviours on ``job``.
     """
     found = [
         (_as_tuning_path(path), msg)
         for path, msg in vertex_rule_violations(view) + process_rule_violations(view)
     ]
     found += study_violations(job)
-    _raise_if_any(view, [f"Field: {path}; Message: {msg}." for path, msg in found])
-
-
-def check_project_rules(job: Any, *, project: str, region: str) -> None:
-    """Raise 400 INVALID_ARGUMENT listing the project validator's errors about ``job``.
-
-    The validator is the project's code, run on whatever a client sent: if it crashes, the job is
-    refused with a message naming the crash (logged with its traceback), not answered with a 500.
-    """
-    try:
-        found = project_violations(job, project, region)
-    except Exception as exc:
-        # The traceback may quote the job (environment values included): redacted like messages.
-        trace = redact(traceback.format_exc(), env_values(job))
-        log.error("the project's validator failed on a create request:\n%s", trace)
-        found = [
-            f"the project's validator (components.validate) could not check this job "
-            f"({type(exc).__name__}); start the emulator with --no-project-validation to skip it"
-        ]
-    _raise_if_any(job, [f"Message: {v}." for v in found])
+    found = _with_required(found, missing_required(job, aip.HyperparameterTuningJob))
+    _raise_if_any(found, env_values(view))

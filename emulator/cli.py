@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from emulator import config, gpus
+from emulator import config, gpus, names, quotas
 
 __all__ = ["build_parser", "main", "wait_ready"]
 
@@ -139,6 +139,14 @@ def _add_service_flags(serve: argparse.ArgumentParser) -> None:
         "ignore: run GPU jobs on the CPU",
     )
     serve.add_argument(
+        "--project-number",
+        action="append",
+        default=[],
+        metavar="ID=NUMBER",
+        help="the project number that names the jobs of project ID (repeatable); Vertex AI names "
+        "jobs by number, and so does the emulator: by default a 12-digit number derived from the ID",
+    )
+    serve.add_argument(
         "--allow-root",
         action="append",
         default=[],
@@ -156,6 +164,16 @@ def _add_limit_flags(serve: argparse.ArgumentParser) -> None:
     )
     serve.add_argument("--max-running-jobs", type=int, default=4)
     serve.add_argument(
+        "--quota",
+        action="append",
+        default=[],
+        metavar="METRIC[@REGION]=N",
+        help="a Vertex training quota limit for every project, e.g. "
+        "custom_model_training_nvidia_t4_gpus@us-central1=4 (repeatable; -1: unlimited; default "
+        f"{quotas.DEFAULT_GPU_LIMIT} GPUs and {quotas.DEFAULT_CPU_LIMIT} vCPUs per metric and "
+        "region); quota preferences change them while the service runs",
+    )
+    serve.add_argument(
         "--max-unpacked-mb",
         type=_positive_int,
         default=config.DEFAULT_MAX_UNPACKED_MB,
@@ -172,11 +190,6 @@ def _add_limit_flags(serve: argparse.ArgumentParser) -> None:
         help="how long pip may take to install a pool's packages with their dependencies "
         f"(default {config.DEFAULT_PIP_TIMEOUT_SECONDS:g}); a job whose install takes longer "
         "fails with code 3",
-    )
-    serve.add_argument(
-        "--no-project-validation",
-        action="store_true",
-        help="skip the project's validator (components.validate) on create",
     )
 
 
@@ -349,6 +362,10 @@ def _settings(args: argparse.Namespace, state_dir: Path) -> config.Settings:
         if not path.is_dir():
             raise _FlagError(f"--allow-root: {root} is not a directory")
         roots.append(path)
+    try:
+        project_numbers = names.parse_project_numbers(args.project_number)
+    except ValueError as exc:
+        raise _FlagError(str(exc)) from None
     return config.Settings(
         state_dir=state_dir,
         mode=args.mode,
@@ -357,14 +374,24 @@ def _settings(args: argparse.Namespace, state_dir: Path) -> config.Settings:
         allow_roots=roots,
         grace_seconds=args.grace_seconds,
         max_running_jobs=args.max_running_jobs,
-        project_validation=not args.no_project_validation,
         simulate_queued_seconds=args.simulate_queued_seconds,
         simulate_pending_seconds=args.simulate_pending_seconds,
         simulate_run_seconds=args.simulate_run_seconds,
         simulate_cancel_seconds=args.simulate_cancel_seconds,
         max_unpacked_mb=args.max_unpacked_mb,
         pip_timeout_seconds=args.pip_timeout,
+        quota_limits=_quota_limits(args.quota),
+        project_numbers=project_numbers,
     )
+
+
+def _quota_limits(flags: list[str]) -> tuple[tuple[str, str | None, int], ...]:
+    """The ``--quota`` flags as limits; _FlagError names a bad one."""
+    table = quotas.load_table()
+    try:
+        return tuple(quotas.parse_limit(flag, table) for flag in flags)
+    except ValueError as exc:
+        raise _FlagError(str(exc)) from None
 
 
 def _faults(args: argparse.Namespace) -> config.Faults:
@@ -587,9 +614,12 @@ def _print_logs(
     store: Store, state_dir: Path, job_id: str, name: str | None, replica: str | None
 ) -> int:
     if name is not None:
-        # A job of another project or location with the same id is not this one.
+        # A job of another project or location with the same id is not this one; the project
+        # may be named by ID or by number (the service named the job by number).
+        known = {project_id: number for number, project_id in store.project_ids().items()}
+        numbers = names.ProjectNumbers(known)
         stored = store.get_job(job_id)
-        if stored is None or stored.name != name:
+        if stored is None or numbers.canonical(stored.name) != numbers.canonical(name):
             print(_no_such_job(name), file=sys.stderr)
             return 1
     logs = [(r.replica, r.log_path) for r in store.replicas(job_id)]

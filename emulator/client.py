@@ -1,17 +1,14 @@
-"""A ``JobServiceClient`` that talks to the emulator, made the way the provider makes one.
+"""A ``JobServiceClient`` of the real client library, pointed at the emulator.
 
-The one constructor is ``components.vertex.api.job_service_client``: an ``http://`` endpoint
-gets anonymous credentials, and the REST transport keeps the explicit scheme.
+The emulator speaks HTTP without TLS and wants no credentials: the client is made with the REST
+transport (which keeps an explicit ``http://`` scheme in ``api_endpoint``) and anonymous
+credentials, so that no token is ever sent over plain HTTP.
 """
 
 from __future__ import annotations
 
-from typing import cast
-
+from google.auth.credentials import AnonymousCredentials
 from google.cloud.aiplatform_v1 import JobServiceClient
-
-from components._settings import Endpoint
-from components.vertex.api import job_service_client as _client_for
 
 __all__ = ["job_service_client"]
 
@@ -20,5 +17,8 @@ def job_service_client(endpoint: str) -> JobServiceClient:
     """A REST ``JobServiceClient`` for ``endpoint`` (``http://127.0.0.1:PORT``)."""
     if not endpoint.startswith(("http://", "https://")):
         raise ValueError(f"endpoint: expected http://HOST:PORT, got {endpoint!r}")
-    # The region only names Vertex AI's regional host, which an explicit endpoint replaces.
-    return cast(JobServiceClient, _client_for(Endpoint(endpoint), region="us-central1"))
+    return JobServiceClient(
+        transport="rest",
+        client_options={"api_endpoint": endpoint.rstrip("/")},
+        credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
+    )

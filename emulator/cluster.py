@@ -10,6 +10,7 @@ its metric (``CLOUD_ML_HP_METRIC_TAG``, ``CLOUD_ML_HP_METRIC_FILE``, read by ``c
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import socket
@@ -32,6 +33,7 @@ __all__ = [
     "plan_replicas",
     "replica_env",
     "too_many_gpus",
+    "web_access_uris",
 ]
 
 TF_TASK_TYPES = ("chief", "worker", "ps", "evaluator")
@@ -68,6 +70,32 @@ class TrialContext:
     def metric_file(self, replica: str) -> Path:
         """Where replica ``replica`` writes its reports (``CLOUD_ML_HP_METRIC_FILE``)."""
         return self.metric_dir / replica / "output.metrics"
+
+
+def web_access_uris(job: Any) -> dict[str, str]:
+    """``CustomJob.web_access_uris`` of a running job with ``job_spec.enable_web_access``.
+
+    One entry per replica, keyed by its name (``workerpool0-0`` for the primary replica,
+    ``workerpool1-0``, ``workerpool1-1``... as the v1 reference of ``CustomJob.web_access_uris``
+    names them), valued with a URI of the form Vertex AI serves training nodes' web endpoints
+    under (``https://<16 hex digits>-dot-<region>.aiplatform-training.googleusercontent.com``,
+    the form of the Ray-on-Vertex dashboard addresses in the aiplatform SDK's tests). Nothing
+    answers there: the emulator runs no interactive shell. The URIs are the same for a job every
+    time (derived from its name), so a client comparing two reads sees no change.
+    """
+    parts = job.name.split("/")
+    region = parts[3] if len(parts) > 3 else "local"
+    uris: dict[str, str] = {}
+    for pool_index, pool in enumerate(job.job_spec.worker_pool_specs):
+        if pool.ByteSize() == 0:
+            continue
+        for i in range(pool.replica_count):
+            replica = f"workerpool{pool_index}-{i}"
+            digest = hashlib.sha256(f"{job.name}/{replica}".encode()).hexdigest()[:16]
+            uris[replica] = (
+                f"https://{digest}-dot-{region}.aiplatform-training.googleusercontent.com"
+            )
+    return uris
 
 
 def free_port() -> int:

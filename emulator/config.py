@@ -39,7 +39,6 @@ class Settings:
     allow_roots: list[Path] = field(default_factory=list)
     grace_seconds: float = 5.0
     max_running_jobs: int = 4
-    project_validation: bool = True
     simulate_queued_seconds: float = 0.2
     simulate_pending_seconds: float = 0.5
     simulate_run_seconds: float = 5.0
@@ -49,6 +48,11 @@ class Settings:
     max_unpacked_mb: int = DEFAULT_MAX_UNPACKED_MB
     # How long pip may take to install one pool's packages and dependencies (emulator.pyenv).
     pip_timeout_seconds: float = DEFAULT_PIP_TIMEOUT_SECONDS
+    # Training quota limits set at serve time: (metric, region or None for all, limit).
+    quota_limits: tuple[tuple[str, str | None, int], ...] = ()
+    # ``--project-number ID=NUMBER``: the number a project ID's jobs are named with
+    # (emulator.names; the others get a number derived from their ID).
+    project_numbers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

@@ -12,15 +12,29 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
+from google.cloud.aiplatform_v1 import types as aip
+
 from emulator import errors
 from emulator.cluster import TrialContext
 from emulator.config import Settings
 from emulator.store import Store
 
-__all__ = ["CANCELLED", "Driver", "JobControl", "timeout_seconds"]
+__all__ = [
+    "CANCELLED",
+    "DEFAULT_MAX_WAIT_SECONDS",
+    "DEFAULT_TIMEOUT_SECONDS",
+    "Driver",
+    "JobControl",
+    "max_wait_seconds",
+    "timeout_seconds",
+]
 
 # job.error of a cancelled job, whichever driver cancelled it.
 CANCELLED = (errors.RPC_CANCELLED, "Job was cancelled.")
+# scheduling.timeout when the job does not set it (timeout_seconds).
+DEFAULT_TIMEOUT_SECONDS = 7 * 24 * 3600.0
+# scheduling.max_wait_duration of a FLEX_START job that does not set it (max_wait_seconds).
+DEFAULT_MAX_WAIT_SECONDS = 24 * 3600.0
 
 
 class JobControl(Protocol):
@@ -72,6 +86,33 @@ class Driver(Protocol):
 
 
 def timeout_seconds(job: Any) -> float:
-    """``scheduling.timeout`` in seconds (0: none)."""
+    """``scheduling.timeout`` in seconds; unset (or zero), Vertex AI's default of 7 days.
+
+    "The maximum job running time. The default is 7 days." (v1 API reference of ``Scheduling``,
+    https://cloud.google.com/vertex-ai/docs/reference/rest/v1/CustomJobSpec#Scheduling). The
+    default is applied, not written into the job: the API reference gives no sign that Vertex
+    fills the field in, and a job read back keeps the spec it was created with.
+    """
     t = job.job_spec.scheduling.timeout
-    return float(t.seconds) + float(t.nanos) / 1e9
+    seconds = float(t.seconds) + float(t.nanos) / 1e9
+    return seconds if seconds > 0 else DEFAULT_TIMEOUT_SECONDS
+
+
+def max_wait_seconds(job: Any) -> float | None:
+    """How long the job may wait in QUEUED for its resources; None: as long as it takes.
+
+    Only a ``scheduling.strategy`` of FLEX_START has a limit: ``max_wait_duration``, 24 hours
+    when unset, none when set to 0 ("the maximum duration that a job will wait for the requested
+    resources to be provisioned if the scheduling strategy is set to [Strategy.DWS_FLEX_START].
+    If set to 0, the job will wait indefinitely. The default is 24 hours.", v1 API reference of
+    ``Scheduling``; "Schedule training jobs based on resource availability",
+    https://cloud.google.com/vertex-ai/docs/training/schedule-jobs-dws).
+    """
+    scheduling = job.job_spec.scheduling
+    if scheduling.strategy != aip.Scheduling.Strategy.FLEX_START:
+        return None
+    if not scheduling.HasField("max_wait_duration"):
+        return DEFAULT_MAX_WAIT_SECONDS
+    d = scheduling.max_wait_duration
+    seconds = float(d.seconds) + float(d.nanos) / 1e9
+    return seconds if seconds > 0 else None

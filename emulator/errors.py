@@ -15,6 +15,7 @@ __all__ = [
     "RPC_UNAVAILABLE",
     "ApiError",
     "failed_precondition",
+    "field_violations",
     "internal",
     "invalid_argument",
     "not_found",
@@ -33,30 +34,76 @@ RPC_UNAVAILABLE = 14
 
 
 class ApiError(Exception):
-    """An error answered as ``{"error": {"code", "message", "status"}}`` with HTTP ``http_code``.
+    """An error answered as ``{"error": {"code", "message", "status", "details"}}`` with HTTP
+    ``http_code`` (``details`` only when there are some: ``google.rpc`` messages in their JSON
+    form, each with its ``@type``).
 
     The REST client picks the exception class from the HTTP code (400 → ``BadRequest``, whose
     gRPC-flavoured subclass is ``InvalidArgument``; 404 → ``NotFound``; 409 → ``Conflict``;
     429 → ``TooManyRequests``; 503 → ``ServiceUnavailable``).
     """
 
-    def __init__(self, http_code: int, status: str, message: str) -> None:
+    def __init__(
+        self,
+        http_code: int,
+        status: str,
+        message: str,
+        details: list[dict[str, Any]] | None = None,
+    ) -> None:
         super().__init__(message)
         self.http_code = http_code
         self.status = status
         self.message = message
+        self.details = details or []
 
     def body(self) -> bytes:
         """The JSON body of the error response."""
-        payload: dict[str, Any] = {
-            "error": {"code": self.http_code, "message": self.message, "status": self.status}
+        error: dict[str, Any] = {
+            "code": self.http_code,
+            "message": self.message,
+            "status": self.status,
         }
-        return json.dumps(payload).encode()
+        if self.details:
+            error["details"] = self.details
+        return json.dumps({"error": error}).encode()
 
 
 def invalid_argument(message: str) -> ApiError:
     """400 INVALID_ARGUMENT: the request itself is wrong."""
     return ApiError(400, "INVALID_ARGUMENT", message)
+
+
+BAD_REQUEST_TYPE = "type.googleapis.com/google.rpc.BadRequest"
+
+
+def field_violations(found: list[tuple[str, str]]) -> ApiError:
+    r"""400 INVALID_ARGUMENT listing ``(field, description)`` pairs the way Vertex AI does.
+
+    Vertex AI's create answers a job that breaks its rules with one message listing every
+    violation, ``List of found errors:\t1.Field: <field>; Message: <description>\t2.Field: ...``,
+    and a ``google.rpc.BadRequest`` detail with one ``fieldViolations`` entry per violation.
+    Real answers quoted in public issues (field paths relative to the job, tab separators):
+
+    * https://github.com/PrefectHQ/prefect/issues/5940 (2022-06): ``400 List of found
+      errors:\t1.Field: job_spec.worker_pool_specs[0].container_spec.env[6].value; Message: Env
+      vars cannot contain ...\t [field_violations { field: "job_spec.worker_pool_specs[0]...``;
+    * https://github.com/prefect-archive/prefect-gcp/issues/175 (2023-04): ``List of found
+      errors:\t1.Field: job_spec.worker_pool_specs[0].machine_spec.accelerator_type; Message:
+      Both `accelerator_type` and `accelerator_count` should be specified or none.\t``;
+    * the ``@type``/``fieldViolations`` JSON shape of the detail in a REST answer:
+      https://github.com/GoogleCloudPlatform/magic-modules/pull/15513 (2026-04, a Vertex AI
+      PipelineJob create).
+    """
+    listed = "".join(
+        f"{i}.Field: {path}; Message: {text}\t" for i, (path, text) in enumerate(found, 1)
+    )
+    details = [
+        {
+            "@type": BAD_REQUEST_TYPE,
+            "fieldViolations": [{"field": path, "description": text} for path, text in found],
+        }
+    ]
+    return ApiError(400, "INVALID_ARGUMENT", f"List of found errors:\t{listed}", details)
 
 
 def failed_precondition(message: str) -> ApiError:

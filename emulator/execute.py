@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from emulator import cluster, errors, procs, protos, pyenv
-from emulator.driver import CANCELLED, JobControl, timeout_seconds
+from emulator.driver import CANCELLED, JobControl, max_wait_seconds, timeout_seconds
 from emulator.errors import ApiError
 from emulator.gpus import Admission
 from emulator.launch import JobFailure, Launch, prepare_launch
@@ -226,13 +226,29 @@ class _JobWorker(threading.Thread):
         wanted = self.driver.gpus_wanted(job)
         if wanted:
             log.info("job %s: waiting for %d GPU(s) and a slot", self.job_id, wanted)
-        devices = self.driver.admission.acquire(
-            self.job_id,
-            wanted,
-            give_up=lambda: self.cancel_event.is_set() or self.control.stopping,
-        )
+        # A FLEX_START job waits at most max_wait_duration, counted from its create (a job
+        # queued again after a service restart has waited since then too).
+        max_wait = max_wait_seconds(job)
+        deadline = None if max_wait is None else protos.ts_seconds(job.create_time) + max_wait
+        expired = threading.Event()
+
+        def give_up() -> bool:
+            if deadline is not None and time.time() >= deadline:
+                expired.set()
+            return self.cancel_event.is_set() or self.control.stopping or expired.is_set()
+
+        devices = self.driver.admission.acquire(self.job_id, wanted, give_up=give_up)
         if devices is None and self.cancel_event.is_set():
             self._cancelled()
+        elif devices is None and expired.is_set():
+            self._failed(
+                JobFailure(
+                    errors.RPC_RESOURCE_EXHAUSTED,
+                    f"The job waited {max_wait:g}s (scheduling.max_wait_duration, strategy "
+                    "FLEX_START) for the resources it requested, and they did not become "
+                    "available.",
+                )
+            )
         elif devices:
             log.info("job %s: GPU device(s) %s", self.job_id, ",".join(map(str, devices)))
         return devices

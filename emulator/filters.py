@@ -1,6 +1,15 @@
 """The ``filter`` of ListCustomJobs: a subset of Google's AIP-160 filter language.
 
-Supported (as Vertex documents for custom jobs):
+What Vertex documents (the comment of ``ListCustomJobsRequest.filter`` and
+``ListHyperparameterTuningJobsRequest.filter`` in googleapis ``google/cloud/aiplatform/v1/
+job_service.proto``, shipped in the client's ``aiplatform_v1/types/job_service.py``; read
+2026-11-25): ``display_name`` with ``=``, ``!=`` and the ``:`` wildcard, ``state`` with ``=`` and
+``!=``, ``create_time`` with ``= != < <= > >=`` and an RFC 3339 value, ``labels.key=value`` and
+``labels.key:*``, and ``AND``, ``OR``, ``NOT`` in its examples. It calls this "the standard list
+filter", AIP-160's, from which the rest below comes (parentheses, ``-``, ``!=`` and ``:`` of a
+label, the other three times, camelCase field names); docs/emulator.md's fidelity table says so.
+
+Supported:
 
 * ``labels.<key>=<value>``, ``labels.<key>!=<value>``, ``labels.<key>:*`` (key present),
   ``labels.<key>:<value>``;

@@ -2,7 +2,9 @@
 
 :func:`prepare_launch` checks what the job asks for (a Docker daemon for container pools), shares
 out the GPUs the driver granted the job among its replicas, installs each pool's packages (:mod:`emulator.pyenv`: into the job's ``site-<n>``, or with pip and their dependencies into a cached environment), creates the output directories,
-and builds every replica's command line and environment (for a hyperparameter tuning trial, with
+gives each replica of an autopackaged pool (gcloud's ``local-package-path``) the working directory
+gcloud's image would have (:mod:`emulator.autopackage`), and builds every replica's command line
+and environment (for a hyperparameter tuning trial, with
 the trial's variables and a metric file per replica). A problem the job caused is a
 :class:`JobFailure` carrying the google.rpc code the job fails with.
 """
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from emulator import cluster, errors, paths, pyenv
+from emulator import autopackage, cluster, errors, packages, paths, pyenv
 from emulator.config import Settings
 
 __all__ = ["JobFailure", "Launch", "prepare_launch"]
@@ -100,6 +102,8 @@ def prepare_launch(
     install is given up at once with :class:`emulator.pyenv.Interrupted`. ``track`` is told the
     pid of each pip process as it starts, and None when it has ended (:data:`emulator.pyenv.Track`).
     """
+    # The project of the job's name is its number (emulator.names): CLOUD_ML_PROJECT_ID holds
+    # the number on Vertex AI too (googleapis/python-aiplatform#852).
     project, region, _ = split_name(job.name)
     pools = list(job.job_spec.worker_pool_specs)
     ctx = _Job(job, job_id, job_dir, settings, project, region, pools, trial, stop, track)
@@ -112,6 +116,7 @@ def prepare_launch(
         if problem is not None:
             raise JobFailure(errors.RPC_RESOURCE_EXHAUSTED, problem)
     sites = _install_packages(ctx)
+    _populate_workdirs(ctx, plans)
     output_dir = _prepare_output_dir(ctx)
     launch = Launch(plans)
     for plan in plans:
@@ -145,15 +150,16 @@ def _install_packages(ctx: _Job) -> dict[tuple[str, ...], pyenv.PoolPython]:
         if pool.WhichOneof("task") != "python_package_spec":
             continue
         pps = pool.python_package_spec
-        uris = tuple(pps.package_uris)
+        uris = _pool_key(pps)
         if uris not in pythons:
             try:
                 # Checked again here, right before reading: the file system may have changed
                 # since the create (a symlink planted after it).
                 sources = [
                     paths.resolve_package(u, ctx.settings.state_dir, ctx.settings.allow_roots)
-                    for u in uris
+                    for u in pps.package_uris
                 ]
+                sources = _autopackage_sources(ctx, pps, sources, len(pythons))
                 base = base or pyenv.probe(ctx.settings.python, cwd=ctx.job_dir)
                 pythons[uris] = pyenv.prepare_pool(
                     sources,
@@ -164,7 +170,12 @@ def _install_packages(ctx: _Job) -> dict[tuple[str, ...], pyenv.PoolPython]:
                     stop=ctx.stop,
                     track=ctx.track,
                 )
-            except (paths.PackageError, pyenv.InstallError, OSError) as exc:
+            except (
+                paths.PackageError,
+                pyenv.InstallError,
+                autopackage.BuildError,
+                OSError,
+            ) as exc:
                 message = f"Installing the packages of worker pool {i} failed: {exc}"
                 _log_to_pool(ctx, i, [message])
                 raise JobFailure(errors.RPC_INVALID_ARGUMENT, message) from None
@@ -175,6 +186,59 @@ def _install_packages(ctx: _Job) -> dict[tuple[str, ...], pyenv.PoolPython]:
         warning = pyenv.framework_warning(pps.executor_image_uri, setup.interpreter)
         _log_to_pool(ctx, i, [*setup.notes, *([warning] if warning else [])])
     return pythons
+
+
+def _pool_key(pps: Any) -> tuple[str, ...]:
+    """What a pool's environment depends on: its packages, and an autopackaged pool's build
+    (its requirements are installed with them)."""
+    build = [v.value for v in pps.env if v.name == autopackage.ENV]
+    return (*pps.package_uris, *build)
+
+
+def _autopackage_sources(ctx: _Job, pps: Any, sources: list[Path], index: int) -> list[Path]:
+    """What an autopackaged pool installs (:mod:`emulator.autopackage`), as gcloud's image
+    does: the package directory only when it has a setup.py (its code runs from the working
+    directory), the extra packages, and the requirements as one more package."""
+    build = autopackage.build_of(pps.env)
+    if build is None or not sources:
+        return sources
+    installed = sources if build.setup_py else sources[1:]
+    project = autopackage.requirements_project(
+        build, sources[0], ctx.job_dir / f"autopackage-requirements-{index}"
+    )
+    return [*installed, *([project] if project is not None else [])]
+
+
+def _populate_workdirs(ctx: _Job, plans: list[cluster.ReplicaPlan]) -> None:
+    """Each replica of an autopackaged pool starts in a working directory holding what
+    gcloud's image holds (from one checked copy of the package directory per pool)."""
+    limits = packages.Limits(max_bytes=ctx.settings.max_unpacked_mb * 1024 * 1024)
+    copies: dict[int, tuple[autopackage.Build, Path]] = {}
+    for plan in plans:
+        pool = ctx.pools[plan.pool]
+        if pool.WhichOneof("task") != "python_package_spec":
+            continue
+        pps = pool.python_package_spec
+        try:
+            build = autopackage.build_of(pps.env)
+            if build is None or not pps.package_uris:
+                continue
+            if plan.pool not in copies:
+                source = paths.resolve_package(
+                    pps.package_uris[0], ctx.settings.state_dir, ctx.settings.allow_roots
+                )
+                staged = ctx.job_dir / f"autopackage-{plan.pool}"
+                shutil.rmtree(staged, ignore_errors=True)
+                with packages.opened(
+                    [source], ctx.job_dir, roots=ctx.settings.allow_roots, limits=limits
+                ) as (found, *_):
+                    copies[plan.pool] = (build, packages.copy_for_pip(found, staged, limits=limits))
+            build, checked = copies[plan.pool]
+            autopackage.populate(build, checked, ctx.job_dir / "work" / plan.name)
+        except (paths.PackageError, autopackage.BuildError, OSError) as exc:
+            message = f"Preparing worker pool {plan.pool} as gcloud's image would failed: {exc}"
+            _log_to_pool(ctx, plan.pool, [message])
+            raise JobFailure(errors.RPC_INVALID_ARGUMENT, message) from None
 
 
 def _log_to_pool(ctx: _Job, pool_index: int, lines: list[str]) -> None:
@@ -224,15 +288,20 @@ def _replica_command(
     )
     if pool.WhichOneof("task") == "python_package_spec":
         pps = pool.python_package_spec
-        env.update({v.name: v.value for v in pps.env})
-        python = sites[tuple(pps.package_uris)]
+        env.update({v.name: v.value for v in pps.env if v.name != autopackage.ENV})
+        python = sites[_pool_key(pps)]
         # The no-pip path adds only the job's own site dir; the interpreter's site-packages
         # (numpy) comes with the interpreter, as it does with a pip-built environment's Python.
-        # PYTHONSAFEPATH keeps the working dir off sys.path.
         if python.pythonpath is not None:
             env["PYTHONPATH"] = python.pythonpath
-        env["PYTHONSAFEPATH"] = "1"
         env["PYTHONUNBUFFERED"] = "1"
+        build = autopackage.build_of(pps.env)
+        if build is not None:
+            # gcloud's image runs the module or script in its working directory, which is on
+            # sys.path for `python -m` (its code is not installed: no setup.py is needed).
+            return env, autopackage.command(build, python.python, pps.args)
+        # PYTHONSAFEPATH keeps the working dir off sys.path.
+        env["PYTHONSAFEPATH"] = "1"
         return env, [python.python, "-m", pps.python_module, *pps.args]
     cs = pool.container_spec
     env.update({v.name: v.value for v in cs.env})

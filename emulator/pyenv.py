@@ -85,7 +85,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -94,6 +94,7 @@ from packaging.version import InvalidVersion, Version
 
 from emulator import packages
 from emulator.config import Settings
+from emulator.hardware import TrainingImage, hardware
 from emulator.requirements import (
     RequirementError,
     TomlError,
@@ -102,9 +103,6 @@ from emulator.requirements import (
     parse_requirement,
     printable,
 )
-
-if TYPE_CHECKING:
-    from components._catalog import TrainingImage
 
 __all__ = [
     "ENVS_DIR",
@@ -1287,8 +1285,8 @@ _IMAGE_FRAMEWORK = {"tf": "tensorflow", "pytorch": "pytorch", "sklearn": "scikit
 def image_framework(uri: str) -> tuple[str, str] | None:
     """(framework, ``major.minor``) a prebuilt training image provides, or None for other images.
 
-    Known images are looked up in the project's catalog (``training_images.csv``); newer ones are
-    read from Google's naming scheme.
+    Known images are looked up in the catalog data (``training_images.csv``, read by
+    :mod:`emulator.hardware`); newer ones are read from Google's naming scheme.
     """
     path = uri.split("/", 1)[1] if "/" in uri else uri  # without the registry host
     if ":" not in path.rsplit("/", 1)[-1]:
@@ -1306,15 +1304,7 @@ def image_framework(uri: str) -> tuple[str, str] | None:
 
 def _catalog_images() -> tuple[TrainingImage, ...]:
     # The catalog helps here but is not needed: without it, image names are read by their scheme.
-    try:
-        from components._catalog import load_catalog
-        from components._errors import CatalogError
-    except ImportError:
-        return ()
-    try:
-        return load_catalog().training_images
-    except (OSError, ValueError, CatalogError):
-        return ()
+    return hardware().training_images
 
 
 def framework_warning(uri: str, interp: Interpreter) -> str | None:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from emulator import errors, procs, protos
-from emulator.cluster import TrialContext
+from emulator.cluster import TrialContext, web_access_uris
 from emulator.config import Settings
 from emulator.driver import CANCELLED, Driver, JobControl
 from emulator.execute import ExecuteDriver, restarts_job_on_worker_restart
@@ -246,6 +246,10 @@ class Runner:
             ):
                 return False
             protos.set_state(job, to)
+            if to == S.JOB_STATE_RUNNING and _has_web_access(job):
+                # Vertex fills these in once the replicas run (one URI per replica).
+                job.web_access_uris.clear()
+                job.web_access_uris.update(web_access_uris(job))
             return True
 
         job = self.store.update_job(job_id, change)
@@ -268,6 +272,11 @@ class Runner:
     def trial_context(self, job_id: str) -> TrialContext | None:
         """What the replicas of a tuning trial's CustomJob are told about it (None: no trial)."""
         return self.tuning.trial_context(job_id)
+
+
+def _has_web_access(job: Any) -> bool:
+    """A CustomJob with ``job_spec.enable_web_access`` (a tuning job's trials are CustomJobs)."""
+    return protos.kind_of(job) is protos.CUSTOM_JOB and bool(job.job_spec.enable_web_access)
 
 
 def _to_state(state: int) -> Callable[[Any], bool]:

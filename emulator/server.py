@@ -9,6 +9,8 @@ Routes (``{p}``/``{l}`` are any project and location, ``{c}`` a collection of jo
 * ``DELETE /v1/projects/{p}/locations/{l}/{c}/{id}``       delete (long-running operation)
 * ``POST   /v1/projects/{p}/locations/{l}/{c}/{id}:cancel`` cancel
 * ``GET    /{v1,ui}/projects/{p}/locations/{l}[/{c}/{id}]/operations/{op}`` (and ``:wait``)
+* the Cloud Quotas API v1 for ``aiplatform.googleapis.com`` (quota infos, quota preferences;
+  :mod:`emulator.quotas`), whose limits every create is checked against (429)
 * ``GET    /emulator/v1/health``, ``GET|POST /emulator/v1/faults``,
   ``POST /emulator/v1/jobs/{id}:maintenance``, ``GET /emulator/v1/jobs/{id}/replicas``
 
@@ -49,7 +51,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from emulator import _validation, errors, filters, paths, protos, runner, tuning
+from emulator import _validation, errors, filters, names, paths, protos, quotas, runner, tuning
 from emulator.config import Faults, Settings
 from emulator.errors import ApiError
 from emulator.protos import Kind
@@ -107,14 +109,23 @@ class Service:
         self.settings = settings
         self.faults = faults
         self.httpd = _listen(host, port, free_port_if_taken=free_port_if_taken)
+        self.projects = names.ProjectNumbers(settings.project_numbers)
+        # Project IDs whose number the store has noted (a write on the first create only).
+        self._remembered: set[str] = set()
         try:
             self.store = Store.open(settings.state_dir)
             with self.store.failing_fast():
                 self._token_key = self.store.secret_key(_TOKEN_KEY)
+                renamed = self.store.number_projects(self.projects)
+            if renamed:
+                log.info("named %d job(s) of an older state by project number", renamed)
         except BaseException:
             self.httpd.server_close()
             raise
         self.runner = runner.Runner(settings, self.store)
+        self.quotas = quotas.Quotas(
+            settings.quota_limits, load=self._job_and_kind, project_key=self.projects.number
+        )
         self.httpd.service = self
         self.host = host
         self.port = int(self.httpd.server_address[1])
@@ -194,41 +205,52 @@ class Service:
         """Validate and store a new job, then hand it to the runner."""
         job = protos.parse_job(body, kind)
         _check_ids(project, location)
-        self._check_new_job(kind, job, project, location)
+        self._check_new_job(kind, job)
         job_id = self.store.new_job_id()
-        job.name = f"projects/{project}/locations/{location}/{kind.collection}/{job_id}"
+        # Named by project number whatever the request used, as Vertex AI names jobs.
+        parent = self._parent(project, location)
+        job.name = f"{parent}/{kind.collection}/{job_id}"
         protos.set_state(job, protos.JobState.JOB_STATE_QUEUED)
         protos.now_ts(job.create_time, protos.ts_seconds(job.update_time))
-        self.store.insert_job(job_id, f"projects/{project}/locations/{location}", job)
+        # Vertex's training quotas (429 RESOURCE_EXHAUSTED): the check and the insert are one
+        # step, so two creates cannot both take the last GPUs.
+        with self.quotas.admitting:
+            self.quotas.admit(
+                job_id, job, kind, project, location, lambda: self.store.active_job_ids(parent)
+            )
+            self.store.insert_job(job_id, parent, job)
         self.runner.submit(job_id)
         return job
 
-    def _check_new_job(self, kind: Kind, job: Any, project: str, location: str) -> None:
+    def _job_and_kind(self, job_id: str) -> tuple[Any, Kind] | None:
+        """A stored job and its kind (the quota check reads those it has not seen)."""
+        job = self.store.get_job(job_id)
+        kind = self.store.job_kind(job_id)
+        return None if job is None or kind is None else (job, kind)
+
+    def _parent(self, project: str, location: str) -> str:
+        """``projects/<number>/locations/<location>``; the store learns the ID of the number."""
+        number = self.projects.number(project)
+        if project != number and project not in self._remembered:
+            self.store.remember_project(project, number)
+            self._remembered.add(project)
+        return f"projects/{number}/locations/{location}"
+
+    def _check_new_job(self, kind: Kind, job: Any) -> None:
         """Drop the output-only fields a client sent, then check the job (400s).
 
-        The emulator's own rules come before the project's validator: they guard what reaches
-        paths and processes, and must hold whatever that validator does with hostile input. A
-        tuning job's trials are CustomJobs: the CustomJob checks run on the one they share.
+        The checks are the emulator's own (:mod:`emulator._validation`), written from Vertex
+        AI's documentation and protos, then the local ones (paths, replica count). A tuning
+        job's trials are CustomJobs: the CustomJob checks run on the one they share.
         """
-        # pydantic comes with these: imported only once jobs come
-        from components._spec import CUSTOM_JOB_OUTPUT_ONLY
-        from components._tuning_spec import TUNING_JOB_OUTPUT_ONLY
-
-        output_only = (
-            TUNING_JOB_OUTPUT_ONLY if kind is protos.TUNING_JOB else CUSTOM_JOB_OUTPUT_ONLY
-        )
-        for name in output_only:
-            job.ClearField(name)
+        _validation.clear_output_only_fields(job)
         if kind is protos.TUNING_JOB:
             custom_job = tuning.custom_job_view(job)
             _validation.check_tuning_service_rules(job, custom_job)
             self._check_local_rules(custom_job, spec_field="trial_job_spec")
         else:
-            custom_job = job
             _validation.check_service_rules(job)
             self._check_local_rules(job)
-        if self.settings.project_validation:
-            _validation.check_project_rules(custom_job, project=project, region=location)
 
     def _check_local_rules(self, job: Any, *, spec_field: str = "job_spec") -> None:
         """Emulator-specific checks: package and output paths, replica count, simulate labels.
@@ -246,54 +268,56 @@ class Service:
                 try:
                     paths.resolve_package(uri, state_dir, self.settings.allow_roots)
                 except paths.PackageError as exc:
-                    raise errors.invalid_argument(
-                        _validation.redact(f"{field}: {exc}", secrets)
+                    raise errors.field_violations(
+                        [(field, _validation.redact(str(exc), secrets))]
                     ) from None
         prefix = job.job_spec.base_output_directory.output_uri_prefix
+        output_field = f"{spec_field}.base_output_directory.output_uri_prefix"
         if prefix:
             try:
                 paths.output_dirs(prefix, state_dir)
             except paths.PackageError as exc:
-                raise errors.invalid_argument(
-                    _validation.redact(
-                        f"{spec_field}.base_output_directory.output_uri_prefix: {exc}", secrets
-                    )
+                raise errors.field_violations(
+                    [(output_field, _validation.redact(str(exc), secrets))]
                 ) from None
             if ":" in prefix[len("gs://") :] and any(
                 p.WhichOneof("task") == "container_spec" for p in job.job_spec.worker_pool_specs
             ):
                 # docker -v SRC:DST splits at ':', so the mount would name another directory.
-                raise errors.invalid_argument(
-                    f"{spec_field}.base_output_directory.output_uri_prefix: ':' in the path is not "
-                    "supported for container_spec pools (docker -v would split at it)"
+                raise errors.field_violations(
+                    [
+                        (
+                            output_field,
+                            "':' in the path is not supported for container_spec pools "
+                            "(docker -v would split at it)",
+                        )
+                    ]
                 )
         if self.settings.mode == "execute":
             replicas = sum(
                 p.replica_count for p in job.job_spec.worker_pool_specs if p.ByteSize() > 0
             )
             if replicas > MAX_LOCAL_REPLICAS:
-                raise errors.invalid_argument(
-                    f"{spec_field}.worker_pool_specs: {replicas} replicas in total; the emulator runs "
-                    f"at most {MAX_LOCAL_REPLICAS} processes for one job on this machine"
+                raise errors.field_violations(
+                    [
+                        (
+                            f"{spec_field}.worker_pool_specs",
+                            f"{replicas} replicas in total; the emulator runs at most "
+                            f"{MAX_LOCAL_REPLICAS} processes for one job on this machine",
+                        )
+                    ]
                 )
-        outcome = job.labels.get(runner.OUTCOME_LABEL)
-        if outcome is not None and outcome not in runner.OUTCOMES:
-            raise errors.invalid_argument(
-                f"labels.{runner.OUTCOME_LABEL}: expected one of {list(runner.OUTCOMES)}"
-            )
-        run_ms = job.labels.get(runner.RUN_MS_LABEL)
-        if run_ms is not None and not _RUN_MS.fullmatch(run_ms):
-            raise errors.invalid_argument(
-                f"labels.{runner.RUN_MS_LABEL}: expected a whole number of milliseconds"
-            )
+        _check_simulate_labels(job)
 
     def get_job(self, kind: Kind, project: str, location: str, job_id: str) -> Any:
         """The job, or 404 (also for a job of another kind)."""
         _check_ids(project, location)
         job = self.store.get_job(job_id) if _NUMERIC.fullmatch(job_id) else None
-        name = f"projects/{project}/locations/{location}/{kind.collection}/{job_id}"
+        # By project ID or number alike: the stored name has the number.
+        name = f"{self.projects.parent(project, location)}/{kind.collection}/{job_id}"
         if job is None or job.name != name:
-            raise errors.not_found(f'The {kind.type_name} "{name}" does not exist.')
+            asked = f"projects/{project}/locations/{location}/{kind.collection}/{job_id}"
+            raise errors.not_found(f'The {kind.type_name} "{asked}" does not exist.')
         return job
 
     def list_jobs(
@@ -313,7 +337,8 @@ class Service:
         if size < 0:
             raise errors.invalid_argument("pageSize: must not be negative")
         size = min(size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
-        parent = f"projects/{project}/locations/{location}"
+        # The same jobs, and page tokens, whether the request names the project by ID or number.
+        parent = self.projects.parent(project, location)
         # A token is bound to the collection too: one of customJobs is refused elsewhere.
         scope = f"{parent}/{kind.collection}"
         after = self._decode_token(query.get("pageToken", ""), scope, text)
@@ -344,7 +369,7 @@ class Service:
                 f"{kind.type_name} {job_id} is in state {protos.state_name(job.state)}; cancel "
                 "it and wait until it is finished before deleting it."
             )
-        op_name = f"projects/{project}/locations/{location}/operations/{self.store.new_job_id()}"
+        op_name = f"{self.projects.parent(project, location)}/operations/{self.store.new_job_id()}"
         created = time.time()
         op_json = protos.delete_operation_json(op_name, done=False, created=created)
         self.store.put_operation(op_name, job_id, False, op_json)
@@ -352,8 +377,11 @@ class Service:
         return op_json
 
     def get_operation(self, name: str) -> str:
-        """The operation's JSON, or 404."""
-        op_json = self.store.get_operation(name)
+        """The operation's JSON, or 404 (by project ID or number; one stored before operations
+        were named by number only by the name it was given)."""
+        op_json = self.store.get_operation(self.projects.canonical(name))
+        if op_json is None:
+            op_json = self.store.get_operation(name)
         if op_json is None:
             raise errors.not_found(f'The Operation "{_printable(name)}" does not exist.')
         return op_json
@@ -413,6 +441,20 @@ def _state_error(problem: StateUnavailable, state_dir: Path) -> ApiError:
 
 def _token_scope(parent: str, filter_text: str) -> str:
     return hashlib.sha256(f"{parent}\n{filter_text}".encode()).hexdigest()[:16]
+
+
+def _check_simulate_labels(job: Any) -> None:
+    """400 unless the simulate-mode labels a job carries hold values the simulator reads."""
+    outcome = job.labels.get(runner.OUTCOME_LABEL)
+    if outcome is not None and outcome not in runner.OUTCOMES:
+        raise errors.field_violations(
+            [(f"labels.{runner.OUTCOME_LABEL}", f"expected one of {list(runner.OUTCOMES)}")]
+        )
+    run_ms = job.labels.get(runner.RUN_MS_LABEL)
+    if run_ms is not None and not _RUN_MS.fullmatch(run_ms):
+        raise errors.field_violations(
+            [(f"labels.{runner.RUN_MS_LABEL}", "expected a whole number of milliseconds")]
+        )
 
 
 def _check_ids(project: str, location: str) -> None:
@@ -671,6 +713,8 @@ class _Handler(BaseHTTPRequestHandler):
         ):
             self._send(200, svc.get_operation(m["name"]).encode())
             return 200
+        elif (answer := svc.quotas.route(method, path, query, body)) is not None:
+            return self._send_json(answer)  # the Cloud Quotas API (emulator.quotas)
         raise errors.not_found(f"No such method: {method} {_printable(path)}")
 
     def _admin(self, method: str, path: str, body: bytes) -> int:
@@ -706,12 +750,12 @@ class _Handler(BaseHTTPRequestHandler):
                 replica = data.get("replica", "workerpool0-0") if isinstance(data, dict) else None
                 if not isinstance(replica, str):
                     raise errors.invalid_argument("replica: expected a name like workerpool0-0")
-                _check_job_name(job, data.get("name") if isinstance(data, dict) else None)
+                _check_job_name(job, data.get("name") if isinstance(data, dict) else None, svc)
                 return self._send_json(svc.runner.maintenance(job_id, replica))
         raise errors.not_found(f"No such method: {method} {_printable(path)}")
 
 
-def _check_job_name(job: Any, name: Any) -> None:
+def _check_job_name(job: Any, name: Any, svc: Service) -> None:
     """The job a maintenance request names by its full name (``name``, None: by id only) must be
     that name's: a job of another project or location is not found, as the REST API answers."""
     if name is None:
@@ -720,7 +764,7 @@ def _check_job_name(job: Any, name: Any) -> None:
         raise errors.invalid_argument(
             "name: expected a job name like projects/P/locations/L/customJobs/ID"
         )
-    if name != job.name:
+    if svc.projects.canonical(name) != job.name:
         kind = protos.KINDS.get(name.split("/")[-2]) if name.count("/") >= 2 else None
         what = kind.type_name if kind is not None else "job"
         raise errors.not_found(f'The {what} "{_printable(name)}" does not exist.')

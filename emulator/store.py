@@ -38,13 +38,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from emulator import filters, protos
+from emulator import filters, names, protos
 
 __all__ = ["DB_NAME", "Replica", "StateUnavailable", "Store"]
 
 log = logging.getLogger("emulator.store")
 
 DB_NAME = "emulator.db"
+# meta keys "project-id:<number>" hold the project ID a number stood for (emulator.names).
+_PROJECT_KEY = "project-id:"
 
 # 1: the list index (columns and job_labels below) exists and holds every job.
 SCHEMA_VERSION = 1
@@ -584,6 +586,17 @@ class Store:
         """(id, job) for every job of every kind, oldest first."""
         return [(row[0], _load(row[1:])) for row in self._select("id, ", "1 ORDER BY seq", ())]
 
+    def active_job_ids(self, parent: str) -> list[str]:
+        """Ids of the parent's jobs not in a terminal state, trials' CustomJobs left out (their
+        tuning job holds their quota): what the quota check at create counts."""
+        terminal = ",".join(str(int(s)) for s in protos.TERMINAL_STATES)
+        rows = self._read(
+            f"SELECT id FROM jobs WHERE parent=? AND state NOT IN ({terminal}) "
+            "AND id NOT IN (SELECT job_id FROM trial_jobs)",
+            (parent,),
+        )
+        return [str(r[0]) for r in rows]
+
     def unfinished_job_ids(self) -> list[str]:
         """Ids of jobs that are not in a terminal state, oldest first."""
         terminal = ",".join(str(int(s)) for s in protos.TERMINAL_STATES)
@@ -700,6 +713,60 @@ class Store:
             key = secrets.token_bytes(32)
             db.execute("INSERT INTO meta(key, value) VALUES (?, ?)", (name, key))
             return key
+
+    # -- project numbers (emulator.names) ---------------------------------------------------
+
+    @_patient
+    def remember_project(self, project_id: str, number: str) -> None:
+        """Note that jobs named with project ``number`` were created for ``project_id``."""
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                (_PROJECT_KEY + number, project_id.encode()),
+            )
+
+    def project_ids(self) -> dict[str, str]:
+        """``{number: project id}`` of every project remembered."""
+        rows = self._read("SELECT key, value FROM meta WHERE key GLOB ?", (_PROJECT_KEY + "*",))
+        return {str(k)[len(_PROJECT_KEY) :]: bytes(v).decode() for k, v in rows}
+
+    @_patient
+    def number_projects(self, numbers: names.ProjectNumbers) -> int:
+        """Rename the jobs of a database written before names carried project numbers.
+
+        Each job whose name has a project ID gets the number instead (in its name, its parent,
+        and a tuning job's trials' job names); the ID is remembered. Returns how many jobs were
+        renamed (0 on every start after the first).
+        """
+        renamed = 0
+        with self._tx() as db:
+            # The distinct parents come from an index: a start with nothing to rename reads
+            # no job.
+            parents = [str(row[0]) for row in db.execute("SELECT DISTINCT parent FROM jobs")]
+            for parent in parents:
+                project_id = parent.split("/")[1]
+                if names.is_number(project_id):
+                    continue
+                number = numbers.number(project_id)
+                rows = db.execute(
+                    "SELECT seq, job_json, kind FROM jobs WHERE parent=?", (parent,)
+                ).fetchall()
+                for seq, job_json, kind in rows:
+                    job = _load((job_json, kind))
+                    job.name = names.with_project(job.name, number)
+                    for trial in getattr(job, "trials", ()):
+                        if trial.custom_job:
+                            trial.custom_job = names.with_project(trial.custom_job, number)
+                    db.execute(
+                        "UPDATE jobs SET parent=?, job_json=? WHERE seq=?",
+                        (names.with_project(parent, number), protos.dump_job(job), seq),
+                    )
+                    renamed += 1
+                db.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                    (_PROJECT_KEY + number, project_id.encode()),
+                )
+        return renamed
 
     # -- operations -------------------------------------------------------------------------
 

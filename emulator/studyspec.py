@@ -16,7 +16,8 @@ takes one of the values their ``parent_*_values`` name. :func:`study_violations`
   ``max_failed_trial_count`` not negative; enums only of known values.
 
 Bounds keep a hostile spec cheap: at most :data:`MAX_PARAMETERS` parameters nested at most
-:data:`MAX_DEPTH` levels, at most :data:`MAX_VALUES` values per parameter.
+:data:`MAX_DEPTH` levels, at most :data:`MAX_VALUES` values per parameter. Field paths are relative to
+the tuning job (``study_spec.parameters[0]``), as Vertex AI names fields in its messages.
 """
 
 from __future__ import annotations
@@ -66,7 +67,6 @@ _TYPES = {
     "categorical_value_spec": ("CATEGORICAL", "parent_categorical_values"),
     "discrete_value_spec": ("DISCRETE", "parent_discrete_values"),
 }
-_ROOT = "hyperparameter_tuning_job"
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,7 @@ def study_violations(job: Any) -> _Found:
     """(field path, message) for each rule (see module doc) that a tuning job breaks."""
     found = _count_violations(job)
     spec = job.study_spec
-    base = f"{_ROOT}.study_spec"
+    base = "study_spec"
     for name, known in (
         ("algorithm", _ALGORITHMS),
         ("measurement_selection_type", _SELECTIONS),
@@ -159,11 +159,11 @@ def study_violations(job: Any) -> _Found:
 def _count_violations(job: Any) -> _Found:
     found: _Found = []
     if not 1 <= job.max_trial_count <= MAX_TRIALS:
-        found.append((f"{_ROOT}.max_trial_count", f"must be between 1 and {MAX_TRIALS}"))
+        found.append(("max_trial_count", f"must be between 1 and {MAX_TRIALS}"))
     if job.parallel_trial_count < 1:
-        found.append((f"{_ROOT}.parallel_trial_count", "must be at least 1"))
+        found.append(("parallel_trial_count", "must be at least 1"))
     if job.max_failed_trial_count < 0:
-        found.append((f"{_ROOT}.max_failed_trial_count", "must not be negative"))
+        found.append(("max_failed_trial_count", "must not be negative"))
     return found
 
 
@@ -178,7 +178,7 @@ def _id_problem(value: str) -> str | None:
 
 
 def _metric_violations(spec: Any) -> _Found:
-    base = f"{_ROOT}.study_spec.metrics"
+    base = "study_spec.metrics"
     if not spec.metrics:
         return [(base, "At least one metric is required")]
     if len(spec.metrics) > MAX_METRICS:

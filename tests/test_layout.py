@@ -115,7 +115,9 @@ def test_every_module_declares_all_and_defines_what_it_lists():
         ("customJobs/([^/]+)", "components/_wire.py"),
         ("did you mean", "components/_violations.py"),
         ('"training:endpoint"', "components/_settings.py"),
-        ("JobServiceClient(", "components/vertex/api.py"),
+        # The emulator stands on its own (it imports nothing from components): its helper that
+        # points a client at it makes that client itself.
+        ("JobServiceClient(", ("components/vertex/api.py", "emulator/client.py")),
     ],
 )
 def test_each_contract_detail_is_written_once(literal, home):
@@ -126,7 +128,7 @@ def test_each_contract_detail_is_written_once(literal, home):
         if ".venv" not in path.relative_to(REPO).parts  # policy/.venv: installed packages
         and literal in path.read_text()
     )
-    assert holders == [home]
+    assert holders == ([home] if isinstance(home, str) else list(home))
 
 
 def test_the_catalog_readme_names_every_rule():

@@ -29,7 +29,8 @@ from tests.e2e._engine import (
     python_job,
 )
 
-JOB_NAME_RE = re.compile(r"^projects/local-training/locations/us-central1/customJobs/\d+$")
+# Named by project number, as Vertex AI names jobs (the stack names the project by ID).
+JOB_NAME_RE = re.compile(r"^projects/\d{12}/locations/us-central1/customJobs/\d+$")
 
 
 def _job_steps(preview: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from google.cloud.aiplatform_v1 import types as aip
 
+from emulator.names import derived_number
 from emulator.testing import EmulatorProcess, running_emulator
 
 REPO = Path(__file__).resolve().parents[2]
@@ -19,6 +20,8 @@ TRAINER_DIR = REPO / "examples" / "trainer"
 PROJECT = "test-project"
 REGION = "us-central1"
 PARENT = f"projects/{PROJECT}/locations/{REGION}"
+# The parent of the jobs' names: the emulator names jobs by project number, as Vertex AI does.
+NUMBERED_PARENT = f"projects/{derived_number(PROJECT)}/locations/{REGION}"
 S = aip.JobState
 TERMINAL = (S.JOB_STATE_SUCCEEDED, S.JOB_STATE_FAILED, S.JOB_STATE_CANCELLED)
 

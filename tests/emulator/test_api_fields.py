@@ -1,8 +1,7 @@
 """Newer v1 CustomJob fields through the emulator and the real google-cloud-aiplatform client.
 
 The emulator stores the job as the library's proto, so every field a client sends comes back
-from ``get_custom_job``; the project's validator (run on create) reads them through
-``components.vertex.convert``.
+from ``get_custom_job``, and ``components.vertex.convert`` reads them back into a spec.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from google.api_core import exceptions as gexc
 from google.cloud.aiplatform_v1 import types as aip
 
 from components import JobSpec
+from emulator.names import derived_number
 from emulator.testing import EmulatorProcess
 from tests.spec.test_api_fields import FULL_YAML
 
@@ -55,8 +55,8 @@ def test_new_fields_are_stored_and_returned(sim: EmulatorProcess) -> None:
     assert chief.nfs_mounts[0].mount_point == "datasets"
     assert chief.lustre_mounts[0].instance_ip == "10.20.0.9"
     assert chief.disk_spec.boot_disk_type == "hyperdisk-balanced"
-    # And back into the spec it was made from.
-    assert from_custom_job(got) == spec
+    # And back into the spec it was made from, with the project as Vertex names it: by number.
+    assert from_custom_job(got) == spec.model_copy(update={"project": derived_number(PROJECT)})
 
 
 def _raw_job(**changes: Any) -> dict[str, Any]:
@@ -85,11 +85,14 @@ def test_unknown_enum_numbers_are_refused_naming_the_field(
     assert field in body["error"]["message"]
 
 
-def test_project_validator_sees_the_mounts(sim: EmulatorProcess) -> None:
+def test_a_mount_without_its_server_is_refused(sim: EmulatorProcess) -> None:
+    # NfsMount.server is REQUIRED in the v1 protos.
     job = to_custom_job(_spec())
     job.job_spec.worker_pool_specs[0].nfs_mounts[0].server = ""
     with pytest.raises(
-        gexc.BadRequest, match=r"workerPoolSpecs\[0\]\.nfsMounts\[0\]\.server: must not be empty"
+        gexc.BadRequest,
+        match=r"Field: job_spec\.worker_pool_specs\[0\]\.nfs_mounts\[0\]\.server; "
+        "Message: Required field is not set",
     ):
         sim.client().create_custom_job(parent=PARENT, custom_job=job)
 

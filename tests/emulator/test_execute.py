@@ -14,6 +14,7 @@ import pytest
 from google.cloud.aiplatform_v1 import types as aip
 
 from components._packaging import build_sdist
+from emulator.names import derived_number
 from emulator.testing import EmulatorProcess, running_emulator, wait_for_state
 
 from .conftest import (
@@ -111,7 +112,8 @@ def test_chief_and_two_workers_get_their_cluster(execute: EmulatorProcess) -> No
             "workerpool1": chief_cluster["worker"],
         }
         assert info["job_id"] == job_id(created)
-        assert info["project"] == PROJECT
+        # The project number, as Vertex AI sets CLOUD_ML_PROJECT_ID (emulator/names.py).
+        assert info["project"] == derived_number(PROJECT)
         assert info["cuda_visible_devices"] == ""  # --gpus ignore
         assert secret not in json.dumps(info)  # env values are redacted from the job spec copy
         log = log_of(execute, created, f"workerpool{pool}-{index}")

@@ -21,6 +21,7 @@ from emulator import protos
 from emulator.testing import EmulatorProcess, running_emulator, wait_for_state
 
 from .conftest import (
+    NUMBERED_PARENT,
     PARENT,
     SIMULATE_ARGS,
     TERMINAL,
@@ -149,7 +150,7 @@ def test_create_runs_trials_and_get_returns_them(sim: EmulatorProcess) -> None:
     client = sim.client()
     job = tuning_job("lifecycle", max_trials=5, parallel=2, labels=fast())
     created = client.create_hyperparameter_tuning_job(parent=PARENT, hyperparameter_tuning_job=job)
-    assert created.name.startswith(f"{PARENT}/hyperparameterTuningJobs/")
+    assert created.name.startswith(f"{NUMBERED_PARENT}/hyperparameterTuningJobs/")
     assert created.state == S.JOB_STATE_QUEUED
     assert not created.trials
     done = wait_for_state(client, created.name, TERMINAL, timeout=30)
@@ -374,7 +375,7 @@ def test_output_only_fields_from_the_client_are_ignored(sim: EmulatorProcess) ->
     created = sim.client().create_hyperparameter_tuning_job(
         parent=PARENT, hyperparameter_tuning_job=job
     )
-    assert created.name.startswith(PARENT)
+    assert created.name.startswith(NUMBERED_PARENT)
     assert created.state == S.JOB_STATE_QUEUED
     assert not created.trials and not created.error.message
 
@@ -397,7 +398,7 @@ def _condition_on_a_double() -> aip.HyperparameterTuningJob:
         (lambda: _set(tuning_job(), max_trial_count=0), "max_trial_count"),
         (lambda: _set(tuning_job(), parallel_trial_count=0), "parallel_trial_count"),
         (lambda: _set(tuning_job(), max_trial_count=5000), "between 1 and 1000"),
-        (lambda: _set(tuning_job(), display_name=""), "hyperparameter_tuning_job.display_name"),
+        (lambda: _set(tuning_job(), display_name=""), "Field: display_name; Message: Required"),
         (lambda: tuning_job(parameters=[double("lr", 0.0, 1.0, "UNIT_LOG_SCALE")]), "log scale"),
         (lambda: tuning_job(parameters=[double("lr", 2.0, 1.0)]), "greater than max_value"),
         (lambda: tuning_job(parameters=[discrete("b", [64, 32])]), "increasing order"),
@@ -420,7 +421,7 @@ def _condition_on_a_double() -> aip.HyperparameterTuningJob:
         ),
         (
             lambda: tuning_job(pools=[trainer_pool(replicas=2)]),
-            "hyperparameter_tuning_job.trial_job_spec.worker_pool_specs[0].replica_count",
+            "Field: trial_job_spec.worker_pool_specs[0].replica_count;",
         ),
         (
             lambda: tuning_job(pools=[trainer_pool(package_uris=["/etc"])]),

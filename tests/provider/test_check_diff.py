@@ -227,6 +227,20 @@ def test_job_changes_replace_naming_the_properties():
         assert diff.delete_before_replace is False  # create the new job first by default
 
 
+def test_blanks_at_the_ends_of_arguments_in_an_older_state_are_no_change():
+    """States written when arguments lost their blanks (a block scalar's trailing newline) keep
+    their job on upgrade; an argument that really changes still replaces it."""
+    provider = TrainingJobProvider()
+    inputs = job_inputs()
+    news = provider.check({}, job_inputs(identity=inputs["identity"])).inputs
+    news["spec"] = _with_arg(news["spec"], "python train.py --epochs 3\n")
+    assert "--epochs 3\\n" in news["spec"]  # the new spec keeps the newline
+    olds = {**_outs(inputs), "spec": _with_arg(_outs(inputs)["spec"], "python train.py --epochs 3")}
+    assert provider.diff("id", olds, news).replaces == []
+    olds["spec"] = _with_arg(_outs(inputs)["spec"], "python train.py --epochs 4")
+    assert provider.diff("id", olds, news).replaces == ["spec"]
+
+
 def test_exclusive_gpus_deletes_before_replacing():
     inputs = job_inputs()
     olds = _outs(inputs)

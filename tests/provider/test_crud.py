@@ -13,6 +13,7 @@ from components._adoption import run_hash
 from components._provider import TrainingJobProvider
 from components._wire import STATUS_FIELDS, encode_spec, merge_env
 from components.vertex.api import JobOperationError
+from emulator.names import derived_number
 from emulator.testing import wait_for_state
 from tests.provider.conftest import (
     RUN_KEY,
@@ -41,7 +42,9 @@ def test_create_read_delete_round_trip(provider, sim):
     outs = created.outs
     assert outs is not None
     assert created.id == outs["status"]["job_name"]
-    assert created.id.startswith("projects/local-training/locations/us-central1/customJobs/")
+    # The name has the project number (as Vertex AI returns it), the request had its ID.
+    number = derived_number("local-training")
+    assert created.id.startswith(f"projects/{number}/locations/us-central1/customJobs/")
     assert outs["status"]["job_id"] == created.id.rsplit("/", 1)[-1]
     assert outs["status"]["state"] == "JOB_STATE_SUCCEEDED"
     assert outs["status"]["adopted"] is False

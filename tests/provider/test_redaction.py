@@ -1,5 +1,6 @@
-"""One redaction for the provider and the emulator: every line of a value of several lines, and
-short values taken out without pointing at them (issue 27, item 2)."""
+"""Redaction in the provider and in the emulator (two implementations that must agree): every
+line of a value of several lines, and short values taken out without pointing at them (issue 27,
+item 2)."""
 
 from __future__ import annotations
 

@@ -24,6 +24,7 @@ from components._check import TUNING_JOB_SPEC, check_inputs
 from components._tuning_provider import TuningJobProvider
 from components._wire import TUNING_STATUS_FIELDS, decode_spec, encode_spec
 from components.vertex.api import JobOperationError, best_trial
+from emulator.names import derived_number
 from emulator.testing import EmulatorProcess, wait_for_state
 from tests.provider.conftest import (
     REPO,
@@ -184,7 +185,8 @@ def test_wait_for_succeeded_gives_the_best_trial(tuner, sim):
     status = created.outs["status"]
     assert set(status) == set(TUNING_STATUS_FIELDS)
     assert created.id == status["job_name"]
-    assert created.id.startswith(f"{PARENT}/hyperparameterTuningJobs/")
+    numbered = f"projects/{derived_number('local-training')}/locations/us-central1"
+    assert created.id.startswith(f"{numbered}/hyperparameterTuningJobs/")
     assert status["state"] == "JOB_STATE_SUCCEEDED" and status["adopted"] is False
     assert status["trial_counts"] == {
         "REQUESTED": 0,

@@ -162,6 +162,18 @@ def test_full_yaml_round_trips_through_the_proto() -> None:
     assert back.to_document() == spec.to_document()
 
 
+def test_validate_custom_job_checks_a_job_as_a_client_sent_it() -> None:
+    """``validate_custom_job``: the project's rules on a CustomJob message (e.g. one read back
+    from the API), its place given apart."""
+    from components.vertex.convert import to_custom_job, validate_custom_job
+
+    job = to_custom_job(_full())
+    assert validate_custom_job(job, project="my-project", region="us-central1") == []
+    job.job_spec.worker_pool_specs[0].machine_spec.accelerator_count = 3
+    found = validate_custom_job(job, project="my-project", region="us-central1")
+    assert found and {v.path for v in found} == {"workerPoolSpecs[0].machineSpec.acceleratorCount"}
+
+
 def test_convert_document_carries_the_new_fields_and_reads_back() -> None:
     spec = _full()
     document = custom_job_spec_document(spec)
@@ -567,10 +579,12 @@ def test_described_custom_job_is_read_with_output_only_fields_ignored(tmp_path: 
     path.write_text(DESCRIBED)
     loaded = load_spec_file(path)
     assert loaded.format == "custom-job"
-    assert loaded.notes == [
+    assert loaded.notes[0] == (
         "output-only fields ignored: createTime, endTime, error, name, satisfiesPzi, "
         "satisfiesPzs, startTime, state, updateTime, webAccessUris"
-    ]
+    )
+    # the rest: its TensorFlow 2.15 image is past its end of availability (catalog)
+    assert all("end of availability" in note for note in loaded.notes[1:])
     spec = loaded.spec
     assert spec.display_name == "census-training"
     assert spec.labels == {"team": "ml"}
