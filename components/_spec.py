@@ -127,10 +127,23 @@ def _one_object_is_a_list(value: Any) -> Any:
 Texts = Annotated[list[Text], BeforeValidator(_one_text_is_a_list)]
 """A list of texts, or one text standing for a list of one."""
 
+Arguments = Annotated[
+    list[Annotated[str, StringConstraints(pattern=r"^[^\x00]*$", strip_whitespace=False)]],
+    BeforeValidator(_one_text_is_a_list),
+]
+"""A command or its arguments: each kept as written, blanks and newlines included (a YAML
+block scalar's trailing newline is part of an ``sh -c`` script), which every other text of
+a spec loses at its ends."""
+
 _Item = TypeVar("_Item", bound=BaseModel)
 Objects = Annotated[list[_Item], BeforeValidator(_one_object_is_a_list)]
 """A list of objects, or one mapping standing for a list of one."""
 
+
+AUTOPACKAGE_ENV = "VERTEX_EMULATOR_AUTOPACKAGE"
+"""The ``pythonPackageSpec`` environment variable holding gcloud's autopackaging build (JSON;
+``components.formats.autopackage``): read and removed by the emulator, turned into the
+``containerSpec`` gcloud submits by ``convert``; never seen by a trainer."""
 
 CUSTOM_JOB_OUTPUT_ONLY = (
     "name",
@@ -239,14 +252,14 @@ class PythonPackageSpec(_Model):
     executor_image_uri: Text | None = None
     package_uris: Texts = Field(default_factory=list)
     python_module: Text | None = None
-    args: Texts = Field(default_factory=list)
+    args: Arguments = Field(default_factory=list)
     env: EnvList = Field(default_factory=list)
 
 
 class ContainerSpec(_Model):
     image_uri: Text | None = None
-    command: Texts = Field(default_factory=list)
-    args: Texts = Field(default_factory=list)
+    command: Arguments = Field(default_factory=list)
+    args: Arguments = Field(default_factory=list)
     env: EnvList = Field(default_factory=list)
 
 

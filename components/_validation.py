@@ -23,7 +23,15 @@ from components._catalog import (
     zones_offering,
 )
 from components._errors import SpecError
-from components._spec import RESERVATION_AFFINITY_TYPES, JobSpec, MachineSpec, WorkerPoolSpec
+from components._images import executor_image, registry_uri
+from components._spec import (
+    AUTOPACKAGE_ENV,
+    RESERVATION_AFFINITY_TYPES,
+    JobSpec,
+    MachineSpec,
+    PythonPackageSpec,
+    WorkerPoolSpec,
+)
 from components._violations import Violation, did_you_mean, did_you_mean_one_of, nearest
 
 __all__ = [
@@ -547,6 +555,60 @@ def _boot_disk(base: str, pool: WorkerPoolSpec, machine: MachineType) -> Iterato
         )
 
 
+def _executor_image(path: str, uri: str, ctx: _Context) -> Iterator[Violation]:
+    """A Python package runs only on a prebuilt training image (``components._images``)."""
+    # An image past its end of availability is a reader's note (``with_prebuilt_images``),
+    # not a violation: Vertex AI may still run it.
+    if not ctx.catalog.training_images:
+        return  # a catalog that knows no image (a test's tiny one) judges none
+    found = executor_image(ctx.catalog, uri, ctx.region)
+    if found.kind == "legacy":
+        yield Violation(
+            path,
+            f"{uri.strip()[:120]!r} is an earlier name of a prebuilt training image, which "
+            "Vertex AI does not accept",
+            f"use its Vertex AI name: {found.successor}",
+            rule="trainer",
+        )
+    elif found.kind == "custom":
+        newest = _newest_prebuilt(ctx)
+        yield Violation(
+            path,
+            f"{uri.strip()[:120]!r} is not one of Vertex AI's prebuilt training images, the "
+            "only images it runs a Python package on",
+            f"use a prebuilt executor image (e.g. {newest}), or build the package into your "
+            "image and run it with containerSpec (imageUri, command: [python, -m, MODULE])",
+            rule="trainer",
+        )
+
+
+def _newest_prebuilt(ctx: _Context) -> str:
+    """The newest prebuilt TensorFlow CPU image, as an example in a suggestion."""
+    images = [i for i in ctx.catalog.training_images if i.accelerator == "cpu"]
+    if not images:
+        return "us-docker.pkg.dev/vertex-ai/training/IMAGE:latest"
+    best = max(images, key=lambda i: (i.end_of_availability or "", i.image_path))
+    return registry_uri(ctx.catalog, best, ctx.region)
+
+
+def _program(path: str, command: list[str]) -> Iterator[Violation]:
+    """A warning for a command whose program holds a blank (``python src/x.py`` as one word,
+    as ``gcloud --command="python src/x.py"`` gives it): no shell splits it, so the container
+    looks for a program of that whole name."""
+    program = command[0] if command else ""
+    if program.strip() and any(c.isspace() for c in program.strip()):
+        words = program.split()
+        yield Violation(
+            f"{path}[0]",
+            f"{program.strip()[:80]!r} is one argument: Vertex AI runs no shell, so the "
+            "container looks for a program of that whole name",
+            f"split it into words: [{', '.join(words[:6])}{', ...' if len(words) > 6 else ''}]"
+            " (gcloud: --command=" + ",".join(words[:6]) + ")",
+            rule="trainer",
+            severity="warning",
+        )
+
+
 def _trainer(base: str, pool: WorkerPoolSpec, ctx: _Context) -> Iterator[Violation]:
     package, container = pool.python_package_spec, pool.container_spec
     if (package is None) == (container is None):
@@ -558,35 +620,7 @@ def _trainer(base: str, pool: WorkerPoolSpec, ctx: _Context) -> Iterator[Violati
             rule="trainer",
         )
     if package is not None:
-        path = f"{base}.pythonPackageSpec"
-        if not package.executor_image_uri:
-            yield Violation(
-                f"{path}.executorImageUri",
-                "is required",
-                "a prebuilt training image",
-                rule="trainer",
-            )
-        if not package.package_uris:
-            yield Violation(
-                f"{path}.packageUris",
-                "needs at least one package",
-                "gs://BUCKET/trainer.tar.gz",
-                rule="trainer",
-            )
-        for i, uri in enumerate(package.package_uris):
-            yield from _uri(f"{path}.packageUris[{i}]", uri, ctx)
-        if not package.python_module:
-            yield Violation(
-                f"{path}.pythonModule", "is required", "e.g. trainer.task", rule="trainer"
-            )
-        elif not _MODULE.match(package.python_module):
-            yield Violation(
-                f"{path}.pythonModule",
-                f"{package.python_module!r} is not a Python module name",
-                "dotted names like trainer.task",
-                rule="trainer",
-            )
-        yield from _env(f"{path}.env", package.env)
+        yield from _package(f"{base}.pythonPackageSpec", package, ctx)
     if container is not None:
         path = f"{base}.containerSpec"
         if not container.image_uri:
@@ -596,7 +630,53 @@ def _trainer(base: str, pool: WorkerPoolSpec, ctx: _Context) -> Iterator[Violati
                 "e.g. us-docker.pkg.dev/PROJECT/REPO/IMAGE:TAG",
                 rule="trainer",
             )
+        yield from _program(f"{path}.command", container.command)
         yield from _env(f"{path}.env", container.env)
+
+
+def _package(path: str, package: PythonPackageSpec, ctx: _Context) -> Iterator[Violation]:
+    """A Python package pool: its prebuilt image, packages and module."""
+    if not package.executor_image_uri:
+        yield Violation(
+            f"{path}.executorImageUri",
+            "is required",
+            "a prebuilt training image",
+            rule="trainer",
+        )
+    else:
+        yield from _executor_image(f"{path}.executorImageUri", package.executor_image_uri, ctx)
+    if not package.package_uris:
+        yield Violation(
+            f"{path}.packageUris",
+            "needs at least one package",
+            "gs://BUCKET/trainer.tar.gz",
+            rule="trainer",
+        )
+    for i, uri in enumerate(package.package_uris):
+        yield from _uri(f"{path}.packageUris[{i}]", uri, ctx)
+    autopackaged = any(e.name == AUTOPACKAGE_ENV for e in package.env)
+    if autopackaged and ctx.target == "vertex":
+        yield Violation(
+            f"{path}.env",
+            "stands for the image gcloud builds from a local-package-path, which Vertex AI "
+            "needs built and pushed (the local stack runs the pool as that image would)",
+            "`python -m components convert FILE` prints the containerSpec, the Dockerfile "
+            "and the commands to build it",
+            rule="trainer",
+            severity="warning",
+        )
+    if not package.python_module and autopackaged:
+        pass  # gcloud's image runs a script (script=run.sh): it has no module to name
+    elif not package.python_module:
+        yield Violation(f"{path}.pythonModule", "is required", "e.g. trainer.task", rule="trainer")
+    elif not _MODULE.match(package.python_module):
+        yield Violation(
+            f"{path}.pythonModule",
+            f"{package.python_module!r} is not a Python module name",
+            "dotted names like trainer.task",
+            rule="trainer",
+        )
+    yield from _env(f"{path}.env", package.env)
 
 
 def _env(path: str, env: list[Any]) -> Iterator[Violation]:
@@ -609,6 +689,15 @@ def _env(path: str, env: list[Any]) -> Iterator[Violation]:
         if var.name in seen:
             yield Violation(f"{path}[{i}].name", f"{var.name} is set twice", "keep one", rule="env")
         seen.add(var.name)
+        if var.value == "":
+            # EnvVar.value is REQUIRED in v1: Vertex answers 400 "Required field is not set".
+            yield Violation(
+                f"{path}[{i}].value",
+                f"{var.name} has no value, and Vertex AI refuses an environment variable "
+                "without one",
+                "give it a value, or leave the variable out",
+                rule="env",
+            )
 
 
 # --- machines and accelerators ----------------------------------------------------------

@@ -27,6 +27,9 @@ submit training``), ``custom_jobs_command`` (``gcloud ai custom-jobs create``) o
 ``tuning_command`` (``gcloud ai hp-tuning-jobs create``), all using gcloud's flag conventions
 (``gcloud_flags``).
 
+gcloud's autopackaging (``local-package-path``) is modelled in ``autopackage``: how the
+local stack runs such a pool, and the image ``convert`` says Vertex AI needs.
+
 ``load.load_spec_file`` tells them apart and calls the reader; ``text`` and ``bounded_yaml``
 read a file's text and document within bounds; ``request`` reads the job of a create request.
 """

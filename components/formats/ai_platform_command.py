@@ -31,7 +31,7 @@ from components.formats.gcloud_flags import (
 )
 from components.formats.legacy_config import LegacyConversionError, convert_training_input
 from components.formats.result import LoadedSpec
-from components.formats.script import ScriptCommand
+from components.formats.script import ScriptCommand, locate
 
 __all__ = [
     "GcloudCommand",
@@ -343,6 +343,7 @@ def read_submit_training(
         project = found.properties["project"]
         notes.append("project from `gcloud config set project` in the script")
     notes.extend(_package_notes(command))
+    _locate_packages(command, training_input, path.parent, notes)
     if found.unknowns:
         training_input = _kept(training_input, found)
         project = found.keep(project, "id", "project") if project is not None else None
@@ -376,6 +377,22 @@ def _with_web_access(loaded: LoadedSpec) -> LoadedSpec:
     trial = loaded.tuning.trial_job_spec.model_copy(update={"enable_web_access": True})
     tuning = loaded.tuning.model_copy(update={"trial_job_spec": trial})
     return dataclasses.replace(loaded, spec=tuning.trial_job(), tuning=tuning)
+
+
+def _locate_packages(
+    command: GcloudCommand, training_input: dict[str, Any], base: Path, notes: list[str]
+) -> None:
+    """Each local ``--package-path`` as a path from the script's folder, looked for there and
+    in the folders above it (``components.formats.script.locate``)."""
+    uris = training_input.get("packageUris")
+    if not isinstance(uris, list):
+        return
+    for local in command.local_packages:
+        relative, note = locate(local, base, "--package-path")
+        if note is not None:
+            training_input["packageUris"] = [relative if u == local else u for u in uris]
+            uris = training_input["packageUris"]
+            notes.append(note)
 
 
 def _package_notes(command: GcloudCommand) -> list[str]:

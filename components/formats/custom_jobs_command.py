@@ -13,9 +13,9 @@ What gcloud does with the flags (``command_lib/ai/custom_jobs`` of the Cloud SDK
   ``python-module`` a Python package pool whose packages are ``--python-package-uris``
   (for the flag pools only).
 - ``local-package-path`` (first pool only) makes gcloud build an image from that directory on
-  ``executor-image-uri`` and run it in every pool: here the directory becomes the pools'
-  ``pythonPackageSpec.packageUris`` (a local path, which the TrainingJob resource packages;
-  ``convert`` output needs a gs:// URI instead), with a note.
+  ``executor-image-uri`` and run it in every pool (``extra-dirs``, ``requirements``,
+  ``extra-packages``, ``python-module`` or ``script``): how this project represents and runs
+  it is ``components.formats.autopackage``.
 - ``--args`` replaces the args of every pool (container and package), ``--command`` the
   command of every container pool; ``--network``, ``--service-account`` and
   ``--persistent-resource-id`` replace the config's; ``--enable-web-access`` and
@@ -24,7 +24,9 @@ What gcloud does with the flags (``command_lib/ai/custom_jobs`` of the Cloud SDK
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import posixpath
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +37,7 @@ from components._errors import SpecFormatError, SpecInvalidError
 from components._spec import JobSpec
 from components._violations import Violation, did_you_mean
 from components.formats.ai_platform_command import kms_key_name
+from components.formats.autopackage import AUTOPACKAGE_ENV, CONTAINER_WORKDIR, Autopackage
 from components.formats.gcloud_flags import (
     GLOBAL_SWITCHES,
     GLOBAL_VALUE_FLAGS,
@@ -47,7 +50,7 @@ from components.formats.gcloud_flags import (
     whole_number,
 )
 from components.formats.result import LoadedSpec
-from components.formats.script import ScriptCommand
+from components.formats.script import ScriptCommand, locate
 
 __all__ = ["CreateCommand", "parse_custom_job_create", "read_custom_job_create"]
 
@@ -267,12 +270,12 @@ def _check_software(where: str, spec: dict[str, Any], index: int) -> None:
 
 
 def _pool_documents(
-    command: CreateCommand, catalog: Catalog, notes: list[str]
+    command: CreateCommand, catalog: Catalog, base: Path, notes: list[str]
 ) -> list[dict[str, Any]]:
     """The flag pools as CustomJobSpec ``workerPoolSpecs`` entries."""
     pools = command.pools
     package_uris = command.lists.get("--python-package-uris")
-    local = _local_software(pools[0], notes) if "local-package-path" in pools[0] else None
+    local = _local_software(pools[0], base, notes) if "local-package-path" in pools[0] else None
     if local is not None and package_uris:
         notes.append("--python-package-uris is not used: the pools run the local package")
     documents: list[dict[str, Any]] = []
@@ -285,7 +288,7 @@ def _pool_documents(
             "replicaCount": spec.get("replica-count", 1),
         }
         if local is not None:
-            pool["pythonPackageSpec"] = dict(local)
+            pool["pythonPackageSpec"] = copy.deepcopy(local)
         elif "container-image-uri" in spec:
             pool["containerSpec"] = {"imageUri": spec["container-image-uri"]}
         else:
@@ -321,43 +324,78 @@ def _machine(
     return machine
 
 
-def _local_software(spec: dict[str, Any], notes: list[str]) -> dict[str, Any]:
-    """The pythonPackageSpec standing for gcloud's image built from ``local-package-path``."""
-    directory = spec["local-package-path"]
-    module = spec.get("python-module")
-    script = spec.get("script")
-    if module is None and script is not None:
-        match = _MODULE_PATH.match(script)
-        module = match.group(1).replace("/", ".") if match else None
-        notes.append(
-            f"script={script}: gcloud runs it as a file; "
-            + (
-                f"the spec runs module {module} of the package (python -m {module})"
-                if module
-                else "a Python package spec cannot run it (pythonModule left empty): "
-                "build the image and use container-image-uri"
-            )
-        )
-    notes.append(
-        f"local-package-path={directory}: gcloud builds an image of this directory on "
-        f"{spec['executor-image-uri']} and runs it in every pool; the spec runs it as a Python "
-        "package on that image (packageUris holds the local path: `convert` output needs a "
-        "gs:// package URI, or let the TrainingJob resource package it)"
+def _local_software(spec: dict[str, Any], base: Path, notes: list[str]) -> dict[str, Any]:
+    """The pythonPackageSpec standing for gcloud's image built from ``local-package-path``
+    (``components.formats.autopackage``): DIR and the extra packages as local packages, the
+    module (or a ``.py`` script's module path), and the build for the emulator."""
+    directory, found_note = locate(spec["local-package-path"], base, "local-package-path")
+    notes.extend([found_note] if found_note else [])
+    module: str | None = spec.get("python-module")
+    script: str = spec.get("script") or ""  # one of the two: _check_pools
+    module_path = _script_module(script, notes) if module is None else module
+    root = base / directory
+    build = Autopackage(
+        executor_image=spec["executor-image-uri"],
+        directory=directory,
+        module=module,
+        script=None if module is not None else script,
+        extra_dirs=tuple(spec.get("extra-dirs") or ()),
+        requirements=tuple(spec.get("requirements") or ()),
+        extra_packages=tuple(spec.get("extra-packages") or ()),
+        output_image=spec.get("output-image-uri"),
+        has_setup=_is_file(root / "setup.py"),
+        has_requirements_file=_is_file(root / "requirements.txt"),
     )
-    built = [f"{key}={';'.join(spec[key])}" for key in _LOCAL_ONLY[1:] if spec.get(key)]
-    if built:
-        notes.append(
-            f"{', '.join(built)}: gcloud adds these to the image it builds; the package must "
-            "declare them itself (install_requires)"
-        )
-    if "output-image-uri" in spec:
-        notes.append(f"output-image-uri={spec['output-image-uri']}: no image is built here")
-    package = {
+    installed = [
+        *(["setup.py"] if build.has_setup else []),
+        *(["requirements.txt"] if build.has_requirements_file else []),
+        *build.requirements,
+        *build.extra_packages,
+    ]
+    notes.append(
+        f"local-package-path={directory}: gcloud builds an image FROM "
+        f"{spec['executor-image-uri']} with {', '.join(build.copied)} in its working directory "
+        f"({CONTAINER_WORKDIR})"
+        + (f", {', '.join(installed)} installed" if installed else "")
+        + f", and runs {' '.join(build.entry_point)} there in every pool; the local stack "
+        "runs it the same way, and `convert` prints the image to build for Vertex AI"
+    )
+    package: dict[str, Any] = {
         "executorImageUri": spec["executor-image-uri"],
-        "packageUris": [directory],
-        "pythonModule": module,
+        "packageUris": [directory]
+        + [posixpath.join(directory, extra) for extra in build.extra_packages],
+        "env": [{"name": AUTOPACKAGE_ENV, "value": build.to_json()}],
     }
-    return {k: v for k, v in package.items() if v is not None}
+    if module_path:
+        package["pythonModule"] = module_path
+    return package
+
+
+def _script_module(script: str, notes: list[str]) -> str | None:
+    """The module path of a ``.py`` script (what a Python package spec names), with a note
+    on how gcloud and the local stack run it; None for another script."""
+    match = _MODULE_PATH.match(script)
+    module_path = match.group(1).replace("/", ".") if match else None
+    notes.append(
+        f"script={script}: gcloud runs it as a file ({'python3' if match else '/bin/bash'}"
+        f" {script}) in its image; "
+        + (
+            f"the package spec names its module {module_path}, and the local stack runs "
+            "the file itself"
+            if module_path
+            else "the local stack runs it so; a Python package spec has no module to "
+            "name (pythonModule stays empty), so only the image convert prints runs it on "
+            "Vertex AI"
+        )
+    )
+    return module_path
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def _config_document(
@@ -441,9 +479,16 @@ def read_custom_job_create(found: ScriptCommand, path: Path, catalog: Catalog) -
         document = JobSpec.parse(raw).to_document()
         replaced = " (--worker-pool-spec replaces its workerPoolSpecs)" if command.pools else ""
         notes.append(f"{config_note}; flags override its values{replaced}")
-    pools = _pool_documents(command, catalog, notes) if command.pools else None
+    pools = _pool_documents(command, catalog, path.parent, notes) if command.pools else None
     if pools is None and command.lists.get("--python-package-uris"):
         notes.append("--python-package-uris is ignored without --worker-pool-spec (as gcloud does)")
+    if pools and command.lists.get("--command") and "local-package-path" in command.pools[0]:
+        # gcloud sets it on the containers of its built image, replacing their entry point.
+        notes.append(
+            "--command replaces the entry point of the image gcloud builds; it is not "
+            "modelled here (the pools run the module or script): drop it, or build the image "
+            "yourself and use container-image-uri"
+        )
     for name, prop in (("project", "project"), ("region", "region")):
         if getattr(command, name) is None and prop in found.properties:
             setattr(command, name, found.properties[prop])

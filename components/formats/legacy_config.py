@@ -38,6 +38,7 @@ from components._catalog import (
     resolve_accelerator,
 )
 from components._errors import SpecError, SpecInvalidError
+from components._images import executor_image
 from components._spec import JobSpec
 from components._tuning_spec import TuningJobSpec
 from components._tuning_validation import validate_tuning
@@ -69,8 +70,12 @@ __all__ = [
     "training_image",
 ]
 
-DEFAULT_RUNTIME_VERSION = "2.15"
-"""Used when a legacy config names no runtimeVersion (documented in the README)."""
+DEFAULT_RUNTIME_VERSION = "1.0"
+"""Used when a legacy config names no runtimeVersion: AI Platform's documented default ("If
+not set, AI Platform uses the default stable version, 1.0": ``TrainingInput.runtimeVersion``
+of the ml v1 API reference, as of its 2019-06 revision; later revisions require it or
+``masterConfig.imageUri``). Vertex AI has no image for TensorFlow 1.0, so such a job gets the
+nearest versions that have one (catalog README, ``training_images.csv``)."""
 
 _ROLES = (
     ("master", "masterType"),
@@ -570,7 +575,9 @@ class _Converter:
             image_uri = (ti.get("masterConfig") or {}).get("imageUri")
         has_package = bool(ti.get("packageUris") or ti.get("pythonModule"))
         if image_uri and has_package:
-            # The legacy service ran the package inside the image given (item 3 of issue 12).
+            # The legacy service ran the package inside the image given (item 3 of issue 12);
+            # Vertex AI runs a package only on a prebuilt image (components._images).
+            image_uri = self.executor(role if config.get("imageUri") else "master", str(image_uri))
             self.notes.append(
                 f"{role}: the package runs in the image {role}Config.imageUri gives "
                 "(pythonPackageSpec.executorImageUri)"
@@ -590,6 +597,32 @@ class _Converter:
             kind = accelerator_kind(self.catalog, pool["machineSpec"])
             pool["pythonPackageSpec"] = self.python_package(self.prebuilt(role, kind), args)
 
+    def executor(self, owner: str, uri: str) -> str:
+        """The image a package runs on: a prebuilt one as given, an earlier name of one as
+        Vertex AI names it (with a note); any other image is a problem at ``owner``'s
+        imageUri, naming the two ways out."""
+        found = executor_image(self.catalog, uri, self.region)
+        if found.kind == "legacy" and found.successor is not None:
+            self.notes.append(
+                f"{owner}Config.imageUri {clipped(uri)} is an earlier name of a prebuilt "
+                f"training image; Vertex AI's is {found.successor}"
+            )
+            return found.successor
+        if found.kind == "custom":
+            self.image_problem = True
+            self.finding(
+                Violation(
+                    f"trainingInput.{owner}Config.imageUri",
+                    f"{clipped(uri)} is not one of Vertex AI's prebuilt training images, and "
+                    "Vertex AI runs a Python package (packageUris, pythonModule) only on one",
+                    "use a prebuilt image (set runtimeVersion and drop imageUri, or set a "
+                    "prebuilt image's URI), or build the package into your image and drop "
+                    "packageUris/pythonModule: it then runs as a container (containerSpec)",
+                    rule="legacy",
+                )
+            )
+        return uri
+
     def prebuilt(self, role: str, kind: str) -> str:
         """The prebuilt image for the job's runtime version on a pool of ``kind`` ('' if none)."""
         ti = self.ti
@@ -598,7 +631,10 @@ class _Converter:
         if kind == "tpu" and tpu_version not in (None, ""):
             value, path = tpu_version, f"trainingInput.{role}Config.tpuTfVersion"
         if value in (None, ""):
-            self.notes.append(f"no runtimeVersion: using the default {DEFAULT_RUNTIME_VERSION}")
+            self.notes.append(
+                f"no runtimeVersion: AI Platform's default was {DEFAULT_RUNTIME_VERSION} "
+                "(set runtimeVersion to the version the trainer was written for)"
+            )
             value = DEFAULT_RUNTIME_VERSION
         elif isinstance(value, float) and not isinstance(value, SourceFloat):
             self.notes.append(

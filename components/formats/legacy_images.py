@@ -15,6 +15,7 @@ from datetime import date
 from typing import Any
 
 from components._catalog import Catalog, TrainingImage
+from components._images import registry_uri
 from components._violations import Violation
 from components.formats.bounded_yaml import SourceFloat
 from components.formats.text import clipped
@@ -38,12 +39,6 @@ FRAMEWORK_NAMES = {
 }
 _KIND_WORDS = {"cpu": "CPU", "gpu": "GPU", "tpu": "TPU"}
 _VERSION = re.compile(r"\d{1,4}(\.\d{1,4}){0,3}")
-# The registry host nearest to a region's geography (catalog regions.csv); others use us-.
-_GEOGRAPHY_REGISTRY = {
-    "Americas": "us-docker.pkg.dev",
-    "Europe": "europe-docker.pkg.dev",
-    "Asia-Pacific": "asia-docker.pkg.dev",
-}
 _MAX_SHOWN = 40
 
 
@@ -77,10 +72,7 @@ def accelerator_kind(catalog: Catalog, machine: dict[str, Any]) -> str:
 
 def image_uri(catalog: Catalog, image: TrainingImage, region: str | None) -> str:
     """The image's URI under the registry host of the region's geography."""
-    known = catalog.regions.get(region) if region else None
-    wanted = _GEOGRAPHY_REGISTRY.get(known.geography if known else "", "us-docker.pkg.dev")
-    host = wanted if wanted in image.registries else image.registries[0]
-    return f"{host}/{image.image_path}"
+    return registry_uri(catalog, image, region)
 
 
 @dataclass

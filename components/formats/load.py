@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -11,6 +12,7 @@ from pydantic.alias_generators import to_camel
 
 from components._catalog import Catalog, load_catalog
 from components._errors import SpecFormatError
+from components._images import settled_pools
 from components._spec import CUSTOM_JOB_OUTPUT_ONLY, JobSpec
 from components.formats.gcloud_command import is_gcloud_command, read_gcloud_command
 from components.formats.legacy_config import read_legacy_config
@@ -20,7 +22,13 @@ from components.formats.result import Format, LoadedSpec, TuningJobFileError
 from components.formats.text import parse_document, read_text
 from components.formats.tuning import tuning_format, tuning_from_document, tuning_job_summary
 
-__all__ = ["detect_format", "load_spec_file", "not_a_single_job", "spec_from_document"]
+__all__ = [
+    "detect_format",
+    "load_spec_file",
+    "not_a_single_job",
+    "spec_from_document",
+    "with_prebuilt_images",
+]
 
 
 # What the API returns about a job, never what it is asked to run: ``describe`` prints them.
@@ -138,4 +146,31 @@ def load_spec_file(
         )
     if loaded.tuning is not None and not tuning:
         raise not_a_single_job(str(path))
-    return loaded
+    return with_prebuilt_images(loaded, catalog, region)
+
+
+def with_prebuilt_images(
+    loaded: LoadedSpec, catalog: Catalog, region: str | None = None
+) -> LoadedSpec:
+    """``loaded`` with earlier names of prebuilt executor images replaced by Vertex AI's, and
+    a note for each, or for an image past its end of availability (``components._images``)."""
+    tuning = loaded.tuning
+    job = tuning.trial_job_spec if tuning is not None else loaded.spec
+    pools, notes = settled_pools(list(job.worker_pool_specs), catalog, region or loaded.spec.region)
+    # A legacy config's reader said already when its chosen image is past availability.
+    notes = [n for n in notes if not any(_said(n, old) for old in loaded.notes)]
+    if not notes:
+        return loaded
+    if tuning is not None:
+        trial = tuning.trial_job_spec.model_copy(update={"worker_pool_specs": pools})
+        tuning = tuning.model_copy(update={"trial_job_spec": trial})
+        return dataclasses.replace(
+            loaded, spec=tuning.trial_job(), tuning=tuning, notes=[*loaded.notes, *notes]
+        )
+    spec = loaded.spec.model_copy(update={"worker_pool_specs": pools})
+    return dataclasses.replace(loaded, spec=spec, notes=[*loaded.notes, *notes])
+
+
+def _said(note: str, old: str) -> bool:
+    """Whether ``old`` already says ``note``: an image's end of availability, for one."""
+    return "end of availability" in old and note.split(" ", 1)[0] in old

@@ -53,6 +53,7 @@ from components.formats.shell import (
     MAX_FIELDS,
     PLACEHOLDER,
     Command,
+    Lookup,
     Part,
     Redirect,
     Unresolvable,
@@ -77,6 +78,7 @@ __all__ = [
     "WrittenFile",
     "find_submission",
     "find_submission_in",
+    "locate",
     "map_strings",
     "unresolved_message",
 ]
@@ -99,6 +101,7 @@ _MAX_SUBSTITUTION_DEPTH = 2
 _MAX_SOURCED = 4
 _MAX_SOURCED_BYTES = 1 << 16
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_FLAG_EQUALS = re.compile(r"--?[A-Za-z0-9][\w-]*=")
 _PREFIX_WORDS = frozenset(
     {"if", "then", "else", "elif", "do", "while", "until", "!", "time", "exec", "nohup"}
     | {"command", "{", "sudo", "builtin"}
@@ -444,10 +447,11 @@ class ScriptCommand:
         script writes the file another way (what the command reads is not known here)."""
         written = self.written_file(value) if self.written else None
         if written is None:
-            path = Path(value)
-            path = path if path.is_absolute() else base / path
+            relative, found_note = locate(value, base, "--config")
+            path = base / relative
             text = read_text(path, what="--config file")
-            return ConfigFile(parse_document(text, str(path)), str(path), f"read --config {path}")
+            note = f"read --config {path}" + (f" ({found_note})" if found_note else "")
+            return ConfigFile(parse_document(text, str(path)), str(path), note)
         shown = clipped(self.readable(value))
         if written.error:
             raise SpecFormatError(written.error)
@@ -464,6 +468,43 @@ class ScriptCommand:
         condition = " (under a condition, which is not evaluated)" if written.conditional else ""
         note = f"--config {shown}: written by the heredoc at line {written.line}{condition}"
         return ConfigFile(document, origin, note)
+
+
+MAX_ROOT_LEVELS = 4
+"""How far above the script's folder a relative path is looked for (``scripts/train.sh``
+naming ``configs/job.yaml`` of the repository root one level up)."""
+
+
+def locate(value: str, base: Path, flag: str) -> tuple[str, str | None]:
+    """A relative path a script names, as a path relative to its folder ``base``, and a note
+    when it was found elsewhere: a script is often run from the repository root (``bash
+    scripts/train.sh``), its relative paths then name files there. ``base`` first, then each
+    folder above it (at most ``MAX_ROOT_LEVELS``, not past a ``.git`` root); the first that
+    holds the path wins. Absolute paths, and paths found nowhere, are kept as written."""
+    path = Path(value)
+    if not value or path.is_absolute() or _exists(base / path):
+        return value, None
+    root = base
+    for level in range(1, MAX_ROOT_LEVELS + 1):
+        if _exists(root / ".git") or root.parent == root:
+            break
+        root = root.parent
+        if _exists(root / path):
+            relative = posixpath.join(*([".."] * level), value)
+            return relative, (
+                f"{flag} {clipped(value)} is not in the script's folder {base}; found in "
+                f"{root}, the folder the script runs from when its relative paths name files "
+                f"there: read as {relative}"
+            )
+    return value, None
+
+
+def _exists(path: Path) -> bool:
+    """Whether ``path`` exists; False for a name no file can have (too long, a NUL)."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
 
 
 _YAML_MARK_PATTERN = re.compile(f"{_YAML_MARK[0]}(\\d+){_YAML_MARK[1]}")
@@ -617,9 +658,35 @@ class _Walker:
             if mode != "substitution":
                 self.declare(None, words, command.line, conditional)
             return
-        program = words[assignments].literal() or ""
-        if program.rsplit("/", 1)[-1] == "gcloud" and mode != "sourced":
+        program = self.program(words[assignments])
+        if mode != "sourced" and (
+            program.rsplit("/", 1)[-1] == "gcloud" or self.submits(program, words[assignments:])
+        ):
             self.gcloud(words[assignments:], command)
+
+    def submits(self, program: str, words: list[Word]) -> bool:
+        """A command word whose value is not known (``$GCLOUD`` unset) before a job
+        submission's words (``ai custom-jobs create``): read as gcloud, so that the error
+        names the variable rather than finding no gcloud command."""
+        if program or words[0].literal() is not None:
+            return False
+        try:
+            return invocation(expand_words(words, self.scope.preview)).form in SUBMISSIONS
+        except SpecFormatError:
+            return False
+
+    def program(self, word: Word) -> str:
+        """The command word: as written, or the value of the variable it names
+        (``"${GCLOUD}" ai ...`` with ``GCLOUD=gcloud`` or a path to gcloud)."""
+        literal = word.literal()
+        if literal is not None:
+            return literal
+        try:
+            fields = expand_word(word, self.scope.preview)
+        except (Unresolvable, SpecFormatError):
+            return ""
+        first = fields[0] if fields else ""
+        return "" if PLACEHOLDER in first else first
 
     def options(self, words: list[Word]) -> None:
         """``set -u`` / ``set -o nounset`` (``+u`` off): unset variables stop the script."""
@@ -715,7 +782,7 @@ class _Walker:
                 return exc.text
 
         try:
-            text = expand_word(value, readable, split=False)[0]
+            text = expand_word(value, self.lenient(value, readable, line), split=False)[0]
         except Unresolvable as exc:
             names = exc.names if name in exc.names else (*exc.names, name)
             scope.assign(name, Unresolved(exc.message, names, True, f"${name}"), line)
@@ -730,6 +797,33 @@ class _Walker:
             scope.assign(name, Unresolved(message, names, False, text, keepable, marked), line)
         else:
             scope.assign(name, text, line)
+
+    def lenient(self, word: Word, lookup: Lookup, line: int) -> Lookup:
+        """``lookup`` for the value of an assignment, where an unset variable inside a larger
+        word (``ARGS="--a=1,--key=$UNSET"``) expands to nothing inside it, as bash does (not
+        under ``set -u``, not ``${NAME:?}``), with a note. A value that is only the variable
+        stays unknown, and so do the command's own words (``--region=$REGION``,
+        ``machine-type=$MACHINE``): an error naming the variable helps more there than the
+        empty value bash would pass."""
+        parts = [p for p in word.parts if p.kind != "text" or p.value]
+        if parts and parts[0].kind == "text" and _FLAG_EQUALS.fullmatch(parts[0].value):
+            parts = parts[1:]  # `--region=$REGION`: the flag's whole value is the variable
+        if self.nounset or len(parts) < 2:
+            return lookup
+
+        def inner(part: Part) -> str:
+            try:
+                return lookup(part)
+            except Unresolvable as exc:
+                if not exc.unset or exc.required or not exc.names:
+                    raise
+                self.scope.notes[
+                    f"line {line}: ${exc.names[0]} is not set: it expands to nothing inside "
+                    "the word that holds it, as bash does"
+                ] = None
+                return ""
+
+        return inner
 
     def marked(self, value: Word, name: str, line: int) -> str | None:
         """A computed value with only its unknown parts marked (``gs://b/m_MARK``)."""

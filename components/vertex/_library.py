@@ -33,7 +33,7 @@ from importlib.machinery import ModuleSpec
 from types import ModuleType
 from typing import Any
 
-__all__ = ["job_service", "whole_library"]
+__all__ = ["job_service", "types_only", "whole_library"]
 
 PACKAGE = "google.cloud.aiplatform_v1"
 _TYPES = f"{PACKAGE}.types"
@@ -66,6 +66,19 @@ def job_service() -> ModuleType:
                 # never be defined twice); a library without a job service then fails here.
                 _execute_all()
         return importlib.import_module(_JOB_SERVICE)
+
+
+def types_only() -> ModuleType:
+    """``google.cloud.aiplatform_v1.types`` (every message type), without the clients of the
+    library's package ``__init__`` when the library is not imported yet: what a conversion
+    needs. Code that later asks the package for another name finds it whole (see above)."""
+    with _quiet(), _lock:
+        if PACKAGE not in sys.modules:
+            try:
+                _defer(PACKAGE)
+            except ImportError:
+                _execute_all()
+        return importlib.import_module(_TYPES)
 
 
 def whole_library() -> ModuleType:

@@ -1,16 +1,19 @@
 """Conversion between ``JobSpec`` and ``google.cloud.aiplatform_v1.CustomJob``.
 
-This module imports the client library's types (about a second) when it is imported, so nothing
-on the validation path imports it: the provider's ``create`` and ``python -m components convert``
-import it on first use. ``validate_custom_job`` is what the emulator calls to check a job it was
-sent with the project's validator.
+This module imports the client library's message types when it is imported, so nothing on
+the validation path imports it: the provider's ``create`` and ``python -m components convert``
+import it on first use; ``convert`` imports the types alone (``_library.types_only``), not the
+library's clients. ``validate_custom_job`` runs the project's validator on a ``CustomJob``
+message, e.g. one read back from the API.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from google.cloud import aiplatform_v1
+# The message types only: with ``components.vertex._library.types_only()`` called first, the
+# library's clients (its package ``__init__``) are never imported.
+from google.cloud.aiplatform_v1 import types as aiplatform_v1
 from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from google.cloud import aiplatform_v1
+from google.cloud.aiplatform_v1 import types as aiplatform_v1  # the types, not the clients
 
 from components._errors import SpecInvalidError
 from components._tuning_spec import (

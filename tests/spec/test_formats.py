@@ -259,7 +259,7 @@ def _legacy(name: str) -> str:
 def test_scale_tiers(tmp_path: Path, tier: str, pools: list[tuple[str, str | None, int]]) -> None:
     path = tmp_path / "config.yaml"
     path.write_text(
-        f"trainingInput:\n  scaleTier: {tier}\n  packageUris: [gs://b/t.tgz]\n  pythonModule: trainer.task\n  region: europe-west4\n"
+        f"trainingInput:\n  scaleTier: {tier}\n  runtimeVersion: '2.15'\n  packageUris: [gs://b/t.tgz]\n  pythonModule: trainer.task\n  region: europe-west4\n"
     )
     spec = load_spec_file(path).spec
     got = [
@@ -299,3 +299,21 @@ def test_list_and_mapping_defaults_are_never_shared_between_specs():
     assert second.labels == {}
     assert second.worker_pool_specs[0].container_spec is not None
     assert second.worker_pool_specs[0].container_spec.args == []
+
+
+def test_an_earlier_executor_image_name_is_read_as_vertex_ais(tmp_path: Path) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text(
+        "region: europe-west4\nworkerPoolSpecs:\n- machineSpec: {machineType: n1-standard-4}\n"
+        "  replicaCount: 1\n  pythonPackageSpec:\n"
+        "    executorImageUri: gcr.io/cloud-aiplatform/training/tf-cpu.2-17.py310:latest\n"
+        "    packageUris: [gs://b/t.tgz]\n    pythonModule: trainer.task\n"
+    )
+    loaded = load_spec_file(path)
+    package = loaded.spec.worker_pool_specs[0].python_package_spec
+    assert package is not None
+    assert package.executor_image_uri == (
+        "europe-docker.pkg.dev/vertex-ai/training/tf-cpu.2-17.py310:latest"
+    )
+    assert any("earlier name of a prebuilt training image" in n for n in loaded.notes)
+    assert validate(loaded.spec) == []

@@ -5,12 +5,17 @@ never read as single jobs. Each command is read as gcloud builds its job
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
+import yaml
 
 from components import JobSpec, SpecFormatError, SpecInvalidError, load_spec_file, validate
+from components._cli import main
+from components._spec import AUTOPACKAGE_ENV
 from components.formats import LoadedSpec, TuningJobFileError
+from components.formats.autopackage import Autopackage
 from components.formats.gcloud_flags import invocation, split_dict, split_list
 
 IMAGE = "gcr.io/p/img:latest"
@@ -239,31 +244,40 @@ def test_what_gcloud_refuses_is_refused_naming_the_flag(
     assert str(info.value).startswith("line 1: ")
 
 
-def test_local_package_becomes_a_python_package_with_notes(tmp_path: Path) -> None:
+def test_local_package_becomes_gclouds_build_in_every_pool(tmp_path: Path) -> None:
+    (tmp_path / "trainer").mkdir()
+    (tmp_path / "trainer" / "requirements.txt").write_text("numpy\n")
     result = loaded(
         tmp_path,
         f"{CREATE} --worker-pool-spec=machine-type=n1-standard-8,accelerator-type=NVIDIA_TESLA_T4,"
         f"executor-image-uri={TF_GPU},local-package-path=trainer,script=trainer/task.py,"
-        "'requirements=pandas;scikit-learn==1.3' \\\n"
+        "'requirements=pandas;scikit-learn==1.3','extra-dirs=data;conf',"
+        "extra-packages=dep/foo.tar.gz \\\n"
         "  --worker-pool-spec=machine-type=n1-standard-8,replica-count=3 --args=--epochs=3\n",
     )
     chief, workers = result.spec.worker_pool_specs
     for pool in (chief, workers):
         package = pool.python_package_spec
         assert package is not None
-        assert package.package_uris == ["trainer"]
+        assert package.package_uris == ["trainer", "trainer/dep/foo.tar.gz"]
         assert (package.executor_image_uri, package.python_module) == (TF_GPU, "trainer.task")
         assert package.args == ["--epochs=3"]
+        (marker,) = package.env
+        build = Autopackage.from_env(TF_GPU, "trainer", marker.value)
+        assert marker.name == AUTOPACKAGE_ENV and build is not None
+        assert build.copied == ["trainer", "data", "conf"]  # the script's folder, extra dirs
+        assert build.requirements == ("pandas", "scikit-learn==1.3")
+        assert build.has_requirements_file and not build.has_setup
+        assert build.entry_point == ["python3", "trainer/task.py"]  # run as a file
     assert workers.replica_count == 3
     notes = " ".join(result.notes)
-    assert "gcloud builds an image of this directory" in notes
-    assert "requirements=pandas;scikit-learn==1.3" in notes
-    assert "runs module trainer.task" in notes
+    assert "requirements.txt, pandas, scikit-learn==1.3, dep/foo.tar.gz installed" in notes
+    assert "runs python3 trainer/task.py there" in notes
     warnings = validate(result.spec, region="us-central1")
-    assert [v.severity for v in warnings] == ["warning", "warning"]  # local paths, said so
+    assert {v.severity for v in warnings} == {"warning"}  # local paths, said so
 
 
-def test_a_shell_script_entry_point_is_never_guessed_as_a_module(tmp_path: Path) -> None:
+def test_a_shell_script_entry_point_runs_with_bash_and_names_no_module(tmp_path: Path) -> None:
     result = loaded(
         tmp_path,
         f"{CREATE} --worker-pool-spec=machine-type=n1-standard-4,executor-image-uri={TF_GPU},"
@@ -271,9 +285,61 @@ def test_a_shell_script_entry_point_is_never_guessed_as_a_module(tmp_path: Path)
     )
     package = result.spec.worker_pool_specs[0].python_package_spec
     assert package is not None and package.python_module is None
-    assert any("a Python package spec cannot run it" in n for n in result.notes)
-    paths = [v.path for v in validate(result.spec, region="us-central1") if v.severity == "error"]
-    assert paths == ["workerPoolSpecs[0].pythonPackageSpec.pythonModule"]
+    build = Autopackage.from_env(TF_GPU, ".", package.env[0].value)
+    assert build is not None and build.entry_point == ["/bin/bash", "run.sh"]
+    assert build.copied == ["."]  # a top-level entry point: all of the directory
+    assert any("/bin/bash run.sh" in n for n in result.notes)
+    errors = [v for v in validate(result.spec, region="us-central1") if v.severity == "error"]
+    assert errors == []  # gcloud's image runs the script: no module to name
+
+
+def test_the_dockerfile_is_gclouds(tmp_path: Path) -> None:
+    build = Autopackage(
+        executor_image=TF_GPU,
+        directory="src",
+        module="trainer.task",
+        extra_dirs=("data",),
+        requirements=("pandas==2.0",),
+        extra_packages=("dep/foo.whl",),
+        has_setup=True,
+        has_requirements_file=True,
+    )
+    lines = build.dockerfile().splitlines()
+    assert lines[0] == f"FROM {TF_GPU}"
+    assert "WORKDIR /usr/app" in lines and "ENV HOME=/home" in lines
+    assert "RUN rm -rf /var/sitecustomize" in lines  # a prebuilt base, as gcloud tests it
+    order = [
+        'COPY ["./setup.py", "./setup.py"]',
+        "RUN pip3 install --no-cache-dir .",
+        'COPY ["./requirements.txt", "./requirements.txt"]',
+        "RUN pip3 install --no-cache-dir -r ./requirements.txt",
+        'COPY ["dep/foo.whl", "foo.whl"]',
+        "RUN pip3 install --no-cache-dir foo.whl",
+        "RUN pip3 install --no-cache-dir --upgrade pandas==2.0",
+        'COPY ["data", "data"]',
+        'COPY ["trainer", "trainer"]',
+        'ENTRYPOINT ["python3", "-m", "trainer.task"]',
+    ]
+    assert [line for line in lines if line in order] == order
+    assert build.build_commands("gcr.io/p/img:1")[0].startswith("docker build -t gcr.io/p/img:1")
+
+
+def test_convert_prints_the_image_to_build_for_vertex(tmp_path: Path) -> None:
+    script = tmp_path / "submit.sh"
+    script.write_text(
+        f"{CREATE} --worker-pool-spec=machine-type=n1-standard-4,executor-image-uri={TF_GPU},"
+        "local-package-path=.,python-module=trainer.task,output-image-uri=gcr.io/p/t:1\n"
+    )
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["convert", str(script)], out=out, err=err)
+    assert code == 0, err.getvalue()
+    document = yaml.safe_load(out.getvalue())
+    (pool,) = document["workerPoolSpecs"]
+    assert "pythonPackageSpec" not in pool
+    assert pool["containerSpec"] == {"imageUri": "gcr.io/p/t:1"}  # what gcloud submits
+    assert f"#   FROM {TF_GPU}" in err.getvalue()
+    assert "docker push gcr.io/p/t:1" in err.getvalue()
+    assert AUTOPACKAGE_ENV not in out.getvalue()
 
 
 def test_kms_key_from_its_parts_and_global_flags_before_the_group(tmp_path: Path) -> None:
@@ -314,7 +380,7 @@ def test_hp_tuning_jobs_are_never_run_as_one_job(tmp_path: Path, track: str) -> 
 
 
 LEGACY_HP = (
-    "trainingInput:\n  scaleTier: BASIC\n  hyperparameters:\n    goal: MAXIMIZE\n"
+    "trainingInput:\n  scaleTier: BASIC\n  runtimeVersion: '2.15'\n  hyperparameters:\n    goal: MAXIMIZE\n"
     "    maxTrials: 4\n    params:\n    - {parameterName: lr, type: DOUBLE,"
     " minValue: 0.001, maxValue: 0.1}\n"
 )

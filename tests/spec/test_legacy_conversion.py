@@ -113,7 +113,7 @@ def test_eight_k80s_become_as_many_t4s_as_the_machine_takes(tmp_path: Path) -> N
     error = _refused(
         tmp_path,
         "trainingInput:\n  scaleTier: CUSTOM\n  masterType: complex_model_l_gpu\n"
-        "  region: us-central1\n" + PACKAGE,
+        "  region: us-central1\n  runtimeVersion: '2.15'\n" + PACKAGE,
     )
     (violation,) = error.violations
     assert violation.reason.startswith("complex_model_l_gpu runs on 8 x NVIDIA_TESLA_K80")
@@ -126,7 +126,7 @@ def test_a_k80_accelerator_config_is_refused_at_its_type(tmp_path: Path) -> None
         tmp_path,
         "trainingInput:\n  scaleTier: CUSTOM\n  masterType: n1-standard-8\n"
         "  masterConfig:\n    acceleratorConfig: {count: 2, type: NVIDIA_TESLA_K80}\n"
-        "  region: us-central1\n" + PACKAGE,
+        "  region: us-central1\n  runtimeVersion: '2.15'\n" + PACKAGE,
     )
     (violation,) = error.violations
     assert violation.path == "trainingInput.masterConfig.acceleratorConfig.type"
@@ -293,7 +293,7 @@ def test_a_scale_tier_keeps_the_masters_disk(tmp_path: Path) -> None:
         tmp_path,
         "trainingInput:\n  scaleTier: STANDARD_1\n"
         "  masterConfig: {diskConfig: {bootDiskType: pd-standard, bootDiskSizeGb: 300}}\n"
-        "  region: us-central1\n" + PACKAGE,
+        "  region: us-central1\n  runtimeVersion: '2.15'\n" + PACKAGE,
     ).spec
     chief = spec.worker_pool_specs[0]
     assert chief.disk_spec is not None
@@ -358,13 +358,32 @@ def test_a_command_with_master_image_uri_and_a_package_runs_the_package(tmp_path
         "  --module-name trainer.task\n",
         "submit.sh",
     )
-    (chief,) = load_spec_file(command, env={}).spec.worker_pool_specs
+    loaded = load_spec_file(command, env={})
+    (chief,) = loaded.spec.worker_pool_specs
     assert chief.container_spec is None and chief.python_package_spec is not None
+    # AI Platform's PyTorch image, by its Vertex AI name (the registry of the job's region)
     assert (
         chief.python_package_spec.executor_image_uri
-        == "gcr.io/cloud-ml-public/training/pytorch-gpu.1-6"
+        == "europe-docker.pkg.dev/vertex-ai/training/pytorch-gpu.1-6:latest"
     )
+    assert any("earlier name of a prebuilt training image" in n for n in loaded.notes)
     assert chief.python_package_spec.python_module == "trainer.task"
+
+
+def test_a_custom_image_with_a_package_is_refused_with_the_ways_out(tmp_path: Path) -> None:
+    command = _write(
+        tmp_path,
+        "gcloud ai-platform jobs submit training j --region us-central1 \\\n"
+        "  --master-image-uri gcr.io/my-project/trainer:3 --scale-tier BASIC \\\n"
+        "  --package-path gs://my-bucket/t.tar.gz --module-name trainer.task\n",
+        "submit.sh",
+    )
+    with pytest.raises(LegacyConversionError) as info:
+        load_spec_file(command, env={})
+    (problem,) = [v for v in info.value.violations if "imageUri" in v.path or "image" in v.path]
+    assert "not one of Vertex AI's prebuilt training images" in problem.reason
+    assert "prebuilt image" in (problem.suggestion or "")
+    assert "container" in (problem.suggestion or "")
 
 
 def test_a_container_command_with_a_package_is_a_conflict(tmp_path: Path) -> None:
@@ -374,7 +393,11 @@ def test_a_container_command_with_a_package_is_a_conflict(tmp_path: Path) -> Non
         "  masterConfig:\n    imageUri: gcr.io/p/trainer:v1\n    containerCommand: [python, run.py]\n"
         "  region: us-central1\n" + PACKAGE,
     )
-    assert [v.path for v in error.violations] == ["trainingInput.masterConfig.containerCommand"]
+    # and the package could not run on that custom image anyway
+    assert [v.path for v in error.violations] == [
+        "trainingInput.masterConfig.imageUri",
+        "trainingInput.masterConfig.containerCommand",
+    ]
 
 
 # --- the region override ----------------------------------------------------------------
@@ -406,3 +429,15 @@ def test_the_region_override_moves_the_job_and_its_registry(
     assert _image(spec.worker_pool_specs[0]).startswith(
         registry + "/vertex-ai/training/tf-cpu.2-11"
     )
+
+
+def test_no_runtime_version_is_ai_platforms_documented_default(tmp_path: Path) -> None:
+    # AI Platform's default runtime was 1.0 (TensorFlow 1.0): Vertex AI has no image for it,
+    # so the job gets the nearest versions that have one, never a silent 2.x image.
+    error = _refused(tmp_path, "trainingInput:\n  scaleTier: BASIC\n" + PACKAGE)
+    (violation,) = error.violations
+    assert violation.path == "trainingInput.runtimeVersion"
+    assert "TensorFlow training image for 1.0" in violation.reason
+    assert "1.15" in (violation.suggestion or "")
+    assert error.conversion is not None
+    assert any("default was 1.0" in note for note in error.conversion.notes)

@@ -841,3 +841,122 @@ def test_hostile_makefiles_end_quickly_with_a_short_message(tmp_path: Path, name
         load_spec_file(path, env={})
     assert time.perf_counter() - started < 10.0  # bounded, not a benchmark: machines are shared
     assert len(str(info.value)) < 1000
+
+
+# --- issue 26: a variable as the command word, unset inside a word, paths from the root --
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        'GCLOUD=gcloud\n"${GCLOUD}" ai-platform jobs submit training j' + LEGACY_TAIL + "\n",
+        "GCLOUD=/usr/lib/google-cloud-sdk/bin/gcloud\n$GCLOUD --project p1-x ai-platform jobs"
+        " submit training j" + LEGACY_TAIL + "\n",
+    ],
+)
+def test_a_variable_naming_gcloud_is_the_command_word(tmp_path: Path, script: str) -> None:
+    loaded = load_spec_file(write(tmp_path, script), env={})
+    assert loaded.format == "gcloud-command"
+    assert loaded.notes[0].startswith("read the gcloud command at line 2")
+
+
+def test_a_variable_naming_another_program_is_not_gcloud(tmp_path: Path) -> None:
+    script = 'TOOL=echo\n"$TOOL" ai-platform jobs submit training j' + LEGACY_TAIL + "\n"
+    with pytest.raises(SpecFormatError, match="no gcloud command found"):
+        load_spec_file(write(tmp_path, script), env={})
+
+
+def test_an_unset_variable_inside_a_word_is_empty_inside_it(tmp_path: Path) -> None:
+    script = (
+        'ARGS="--a=1,--key=$UNSET_KEY"\n'
+        "gcloud ai custom-jobs create --region=us-central1 --display-name=x"
+        " --worker-pool-spec=machine-type=n1-standard-4,container-image-uri=gcr.io/p/i:1"
+        ' --args="$ARGS" --labels="$LABELS"\n'
+    )
+    script = 'LABELS="team=ml$ALSO_UNSET"\n' + script
+    loaded = load_spec_file(write(tmp_path, script), env={})
+    container = loaded.spec.worker_pool_specs[0].container_spec
+    assert container is not None and container.args == ["--a=1", "--key="]
+    assert loaded.spec.labels == {"team": "ml"}
+    assert any("$UNSET_KEY is not set: it expands to nothing inside" in n for n in loaded.notes)
+
+
+def test_an_unset_variable_alone_is_still_named(tmp_path: Path) -> None:
+    script = (
+        "gcloud ai custom-jobs create --region=$REGION --display-name=x"
+        " --worker-pool-spec=machine-type=n1-standard-4,container-image-uri=gcr.io/p/i:1\n"
+    )
+    with pytest.raises(SpecFormatError, match=r"\$REGION is not set"):
+        load_spec_file(write(tmp_path, script), env={})
+
+
+def test_set_u_keeps_an_unset_variable_inside_a_word_an_error(tmp_path: Path) -> None:
+    script = (
+        'set -u\nARGS="--key=$UNSET_KEY"\n'
+        "gcloud ai custom-jobs create --region=us-central1 --display-name=x"
+        " --worker-pool-spec=machine-type=n1-standard-4,container-image-uri=gcr.io/p/i:1"
+        ' --args="$ARGS"\n'
+    )
+    with pytest.raises(SpecFormatError, match="UNSET_KEY"):
+        load_spec_file(write(tmp_path, script), env={})
+
+
+def test_relative_paths_are_found_from_the_repository_root(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "job.yaml").write_text(
+        "workerPoolSpecs:\n- machineSpec: {machineType: n1-standard-4}\n  replicaCount: 1\n"
+        "  containerSpec: {imageUri: gcr.io/p/i:1}\n"
+    )
+    (tmp_path / "trainer").mkdir()
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    create = write(
+        scripts,
+        "gcloud ai custom-jobs create --region=us-central1 --display-name=x"
+        " --config=configs/job.yaml\n",
+    )
+    loaded = load_spec_file(create, env={})
+    assert loaded.spec.worker_pool_specs[0].machine_spec is not None
+    assert any("found in" in n and "read as ../configs/job.yaml" in n for n in loaded.notes)
+    legacy = write(
+        scripts,
+        "gcloud ai-platform jobs submit training j --region us-central1 --runtime-version 2.11"
+        " --module-name trainer.task --package-path trainer\n",
+        "legacy.sh",
+    )
+    package = load_spec_file(legacy, env={}).spec.worker_pool_specs[0].python_package_spec
+    assert package is not None and package.package_uris == ["../trainer"]
+
+
+def test_a_path_in_the_scripts_folder_wins_and_none_is_looked_for_past_the_root(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    (tmp_path / "configs").mkdir()  # above the repository root: never read
+    (tmp_path / "configs" / "job.yaml").write_text("workerPoolSpecs: []\n")
+    create = write(
+        root,
+        "gcloud ai custom-jobs create --region=us-central1 --display-name=x"
+        " --config=configs/job.yaml\n",
+    )
+    with pytest.raises(SpecFormatError, match=r"repo/configs/job\.yaml: no such file"):
+        load_spec_file(create, env={})
+    (root / "configs").mkdir()
+    (root / "configs" / "job.yaml").write_text(
+        "workerPoolSpecs:\n- machineSpec: {machineType: n1-standard-8}\n  replicaCount: 1\n"
+        "  containerSpec: {imageUri: gcr.io/p/i:1}\n"
+    )
+    loaded = load_spec_file(create, env={})
+    machine = loaded.spec.worker_pool_specs[0].machine_spec
+    assert machine is not None and machine.machine_type == "n1-standard-8"
+    assert not any("found in" in n for n in loaded.notes)  # the script's own folder
+
+
+def test_an_unset_variable_as_the_command_word_is_named(tmp_path: Path) -> None:
+    script = '"${GCLOUD}" ai-platform jobs submit training j' + LEGACY_TAIL + "\n"
+    with pytest.raises(SpecFormatError, match=r"\$GCLOUD is not set.*set GCLOUD in the env"):
+        load_spec_file(write(tmp_path, script), env={})
+    loaded = load_spec_file(write(tmp_path, script), env={"GCLOUD": "/opt/sdk/bin/gcloud"})
+    assert loaded.format == "gcloud-command"

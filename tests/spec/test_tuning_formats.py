@@ -387,9 +387,11 @@ def test_vertex_config_is_read_with_gclouds_defaults(tmp_path: Path) -> None:
 def test_a_described_job_ignores_its_output_only_fields() -> None:
     loaded = load_spec_file(REAL / "vertex_hp_tuning_described.json", tuning=True)
     assert loaded.format == "hyperparameter-tuning-job" and loaded.tuning is not None
-    assert loaded.notes == [
+    assert loaded.notes[0] == (
         "output-only fields ignored: name, trials, state, createTime, startTime, updateTime"
-    ]
+    )
+    # and the trial's TensorFlow 2.15 image is past its end of availability (catalog)
+    assert [n for n in loaded.notes[1:] if "end of availability" not in n] == []
     assert loaded.tuning.max_trial_count == 8
     assert loaded.tuning.trial_job_spec.base_output_directory == "gs://my-bucket/cifar10/hp"
 
@@ -606,3 +608,20 @@ def test_no_input_with_hyperparameters_becomes_a_plain_job(tmp_path: Path) -> No
         for command in ("validate", "convert"):
             _, out, err = run(command, str(path))
             assert "custom-jobs create" not in out and "(custom-job" not in err, path.name
+
+
+def test_a_trials_earlier_executor_image_name_is_read_as_vertex_ais(tmp_path: Path) -> None:
+    text = VERTEX_CONFIG.replace(
+        "containerSpec: {imageUri: gcr.io/my-project/trainer:v3}",
+        "pythonPackageSpec: {executorImageUri: gcr.io/cloud-ml-public/training/pytorch-gpu.1-13,"
+        " packageUris: [gs://b/t.tgz], pythonModule: trainer.task}",
+    )
+    loaded = load_spec_file(write(tmp_path, text), tuning=True)
+    assert loaded.tuning is not None
+    (pool,) = loaded.tuning.trial_job_spec.worker_pool_specs
+    assert pool.python_package_spec is not None
+    expected = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.1-13:latest"
+    assert pool.python_package_spec.executor_image_uri == expected
+    trial = loaded.spec.worker_pool_specs[0].python_package_spec
+    assert trial is not None and trial.executor_image_uri == expected
+    assert any("earlier name of a prebuilt training image" in n for n in loaded.notes)

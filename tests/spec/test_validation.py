@@ -150,7 +150,7 @@ def test_python_package_fields() -> None:
 def test_local_package_paths_depend_on_target() -> None:
     local = pool(
         pythonPackageSpec={
-            "executorImageUri": "img",
+            "executorImageUri": "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-17.py310:latest",
             "packageUris": ["./examples/trainer"],
             "pythonModule": "trainer.task",
         }
@@ -191,6 +191,23 @@ def test_env_names_and_values_never_echoed() -> None:
         in by_path(violations, "workerPoolSpecs[0].pythonPackageSpec.env[2].name").reason
     )
     assert all(secret not in str(v) for v in violations)
+
+
+def test_an_empty_env_value_is_refused_as_vertex_refuses_it() -> None:
+    """EnvVar.value is REQUIRED in v1 (Vertex: "Required field is not set"), in both task kinds,
+    whether the variables come as a list or as a mapping with a null value."""
+    package = pool()
+    package["pythonPackageSpec"]["env"] = [{"name": "SET", "value": "1"}, {"name": "EMPTY"}]
+    found = by_path(validate(spec(package)), "workerPoolSpecs[0].pythonPackageSpec.env[1].value")
+    assert found.severity == "error" and "EMPTY has no value" in found.reason
+    container = {
+        "machineSpec": {"machineType": "n1-standard-4"},
+        "replicaCount": 1,
+        "containerSpec": {"imageUri": "gcr.io/p/trainer:1", "env": {"A": "x", "B": None}},
+    }
+    found = by_path(validate(spec(container)), "workerPoolSpecs[0].containerSpec.env[1].value")
+    assert "B has no value" in found.reason
+    assert not [v for v in validate(spec(pool())) if v.path.endswith(".value")]
 
 
 def test_labels() -> None:
@@ -341,3 +358,19 @@ def test_nul_bytes_are_refused_at_their_field(document, path):
     assert [(v.path, v.reason) for v in info.value.violations] == [
         (path, "must not contain NUL bytes")
     ]
+
+
+def test_a_package_runs_only_on_a_prebuilt_executor_image() -> None:
+    def image_violations(uri: str) -> list[str]:
+        package = {"executorImageUri": uri, "packageUris": ["gs://b/t.tgz"], "pythonModule": "t"}
+        found = validate(spec(pool(pythonPackageSpec=package)), region="us-central1")
+        return [v.reason + " / " + (v.suggestion or "") for v in found if "executorImage" in v.path]
+
+    assert image_violations("us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-17.py310:latest") == []
+    (custom,) = image_violations("gcr.io/my-project/trainer:1")
+    assert "not one of Vertex AI's prebuilt training images" in custom
+    assert "prebuilt executor image" in custom and "containerSpec" in custom
+    (legacy,) = image_violations("gcr.io/cloud-ml-public/training/pytorch-cpu.1-4")
+    assert "us-docker.pkg.dev/vertex-ai/training/pytorch-cpu.1-4:latest" in legacy
+    (untagged,) = image_violations("us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-17.py310")
+    assert "tf-cpu.2-17.py310:latest" in untagged

@@ -4,6 +4,7 @@ gcloud ai-platform jobs submit training $JOB_NAME \
         --module-name $MAIN_APP_MODULE \
         --job-dir $JOB_DIR \
         --region us-central1 \
+        --runtime-version 2.15 \
         --scale-tier custom \
         --master-machine-type n1-highcpu-16 \
         --master-accelerator count=4,type=nvidia-tesla-t4 \
