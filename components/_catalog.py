@@ -20,6 +20,7 @@ from components._errors import CatalogError
 __all__ = [
     "CAPACITY_OPTIONS",
     "CATALOG_DIR",
+    "PRICE_BASES",
     "Accelerator",
     "Catalog",
     "Combination",
@@ -36,6 +37,8 @@ __all__ = [
     "combinations",
     "load_catalog",
     "load_catalog_from",
+    "price_cells",
+    "price_problem",
     "regions_offering",
     "resolve_accelerator",
     "zones_offering",
@@ -164,11 +167,37 @@ class TrainingImage:
     source: str = ""
 
 
+PRICE_BASES = ("vertex", "derived", "unverified", "bound", "unknown", "org")
+"""How a price was found (``prices.csv`` columns ``basis`` and ``spot_basis``):
+
+- ``vertex``: a Vertex AI custom-training price a public source states;
+- ``derived``: a Compute Engine list price times Vertex's custom-training uplift (1.15), for a
+  family whose uplift was checked against a Vertex price;
+- ``unverified``: derived the same way for a family whose uplift could not be checked;
+- ``bound`` (Spot only): the on-demand price standing in as the upper bound of a Spot price the
+  source lacks or gives at or above on-demand;
+- ``unknown``: no price (the row's source says why);
+- ``org``: an organisation's price sheet (``training:prices``).
+"""
+
+_BASIS_LABELS = {
+    "vertex": "Vertex price",
+    "derived": "derived",
+    "unverified": "derived, unverified",
+    "bound": "on-demand bound",
+    "unknown": "unknown",
+    "org": "org sheet",
+    "": "",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Price:
     """A Vertex AI training price per hour: of a machine, one accelerator, or a legacy tier.
 
-    ``None`` means the price is not known for that region (never zero).
+    ``None`` means the price is not known for that region (never zero). ``basis`` says how
+    the on-demand price was found, ``spot_basis`` the Spot price's (empty: as ``basis``);
+    see ``PRICE_BASES``. ``discount_percent`` is an organisation's discount already applied.
     """
 
     region: str
@@ -178,6 +207,30 @@ class Price:
     spot_usd: float | None
     as_of: str = ""
     source: str = ""
+    basis: str = ""
+    spot_basis: str = ""
+    discount_percent: float = 0.0
+    sheet: str = ""
+    """The organisation price sheet's file name, for ``org`` rows."""
+
+    def value(self, spot: bool) -> float | None:
+        """The Spot or on-demand price per hour; None when unknown."""
+        return self.spot_usd if spot else self.on_demand_usd
+
+    def basis_for(self, spot: bool) -> str:
+        """How the Spot or on-demand price was found (a ``PRICE_BASES`` value, or empty)."""
+        return (self.spot_basis or self.basis) if spot else self.basis
+
+    def label(self, spot: bool) -> str:
+        """How outputs name the price's source: ``derived, unverified``, ``org sheet x.csv``;
+        empty for a row without a basis (a test's tiny catalog)."""
+        basis = self.basis_for(spot)
+        text = _BASIS_LABELS.get(basis, basis)
+        if basis == "org" and self.sheet:
+            text = f"org sheet {self.sheet}"
+        if self.discount_percent and basis != "org":  # a sheet's rate is already negotiated
+            text += f" -{self.discount_percent:g}% org discount"
+        return text
 
 
 @dataclass(frozen=True)
@@ -437,18 +490,49 @@ def _training_images(directory: Path) -> tuple[TrainingImage, ...]:
 
 
 def _prices(directory: Path) -> dict[tuple[str, str, str], Price]:
-    return {
-        (r["region"], r["resource_kind"], r["name"]): Price(
+    prices: dict[tuple[str, str, str], Price] = {}
+    for number, r in enumerate(_rows(directory, "prices.csv"), start=2):
+        where = f"prices.csv:{number}"
+        price = Price(
             region=r["region"],
             kind=r["resource_kind"],
             name=r["name"],
-            on_demand_usd=_optional_number("prices.csv", r, "on_demand_usd_per_hour"),
-            spot_usd=_optional_number("prices.csv", r, "spot_usd_per_hour"),
+            on_demand_usd=_optional_number(where, r, "on_demand_usd_per_hour"),
+            spot_usd=_optional_number(where, r, "spot_usd_per_hour"),
             as_of=r["as_of"],
             source=r["source"],
+            basis=(r.get("basis") or "").strip(),
+            spot_basis=(r.get("spot_basis") or "").strip(),
         )
-        for r in _rows(directory, "prices.csv")
-    }
+        problem = price_problem(price)
+        if problem:
+            raise CatalogError(f"{where}: {problem}")
+        key = (price.region, price.kind, price.name)
+        if key in prices:
+            raise CatalogError(f"{where}: a second row for {' '.join(key)}")
+        prices[key] = price
+    return prices
+
+
+def price_problem(price: Price) -> str | None:
+    """What is wrong with a price row (a negative or zero price, an unknown basis), or None.
+
+    A zero is never a price: an unknown price is an empty cell.
+    """
+    for column, value in (
+        ("on_demand_usd_per_hour", price.on_demand_usd),
+        ("spot_usd_per_hour", price.spot_usd),
+    ):
+        if value is not None and not value > 0:  # also refuses NaN
+            return f"{column} must be above 0, got {value:g} (leave it empty when unknown)"
+        if value is not None and value == float("inf"):
+            return f"{column} must be a finite number"
+    for column, basis in (("basis", price.basis), ("spot_basis", price.spot_basis)):
+        if basis and basis not in PRICE_BASES:
+            return f"{column} {basis!r} is not one of {', '.join(PRICE_BASES)}"
+    if price.basis == "unknown" and price.on_demand_usd is not None:
+        return "basis is unknown but on_demand_usd_per_hour has a price"
+    return None
 
 
 def _check_references(catalog: Catalog) -> None:
@@ -579,6 +663,30 @@ def zones_offering(catalog: Catalog, region: str, accelerators: Iterable[str]) -
     """Zones of ``region`` that offer every one of ``accelerators``."""
     wanted = frozenset(accelerators)
     return [z.name for z in catalog.zones_by_region.get(region, ()) if wanted <= z.accelerators]
+
+
+def price_cells(catalog: Catalog) -> list[tuple[str, str, str]]:
+    """Every (kind, name, region) whose price a Vertex training job can need, sorted.
+
+    A GPU in each region where a zone offers it (never a retired one); a machine type Vertex
+    AI training accepts that comes with its GPUs, where that GPU is offered; any other
+    accepted machine type (n1, n2, e2, c2) in every region. TPU machines and TPUs are left
+    out: ``zones.csv`` lists no TPU zones, so the catalog offers them nowhere.
+    """
+    cells: set[tuple[str, str, str]] = set()
+    for region, accelerators in catalog.region_accelerators.items():
+        for name in accelerators:
+            info = catalog.accelerators.get(name)
+            if info is not None and info.kind == "gpu" and not info.retired:
+                cells.add(("accelerator", name, region))
+    for machine in catalog.machine_types.values():
+        if not machine.training or machine.family == "tpu":
+            continue
+        for region in catalog.regions:
+            fixed = machine.fixed_accelerator
+            if fixed is None or ("accelerator", fixed, region) in cells:
+                cells.add(("machine", machine.name, region))
+    return sorted(cells)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,11 @@
 """What a job costs: per hour, and at most (for its ``scheduling.timeout``).
 
-Prices come from ``catalog/prices.csv``. An unknown price is reported as unknown, never
-guessed: the estimate then has no total, and ``missing`` says which prices are lacking.
+Prices come from ``catalog/prices.csv``, over which a stack's organisation prices apply
+(``components._price_sheet``). An unknown price is reported as unknown, never guessed: the
+estimate then has no total, and ``missing`` says which prices are lacking, and why when the
+catalog knows. Every price says where it came from (``price_labels``: ``Vertex price``,
+``derived``, ``derived, unverified``, ``org sheet x.csv``, a discount), and a pool's price is
+the way Vertex bills it: the machine plus each of its GPUs.
 
 A hyperparameter tuning job (``estimate_tuning``) is priced from the custom job each trial
 runs: one trial per hour, every parallel trial at once per hour, and the ceiling of all its
@@ -15,7 +19,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from components._catalog import Catalog, Price, load_catalog
+from components._catalog import Catalog, Price, combinations, load_catalog
 from components._errors import SpecError
 from components._spec import JobSpec, WorkerPoolSpec
 from components._tuning_spec import TuningJobSpec
@@ -24,6 +28,7 @@ from components._validation import POOL_ROLES, validate
 __all__ = [
     "DEFAULT_TIMEOUT",
     "Estimate",
+    "GpuOffer",
     "PoolCost",
     "TuningEstimate",
     "compare_regions",
@@ -32,6 +37,8 @@ __all__ = [
     "duration_text",
     "estimate",
     "estimate_tuning",
+    "gpu_offers",
+    "labels_text",
     "summary",
     "tuning_cost_outputs",
     "tuning_summary",
@@ -53,6 +60,8 @@ class PoolCost:
     accelerator_count: int
     replica_usd_per_hour: float | None
     missing: tuple[str, ...]
+    price_labels: tuple[str, ...] = ()
+    """Where its prices came from (``Price.label``), machine first."""
 
     @property
     def usd_per_hour(self) -> float | None:
@@ -73,6 +82,8 @@ class Estimate:
     missing: tuple[str, ...]
     scale_tier: str | None = None
     sources: tuple[str, ...] = ()
+    price_labels: tuple[str, ...] = ()
+    """Where its prices came from (``Price.label``), each once."""
 
     @property
     def max_usd(self) -> float | None:
@@ -92,14 +103,66 @@ def _price(catalog: Catalog, region: str, kind: str, name: str, spot: bool) -> P
     price = catalog.prices.get((region, kind, name))
     if price is None:
         return None
-    value = price.spot_usd if spot else price.on_demand_usd
-    return price if value is not None else None
+    return price if price.value(spot) is not None else None
 
 
 def _value(price: Price, spot: bool) -> float:
-    value = price.spot_usd if spot else price.on_demand_usd
+    value = price.value(spot)
     assert value is not None
     return value
+
+
+def _unknown(catalog: Catalog, region: str, kind: str, name: str) -> str:
+    """``a4-highgpu-8g in us-central1 (the source lists it at 0.0, which is no price)``."""
+    price = catalog.prices.get((region, kind, name))
+    why = ""
+    if price is not None and price.source.startswith("unknown: "):
+        why = price.source.removeprefix("unknown: ").split(" (", 1)[0]
+    return f"{name} in {region}" + (f" ({why})" if why else "")
+
+
+@dataclass(frozen=True, slots=True)
+class _Replica:
+    """One machine with its GPUs: its price, the prices lacking, where the prices came from."""
+
+    usd_per_hour: float | None
+    missing: tuple[str, ...]
+    labels: tuple[str, ...]
+    sources: tuple[str, ...]
+
+
+def _replica(
+    catalog: Catalog,
+    where: str,
+    spot: bool,
+    machine_type: str,
+    accelerator: str | None,
+    count: int,
+) -> _Replica:
+    """What Vertex bills for one replica: the machine, plus ``count`` of its GPU.
+
+    An accelerator-optimized machine (a2, a3, g2) is billed this way too: its machine price
+    excludes its GPUs (``catalog/README.md``, "Prices").
+    """
+    parts = [("machine", machine_type, 1)]
+    if accelerator and count > 0:
+        parts.append(("accelerator", accelerator, count))
+    total, missing, labels, sources = 0.0, [], [], []
+    for kind, name, times in parts:
+        price = _price(catalog, where, kind, name, spot)
+        if price is None:
+            missing.append(_unknown(catalog, where, kind, name))
+            continue
+        total += _value(price, spot) * times
+        if label := price.label(spot):
+            labels.append(label)
+        sources.append(price.source)
+    return _Replica(
+        None if missing else total,
+        tuple(missing),
+        tuple(dict.fromkeys(labels)),
+        tuple(sources),
+    )
 
 
 def estimate(
@@ -133,6 +196,7 @@ def estimate(
                 (),
                 scale_tier,
                 (tier_price.source,),
+                (tier_price.label(spot),),
             )
     sources: set[str] = set()
     pools = [
@@ -152,6 +216,7 @@ def estimate(
         tuple(dict.fromkeys(m + kind for m in all_missing)),
         None,
         tuple(sorted(sources)),
+        tuple(dict.fromkeys(label for p in pools for label in p.price_labels)),
     )
 
 
@@ -162,21 +227,15 @@ def _pool_cost(
     machine = pool.machine_spec
     if pool.is_placeholder or machine is None or not machine.machine_type:
         return None
-    missing: list[str] = []
-    replica_cost = 0.0
-    machine_price = _price(catalog, where, "machine", machine.machine_type, spot)
-    if machine_price is None:
-        missing.append(f"{machine.machine_type} in {where}")
-    else:
-        replica_cost += _value(machine_price, spot)
-        sources.add(machine_price.source)
-    if machine.accelerator_type and machine.accelerator_count > 0:
-        acc_price = _price(catalog, where, "accelerator", machine.accelerator_type, spot)
-        if acc_price is None:
-            missing.append(f"{machine.accelerator_type} in {where}")
-        else:
-            replica_cost += _value(acc_price, spot) * machine.accelerator_count
-            sources.add(acc_price.source)
+    replica = _replica(
+        catalog,
+        where,
+        spot,
+        machine.machine_type,
+        machine.accelerator_type,
+        machine.accelerator_count,
+    )
+    sources.update(replica.sources)
     return PoolCost(
         index=index,
         role=POOL_ROLES[index] if index < len(POOL_ROLES) else f"pool {index}",
@@ -184,8 +243,69 @@ def _pool_cost(
         machine_type=machine.machine_type,
         accelerator=machine.accelerator_type,
         accelerator_count=machine.accelerator_count,
-        replica_usd_per_hour=None if missing else replica_cost,
-        missing=tuple(missing),
+        replica_usd_per_hour=replica.usd_per_hour,
+        missing=replica.missing,
+        price_labels=replica.labels,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class GpuOffer:
+    """A GPU count on a machine type that takes it, in one region, and its price per hour."""
+
+    accelerator: str
+    count: int
+    machine_type: str
+    region: str
+    spot: bool
+    usd_per_hour: float | None
+    price_labels: tuple[str, ...]
+    missing: tuple[str, ...]
+
+
+def gpu_offers(
+    catalog: Catalog,
+    *,
+    accelerator: str | None = None,
+    region: str | None = None,
+    machine_type: str | None = None,
+    spot: bool = False,
+) -> list[GpuOffer]:
+    """What a GPU costs on each machine that takes it, by region, cheapest first
+    (``python -m components prices``, like ``sky show-gpus``). Unknown prices come last."""
+    offers = []
+    for combo in combinations(
+        catalog, accelerator=accelerator, region=region, machine_type=machine_type
+    ):
+        for where in combo.regions:
+            if region and where != region:
+                continue
+            for count in combo.counts:
+                replica = _replica(
+                    catalog, where, spot, combo.machine_type, combo.accelerator, count
+                )
+                offers.append(
+                    GpuOffer(
+                        combo.accelerator,
+                        count,
+                        combo.machine_type,
+                        where,
+                        spot,
+                        replica.usd_per_hour,
+                        replica.labels,
+                        replica.missing,
+                    )
+                )
+    return sorted(
+        offers,
+        key=lambda o: (
+            o.usd_per_hour is None,
+            o.usd_per_hour or 0.0,
+            o.accelerator,
+            o.count,
+            o.machine_type,
+            o.region,
+        ),
     )
 
 
@@ -344,8 +464,13 @@ def summary(result: Estimate) -> str:
     assert result.max_usd is not None
     return (
         f"${result.usd_per_hour:,.2f}/h {pricing} in {result.region}, "
-        f"at most ${result.max_usd:,.2f} ({hours} timeout)"
+        f"at most ${result.max_usd:,.2f} ({hours} timeout){labels_text(result.price_labels)}"
     )
+
+
+def labels_text(labels: tuple[str, ...]) -> str:
+    """``; prices: derived, unverified + org sheet acme.csv``: where a line's prices came from."""
+    return f"; prices: {' + '.join(labels)}" if labels else ""
 
 
 def tuning_summary(result: TuningEstimate) -> str:
@@ -363,4 +488,5 @@ def tuning_summary(result: TuningEstimate) -> str:
         f"${result.usd_per_hour:,.2f}/h {pricing} in {result.region} "
         f"({trials}, ${result.trial_usd_per_hour:,.2f}/h each), at most ${result.max_usd:,.2f} "
         f"({result.max_trials} trials, {duration_text(result.timeout)} timeout each)"
+        f"{labels_text(result.trial.price_labels)}"
     )

@@ -10,8 +10,11 @@ machines, GPUs, region and price per hour from the catalog (``components._pricin
 "unknown" when the catalog has no price, never a guess); a second table has one row per
 HyperparameterTuningJob that changes, with its trials (in all, at once), the machines and GPUs
 of one trial, its region, the price per hour of all its parallel trials and the ceiling of all
-its trials (``components._pricing.estimate_tuning``). Then the cost change of the whole
-preview, then per job the properties that change (nested, e.g.
+its trials (``components._pricing.estimate_tuning``). A training job's row also has its
+ceiling (timeout x $/h). Prices are the catalog's with the stack's organisation prices
+(``training:prices``, from the preview's config) over them. Then the cost change of the whole
+preview ($/h and ceiling), where each job's prices came from (``Price.label``), then per
+job the properties that change (nested, e.g.
 ``spec.workerPoolSpecs[0].machineSpec.acceleratorCount: 1 → 2``) and which of them force a
 replacement. Errors of a failed preview are quoted. Other resources are counted in one line.
 
@@ -31,10 +34,12 @@ import json
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TextIO
 
 from components._catalog import Catalog, load_catalog
 from components._errors import SpecError
+from components._price_sheet import PriceSheetError, apply_prices, parse_price_setting
 from components._pricing import Estimate, TuningEstimate, duration_text, estimate, estimate_tuning
 from components._spec import JobSpec
 from components._tuning_spec import TuningJobSpec
@@ -178,6 +183,8 @@ class Preview:
     warnings: list[str]
     stack_policy_violations: list[str]
     streamed: bool
+    prices_setting: Any = None
+    """The stack's ``training:prices`` as the preview's config holds it (None: not set)."""
 
 
 # --- reading the engine's JSON --------------------------------------------------------------
@@ -232,7 +239,16 @@ def _diagnostic_text(message: Any) -> str:
     return text
 
 
-def _from_document(doc: Mapping[str, Any]) -> tuple[list[_Step], list[dict[str, Any]], list[Any]]:
+def _prices_setting(config: Any) -> Any:
+    """``training:prices`` from the stack configuration the preview carries, if any."""
+    return config.get(_PRICES_KEY) if isinstance(config, Mapping) else None
+
+
+_PRICES_KEY = "training:prices"
+_Loaded = tuple[list["_Step"], list[dict[str, Any]], list[Any], Any]
+
+
+def _from_document(doc: Mapping[str, Any]) -> _Loaded:
     steps = []
     for raw in doc.get("steps") or []:
         old, new = raw.get("oldState"), raw.get("newState")
@@ -248,14 +264,15 @@ def _from_document(doc: Mapping[str, Any]) -> tuple[list[_Step], list[dict[str, 
             )
         )
     diagnostics = [d for d in doc.get("diagnostics") or [] if isinstance(d, Mapping)]
-    return steps, [dict(d) for d in diagnostics], []
+    return steps, [dict(d) for d in diagnostics], [], _prices_setting(doc.get("config"))
 
 
-def _from_events(
-    events: Sequence[Mapping[str, Any]],
-) -> tuple[list[_Step], list[dict[str, Any]], list[Any]]:
+def _from_events(events: Sequence[Mapping[str, Any]]) -> _Loaded:
     steps, diagnostics, policies = [], [], []
+    prices = None
     for event in events:
+        if isinstance(event.get("preludeEvent"), Mapping):
+            prices = _prices_setting(event["preludeEvent"].get("config"))
         if "resourcePreEvent" in event:
             meta = event["resourcePreEvent"].get("metadata") or {}
             steps.append(
@@ -273,10 +290,10 @@ def _from_events(
             diagnostics.append({"message": diag.get("message"), "severity": diag.get("severity")})
         elif "policyEvent" in event:
             policies.append(dict(event["policyEvent"]))
-    return steps, diagnostics, policies
+    return steps, diagnostics, policies, prices
 
 
-def _load(text: str) -> tuple[list[_Step], list[dict[str, Any]], list[Any], bool]:
+def _load(text: str) -> tuple[list[_Step], list[dict[str, Any]], list[Any], Any, bool]:
     text = text.strip()
     if not text:
         raise ReviewError("the preview output is empty (did `pulumi preview --json` run?)")
@@ -307,7 +324,7 @@ def _load(text: str) -> tuple[list[_Step], list[dict[str, Any]], list[Any], bool
 
 def parse_preview(text: str) -> Preview:
     """Read ``pulumi preview --json`` output (a document or an event stream)."""
-    steps, diagnostics, policies, streamed = _load(text)
+    steps, diagnostics, policies, prices_setting, streamed = _load(text)
     stack = project = None
     jobs: dict[str, JobChange] = {}
     unchanged = 0
@@ -360,6 +377,7 @@ def parse_preview(text: str) -> Preview:
         warnings=[w for w in dict.fromkeys(warnings) if w],
         stack_policy_violations=stack_violations,
         streamed=streamed,
+        prices_setting=prices_setting,
     )
 
 
@@ -517,6 +535,13 @@ def _trials(spec: TuningJobSpec | None) -> str:
     return f"{spec.max_trial_count} ({spec.parallel_trial_count} at once)"
 
 
+def _job_ceiling(result: Estimate) -> str:
+    """``$24.00 (1 d)``: the job for its whole timeout."""
+    if result.max_usd is None:
+        return "unknown"
+    return f"${result.max_usd:,.2f} ({duration_text(result.timeout)})"
+
+
 def _ceiling(result: TuningEstimate | None) -> str:
     """``$171.95 (12 x 14 h)``: every trial for its whole timeout."""
     if result is None or result.max_usd is None:
@@ -538,6 +563,10 @@ class _Side:
     missing: tuple[str, ...]
     trials: str = ""
     ceiling: str = ""
+    ceiling_usd: float | None = None
+    """The most it can cost: timeout x $/h (a tuning job: trials x one trial's ceiling)."""
+    labels: tuple[str, ...] = ()
+    """Where its prices came from (``Price.label``)."""
 
 
 def _describe(job: JobChange, which: str, catalog: Catalog) -> _Side:
@@ -546,8 +575,17 @@ def _describe(job: JobChange, which: str, catalog: Catalog) -> _Side:
     if not job.tuning:
         result = _estimate(spec, job.region, catalog)
         if result is None:
-            return _Side(_machines(spec), _gpus(spec), None, False, ())
-        return _Side(_machines(spec), _gpus(spec), result.usd_per_hour, result.spot, result.missing)
+            return _Side(_machines(spec), _gpus(spec), None, False, (), ceiling="unknown")
+        return _Side(
+            _machines(spec),
+            _gpus(spec),
+            result.usd_per_hour,
+            result.spot,
+            result.missing,
+            ceiling=_job_ceiling(result),
+            ceiling_usd=result.max_usd,
+            labels=result.price_labels,
+        )
     tuning = job.tuning_spec(which)
     tuned = _estimate_tuning(tuning, job.region, catalog)
     return _Side(
@@ -558,6 +596,8 @@ def _describe(job: JobChange, which: str, catalog: Catalog) -> _Side:
         () if tuned is None else tuned.missing,
         _trials(tuning),
         _ceiling(tuned),
+        None if tuned is None else tuned.max_usd,
+        () if tuned is None else tuned.trial.price_labels,
     )
 
 
@@ -569,8 +609,10 @@ class _Row:
     cost: str
     delta: float | None  # change of the hourly cost, None when a price is unknown
     missing: list[str]
-    trials: str = ""  # tuning jobs: trials in all (at once), and the ceiling of all trials
-    ceiling: str = ""
+    trials: str = ""  # tuning jobs: trials in all (at once)
+    ceiling: str = ""  # the most it can cost (a tuning job: all its trials)
+    ceiling_delta: float | None = None  # its change, None when a price is unknown
+    prices: str = ""  # where its prices came from
 
 
 def _shown(sides: list[_Side], attribute: str) -> str:
@@ -586,14 +628,21 @@ def _row(job: JobChange, catalog: Catalog) -> _Row:
     spot = " (spot)" if any(side.spot for side in sides) else ""
     row = _Row(job, _shown(sides, "machines"), _shown(sides, "gpus"), "", None, missing)
     row.trials, row.ceiling = _shown(sides, "trials"), _shown(sides, "ceiling")
+    labels = dict.fromkeys(label for side in sides for label in side.labels)
+    row.prices = " + ".join(labels) + (" (spot)" if spot and labels else "")
     if old is None or new is None:  # create, delete
-        hourly = sides[0].hourly
+        hourly, ceiling = sides[0].hourly, sides[0].ceiling_usd
+        sign = 1 if new is not None else -1
         row.cost = _money(hourly) + spot
-        row.delta = None if hourly is None else (hourly if new is not None else -hourly)
+        row.delta = None if hourly is None else sign * hourly
+        row.ceiling_delta = None if ceiling is None else sign * ceiling
         return row
     if job.op == "update":  # knobs only: the job and its price stay
         row.cost, row.delta, row.ceiling = _money(new.hourly) + spot, 0.0, new.ceiling
+        row.ceiling_delta = 0.0
         return row
+    if old.ceiling_usd is not None and new.ceiling_usd is not None:
+        row.ceiling_delta = new.ceiling_usd - old.ceiling_usd
     delta = None if old.hourly is None or new.hourly is None else new.hourly - old.hourly
     row.cost = _side(_money(old.hourly), _money(new.hourly))
     if delta is not None and old.hourly != new.hourly:
@@ -627,10 +676,12 @@ _VERBS = {
 
 
 def render(preview: Preview, catalog: Catalog | None = None, *, title: str | None = None) -> str:
-    """The markdown comment for ``preview``."""
-    catalog = catalog or load_catalog()
+    """The markdown comment for ``preview``, priced with the stack's ``training:prices``."""
     where = "/".join(p for p in (preview.project, preview.stack) if p)
     lines = [f"### {title or 'Training jobs'}" + (f" — `{where}`" if where else ""), ""]
+    catalog, note = _priced(preview.prices_setting, catalog or load_catalog())
+    if note:
+        lines += [note, ""]
     violations = [f"`{j.name}`: {v}" for j in preview.jobs for v in j.policy_violations]
     violations += preview.stack_policy_violations
     lines += _failure_lines(preview, violations)
@@ -652,6 +703,26 @@ def render(preview: Preview, catalog: Catalog | None = None, *, title: str | Non
         lines += ["<details><summary>Warnings</summary>", "", "```", *preview.warnings, "```"]
         lines += ["", "</details>", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _priced(setting: Any, catalog: Catalog) -> tuple[Catalog, str]:
+    """The catalog with the stack's organisation prices over it, and a line that says so.
+
+    A sheet path is relative to the project directory, where CI runs this.
+    """
+    if setting is None or setting == _SECRET:
+        return catalog, ""
+    try:
+        parsed = parse_price_setting(setting, Path.cwd())
+        priced = apply_prices(catalog, parsed)
+    except PriceSheetError as exc:
+        return catalog, f"**⚠️ Shipped prices used:** {_cell(str(exc))}"
+    if parsed is None:
+        return catalog, ""
+    parts = [f"sheet `{parsed.sheet.name}`"] if parsed.sheet else []
+    if parsed.discount_percent:
+        parts.append(f"{parsed.discount_percent:g}% discount on the other prices")
+    return priced, f"Organisation prices (`{_PRICES_KEY}`): {', '.join(parts)}."
 
 
 def _failure_lines(preview: Preview, violations: list[str]) -> list[str]:
@@ -686,6 +757,18 @@ def _job_lines(preview: Preview, rows: list[_Row]) -> list[str]:
         names = ", ".join(f"`{n}`" for n in unknown)
         total += f" (jobs with known prices; unknown for {names})"
     lines += [total, ""]
+    ceilings = [r.ceiling_delta for r in rows if r.ceiling_delta is not None]
+    if ceilings:
+        lines += [
+            f"Ceiling change (timeouts x $/h; tuning jobs: trials x trial ceiling): "
+            f"{_delta(sum(ceilings)).removesuffix('/h')}"
+            + (" (jobs with known prices)" if len(ceilings) < len(rows) else ""),
+            "",
+        ]
+    # Names without backticks: a job's table row is the one line that quotes its name.
+    sources = [f"{r.job.name}: {r.prices}" for r in rows if r.prices]
+    if sources:
+        lines += [f"Price sources: {_cell('; '.join(sources))}.", ""]
     missing = list(dict.fromkeys(m for r in rows for m in r.missing))
     if missing:
         lines += [f"Prices not in the catalog: {', '.join(missing)}.", ""]
@@ -698,11 +781,15 @@ def _job_lines(preview: Preview, rows: list[_Row]) -> list[str]:
 def _training_table(rows: list[_Row]) -> list[str]:
     if not rows:
         return []
-    lines = ["| | Job | Machines | GPUs | Region | Cost per hour |", "|---|---|---|---|---|---|"]
+    lines = [
+        "| | Job | Machines | GPUs | Region | Cost per hour | At most |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for row in rows:
         lines.append(
             f"| {_OP_LABEL[row.job.op]} | `{_cell(row.job.name)}` | {_cell(row.machines)} "
-            f"| {_cell(row.gpus)} | {row.job.region or '?'} | {_cell(row.cost)} |"
+            f"| {_cell(row.gpus)} | {row.job.region or '?'} | {_cell(row.cost)} "
+            f"| {_cell(row.ceiling)} |"
         )
     return [*lines, ""]
 

@@ -55,16 +55,17 @@ def test_review_comment_from_real_previews(ws: Workspace, tmp_path: Path) -> Non
         created = render_markdown(ws.pulumi("preview", "--json").stdout)
         assert created.startswith("### Training jobs — `gpu-training/e2e`\n")
         assert "**2 to create**" in created
-        assert _row(created, "gpu") == (
+        # ... then the ceiling (the job's timeout x $/h).
+        assert _row(created, "gpu").startswith(
             f"| 🟢 create | `gpu` | n1-standard-4 | 1 x NVIDIA_TESLA_T4 | us-central1 "
-            f"| ${n1 + t4:,.2f}/h |"
+            f"| ${n1 + t4:,.2f}/h | $"
         )
         assert "| none | us-central1 |" in _row(created, "cpu")
         assert f"**Hourly cost change: +${2 * n1 + t4:,.2f}/h**" in created
 
         ws.up()
 
-        # Replace one (2 GPUs, and a knob), delete one, create one without a known price.
+        # Replace one (2 GPUs, and a knob), delete one, create one on another machine.
         ws.write_job("gpu", t4_job(2))
         new = ws.write_job("big", python_job("big", machine_type="n1-standard-8"))
         ws.write_config(
@@ -77,21 +78,20 @@ def test_review_comment_from_real_previews(ws: Workspace, tmp_path: Path) -> Non
         markdown = render_markdown(document)
 
         assert "**1 to create · 1 to replace · 1 to delete**" in markdown
-        assert _row(markdown, "gpu") == (
+        assert _row(markdown, "gpu").startswith(
             "| 🔁 replace | `gpu` | n1-standard-4 | 1 x NVIDIA_TESLA_T4 → 2 x NVIDIA_TESLA_T4 "
-            f"| us-central1 | ${n1 + t4:,.2f}/h → ${n1 + 2 * t4:,.2f}/h (+${t4:,.2f}/h) |"
+            f"| us-central1 | ${n1 + t4:,.2f}/h → ${n1 + 2 * t4:,.2f}/h (+${t4:,.2f}/h) | $"
         )
-        assert _row(markdown, "big").endswith("| n1-standard-8 | none | us-central1 | unknown |")
+        n1_8 = _on_demand("machine", "n1-standard-8")
+        assert f"| n1-standard-8 | none | us-central1 | ${n1_8:,.2f}/h | $" in _row(markdown, "big")
         assert _row(markdown, "cpu").startswith("| 🔴 delete | `cpu` | n1-standard-4 |")
-        assert _row(markdown, "cpu").endswith(f"| ${n1:,.2f}/h |")
+        assert f"| ${n1:,.2f}/h | $" in _row(markdown, "cpu")
         # Rows: create, replace, delete, in that order.
         rows = [line for line in markdown.splitlines() if line.startswith("| ") and "`" in line]
         assert [r.split("`")[1] for r in rows] == ["big", "gpu", "cpu"]
-        assert (
-            f"**Hourly cost change: +${t4 - n1:,.2f}/h** "
-            "(jobs with known prices; unknown for `big`)" in markdown
-        )
-        assert "Prices not in the catalog: n1-standard-8 in us-central1." in markdown
+        assert f"**Hourly cost change: +${t4 + n1_8 - n1:,.2f}/h**\n" in markdown
+        assert "Prices not in the catalog" not in markdown
+        assert "Price sources: big: derived; gpu: Vertex price; cpu: Vertex price." in markdown
         assert "**`gpu`** — replace: a new job starts, then the old one is cancelled" in markdown
         assert (
             "- `spec.workerPoolSpecs[0].machineSpec.acceleratorCount`: `1` → `2` "

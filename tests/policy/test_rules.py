@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from components import Catalog, JobSpec
+from components import Catalog, JobSpec, load_catalog
 from components._catalog import Accelerator, MachineType, Price, Region, Zone
 from components._policies import PolicyJob, evaluate, hourly_cost_bound, job_from_props
 
@@ -87,11 +87,19 @@ def test_dev_config_rejects_a_prod_sized_job_naming_job_and_limits() -> None:
     assert results["spot-required"] == [
         "job 'a100-multiworker' runs STANDARD; this stack requires scheduling.strategy: SPOT"
     ]
-    # A100 prices are not in the catalog: the dev cost limit cannot be proven, so it fails.
-    assert results["max-hourly-cost-per-job"][0].startswith(
-        "job 'a100-multiworker': cannot check the $5/h limit (unknown price"
-    )
-    assert results["max-hourly-cost-per-stack"][0].startswith("cannot check the $10/h stack limit")
+    # Vertex bills each pool as its machine plus its GPUs; the two pools are summed.
+    prices = load_catalog().prices
+    machine = prices[("europe-west4", "machine", "a2-highgpu-8g")].on_demand_usd
+    gpu = prices[("europe-west4", "accelerator", "NVIDIA_TESLA_A100")].on_demand_usd
+    assert machine is not None and gpu is not None
+    hourly = (1 + 3) * (machine + 8 * gpu)
+    assert results["max-hourly-cost-per-job"] == [
+        f"job 'a100-multiworker' costs ${hourly:,.2f}/h (on-demand; prices: derived, unverified); "
+        "the limit is $5/h per job"
+    ]
+    assert results["max-hourly-cost-per-stack"] == [
+        f"the stack's jobs cost ${hourly:,.2f}/h together; the limit is $10/h"
+    ]
 
 
 def test_prod_config_accepts_the_prod_job_and_does_not_require_spot() -> None:

@@ -64,6 +64,7 @@ def tuning_job(name: str, region: str, *pools: dict[str, Any], **options: Any) -
 
 
 T4_TRIAL = pool("n1-standard-4", "NVIDIA_TESLA_T4", 2)
+_T4_HOST = (("machine", "n1-standard-4"), ("accelerator", "NVIDIA_TESLA_T4"))
 
 
 def test_a_dev_sized_sweep_passes_the_dev_config() -> None:
@@ -71,10 +72,13 @@ def test_a_dev_sized_sweep_passes_the_dev_config() -> None:
         "sweep", "us-central1", pool("n1-standard-4", "NVIDIA_TESLA_T4", 1), parallel=2
     )
     assert (job.tuning, job.parallel_trials, job.trial_gpus, job.gpus) == (True, 2, 1, 2)
-    # No spot price in the catalog: bounded by the on-demand one, for both trials.
+    # The catalog's Spot prices (derived, unverified), for both trials.
+    prices = _catalog().prices
+    spot = [prices[("us-central1", k, n)].spot_usd for k, n in _T4_HOST]
+    assert None not in spot
     cost, how = hourly_cost_bound(job, _catalog())
-    assert cost == pytest.approx(2 * (N1_STANDARD_4 + T4))
-    assert how == "on-demand price as the bound of an unknown spot price, 2 trials at once"
+    assert cost == pytest.approx(2 * sum(s or 0.0 for s in spot))
+    assert how == "spot, 2 trials at once; prices: derived, unverified"
     results = evaluate([job], config("dev"))
     assert all(messages == [] for messages in results.values()), results
 
@@ -119,9 +123,10 @@ def test_hourly_cost_is_that_of_all_parallel_trials() -> None:
     job = tuning_job("wide", "us-central1", T4_TRIAL, parallel=5, strategy=None)
     cost, how = hourly_cost_bound(job, _catalog())
     assert cost == pytest.approx(5 * (N1_STANDARD_4 + 2 * T4)) == pytest.approx(5.11749425)
-    assert how == "on-demand, 5 trials at once"
+    assert how == "on-demand, 5 trials at once; prices: Vertex price"
     assert evaluate([job], config("dev"))["max-hourly-cost-per-job"] == [
-        "tuning job 'wide' costs $5.12/h (on-demand, 5 trials at once); the limit is $5/h per job"
+        "tuning job 'wide' costs $5.12/h (on-demand, 5 trials at once; prices: Vertex price); "
+        "the limit is $5/h per job"
     ]
     # Four at once cost $4.09/h: within the limit.
     four = tuning_job("wide", "us-central1", T4_TRIAL, parallel=4, strategy=None)
@@ -129,12 +134,13 @@ def test_hourly_cost_is_that_of_all_parallel_trials() -> None:
 
 
 def test_unknown_trial_price_fails_the_cost_limits_naming_the_missing_price() -> None:
-    trial = pool("n1-standard-8", "NVIDIA_TESLA_T4", 2)
+    # The source lists the A4 machine at 0.0, so the catalog has no price for it.
+    trial = pool("a4-highgpu-8g", "NVIDIA_B200", 8)
     job = tuning_job("big", "us-central1", trial, strategy=None)
     results = evaluate([job], config("dev"))
     assert results["max-hourly-cost-per-job"] == [
-        "tuning job 'big': cannot check the $5/h limit "
-        "(unknown price: n1-standard-8 in us-central1)"
+        "tuning job 'big': cannot check the $5/h limit (unknown price: a4-highgpu-8g in "
+        "us-central1 (the source lists it at 0.0, which is no price))"
     ]
     assert results["max-hourly-cost-per-stack"] == [
         "cannot check the $10/h stack limit: no price for big"

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from components import load_catalog
 from components._wire import TRAINING_JOB_TYPE, TUNING_JOB_TYPE, encode_spec
 from components.review import parse_preview, render_markdown
 from tests.spec.tuning_helpers import config as sweep_config
@@ -139,28 +140,37 @@ def test_a_deleted_sweep_subtracts_all_its_parallel_trials() -> None:
 
 
 def test_an_unknown_price_is_unknown_and_named() -> None:
-    markdown = render_markdown(
-        preview(
-            step("create", "sweep", new=sweep()),
-            step("create", "big-sweep", new=sweep("n1-standard-8")),
-        )
-    )
+    # n1 machines are not offered in us-south1 (the catalog's price row says why).
+    big = step("create", "big-sweep", new=sweep("n1-standard-8"))
+    big["newState"]["inputs"]["region"] = "us-south1"
+    markdown = render_markdown(preview(step("create", "sweep", new=sweep()), big))
     assert row(markdown, "big-sweep").endswith(
-        "| n1-standard-8 | 2 x NVIDIA_TESLA_T4 | us-central1 | unknown | unknown |"
+        "| n1-standard-8 | 2 x NVIDIA_TESLA_T4 | us-south1 | unknown | unknown |"
     )
     assert (
         "**Hourly cost change: +$3.07/h** (jobs with known prices; unknown for `big-sweep`)"
         in markdown
     )
-    assert "Prices not in the catalog: n1-standard-8 in us-central1." in markdown
+    assert "Prices not in the catalog: n1-standard-8 in us-south1 (the source lists no" in markdown
 
 
-def test_spot_trials_are_marked_and_unknown_spot_prices_stay_unknown() -> None:
+def test_spot_trials_are_marked_with_their_price_sources() -> None:
     markdown = render_markdown(preview(step("create", "sweep", new=sweep(strategy="SPOT"))))
-    assert row(markdown, "sweep").endswith("| unknown (spot) | unknown |")
+    prices = load_catalog().prices
+    spot = [
+        prices[("us-central1", kind, name)].spot_usd
+        for kind, name in (("machine", "n1-standard-4"), ("accelerator", "NVIDIA_TESLA_T4"))
+    ]
+    assert spot[0] is not None and spot[1] is not None
+    trial = spot[0] + 2 * spot[1]
+    assert row(markdown, "sweep").endswith(
+        f"| ${3 * trial:,.2f}/h (spot) | ${12 * 14 * trial:,.2f} (12 x 14 h) |"
+    )
+    # A Spot price is derived from Compute Engine's, its uplift not checked: said so.
+    assert "Price sources: sweep: derived, unverified (spot)." in markdown
     assert (
-        "Prices not in the catalog: n1-standard-4 in us-central1 (spot), "
-        "NVIDIA_TESLA_T4 in us-central1 (spot)." in markdown
+        f"Ceiling change (timeouts x $/h; tuning jobs: trials x trial ceiling): "
+        f"+${12 * 14 * trial:,.2f}\n" in markdown
     )
 
 
@@ -186,12 +196,16 @@ def test_training_and_tuning_jobs_side_by_side_sum_into_one_cost_change() -> Non
         )
     )
     # The training table as before, the tuning table after it.
-    training_header = "| | Job | Machines | GPUs | Region | Cost per hour |"
+    training_header = "| | Job | Machines | GPUs | Region | Cost per hour | At most |"
     assert markdown.index(training_header) < markdown.index(TUNING_HEADER)
+    # No timeout: Vertex's default of 7 days is the ceiling.
     assert row(markdown, "t4") == (
         f"| 🟢 create | `t4` | n1-standard-4 | 1 x NVIDIA_TESLA_T4 | us-central1 "
-        f"| ${N1_STANDARD_4 + T4:,.2f}/h |"
+        f"| ${N1_STANDARD_4 + T4:,.2f}/h | ${168 * (N1_STANDARD_4 + T4):,.2f} (168 h) |"
     )
+    ceiling = 168 * (N1_STANDARD_4 + T4) + 12 * 14 * TRIAL
+    assert f"trial ceiling): +${ceiling:,.2f}\n" in markdown
+    assert "Price sources: sweep: Vertex price; t4: Vertex price." in markdown
     assert "**2 to create**" in markdown
     # $0.62/h + 3 x $1.02/h
     assert f"{N1_STANDARD_4 + T4 + 3 * TRIAL:,.2f}" == "3.69"

@@ -287,3 +287,71 @@ def test_convert_region_flag_picks_the_image_registry_of_that_region(name: str) 
         i.startswith("europe-docker.pkg.dev/vertex-ai/training/tf-") for i in images
     ), images
     assert "--region=europe-west4" in out.splitlines()[0]
+
+
+# --- issue 26, item 4 ---------------------------------------------------------------------
+
+
+def test_estimate_without_a_region_prices_in_us_central1_with_a_note(tmp_path: Path) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text(
+        "workerPoolSpecs:\n- machineSpec: {machineType: n1-standard-4}\n  replicaCount: 1\n"
+        "  containerSpec: {imageUri: gcr.io/p/i:1}\n"
+    )
+    code, out, err = run("estimate", str(path))
+    assert code == 0, err
+    assert "region us-central1" in out
+    assert "no region given" in err and "us-central1" in err
+    path.write_text(path.read_text() + "region: europe-west4\n")
+    code, out, err = run("estimate", str(path))
+    assert code == 0 and "region europe-west4" in out and "no region given" not in err
+
+
+def test_convert_keeps_a_block_scalars_trailing_newline(tmp_path: Path) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text(
+        "region: us-central1\nworkerPoolSpecs:\n- machineSpec: {machineType: n1-standard-4}\n"
+        "  replicaCount: 1\n  containerSpec:\n    imageUri: gcr.io/p/i:1\n"
+        "    command: [sh, -c]\n    args:\n    - |\n      echo one\n      echo two\n"
+    )
+    code, out, err = run("convert", str(path))
+    assert code == 0, err
+    document = yaml.safe_load(out)
+    assert document["workerPoolSpecs"][0]["containerSpec"]["args"] == ["echo one\necho two\n"]
+
+
+def test_a_command_word_holding_a_blank_gets_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "submit.sh"
+    path.write_text(
+        "gcloud ai custom-jobs create --region=us-central1 --display-name=x"
+        " --worker-pool-spec=machine-type=n1-standard-4,container-image-uri=gcr.io/p/i:1"
+        ' --command="python src/x.py"\n'
+    )
+    code, out, _ = run("validate", str(path))
+    assert code == 0
+    assert "warning: workerPoolSpecs[0].containerSpec.command[0]" in out
+    assert "is one argument" in out and "[python, src/x.py]" in out
+
+
+def test_convert_imports_the_message_types_not_the_clients(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "job.yaml"
+    path.write_text(
+        "region: us-central1\nworkerPoolSpecs:\n- machineSpec: {machineType: n1-standard-4}\n"
+        "  replicaCount: 1\n  containerSpec: {imageUri: gcr.io/p/i:1}\n"
+    )
+    code = (
+        "import io, sys; from components._cli import main; "
+        "rc = main(['convert', sys.argv[1]], io.StringIO(), io.StringIO()); "
+        "print(rc, sorted(m for m in sys.modules if m.endswith('_service.client')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path)],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+        timeout=120,
+    )
+    assert done.stdout.strip() == "0 []", done.stderr[-2000:]

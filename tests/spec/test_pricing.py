@@ -101,7 +101,8 @@ def test_compare_regions_cheapest_first_unknown_last_unrunnable_left_out() -> No
 def test_seed_003_basic_gpu_asia_pacific_twelve_hours(tmp_path: Path) -> None:
     path = tmp_path / "config.yaml"
     path.write_text(
-        "trainingInput:\n  scaleTier: BASIC_GPU\n  region: asia-east1\n  packageUris: [gs://b/t.tgz]\n"
+        "trainingInput:\n  scaleTier: BASIC_GPU\n  region: asia-east1\n  runtimeVersion: '2.11'\n"
+        "  packageUris: [gs://b/t.tgz]\n"
         "  pythonModule: trainer.task\n  scheduling: {maxRunningTime: 43200s}\n"
     )
     # BASIC_GPU ran on a K80, which Vertex AI retired: the legacy converter refuses the job
@@ -142,9 +143,19 @@ def test_cli_estimate_table_and_unknowns() -> None:
         "$/H",
         "EACH",
         "$/H",
+        "PRICES",
     ]
-    assert "total $/h: unknown" in out.getvalue()
-    assert "unknown price: n1-standard-8 in us-central1 (spot)" in err.getvalue()
+    # n1-standard-8 with a T4, Spot: each price derived, its Spot uplift not checked.
+    prices = load_catalog().prices
+    spot = [
+        prices[("us-central1", kind, name)].spot_usd
+        for kind, name in (("machine", "n1-standard-8"), ("accelerator", "NVIDIA_TESLA_T4"))
+    ]
+    assert spot[0] is not None and spot[1] is not None
+    assert f"total $/h: {spot[0] + spot[1]:,.4f}" in out.getvalue()
+    assert "region us-central1, spot prices" in out.getvalue()
+    assert "prices: derived, unverified\n" in out.getvalue()
+    assert err.getvalue() == ""
 
 
 def test_cost_outputs_and_summary_line() -> None:
@@ -168,10 +179,13 @@ def test_cost_outputs_and_summary_line() -> None:
             region="us-central1",
         )
     )
-    assert line == "$0.62/h on-demand in us-central1, at most $1.24 (2 h timeout)"
-    unknown = summary(estimate(spec(pool("n1-standard-8")), load_catalog(), region="europe-west4"))
-    assert (
-        unknown == "$?/h on-demand in europe-west4: unknown price for n1-standard-8 in europe-west4"
+    assert line == (
+        "$0.62/h on-demand in us-central1, at most $1.24 (2 h timeout); prices: Vertex price"
+    )
+    unknown = summary(estimate(spec(pool("n1-standard-8")), load_catalog(), region="us-south1"))
+    assert unknown == (
+        "$?/h on-demand in us-south1: unknown price for n1-standard-8 in us-south1 "
+        "(the source lists no n1-standard-8 in us-south1)"
     )
 
 

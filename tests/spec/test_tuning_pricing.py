@@ -56,7 +56,10 @@ def test_the_catalog_still_has_the_prices_these_tests_use() -> None:
     prices = load_catalog().prices
     assert prices[("us-central1", "machine", "n1-standard-4")].on_demand_usd == N1_STANDARD_4
     assert prices[("us-central1", "accelerator", "NVIDIA_TESLA_T4")].on_demand_usd == T4
-    assert prices[("us-central1", "machine", "n1-standard-8")].on_demand_usd is None
+    # n1 is not offered in us-south1: its price row is there, unknown, with the reason.
+    unknown = prices[("us-south1", "machine", "n1-standard-8")]
+    assert unknown.on_demand_usd is None and unknown.basis == "unknown"
+    assert unknown.source.startswith("unknown: the source lists no n1-standard-8 in us-south1")
 
 
 def test_three_parallel_trials_of_two_t4_on_n1_standard_4() -> None:
@@ -78,15 +81,19 @@ def test_three_parallel_trials_of_two_t4_on_n1_standard_4() -> None:
 
 
 def test_unknown_machine_price_leaves_every_figure_unknown() -> None:
-    spec = TuningJobSpec.parse(sweep("n1-standard-8"))
+    spec = TuningJobSpec.parse(sweep("n1-standard-8", region="us-south1"))
     result = estimate_tuning(spec, load_catalog())
     assert result.trial_usd_per_hour is None
     assert result.usd_per_hour is None
     assert result.trial_max_usd is None and result.max_usd is None
-    assert result.missing == ("n1-standard-8 in us-central1",)
+    # The machine's row says why; the T4 is not offered there at all (no row).
+    missing = (
+        "n1-standard-8 in us-south1 (the source lists no n1-standard-8 in us-south1)",
+        "NVIDIA_TESLA_T4 in us-south1",
+    )
+    assert result.missing == missing
     assert tuning_summary(result) == (
-        "$?/h on-demand in us-central1 (3 trials at once): "
-        "unknown price for n1-standard-8 in us-central1"
+        f"$?/h on-demand in us-south1 (3 trials at once): unknown price for {', '.join(missing)}"
     )
 
 
@@ -183,7 +190,7 @@ def test_cost_outputs_for_the_provider() -> None:
         "trial_hourly_cost_usd": pytest.approx(1.02349885),
     }
     unknown = {"hourly_cost_usd": None, "max_cost_usd": None, "trial_hourly_cost_usd": None}
-    assert tuning_cost_outputs(sweep("n1-standard-8"), "us-central1") == unknown
+    assert tuning_cost_outputs(sweep("n1-standard-8"), "us-south1") == unknown
     # Not a tuning job document (a CustomJobSpec): no figures rather than an error.
     assert tuning_cost_outputs({"workerPoolSpecs": []}, "us-central1") == unknown
 
@@ -192,5 +199,5 @@ def test_summary_line() -> None:
     spec = TuningJobSpec.parse(sweep(scheduling={"timeout": "14h"}))
     assert tuning_summary(estimate_tuning(spec, load_catalog())) == (
         "$3.07/h on-demand in us-central1 (3 trials at once, $1.02/h each), "
-        "at most $171.95 (12 trials, 14 h timeout each)"
+        "at most $171.95 (12 trials, 14 h timeout each); prices: Vertex price"
     )

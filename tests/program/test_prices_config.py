@@ -1,0 +1,65 @@
+"""``training:prices``: a stack's organisation prices, read through ``components.config``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pulumi
+import pytest
+
+from components import load_catalog
+from components.config import ConfigError
+from tests.program.harness import run_stack
+
+SHEET = (
+    "region,resource_kind,name,on_demand_usd_per_hour,spot_usd_per_hour\n"
+    "*,accelerator,NVIDIA_TESLA_T4,0.30,0.09\n"
+)
+
+
+def _cost_lines(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    logged: list[str] = []
+    monkeypatch.setattr(pulumi.log, "info", lambda m, *a, **k: logged.append(m))
+    return logged
+
+
+def test_the_preview_cost_lines_use_the_stacks_sheet_and_discount(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sheet = tmp_path / "acme.csv"
+    sheet.write_text(SHEET)
+    logged = _cost_lines(monkeypatch)
+    run_stack("dev", {"training:prices": {"sheet": str(sheet), "discountPercent": 20}})
+    [costs] = [m for m in logged if m.startswith("estimated cost per job:")]
+    # The dev job: n1-standard-4 (shipped, 20 % off) with one T4 (the sheet's Spot rate).
+    n1 = load_catalog().prices[("us-central1", "machine", "n1-standard-4")].spot_usd
+    assert n1 is not None
+    hourly = n1 * 0.8 + 0.09
+    assert f"${hourly:,.2f}/h spot in us-central1" in costs
+    assert "; prices: derived, unverified -20% org discount + org sheet acme.csv" in costs
+
+
+def test_without_a_setting_the_shipped_prices_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    logged = _cost_lines(monkeypatch)
+    run_stack("dev")
+    [costs] = [m for m in logged if m.startswith("estimated cost per job:")]
+    assert "spot in us-central1" in costs and "; prices: derived, unverified" in costs
+    assert "org" not in costs
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("150", "training:prices: a discount is from 0 to below 100 percent, got 150"),
+        ({"sheet": "nowhere.csv"}, "training:prices: price sheet .*nowhere.csv does not exist"),
+        ({"colour": 1}, r"training:prices.colour: unknown key"),
+        ("BAD_SHEET", r"acme.csv:2: spot_usd_per_hour must be above 0, got -1"),
+    ],
+)
+def test_a_bad_setting_stops_the_program_naming_key_file_row_field(
+    tmp_path: Path, value: object, message: str
+) -> None:
+    sheet = tmp_path / "acme.csv"
+    sheet.write_text(SHEET.replace("0.09", "-1"))
+    with pytest.raises(ConfigError, match=message):
+        run_stack("dev", {"training:prices": str(sheet) if value == "BAD_SHEET" else value})
