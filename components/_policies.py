@@ -14,19 +14,24 @@ cost limit unless the configuration allows unknown prices.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from components._catalog import Catalog, load_catalog
 from components._errors import SpecError
-from components._pricing import concurrent_trials, estimate
+from components._pricing import concurrent_trials, estimate, labels_text
+from components._quota import Need, compare, job_needs, load_quota_metrics, read_snapshot
 from components._spec import JobSpec
 from components._tuning_spec import TuningJobSpec
 from components._wire import TRAINING_JOB_TYPE_SUFFIX, TUNING_JOB_TYPE_SUFFIX, decode_spec
 
 __all__ = [
     "JOB_RULES",
+    "PROJECT_DIR",
+    "QUOTA_RULE",
     "STACK_COST_RULE",
     "JobRule",
     "PolicyJob",
@@ -39,9 +44,14 @@ __all__ = [
     "max_cost_per_job",
     "max_cost_per_stack",
     "max_gpus_per_job",
+    "quota_fits",
     "required_labels",
     "spot_required",
 ]
+
+
+PROJECT_DIR = Path(__file__).resolve().parents[1]
+"""The project directory: where the program records the quotas it read (``quota_fits``)."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +67,8 @@ class PolicyJob:
     region: str | None
     parallel_trials: int = 1
     tuning: bool = False
+    project: str | None = None
+    """The job's project (its ``project`` input), for rules that read the project's quotas."""
 
     @property
     def title(self) -> str:
@@ -133,11 +145,20 @@ def job_from_props(name: str, resource_type: str, props: Mapping[str, Any]) -> P
     except (SpecError, ValueError):
         return None  # check() reports malformed specs; policies judge valid ones
     region = region or spec.region
-    return PolicyJob(name, spec, region if isinstance(region, str) else None, parallel, tuning)
+    project = _item(props, "project")
+    return PolicyJob(
+        name,
+        spec,
+        region if isinstance(region, str) else None,
+        parallel,
+        tuning,
+        project if isinstance(project, str) else None,
+    )
 
 
 def hourly_cost_bound(job: PolicyJob, catalog: Catalog) -> tuple[float | None, str]:
-    """The most the job costs per hour, and how that figure was found.
+    """The most the job costs per hour, and how that figure was found (spot or on-demand,
+    and where its prices came from: ``; prices: derived, unverified``).
 
     A tuning job's figure is that of all its parallel trials at once.
     """
@@ -147,12 +168,16 @@ def hourly_cost_bound(job: PolicyJob, catalog: Catalog) -> tuple[float | None, s
     result = estimate(job.spec, catalog, region=job.region)
     if result.usd_per_hour is not None:
         how = "spot" if result.spot else "on-demand"
-        return result.usd_per_hour * job.parallel_trials, how + trials
+        return result.usd_per_hour * job.parallel_trials, how + trials + labels_text(
+            result.price_labels
+        )
     if result.spot:
         bound = estimate(job.spec, catalog, region=job.region, spot=False)
         if bound.usd_per_hour is not None:
             how = "on-demand price as the bound of an unknown spot price"
-            return bound.usd_per_hour * job.parallel_trials, how + trials
+            return bound.usd_per_hour * job.parallel_trials, how + trials + labels_text(
+                bound.price_labels
+            )
     return None, "unknown price: " + ", ".join(result.missing)
 
 
@@ -243,6 +268,49 @@ def max_cost_per_stack(
     return problems
 
 
+def quota_fits(
+    jobs: Sequence[PolicyJob],
+    config: Mapping[str, Any],
+    catalog: Catalog,
+    *,
+    root: Path = PROJECT_DIR,
+    now: float | None = None,
+) -> list[str]:
+    """With ``enabled``: the stack's jobs together fit the Vertex training quotas of their
+    project and region, as the last preview read them (``components._quota.SNAPSHOT_DIR``; the
+    pack has no Cloud Quotas client). Limits older than ``maxSnapshotAgeMinutes`` (default 60),
+    or none recorded, are a violation too: the fit cannot be known."""
+    if not config.get("enabled"):
+        return []
+    max_age = float(config.get("maxSnapshotAgeMinutes", 60)) * 60
+    now = time.time() if now is None else now
+    metrics = load_quota_metrics()
+    groups: dict[tuple[str, str], list[Need]] = {}
+    for job in jobs:
+        if job.project is None or job.region is None:
+            continue
+        needs, _ = job_needs(job.name, job.spec, catalog, metrics)
+        if job.tuning:  # one trial's needs, times the trials that run at once
+            trials = job.parallel_trials
+            needs = [
+                replace(n, amount=n.amount * trials, how=f"{trials} parallel trials x {n.how}")
+                for n in needs
+            ]
+        groups.setdefault((job.project, job.region), []).extend(needs)
+    problems = []
+    for (project, region), needs in sorted(groups.items(), key=lambda item: item[0]):
+        try:
+            limits, age = read_snapshot(root, project, max_age, now)
+        except ValueError as exc:
+            problems.append(f"cannot check the Vertex training quotas of project {project}: {exc}")
+            continue
+        report = compare(project, region, needs, limits, catalog)
+        problems += [
+            f"{message} (limits read {age / 60:.0f} min ago)" for message in report.problems(limits)
+        ]
+    return problems
+
+
 JobRule = Callable[[PolicyJob, Mapping[str, Any], Catalog], list[str]]
 
 
@@ -300,6 +368,14 @@ JOB_RULES: tuple[RuleSpec, ...] = (
     ),
 )
 
+QUOTA_RULE = RuleSpec(
+    "quota-fits",
+    "With enabled: all training and tuning jobs of the stack together fit the project's current "
+    "Vertex training quotas (read by the program at preview).",
+    lambda job, config, catalog: [],
+    {"enabled": {"type": "boolean"}, "maxSnapshotAgeMinutes": {"type": "number", "minimum": 1}},
+)
+
 STACK_COST_RULE = RuleSpec(
     "max-hourly-cost-per-stack",
     "All training and tuning jobs of the stack together cost at most this many dollars per hour.",
@@ -329,4 +405,7 @@ def evaluate(
     stack = config.get(STACK_COST_RULE.name)
     if stack is not None and stack.get("enforcementLevel") != "disabled":
         results[STACK_COST_RULE.name] = max_cost_per_stack(jobs, stack, catalog)
+    quota = config.get(QUOTA_RULE.name)
+    if quota is not None and quota.get("enforcementLevel") != "disabled":
+        results[QUOTA_RULE.name] = quota_fits(jobs, quota, catalog)
     return results

@@ -104,6 +104,7 @@ from components.vertex.api import (
     job_api,
     job_document,
     job_outputs,
+    quota_refusal,
     state_name,
 )
 
@@ -310,8 +311,36 @@ class JobProvider(ResourceProvider):
                 "if it got through, the next `pulumi up` adopts it"
             ) from None
         except Exception as exc:
+            refused = quota_refusal(exc)
+            if refused:
+                raise JobOperationError(self._quota_refused(run, refused)) from None
             # The message may quote the job: _credentials_scrubbed redacts it on the way out.
             raise JobOperationError(self._submit_failed(api, run, exc)) from None
+
+    def _quota_refused(self, run: _Run, metrics: list[str]) -> str:
+        """Vertex refused the job for quota: the job's need and the project's limit for each
+        metric it named, and how to request more (the limits read best-effort)."""
+        from components._catalog import load_catalog
+        from components._quota import refusal_message
+        from components.vertex.quotas import QuotaUnavailable, read_limits
+
+        try:
+            limits = read_limits(self.endpoint, run.project)
+        except QuotaUnavailable:
+            limits = None
+        try:
+            spec = self.kind.spec.model.parse(run.document)
+        except Exception:  # the API took the spec; a model that cannot read it: no need shown
+            return f"Vertex AI refused the job for quota in {run.region}: {', '.join(metrics)}"
+        return refusal_message(
+            run.display_name or "the job",
+            spec,
+            run.project,
+            run.region,
+            metrics,
+            limits,
+            load_catalog(),
+        )
 
     def _take_over(self, api: JobApi, run: _Run, name: str) -> Submission:
         """The existing job ``name`` (``existing_job``), if its spec is the resource's."""

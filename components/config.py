@@ -18,6 +18,11 @@ Keys (``Pulumi.<stack>.yaml``)::
         existingJob: projects/p/locations/us-central1/customJobs/123   # optional: take over
                                        # this job instead of submitting one (python -m
                                        # components import writes the entry)
+    training:prices: stacks/prices/acme.csv   # optional: organisation prices, a sheet in
+                                       # the prices.csv schema, a discount in percent (12.5),
+                                       # or {sheet: ..., discountPercent: ...}
+    training:quota: error              # error (default) | warn | off: the jobs' Vertex training
+                                       # quotas checked at preview (components._quota)
     training:infra:                    # cloud stacks only; all optional
       bucketName: my-project-dev-training
       outputRetentionDays: 90
@@ -37,15 +42,26 @@ from typing import Any, cast
 
 import pulumi
 
+from components._catalog import Catalog, load_catalog
 from components._check import wait_timeout_seconds
 from components._files import is_regular_file
+from components._price_sheet import PriceSetting, PriceSheetError, apply_prices, parse_price_setting
+from components._quota import QUOTA_MODES
 from components._settings import ProviderSettings, SettingError, target_for_endpoint
 from components._validation import Target
 from components._wire import WAIT_FOR_VALUES, WaitFor
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
-__all__ = ["ConfigError", "InfraConfig", "JobConfig", "StackConfig", "load_stack_config"]
+__all__ = [
+    "ConfigError",
+    "InfraConfig",
+    "JobConfig",
+    "StackConfig",
+    "load_price_setting",
+    "load_stack_config",
+    "priced_catalog",
+]
 
 
 class ConfigError(pulumi.RunError, ValueError):
@@ -87,6 +103,10 @@ class StackConfig:
     endpoint: str | None = None
     trainer_source: Path | None = None
     infra: InfraConfig = field(default_factory=InfraConfig)
+    prices: PriceSetting | None = None
+    """Organisation prices (``training:prices``) over the catalog's."""
+    quota: str = "error"
+    """``training:quota``: what a quota shortfall is at preview (error, warn) or off."""
 
     @property
     def target(self) -> Target:
@@ -215,6 +235,29 @@ def _infra(value: Any) -> InfraConfig:
     )
 
 
+def load_price_setting(root: Path = PROJECT_ROOT) -> PriceSetting | None:
+    """``training:prices``, its sheet read and checked; raises ``ConfigError`` naming the key,
+    or the sheet's file, row and field."""
+    setting = _price_setting(pulumi.Config("training").get("prices"), root)
+    priced_catalog(setting)  # a bad sheet fails here, before anything is priced with it
+    return setting
+
+
+def _price_setting(value: Any, root: Path) -> PriceSetting | None:
+    try:
+        return parse_price_setting(value, root)
+    except PriceSheetError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def priced_catalog(setting: PriceSetting | None) -> Catalog:
+    """The catalog with the stack's organisation prices over its own."""
+    try:
+        return apply_prices(load_catalog(), setting)
+    except PriceSheetError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def load_stack_config(root: Path = PROJECT_ROOT) -> StackConfig:
     """Read and check the stack configuration; raises ``ConfigError`` naming the key."""
     gcp = pulumi.Config("gcp")
@@ -252,6 +295,9 @@ def load_stack_config(root: Path = PROJECT_ROOT) -> StackConfig:
     except SettingError as exc:
         raise ConfigError(str(exc)) from None
     endpoint = settings.endpoint.url
+    quota = training.get("quota") or "error"
+    if quota not in QUOTA_MODES:
+        raise ConfigError(f"training:quota: {quota!r} is not one of {', '.join(QUOTA_MODES)}")
     return StackConfig(
         project=project,
         region=region,
@@ -261,4 +307,6 @@ def load_stack_config(root: Path = PROJECT_ROOT) -> StackConfig:
             _path(source, "training:trainerSource", root, directory=True) if source else None
         ),
         infra=_infra(infra_value),
+        prices=load_price_setting(root),
+        quota=quota,
     )

@@ -14,20 +14,27 @@ the top level) is a ``HyperparameterTuningJob``; the wiring above applies to its
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pulumi
 
-from components._catalog import load_catalog
+from components._catalog import Catalog
 from components._errors import SpecError
 from components._packaging import PackagingError, source_digest
 from components._pricing import estimate, estimate_tuning, summary, tuning_summary
 from components._spec import JobSpec
 from components._tuning_spec import TrialJobSpec, TuningJobSpec
 from components._wire import TRIAL_JOB_SPEC
-from components.config import ConfigError, JobConfig, StackConfig, load_stack_config
+from components.config import (
+    ConfigError,
+    JobConfig,
+    StackConfig,
+    load_stack_config,
+    priced_catalog,
+)
 from components.formats import load_spec_file
 from components.training_job import (
     TrainingJob,
@@ -91,12 +98,12 @@ def _load(job: JobConfig, seen: dict[Path, Spec]) -> Spec:
     return spec
 
 
-def _cost_line(name: str, spec: Spec, region: str) -> str:
+def _cost_line(name: str, spec: Spec, region: str, catalog: Catalog) -> str:
     try:
         if isinstance(spec, TuningJobSpec):
-            line = tuning_summary(estimate_tuning(spec, load_catalog(), region=region))
+            line = tuning_summary(estimate_tuning(spec, catalog, region=region))
         else:
-            line = summary(estimate(spec, load_catalog(), region=region))
+            line = summary(estimate(spec, catalog, region=region))
     except (SpecError, ValueError):
         return f"  {name}: no estimate (the spec is invalid)"
     return f"  {name}: {line}"
@@ -187,9 +194,10 @@ def _plan(config: StackConfig) -> list[_PlannedJob]:
     seen: dict[Path, Spec] = {}
     costs: list[str] = []
     digests: dict[Path, str] = {}
+    catalog = priced_catalog(config.prices)
     for job in config.jobs:
         spec = _load(job, seen)
-        costs.append(_cost_line(job.name, spec, config.region))
+        costs.append(_cost_line(job.name, spec, config.region, catalog))
         triggers = list(job.triggers)
         if config.target != "vertex":
             spec, found = _wire_local(spec, config, digests)
@@ -212,7 +220,57 @@ def _plan(config: StackConfig) -> list[_PlannedJob]:
             pulumi.log.warn(f"{plan.job.name}: {warning.path}: {warning.reason}")
     if problems:
         raise TrainingJobInputError("nothing was changed, because:\n" + "\n".join(problems))
+    _check_quota(config, planned)
     return planned
+
+
+def _check_quota(config: StackConfig, planned: list[_PlannedJob]) -> None:
+    """The jobs' Vertex training quotas against the project's limits (``training:quota``).
+
+    One list call per project (``components.vertex.quotas``), before any resource exists: a
+    shortfall fails the preview (``error``) or is a warning (``warn``); quotas that cannot be
+    read are one warning, never a failed preview.
+    """
+    if config.quota == "off" or not planned:
+        return
+    from components._catalog import load_catalog
+    from components._quota import (
+        QUOTA_KEY,
+        compare,
+        job_needs,
+        load_quota_metrics,
+        write_snapshot,
+    )
+    from components._settings import Endpoint
+    from components.config import PROJECT_ROOT
+    from components.vertex.quotas import QuotaUnavailable, read_limits
+
+    catalog, metrics = load_catalog(), load_quota_metrics()
+    needs, unchecked = [], []
+    for plan in planned:
+        found, skipped = job_needs(plan.job.name, plan.spec, catalog, metrics)
+        needs += found
+        unchecked += skipped
+    try:
+        limits = read_limits(Endpoint(config.endpoint), config.project)
+    except QuotaUnavailable as exc:
+        pulumi.log.warn(f"{exc}; the jobs' quotas were not checked ({QUOTA_KEY}: off skips this)")
+        return
+    try:  # for the policy pack, which has no client (components._quota.SNAPSHOT_DIR)
+        write_snapshot(PROJECT_ROOT, config.project, limits, time.time())
+    except (OSError, ValueError) as exc:
+        pulumi.log.warn(f"the quota snapshot for the policy pack was not written: {exc}")
+    report = compare(config.project, config.region, needs, limits, catalog, unchecked)
+    pulumi.log.info("\n".join(report.table()))
+    shortfalls = report.problems(limits)
+    if shortfalls and config.quota == "error":
+        raise TrainingJobInputError(
+            "nothing was changed, because the project's Vertex training quota is short:\n"
+            + "\n".join(shortfalls)
+            + f"\n({QUOTA_KEY}: warn makes this a warning)"
+        )
+    for shortfall in shortfalls:
+        pulumi.log.warn(shortfall)
 
 
 def _wired(config: StackConfig, job: JobConfig) -> bool:

@@ -26,14 +26,24 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from components import load_catalog
+from components import Catalog, load_catalog
 from components._policies import (
     JOB_RULES,
+    QUOTA_RULE,
     STACK_COST_RULE,
+    PolicyJob,
     RuleSpec,
     job_from_props,
     max_cost_per_stack,
+    quota_fits,
 )
+from components.config import ConfigError, load_price_setting, priced_catalog
+
+
+def _catalog() -> Catalog:
+    """The catalog with the stack's organisation prices (``training:prices``) over its own:
+    the policy pack is given the stack's configuration, as the program is."""
+    return priced_catalog(load_price_setting())
 
 
 def _resource_policy(rule: RuleSpec) -> ResourceValidationPolicy:
@@ -41,7 +51,12 @@ def _resource_policy(rule: RuleSpec) -> ResourceValidationPolicy:
         job = job_from_props(args.name, args.resource_type, args.props)
         if job is None:
             return
-        for message in rule.check(job, args.get_config(), load_catalog()):
+        try:
+            catalog = _catalog()
+        except ConfigError as exc:
+            report(f"cannot price {job.title}: {exc}", args.urn)
+            return
+        for message in rule.check(job, args.get_config(), catalog):
             report(message, args.urn)
 
     return ResourceValidationPolicy(
@@ -52,14 +67,30 @@ def _resource_policy(rule: RuleSpec) -> ResourceValidationPolicy:
     )
 
 
-def _stack_cost(args: StackValidationArgs, report: ReportViolation) -> None:
-    jobs = [
+def _jobs(args: StackValidationArgs) -> list[PolicyJob]:
+    """The stack's training and tuning jobs."""
+    return [
         job
         for resource in args.resources
         if (job := job_from_props(resource.name, resource.resource_type, resource.props))
         is not None
     ]
-    for message in max_cost_per_stack(jobs, args.get_config(), load_catalog()):
+
+
+def _stack_cost(args: StackValidationArgs, report: ReportViolation) -> None:
+    jobs = _jobs(args)
+    try:
+        catalog = _catalog()
+    except ConfigError as exc:
+        report(f"cannot price the stack's jobs: {exc}", None)
+        return
+    for message in max_cost_per_stack(jobs, args.get_config(), catalog):
+        report(message, None)
+
+
+def _stack_quota(args: StackValidationArgs, report: ReportViolation) -> None:
+    """Opt-in (``quota-fits: {enabled: true}``): the jobs fit the quotas the program read."""
+    for message in quota_fits(_jobs(args), args.get_config(), load_catalog()):
         report(message, None)
 
 
@@ -74,6 +105,14 @@ PolicyPack(
             validate=_stack_cost,
             config_schema=PolicyConfigSchema(
                 properties={k: dict(v) for k, v in STACK_COST_RULE.config.items()}
+            ),
+        ),
+        StackValidationPolicy(
+            name=QUOTA_RULE.name,
+            description=QUOTA_RULE.description,
+            validate=_stack_quota,
+            config_schema=PolicyConfigSchema(
+                properties={k: dict(v) for k, v in QUOTA_RULE.config.items()}
             ),
         ),
     ],

@@ -5,6 +5,8 @@
   backoff, and a job's lifecycle (submit or adopt, wait, cancel, delete), written against a
   ``JobKind`` so that a second kind of job reuses it.
 
+- ``quotas``: the project's Vertex training quotas, read with the Cloud Quotas client
+  (``cloudquotas_v1``, imported on the first read; never ``google.cloud.aiplatform``).
 - ``_library``: imports the client library's job service alone (what ``refresh`` and
   ``destroy`` need, half the import's cost) or the library whole (to build a job).
 

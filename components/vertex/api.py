@@ -66,6 +66,7 @@ __all__ = [
     "job_document",
     "job_outputs",
     "job_service_client",
+    "quota_refusal",
     "reached",
     "shared_client",
     "state_name",
@@ -272,6 +273,8 @@ def is_transient(exc: BaseException) -> bool:
     """True for errors worth retrying: rate limits, unavailability, timeouts, lost connections."""
     from google.api_core import exceptions as gexc
 
+    if quota_refusal(exc):
+        return False  # a quota limit: retrying does not raise it
     if isinstance(
         exc,
         gexc.TooManyRequests
@@ -291,6 +294,19 @@ def is_transient(exc: BaseException) -> bool:
     except ImportError:  # pragma: no cover - the REST transport depends on it
         return False
     return isinstance(exc, requests.exceptions.ConnectionError | requests.exceptions.Timeout)
+
+
+def quota_refusal(exc: BaseException) -> list[str]:
+    """The quota metrics a 429 RESOURCE_EXHAUSTED names when Vertex refuses a job for quota
+    (``The following quota metrics exceed quota limits: ...``); [] for any other error, rate
+    limits included (those are retried)."""
+    from google.api_core import exceptions as gexc
+
+    if not isinstance(exc, gexc.TooManyRequests | gexc.ResourceExhausted):
+        return []
+    from components._quota import refused_metrics
+
+    return refused_metrics(str(exc))
 
 
 def is_not_found(exc: BaseException) -> bool:
