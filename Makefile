@@ -72,6 +72,7 @@ dist: venv
 
 bench: dev-venv pulumi
 	$(PY) bench/validate.py
+	$(PY) bench/convert_import.py
 	$(PY) bench/provider.py
 	$(PY) bench/emulator.py
 	$(PY) bench/emulator_list.py
