@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from components._catalog import (
@@ -630,7 +630,8 @@ class _Converter:
         tpu_version = (ti.get(f"{role}Config") or {}).get("tpuTfVersion")
         if kind == "tpu" and tpu_version not in (None, ""):
             value, path = tpu_version, f"trainingInput.{role}Config.tpuTfVersion"
-        if value in (None, ""):
+        defaulted = value in (None, "")
+        if defaulted:
             self.notes.append(
                 f"no runtimeVersion: AI Platform's default was {DEFAULT_RUNTIME_VERSION} "
                 "(set runtimeVersion to the version the trainer was written for)"
@@ -655,7 +656,15 @@ class _Converter:
         self.notes.extend(choice.notes)
         if choice.problem is not None:
             self.image_problem = True
-            self.finding(choice.problem)
+            problem = choice.problem
+            if defaulted:
+                # The user wrote no version: say where the one refused came from.
+                problem = replace(
+                    problem,
+                    reason=f"runtimeVersion is not set, so AI Platform's default "
+                    f"{DEFAULT_RUNTIME_VERSION} applies: {problem.reason}",
+                )
+            self.finding(problem)
         else:
             self.prebuilt_used = True
         return choice.uri or ""

@@ -438,6 +438,7 @@ def test_no_runtime_version_is_ai_platforms_documented_default(tmp_path: Path) -
     (violation,) = error.violations
     assert violation.path == "trainingInput.runtimeVersion"
     assert "TensorFlow training image for 1.0" in violation.reason
+    assert violation.reason.startswith("runtimeVersion is not set, so AI Platform's default 1.0")
     assert "1.15" in (violation.suggestion or "")
     assert error.conversion is not None
     assert any("default was 1.0" in note for note in error.conversion.notes)
