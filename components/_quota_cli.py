@@ -17,6 +17,7 @@ from components._catalog import load_catalog
 from components._errors import SpecError
 from components._quota import compare, job_needs, load_quota_metrics
 from components._settings import Endpoint, SettingError, parse_endpoint
+from components._validation import project_violation
 from components.formats import load_spec_file
 
 __all__ = ["DEFAULT_REGION", "add_quota_parser", "cmd_quota"]
@@ -46,6 +47,9 @@ def cmd_quota(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Print the quota table of one job file; see the module's exit statuses."""
     from components.vertex.quotas import QuotaUnavailable, read_limits
 
+    if (bad := project_violation("--project", args.project)) is not None:
+        print(f"error: {bad}", file=err)
+        return 2
     try:
         endpoint = Endpoint(parse_endpoint(args.endpoint))
         loaded = load_spec_file(args.file, region=args.region, tuning=True)

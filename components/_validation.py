@@ -45,6 +45,7 @@ __all__ = [
     "STRATEGIES",
     "Target",
     "guarded",
+    "project_violation",
     "validate",
     "validate_document",
 ]
@@ -93,6 +94,20 @@ _SERVICE_ACCOUNT = re.compile(
 _PROJECT = re.compile(
     r"^(?:(?:[a-z][a-z0-9.-]*[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]|[1-9][0-9]{0,18})$"
 )
+
+
+def project_violation(path: str, project: str) -> Violation | None:
+    """The violation of ``project`` at ``path`` when it is neither a project ID nor a number."""
+    if _PROJECT.match(project):
+        return None
+    return Violation(
+        path,
+        f"{project!r} is not a project ID or number",
+        "an ID is 6-30 lowercase letters, digits or hyphens, starting with a letter",
+        rule="project",
+    )
+
+
 _NETWORK = re.compile(r"^projects/[^/]+/global/networks/[^/]+$")
 _TENSORBOARD = re.compile(r"^projects/[^/]+/locations/([^/]+)/tensorboards/[^/]+$")
 _KMS_KEY = re.compile(r"^projects/[^/]+/locations/([^/]+)/keyRings/[^/]+/cryptoKeys/[^/]+$")
@@ -184,13 +199,8 @@ def _job_violations(spec: JobSpec, ctx: _Context) -> Iterator[Violation]:
             "shorten it",
             rule="display-name",
         )
-    if spec.project is not None and not _PROJECT.match(spec.project):
-        yield Violation(
-            "project",
-            f"{spec.project!r} is not a project ID or number",
-            "an ID is 6-30 lowercase letters, digits or hyphens, starting with a letter",
-            rule="project",
-        )
+    if spec.project is not None and (found := project_violation("project", spec.project)):
+        yield found
     yield from _scheduling(spec)
     yield from _flex_start(spec, ctx)
     yield from _references(spec, ctx)

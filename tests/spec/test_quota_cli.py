@@ -35,7 +35,7 @@ def _run(*argv: str) -> tuple[int, str, str]:
 
 def test_a_shortfall_prints_the_table_and_how_to_get_more(emu):
     code, out, _ = _run(
-        str(DEV), "--project", "p", "--region", "us-central1", "--endpoint", emu.endpoint
+        str(DEV), "--project", "my-project", "--region", "us-central1", "--endpoint", emu.endpoint
     )
     assert code == 1
     assert "custom_model_training_preemptible_nvidia_t4_gpus: need 1, limit 0: SHORT" in out
@@ -44,17 +44,17 @@ def test_a_shortfall_prints_the_table_and_how_to_get_more(emu):
 
 
 def test_a_job_in_another_form_that_fits_exits_0(emu):
-    code, out, _ = _run(str(PROD_GCLOUD), "--project", "p", "--endpoint", emu.endpoint)
+    code, out, _ = _run(str(PROD_GCLOUD), "--project", "my-project", "--endpoint", emu.endpoint)
     assert code == 0, out
     assert "custom_model_training_nvidia_a100_gpus: need " in out and ": fits" in out
 
 
 def test_quotas_that_cannot_be_read_are_a_clear_error(monkeypatch):
     monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
-    code, out, err = _run(str(DEV), "--project", "p", "--endpoint", "http://127.0.0.1:9")
+    code, out, err = _run(str(DEV), "--project", "my-project", "--endpoint", "http://127.0.0.1:9")
     assert code == 2
     assert (
-        "error: the Vertex training quotas of project p could not be read: could not reach "
+        "error: the Vertex training quotas of project my-project could not be read: could not reach "
         "http://127.0.0.1:9 (ConnectionError)" in err
     )
     assert "needs 1 of custom_model_training_preemptible_nvidia_t4_gpus" in out
@@ -63,5 +63,14 @@ def test_quotas_that_cannot_be_read_are_a_clear_error(monkeypatch):
 def test_an_unreadable_file_is_exit_2(tmp_path):
     bad = tmp_path / "job.yaml"
     bad.write_text("workerPoolSpecs: 7\n")
-    code, _, err = _run(str(bad), "--project", "p")
-    assert code == 2 and err.startswith("error: ")
+    code, _, err = _run(str(bad), "--project", "my-project")
+    assert code == 2 and err.startswith("error: ") and "workerPoolSpecs" in err
+
+
+def test_a_project_that_is_no_project_id_is_refused_before_any_call():
+    code, out, err = _run(str(DEV), "--project", "Bad Project!", "--endpoint", "http://127.0.0.1:9")
+    assert code == 2 and out == ""
+    assert err == (
+        "error: --project: 'Bad Project!' is not a project ID or number (an ID is 6-30 "
+        "lowercase letters, digits or hyphens, starting with a letter)\n"
+    )
