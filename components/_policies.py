@@ -16,14 +16,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from components._catalog import Catalog, load_catalog
 from components._errors import SpecError
 from components._pricing import concurrent_trials, estimate, labels_text
-from components._quota import Need, compare, job_needs, load_quota_metrics, read_snapshot
+from components._quota import (
+    Need,
+    compare,
+    job_needs,
+    load_quota_metrics,
+    read_snapshot,
+    trials_needs,
+)
 from components._spec import JobSpec
 from components._tuning_spec import TuningJobSpec
 from components._wire import TRAINING_JOB_TYPE_SUFFIX, TUNING_JOB_TYPE_SUFFIX, decode_spec
@@ -291,11 +298,7 @@ def quota_fits(
             continue
         needs, _ = job_needs(job.name, job.spec, catalog, metrics)
         if job.tuning:  # one trial's needs, times the trials that run at once
-            trials = job.parallel_trials
-            needs = [
-                replace(n, amount=n.amount * trials, how=f"{trials} parallel trials x {n.how}")
-                for n in needs
-            ]
+            needs = trials_needs(needs, job.parallel_trials)
         groups.setdefault((job.project, job.region), []).extend(needs)
     problems = []
     for (project, region), needs in sorted(groups.items(), key=lambda item: item[0]):

@@ -209,11 +209,19 @@ def apply_prices(catalog: Catalog, setting: PriceSetting | None) -> Catalog:
     """``catalog`` with the setting's sheet and discount over its prices (itself if None)."""
     if setting is None or (setting.sheet is None and not setting.discount_percent):
         return catalog
+    stat = _stat(setting.sheet) if setting.sheet is not None else None
+    key = (setting, stat, id(catalog))
+    found = _PRICED.get(key)
+    if found is not None and found[0] is catalog:
+        return found[1]
     sheet: dict[tuple[str, str, str], Price] = {}
-    if setting.sheet is not None:
-        stat = _stat(setting.sheet)
+    if setting.sheet is not None and stat is not None:
         sheet = _cached_sheet(setting.sheet, stat, catalog)
-    return dataclasses.replace(catalog, prices=_merged(catalog, sheet, setting.discount_percent))
+    priced = dataclasses.replace(catalog, prices=_merged(catalog, sheet, setting.discount_percent))
+    if len(_PRICED) >= 8:
+        _PRICED.clear()
+    _PRICED[key] = (catalog, priced)
+    return priced
 
 
 def _stat(path: Path) -> tuple[int, int]:
@@ -227,6 +235,9 @@ def _stat(path: Path) -> tuple[int, int]:
 
 
 _SHEETS: dict[tuple[Path, tuple[int, int], int], dict[tuple[str, str, str], Price]] = {}
+_PRICED: dict[tuple[PriceSetting, tuple[int, int] | None, int], tuple[Catalog, Catalog]] = {}
+"""Priced catalogs per setting, sheet version and catalog: the merge is done once, not once
+per caller (the config check, the program, the policy pack's every resource and rule)."""
 
 
 def _cached_sheet(

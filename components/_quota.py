@@ -50,6 +50,7 @@ __all__ = [
     "refusal_message",
     "refused_metrics",
     "request_hint",
+    "trials_needs",
     "write_snapshot",
 ]
 
@@ -210,17 +211,22 @@ def job_needs(
     if isinstance(spec, TuningJobSpec):
         _, parallel = concurrent_trials(spec)
         trial, unchecked = _pool_needs(job, spec.trial_job_spec, catalog, metrics)
-        return [
-            Need(
-                n.job,
-                n.metric,
-                n.amount * parallel,
-                f"{parallel} parallel trials x {n.how}",
-                n.accelerators,
-            )
-            for n in trial
-        ], unchecked
+        return trials_needs(trial, parallel), unchecked
     return _pool_needs(job, spec, catalog, metrics)
+
+
+def trials_needs(trial: list[Need], parallel: int) -> list[Need]:
+    """What ``parallel`` trials hold at once, from what one trial holds (``trial``)."""
+    return [
+        Need(
+            n.job,
+            n.metric,
+            n.amount * parallel,
+            f"{parallel} parallel trials x {n.how}",
+            n.accelerators,
+        )
+        for n in trial
+    ]
 
 
 # -- limits -------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Accelerator", "Hardware", "TrainingImage", "catalog_dir", "hardware"]
+__all__ = ["Accelerator", "Hardware", "TrainingImage", "catalog_dir", "catalog_rows", "hardware"]
 
 log = logging.getLogger("emulator.hardware")
 
@@ -70,7 +70,8 @@ def catalog_dir() -> Path:
     return Path(os.environ.get("EMULATOR_CATALOG_DIR") or _DEFAULT_DIR)
 
 
-def _rows(directory: Path, name: str) -> list[dict[str, str]]:
+def catalog_rows(directory: Path, name: str) -> list[dict[str, str]]:
+    """The rows of catalog file ``name`` (cells stripped); [] when it cannot be read."""
     path = directory / name
     try:
         if path.stat().st_size > _MAX_FILE_BYTES:
@@ -86,9 +87,9 @@ def _rows(directory: Path, name: str) -> list[dict[str, str]]:
 
 
 def _read(directory: Path) -> Hardware:
-    machines = _rows(directory, "machine_types.csv")
+    machines = catalog_rows(directory, "machine_types.csv")
     attachable: dict[tuple[str, str], frozenset[int]] = {}
-    for row in _rows(directory, "attachable_counts.csv"):
+    for row in catalog_rows(directory, "attachable_counts.csv"):
         counts = frozenset(int(c) for c in row.get("counts", "").split() if c.isdigit())
         attachable[(row.get("machine_type", ""), row.get("accelerator_type", ""))] = counts
     accelerators = {
@@ -98,12 +99,12 @@ def _read(directory: Path) -> Hardware:
             row.get("retired_on", ""),
             frozenset(row.get("mig_partition_sizes", "").split()),
         )
-        for row in _rows(directory, "accelerators.csv")
+        for row in catalog_rows(directory, "accelerators.csv")
         if row.get("accelerator_type")
     }
     images = tuple(
         TrainingImage(row["framework"], row.get("framework_version", ""), row["image_path"])
-        for row in _rows(directory, "training_images.csv")
+        for row in catalog_rows(directory, "training_images.csv")
         if row.get("framework") and row.get("image_path")
     )
     return Hardware(

@@ -29,7 +29,6 @@ Nothing here imports the project's ``components`` package.
 
 from __future__ import annotations
 
-import csv
 import functools
 import json
 import logging
@@ -69,7 +68,6 @@ MAX_LIMIT = 10**9
 MAX_PREFERENCES = 10_000
 """Preferences one service keeps, all projects together: memory stays bounded."""
 MAX_PAGE_SIZE = 1000
-_MAX_FILE_BYTES = 4 * 1024 * 1024
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
 _PREFERENCE_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
 _LIMIT_FLAG = re.compile(
@@ -115,10 +113,10 @@ class MetricTable:
     """machine type → (family, vCPUs, fixed accelerator type or "", its count)."""
     regions: tuple[str, ...] = ()
 
-    @property
-    def metrics(self) -> list[Metric]:
-        """Each metric once, in the catalog's order."""
-        return list({m.name: m for m in self.by_resource.values()}.values())
+    @functools.cached_property
+    def metrics(self) -> tuple[Metric, ...]:
+        """Each metric once, in the catalog's order (looked up on every create: kept)."""
+        return tuple({m.name: m for m in self.by_resource.values()}.values())
 
     def find(self, name: str) -> Metric | None:
         """A metric by its name, short (``custom_model_training_cpus``) or full."""
@@ -137,26 +135,19 @@ class MetricTable:
         )
 
 
-def _rows(path: Path) -> list[dict[str, str]]:
-    try:
-        if path.stat().st_size > _MAX_FILE_BYTES:
-            return []
-        with path.open(newline="", encoding="utf-8") as f:
-            return [{k: (v or "").strip() for k, v in r.items() if k} for r in csv.DictReader(f)]
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        log.warning("catalog file %s not read (%s): quotas are not enforced for it", path, exc)
-        return []
-
-
-@functools.lru_cache(maxsize=4)
 def load_table(directory: Path | None = None) -> MetricTable:
-    """The metric table from the catalog directory (``hardware.catalog_dir()`` by default).
+    """The metric table from the catalog directory (``hardware.catalog_dir()`` by default),
+    read once per directory.
 
     Without the files the table is empty: nothing is metered and nothing refused.
     """
-    directory = directory or hardware.catalog_dir()
+    return _table(directory or hardware.catalog_dir())
+
+
+@functools.lru_cache(maxsize=4)
+def _table(directory: Path) -> MetricTable:
     by_resource: dict[tuple[str, bool], Metric] = {}
-    for row in _rows(directory / "training_quotas.csv"):
+    for row in hardware.catalog_rows(directory, "training_quotas.csv"):
         if not row.get("resource") or not row.get("metric"):
             continue
         metric = Metric(
@@ -167,7 +158,7 @@ def load_table(directory: Path | None = None) -> MetricTable:
         )
         by_resource[(row["resource"], row.get("capacity") == "preemptible")] = metric
     machines: dict[str, tuple[str, int, str, int]] = {}
-    for row in _rows(directory / "machine_types.csv"):
+    for row in hardware.catalog_rows(directory, "machine_types.csv"):
         vcpus, fixed = row.get("vcpus", ""), row.get("fixed_accelerator_count", "")
         if row.get("machine_type") and vcpus.isdigit():
             machines[row["machine_type"]] = (
@@ -177,7 +168,9 @@ def load_table(directory: Path | None = None) -> MetricTable:
                 int(fixed) if fixed.isdigit() else 0,
             )
     regions = tuple(
-        sorted(r["region"] for r in _rows(directory / "regions.csv") if r.get("region"))
+        sorted(
+            r["region"] for r in hardware.catalog_rows(directory, "regions.csv") if r.get("region")
+        )
     )
     return MetricTable(by_resource, machines, regions)
 
@@ -477,7 +470,12 @@ class Quotas:
             )
         region = dimensions.get("region")
         if region is not None:
-            _check_id("quota_preference.dimensions.region", str(region))
+            # A map<string, string>: a number here would mix into the sorted region names.
+            if not isinstance(region, str):
+                raise errors.invalid_argument(
+                    "quota_preference.dimensions.region: expected a region name"
+                )
+            _check_id("quota_preference.dimensions.region", region)
         config = data.get("quotaConfig")
         value_text = config.get("preferredValue") if isinstance(config, dict) else None
         try:
@@ -502,8 +500,13 @@ class Quotas:
                 raise errors.resource_exhausted(
                     f"The emulator keeps at most {MAX_PREFERENCES} quota preferences."
                 )
-            preference_id = preference_id or f"pref-{len(self._preferences) + 1}"
-            name = f"projects/{project}/locations/global/quotaPreferences/{preference_id}"
+            prefix = f"projects/{project}/locations/global/quotaPreferences/"
+            if not preference_id:  # the first free pref-N (a client may have named one so)
+                number = len(self._preferences) + 1
+                while f"{prefix}pref-{number}" in self._preferences:
+                    number += 1
+                preference_id = f"pref-{number}"
+            name = prefix + preference_id
             if name in self._preferences:
                 raise errors.already_exists(f"QuotaPreference {name} already exists.")
             now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

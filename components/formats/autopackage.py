@@ -207,7 +207,9 @@ class VertexBuild:
 def for_vertex(document: dict[str, Any]) -> tuple[dict[str, Any], list[VertexBuild]]:
     """A camelCase CustomJobSpec document with each autopackaged pool as the ``containerSpec``
     gcloud submits (its image, the package's args and env), and the builds it needs."""
-    builds: dict[str, VertexBuild] = {}
+    # One build per distinct build (base image, directory, entry point, additions): pools that
+    # share all of it share one image.
+    builds: dict[Autopackage, VertexBuild] = {}
     pools = document.get("workerPoolSpecs") or []
     out_pools = []
     for index, pool in enumerate(pools):
@@ -225,7 +227,7 @@ def for_vertex(document: dict[str, Any]) -> tuple[dict[str, Any], list[VertexBui
             out_pools.append(pool)
             continue
         image = build.output_image or IMAGE_PLACEHOLDER
-        found = builds.setdefault(build.to_json() + build.directory, VertexBuild([], build, image))
+        found = builds.setdefault(build, VertexBuild([], build, image))
         found.pools.append(index)
         container: dict[str, Any] = {"imageUri": image}
         if package.get("args"):

@@ -127,15 +127,57 @@ def test_a_preference_is_granted_at_once_and_becomes_the_limit(emu):
             {"quotaId": T4_ID, "quotaConfig": {"preferredValue": 1}, "dimensions": {"zone": "a"}},
             "dimensions",
         ),
+        (
+            {"quotaId": T4_ID, "quotaConfig": {"preferredValue": 1}, "dimensions": {"region": 5}},
+            "dimensions.region",
+        ),
         ([1, 2], "JSON object"),
     ],
 )
 def test_bad_preferences_are_400s_naming_the_field(emu, body, field):
+    project = "bad-preferences"
     status, answer = raw_http(
-        emu, "POST", "/v1/projects/p/locations/global/quotaPreferences", json.dumps(body).encode()
+        emu,
+        "POST",
+        f"/v1/projects/{project}/locations/global/quotaPreferences",
+        json.dumps(body).encode(),
     )
     assert status == 400
     assert field in answer["error"]["message"]
+    # nothing of it was kept: the project's quota infos still answer
+    status, _ = raw_http(
+        emu,
+        "GET",
+        f"/v1/projects/{project}/locations/global/services/aiplatform.googleapis.com/quotaInfos",
+    )
+    assert status == 200
+
+
+def test_a_preference_without_an_id_takes_the_first_free_one():
+    """A client may name a preference ``pref-2`` itself: one made without an id then gets the
+    next free name, not a 409. (An emulator of its own: ids are numbered across projects.)"""
+
+    def preference() -> cq.QuotaPreference:
+        return cq.QuotaPreference(
+            quota_id=T4_ID,
+            service="aiplatform.googleapis.com",
+            dimensions={"region": "us-east1"},
+            quota_config=cq.QuotaConfig(preferred_value=8),
+        )
+
+    parent = "projects/named-prefs/locations/global"
+    with running_emulator(*SIMULATE_ARGS) as server:
+        client = _quotas_client(server)
+        named = client.create_quota_preference(
+            parent=parent, quota_preference_id="pref-2", quota_preference=preference()
+        )
+        unnamed = [
+            client.create_quota_preference(parent=parent, quota_preference=preference())
+            for _ in range(2)
+        ]
+        ids = [p.name.rsplit("/", 1)[-1] for p in (named, *unnamed)]
+        assert ids == ["pref-2", "pref-3", "pref-4"]
+        assert len(list(client.list_quota_preferences(parent=parent))) == 3
 
 
 def test_quotas_live_at_the_global_location_only(emu):

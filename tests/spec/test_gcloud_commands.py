@@ -342,6 +342,28 @@ def test_convert_prints_the_image_to_build_for_vertex(tmp_path: Path) -> None:
     assert AUTOPACKAGE_ENV not in out.getvalue()
 
 
+def test_pools_with_one_build_on_two_executor_images_need_two_images() -> None:
+    """A build is its base image too: the same directory and entry point on two executor images
+    are two images to build, one per base; the same build twice is one."""
+    from components.formats.autopackage import for_vertex
+
+    def pool(image: str) -> dict[str, object]:
+        build = Autopackage(image, "trainer", module="trainer.task")
+        return {
+            "machineSpec": {"machineType": "n1-standard-4"},
+            "replicaCount": 1,
+            "pythonPackageSpec": {
+                "executorImageUri": image,
+                "packageUris": ["trainer"],
+                "env": [{"name": AUTOPACKAGE_ENV, "value": build.to_json()}],
+            },
+        }
+
+    tf_cpu = TF_GPU.replace("tf-gpu", "tf-cpu")
+    _, builds = for_vertex({"workerPoolSpecs": [pool(TF_GPU), pool(tf_cpu), pool(TF_GPU)]})
+    assert [(b.build.executor_image, b.pools) for b in builds] == [(TF_GPU, [0, 2]), (tf_cpu, [1])]
+
+
 def test_kms_key_from_its_parts_and_global_flags_before_the_group(tmp_path: Path) -> None:
     spec = load(
         tmp_path,
