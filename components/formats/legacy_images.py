@@ -15,7 +15,7 @@ from datetime import date
 from typing import Any
 
 from components._catalog import Catalog, TrainingImage
-from components._images import registry_uri
+from components._images import ExecutorImage, registry_uri
 from components._violations import Violation
 from components.formats.bounded_yaml import SourceFloat
 from components.formats.text import clipped
@@ -227,12 +227,9 @@ def _by_python(
 
 def _lifecycle_notes(wanted: _Wanted, image: TrainingImage, today: date) -> list[str]:
     support, available = image.end_of_support, image.end_of_availability
-    if available and today.isoformat() >= available:
-        return [
-            f"Google's {wanted.what} training image ({image.image_path}) reached end of "
-            f"availability on {available} (end of patch and support {support}): Vertex AI "
-            "may refuse new jobs with it; move the trainer to a newer version"
-        ]
+    past = ExecutorImage("prebuilt", image).lifecycle(today)
+    if past is not None:
+        return [past]  # the one sentence every reader gives (``components._images``)
     if support and today.isoformat() >= support:
         return [
             f"Google's {wanted.what} training image ({image.image_path}) is deprecated: end of "

@@ -158,7 +158,7 @@ def with_prebuilt_images(
     job = tuning.trial_job_spec if tuning is not None else loaded.spec
     pools, notes = settled_pools(list(job.worker_pool_specs), catalog, region or loaded.spec.region)
     # A legacy config's reader said already when its chosen image is past availability.
-    notes = [n for n in notes if not any(_said(n, old) for old in loaded.notes)]
+    notes = [n for n in notes if n not in loaded.notes]
     if not notes:
         return loaded
     if tuning is not None:
@@ -169,8 +169,3 @@ def with_prebuilt_images(
         )
     spec = loaded.spec.model_copy(update={"worker_pool_specs": pools})
     return dataclasses.replace(loaded, spec=spec, notes=[*loaded.notes, *notes])
-
-
-def _said(note: str, old: str) -> bool:
-    """Whether ``old`` already says ``note``: an image's end of availability, for one."""
-    return "end of availability" in old and note.split(" ", 1)[0] in old

@@ -115,7 +115,7 @@ def test_the_python_version_picks_between_images_of_one_version() -> None:
     [
         (date(2023, 1, 1), None),
         (date(2024, 1, 1), "is deprecated: end of patch and support was 2023-09-01"),
-        (date(2026, 11, 1), "reached end of availability on 2024-09-01"),
+        (date(2026, 11, 1), "reached its end of availability on 2024-09-01"),
     ],
 )
 def test_the_lifecycle_of_the_chosen_image_is_noted(today: date, says: str | None) -> None:
