@@ -22,6 +22,7 @@ import csv
 import functools
 import json
 import re
+import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -506,9 +507,17 @@ def write_snapshot(root: Path, project: str, limits: QuotaLimits, now: float) ->
     path = _snapshot_path(root, project)
     path.parent.mkdir(parents=True, exist_ok=True)
     body = {"project": project, "readAt": now, "limits": json.loads(limits.to_json())}
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(body, sort_keys=True))
-    tmp.replace(path)
+    # A temporary file of its own: two previews of one project at once each replace the
+    # snapshot whole, never each other's half-written file.
+    with tempfile.NamedTemporaryFile(
+        "w", dir=path.parent, prefix=path.stem + ".", suffix=".tmp", delete=False
+    ) as tmp:
+        tmp.write(json.dumps(body, sort_keys=True))
+    try:
+        Path(tmp.name).replace(path)
+    except OSError:
+        Path(tmp.name).unlink(missing_ok=True)
+        raise
 
 
 def read_snapshot(

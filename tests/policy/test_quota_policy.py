@@ -3,6 +3,7 @@ read (``components._quota`` snapshot), without the engine and without the quota 
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -100,3 +101,27 @@ def test_no_recorded_or_stale_quotas_cannot_be_checked(tmp_path):
     assert "read 60 min ago, more than 30" in stale
     [odd] = quota_fits([_job("a", 1, project="../etc")], on, load_catalog(), root=tmp_path, now=NOW)
     assert "'../etc' is not a project ID" in odd
+
+
+def test_previews_of_one_project_at_once_each_leave_a_whole_snapshot(tmp_path):
+    """Threads standing for two previews write the same project's snapshot 200 times each:
+    none fails, the rule reads a whole snapshot, and no temporary file is left."""
+    errors: list[BaseException] = []
+
+    def write(limit: int) -> None:
+        try:
+            for _ in range(200):
+                _recorded(tmp_path, limit)
+        except BaseException as exc:  # reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in (1, 2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    [found] = quota_fits([_job("a", 3)], {"enabled": True}, load_catalog(), root=tmp_path, now=NOW)
+    assert "the stack's jobs need 3 at once" in found  # a limit of 1 or 2, read whole
+    assert "the project's limit is 1" in found or "the project's limit is 2" in found
+    assert [p.name for p in tmp_path.rglob("*.tmp")] == []
