@@ -41,6 +41,14 @@ def _job_steps(preview: dict[str, Any]) -> dict[str, dict[str, Any]]:
     }
 
 
+def _up_with_a_running_job(ws: Workspace, endpoint: str) -> None:
+    """A new stack of one job, ``train``, that runs until cancelled: ``pulumi up`` returns once
+    it runs."""
+    spec = ws.write_job("train", python_job("train", labels=HANG_LABELS))
+    ws.init_stack(local_config(endpoint, [job_entry("train", spec, waitFor="running")]))
+    ws.up()
+
+
 def test_preview_of_a_new_stack_shows_the_creates(ws: Workspace) -> None:
     with emulator_for(ws, *SIMULATE) as emu:
         spec = ws.write_job("train", python_job("train"))
@@ -111,9 +119,7 @@ def test_up_runs_the_example_trainer(ws: Workspace) -> None:
 def test_spec_change_replaces_the_job(ws: Workspace) -> None:
     with emulator_for(ws, *SIMULATE) as emu:
         client = emu.client()
-        spec = ws.write_job("train", python_job("train", labels=HANG_LABELS))
-        ws.init_stack(local_config(emu.endpoint, [job_entry("train", spec, waitFor="running")]))
-        ws.up()
+        _up_with_a_running_job(ws, emu.endpoint)
         old = ws.training_jobs()["train"]
         assert client.get_custom_job(name=old["id"]).state == JobState.JOB_STATE_RUNNING
 
@@ -159,9 +165,7 @@ def test_spec_change_replaces_the_job(ws: Workspace) -> None:
 def test_refresh_after_an_out_of_band_cancel(ws: Workspace) -> None:
     with emulator_for(ws, *SIMULATE) as emu:
         client = emu.client()
-        spec = ws.write_job("train", python_job("train", labels=HANG_LABELS))
-        ws.init_stack(local_config(emu.endpoint, [job_entry("train", spec, waitFor="running")]))
-        ws.up()
+        _up_with_a_running_job(ws, emu.endpoint)
         job_name = ws.training_jobs()["train"]["id"]
         assert ws.training_jobs()["train"]["outputs"]["status"]["state"] == "JOB_STATE_RUNNING"
 
@@ -179,9 +183,7 @@ def test_refresh_after_an_out_of_band_cancel(ws: Workspace) -> None:
 def test_destroy_cancels_and_removes_the_job(ws: Workspace) -> None:
     with emulator_for(ws, *SIMULATE) as emu:
         client = emu.client()
-        spec = ws.write_job("train", python_job("train", labels=HANG_LABELS))
-        ws.init_stack(local_config(emu.endpoint, [job_entry("train", spec, waitFor="running")]))
-        ws.up()
+        _up_with_a_running_job(ws, emu.endpoint)
         job_name = ws.training_jobs()["train"]["id"]
         assert client.get_custom_job(name=job_name).state == JobState.JOB_STATE_RUNNING
 
@@ -201,9 +203,7 @@ def test_refresh_with_the_program_updates_the_jobs_stack_output(ws: Workspace) -
     engine does not run the program); ``pulumi refresh --run-program`` updates both."""
     with emulator_for(ws, *SIMULATE) as emu:
         client = emu.client()
-        spec = ws.write_job("train", python_job("train", labels=HANG_LABELS))
-        ws.init_stack(local_config(emu.endpoint, [job_entry("train", spec, waitFor="running")]))
-        ws.up()
+        _up_with_a_running_job(ws, emu.endpoint)
         job_name = ws.training_jobs()["train"]["id"]
         client.cancel_custom_job(name=job_name)
         wait_for_state(client, job_name, [JobState.JOB_STATE_CANCELLED], timeout=30)

@@ -5,6 +5,7 @@ makes it fit; a job the emulator refuses at create (429) is a clear error, not r
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import cloudquotas_v1 as cq
@@ -24,21 +25,26 @@ from tests.e2e._engine import (
 T4 = "aiplatform.googleapis.com/custom_model_training_nvidia_t4_gpus"
 
 
+def _two_one_t4_jobs(ws: Workspace) -> list[dict[str, Any]]:
+    """The stack's jobs ``t4-a`` and ``t4-b``, one T4 each: 2 T4s at once."""
+    return [
+        job_entry(
+            name,
+            ws.write_job(
+                name, python_job(name, accelerator="NVIDIA_TESLA_T4", accelerator_count=1)
+            ),
+        )
+        for name in ("t4-a", "t4-b")
+    ]
+
+
 def test_a_stack_over_quota_fails_before_any_job_and_fits_once_more_is_granted(
     ws: Workspace,
 ) -> None:
     with emulator_for(
         ws, *SIMULATE, "--quota", f"custom_model_training_nvidia_t4_gpus@{GCP_REGION}=1"
     ) as emu:
-        jobs = [
-            job_entry(
-                name,
-                ws.write_job(
-                    name, python_job(name, accelerator="NVIDIA_TESLA_T4", accelerator_count=1)
-                ),
-            )
-            for name in ("t4-a", "t4-b")
-        ]
+        jobs = _two_one_t4_jobs(ws)
         ws.init_stack(local_config(emu.endpoint, jobs))
 
         preview = ws.pulumi("preview", expect_failure=True).output
@@ -91,15 +97,7 @@ def test_the_policy_pack_can_require_that_the_jobs_fit(ws: Workspace) -> None:
     with emulator_for(
         ws, *SIMULATE, "--quota", f"custom_model_training_nvidia_t4_gpus@{GCP_REGION}=1"
     ) as emu:
-        jobs = [
-            job_entry(
-                name,
-                ws.write_job(
-                    name, python_job(name, accelerator="NVIDIA_TESLA_T4", accelerator_count=1)
-                ),
-            )
-            for name in ("t4-a", "t4-b")
-        ]
+        jobs = _two_one_t4_jobs(ws)
         # The program only warns; the pack (mandatory) refuses.
         ws.init_stack(local_config(emu.endpoint, jobs, **{"training:quota": "warn"}))
         config = ws.base / "quota-policy.json"
