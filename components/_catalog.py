@@ -18,6 +18,7 @@ from pathlib import Path
 from components._errors import CatalogError
 
 __all__ = [
+    "CAPACITIES",
     "CAPACITY_OPTIONS",
     "CATALOG_DIR",
     "PRICE_BASES",
@@ -34,6 +35,7 @@ __all__ = [
     "Zone",
     "accepted_accelerators",
     "allowed_counts",
+    "capacity_of",
     "combinations",
     "load_catalog",
     "load_catalog_from",
@@ -167,15 +169,17 @@ class TrainingImage:
     source: str = ""
 
 
-PRICE_BASES = ("vertex", "derived", "unverified", "bound", "unknown", "org")
-"""How a price was found (``prices.csv`` columns ``basis`` and ``spot_basis``):
+PRICE_BASES = ("vertex", "derived", "unverified", "bound", "floor", "unknown", "org")
+"""How a price was found (``prices.csv`` columns ``basis``, ``spot_basis``, ``flex_start_basis``):
 
 - ``vertex``: a Vertex AI custom-training price a public source states;
 - ``derived``: a Compute Engine list price times Vertex's custom-training uplift (1.15), for a
   family whose uplift was checked against a Vertex price;
 - ``unverified``: derived the same way for a family whose uplift could not be checked;
-- ``bound`` (Spot only): the on-demand price standing in as the upper bound of a Spot price the
-  source lacks or gives at or above on-demand;
+- ``bound`` (Spot and flex-start only): the on-demand price standing in as the upper bound of
+  a Spot or flex-start price the source lacks (or gives at or above on-demand);
+- ``floor`` (Spot and flex-start only): the Compute Engine rate of that capacity alone, a lower
+  bound: Vertex's management fee on it is not known there;
 - ``unknown``: no price (the row's source says why);
 - ``org``: an organisation's price sheet (``training:prices``).
 """
@@ -185,10 +189,24 @@ _BASIS_LABELS = {
     "derived": "derived",
     "unverified": "derived, unverified",
     "bound": "on-demand bound",
+    "floor": "lower bound",
     "unknown": "unknown",
     "org": "org sheet",
     "": "",
 }
+
+
+CAPACITIES = ("on_demand", "spot", "flex_start")
+"""How a job's capacity is billed: on-demand (``STANDARD``), Spot, or flex-start (DWS)."""
+
+
+def capacity_of(capacity: bool | str) -> str:
+    """``True``/``False`` (the older Spot flag) or a ``CAPACITIES`` name, as that name."""
+    if isinstance(capacity, bool):
+        return "spot" if capacity else "on_demand"
+    if capacity not in CAPACITIES:
+        raise ValueError(f"capacity must be one of {', '.join(CAPACITIES)}, got {capacity!r}")
+    return capacity
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,8 +214,14 @@ class Price:
     """A Vertex AI training price per hour: of a machine, one accelerator, or a legacy tier.
 
     ``None`` means the price is not known for that region (never zero). ``basis`` says how
-    the on-demand price was found, ``spot_basis`` the Spot price's (empty: as ``basis``);
-    see ``PRICE_BASES``. ``discount_percent`` is an organisation's discount already applied.
+    the on-demand price was found, ``spot_basis`` the Spot price's (empty: as ``basis``),
+    ``flex_start_basis`` the flex-start price's; see ``PRICE_BASES``. ``discount_percent`` is
+    an organisation's discount already applied.
+
+    Vertex bills each capacity its own way: on-demand by Vertex's training SKUs; Spot and
+    flex-start (DWS) as the Compute Engine SKU of that capacity plus a Vertex management fee
+    (``catalog/README.md``, "How Vertex bills"). So a flex-start price is never the on-demand
+    one, and an empty ``flex_start_usd`` is unknown, not "as on-demand".
     """
 
     region: str
@@ -212,16 +236,24 @@ class Price:
     discount_percent: float = 0.0
     sheet: str = ""
     """The organisation price sheet's file name, for ``org`` rows."""
+    flex_start_usd: float | None = None
+    flex_start_basis: str = ""
 
-    def value(self, spot: bool) -> float | None:
-        """The Spot or on-demand price per hour; None when unknown."""
-        return self.spot_usd if spot else self.on_demand_usd
+    def value(self, capacity: bool | str) -> float | None:
+        """The price per hour of a capacity (``True``: Spot); None when unknown."""
+        kind = capacity_of(capacity)
+        if kind == "spot":
+            return self.spot_usd
+        return self.flex_start_usd if kind == "flex_start" else self.on_demand_usd
 
-    def basis_for(self, spot: bool) -> str:
-        """How the Spot or on-demand price was found (a ``PRICE_BASES`` value, or empty)."""
-        return (self.spot_basis or self.basis) if spot else self.basis
+    def basis_for(self, capacity: bool | str) -> str:
+        """How that capacity's price was found (a ``PRICE_BASES`` value, or empty)."""
+        kind = capacity_of(capacity)
+        if kind == "spot":
+            return self.spot_basis or self.basis
+        return self.flex_start_basis if kind == "flex_start" else self.basis
 
-    def label(self, spot: bool) -> str:
+    def label(self, spot: bool | str) -> str:
         """How outputs name the price's source: ``derived, unverified``, ``org sheet x.csv``;
         empty for a row without a basis (a test's tiny catalog)."""
         basis = self.basis_for(spot)
@@ -503,6 +535,8 @@ def _prices(directory: Path) -> dict[tuple[str, str, str], Price]:
             source=r["source"],
             basis=(r.get("basis") or "").strip(),
             spot_basis=(r.get("spot_basis") or "").strip(),
+            flex_start_usd=_optional_number(where, r, "flex_start_usd_per_hour"),
+            flex_start_basis=(r.get("flex_start_basis") or "").strip(),
         )
         problem = price_problem(price)
         if problem:
@@ -522,12 +556,17 @@ def price_problem(price: Price) -> str | None:
     for column, value in (
         ("on_demand_usd_per_hour", price.on_demand_usd),
         ("spot_usd_per_hour", price.spot_usd),
+        ("flex_start_usd_per_hour", price.flex_start_usd),
     ):
         if value is not None and not value > 0:  # also refuses NaN
             return f"{column} must be above 0, got {value:g} (leave it empty when unknown)"
         if value is not None and value == float("inf"):
             return f"{column} must be a finite number"
-    for column, basis in (("basis", price.basis), ("spot_basis", price.spot_basis)):
+    for column, basis in (
+        ("basis", price.basis),
+        ("spot_basis", price.spot_basis),
+        ("flex_start_basis", price.flex_start_basis),
+    ):
         if basis and basis not in PRICE_BASES:
             return f"{column} {basis!r} is not one of {', '.join(PRICE_BASES)}"
     if price.basis == "unknown" and price.on_demand_usd is not None:

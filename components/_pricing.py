@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from components._catalog import Catalog, Price, combinations, load_catalog
+from components._catalog import Catalog, Price, capacity_of, combinations, load_catalog
 from components._errors import SpecError
 from components._spec import JobSpec, WorkerPoolSpec
 from components._tuning_spec import TuningJobSpec
@@ -31,6 +31,7 @@ __all__ = [
     "GpuOffer",
     "PoolCost",
     "TuningEstimate",
+    "capacity_word",
     "compare_regions",
     "concurrent_trials",
     "cost_outputs",
@@ -38,6 +39,7 @@ __all__ = [
     "estimate",
     "estimate_tuning",
     "gpu_offers",
+    "job_capacity",
     "labels_text",
     "summary",
     "tuning_cost_outputs",
@@ -46,6 +48,21 @@ __all__ = [
 
 DEFAULT_TIMEOUT = timedelta(days=7)
 """Vertex AI's default ``scheduling.timeout``."""
+
+_CAPACITY_WORDS = {"on_demand": "on-demand", "spot": "spot", "flex_start": "flex-start"}
+
+
+def capacity_word(capacity: str) -> str:
+    """``on-demand``, ``spot`` or ``flex-start``: how outputs name a capacity."""
+    return _CAPACITY_WORDS[capacity]
+
+
+def job_capacity(spec: JobSpec) -> str:
+    """The capacity Vertex bills a job for: ``spot`` (``SPOT``), ``flex_start`` (``FLEX_START``,
+    Dynamic Workload Scheduler), else ``on_demand`` (``LOW_COST``, which may use Spot VMs
+    alongside on-demand ones, is priced at its on-demand ceiling)."""
+    strategy = spec.scheduling.strategy if spec.scheduling else None
+    return {"SPOT": "spot", "FLEX_START": "flex_start"}.get(strategy or "", "on_demand")
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +101,13 @@ class Estimate:
     sources: tuple[str, ...] = ()
     price_labels: tuple[str, ...] = ()
     """Where its prices came from (``Price.label``), each once."""
+    capacity: str = ""
+    """``on_demand``, ``spot`` or ``flex_start`` (empty: as ``spot`` says)."""
+
+    @property
+    def billed_as(self) -> str:
+        """The capacity it is priced as: ``on_demand``, ``spot`` or ``flex_start``."""
+        return self.capacity or ("spot" if self.spot else "on_demand")
 
     @property
     def max_usd(self) -> float | None:
@@ -99,14 +123,14 @@ class Estimate:
         return self.usd_per_hour / 60 * (duration.total_seconds() / 60)
 
 
-def _price(catalog: Catalog, region: str, kind: str, name: str, spot: bool) -> Price | None:
+def _price(catalog: Catalog, region: str, kind: str, name: str, spot: bool | str) -> Price | None:
     price = catalog.prices.get((region, kind, name))
     if price is None:
         return None
     return price if price.value(spot) is not None else None
 
 
-def _value(price: Price, spot: bool) -> float:
+def _value(price: Price, spot: bool | str) -> float:
     value = price.value(spot)
     assert value is not None
     return value
@@ -117,7 +141,7 @@ def _unknown(catalog: Catalog, region: str, kind: str, name: str) -> str:
     price = catalog.prices.get((region, kind, name))
     why = ""
     if price is not None and price.source.startswith("unknown: "):
-        why = price.source.removeprefix("unknown: ").split(" (", 1)[0]
+        why = price.source.removeprefix("unknown: ").split(" (", 1)[0].split("; ", 1)[0]
     return f"{name} in {region}" + (f" ({why})" if why else "")
 
 
@@ -134,7 +158,7 @@ class _Replica:
 def _replica(
     catalog: Catalog,
     where: str,
-    spot: bool,
+    spot: bool | str,
     machine_type: str,
     accelerator: str | None,
     count: int,
@@ -172,41 +196,47 @@ def estimate(
     region: str | None = None,
     spot: bool | None = None,
     scale_tier: str | None = None,
+    capacity: str | None = None,
 ) -> Estimate:
     """Price ``spec`` in ``region`` (default: the spec's).
 
-    ``spot`` defaults to the spec's ``scheduling.strategy == SPOT``. A job converted from a
-    legacy scale tier (``scale_tier``) is priced by the tier's own rate when one is known.
+    The capacity is the job's own (``job_capacity``: a FLEX_START job is priced at flex-start
+    rates, never on-demand ones) unless ``capacity`` (``on_demand``, ``spot``, ``flex_start``)
+    or ``spot`` (True: Spot) says otherwise. A job converted from a legacy scale tier
+    (``scale_tier``) is priced by the tier's own rate when one is known.
     """
     where = region or spec.region
     if where is None:
         raise ValueError("a region is needed to look up prices (--region or region: in the spec)")
-    if spot is None:
-        spot = bool(spec.scheduling and spec.scheduling.strategy == "SPOT")
+    if capacity is None:
+        capacity = job_capacity(spec) if spot is None else capacity_of(spot)
+    capacity = capacity_of(capacity)
+    spot = capacity == "spot"
     timeout = (spec.scheduling.timeout if spec.scheduling else None) or DEFAULT_TIMEOUT
     if scale_tier is not None:
-        tier_price = _price(catalog, where, "scale_tier", scale_tier, spot)
+        tier_price = _price(catalog, where, "scale_tier", scale_tier, capacity)
         if tier_price is not None:
             return Estimate(
                 where,
                 spot,
                 (),
-                _value(tier_price, spot),
+                _value(tier_price, capacity),
                 timeout,
                 (),
                 scale_tier,
                 (tier_price.source,),
-                (tier_price.label(spot),),
+                (tier_price.label(capacity),),
+                capacity,
             )
     sources: set[str] = set()
     pools = [
         cost
         for index, pool in enumerate(spec.worker_pool_specs)
-        if (cost := _pool_cost(catalog, where, spot, index, pool, sources)) is not None
+        if (cost := _pool_cost(catalog, where, capacity, index, pool, sources)) is not None
     ]
     all_missing = tuple(m for p in pools for m in p.missing)
     total = None if all_missing else sum(p.usd_per_hour or 0.0 for p in pools)
-    kind = " (spot)" if spot else ""
+    kind = "" if capacity == "on_demand" else f" ({capacity_word(capacity)})"
     return Estimate(
         where,
         spot,
@@ -217,11 +247,17 @@ def estimate(
         None,
         tuple(sorted(sources)),
         tuple(dict.fromkeys(label for p in pools for label in p.price_labels)),
+        capacity,
     )
 
 
 def _pool_cost(
-    catalog: Catalog, where: str, spot: bool, index: int, pool: WorkerPoolSpec, sources: set[str]
+    catalog: Catalog,
+    where: str,
+    spot: bool | str,
+    index: int,
+    pool: WorkerPoolSpec,
+    sources: set[str],
 ) -> PoolCost | None:
     """The price of one pool's replicas (None for a placeholder); adds the sources used."""
     machine = pool.machine_spec
@@ -261,6 +297,7 @@ class GpuOffer:
     usd_per_hour: float | None
     price_labels: tuple[str, ...]
     missing: tuple[str, ...]
+    capacity: str = ""
 
 
 def gpu_offers(
@@ -270,9 +307,15 @@ def gpu_offers(
     region: str | None = None,
     machine_type: str | None = None,
     spot: bool = False,
+    capacity: str | None = None,
 ) -> list[GpuOffer]:
     """What a GPU costs on each machine that takes it, by region, cheapest first
-    (``python -m components prices``, like ``sky show-gpus``). Unknown prices come last."""
+    (``python -m components prices``, like ``sky show-gpus``). Unknown prices come last.
+
+    ``capacity`` (``on_demand``, ``spot``, ``flex_start``; default: as ``spot`` says) picks
+    the rates: each capacity is priced as Vertex bills it."""
+    kind = capacity_of(capacity if capacity is not None else spot)
+    spot = kind == "spot"
     offers = []
     for combo in combinations(
         catalog, accelerator=accelerator, region=region, machine_type=machine_type
@@ -282,7 +325,7 @@ def gpu_offers(
                 continue
             for count in combo.counts:
                 replica = _replica(
-                    catalog, where, spot, combo.machine_type, combo.accelerator, count
+                    catalog, where, kind, combo.machine_type, combo.accelerator, count
                 )
                 offers.append(
                     GpuOffer(
@@ -294,6 +337,7 @@ def gpu_offers(
                         replica.usd_per_hour,
                         replica.labels,
                         replica.missing,
+                        kind,
                     )
                 )
     return sorted(
@@ -310,7 +354,12 @@ def gpu_offers(
 
 
 def compare_regions(
-    spec: JobSpec, catalog: Catalog, *, spot: bool | None = None, scale_tier: str | None = None
+    spec: JobSpec,
+    catalog: Catalog,
+    *,
+    spot: bool | None = None,
+    scale_tier: str | None = None,
+    capacity: str | None = None,
 ) -> list[Estimate]:
     """The job in every region that can run it (no region or zone violation), cheapest first.
 
@@ -326,7 +375,8 @@ def compare_regions(
         ]
     ]
     estimates = [
-        estimate(spec, catalog, region=r, spot=spot, scale_tier=scale_tier) for r in runnable
+        estimate(spec, catalog, region=r, spot=spot, scale_tier=scale_tier, capacity=capacity)
+        for r in runnable
     ]
     return sorted(
         estimates,
@@ -368,6 +418,10 @@ class TuningEstimate:
     @property
     def spot(self) -> bool:
         return self.trial.spot
+
+    @property
+    def billed_as(self) -> str:
+        return self.trial.billed_as
 
     @property
     def timeout(self) -> timedelta:
@@ -415,13 +469,14 @@ def estimate_tuning(
     *,
     region: str | None = None,
     spot: bool | None = None,
+    capacity: str | None = None,
 ) -> TuningEstimate:
     """Price ``spec`` in ``region`` (default: the spec's) from the custom job of one trial.
 
-    ``spot`` defaults to the trial spec's ``scheduling.strategy == SPOT``.
+    The capacity defaults to the trial spec's (``job_capacity``), as in ``estimate``.
     """
     total, parallel = concurrent_trials(spec)
-    trial = estimate(spec.trial_job(), catalog, region=region, spot=spot)
+    trial = estimate(spec.trial_job(), catalog, region=region, spot=spot, capacity=capacity)
     return TuningEstimate(trial, total, parallel)
 
 
@@ -457,7 +512,7 @@ def duration_text(duration: timedelta) -> str:
 
 def summary(result: Estimate) -> str:
     """One line for logs and PR comments: ``$0.62/h on-demand in us-central1, at most $1.24 (2 h)``."""
-    pricing = "spot" if result.spot else "on-demand"
+    pricing = capacity_word(result.billed_as)
     hours = duration_text(result.timeout)
     if result.usd_per_hour is None:
         return f"$?/h {pricing} in {result.region}: unknown price for {', '.join(result.missing)}"
@@ -476,7 +531,7 @@ def labels_text(labels: tuple[str, ...]) -> str:
 def tuning_summary(result: TuningEstimate) -> str:
     """One line for logs: ``$3.07/h on-demand in us-central1 (3 trials at once, $1.02/h
     each), at most $171.95 (12 trials, 14 h timeout each)``."""
-    pricing = "spot" if result.spot else "on-demand"
+    pricing = capacity_word(result.billed_as)
     trials = f"{result.parallel_trials} trials at once"
     if result.usd_per_hour is None or result.trial_usd_per_hour is None:
         return (

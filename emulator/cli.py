@@ -174,6 +174,14 @@ def _add_limit_flags(serve: argparse.ArgumentParser) -> None:
         "region); quota preferences change them while the service runs",
     )
     serve.add_argument(
+        "--billing-snapshot",
+        type=Path,
+        default=None,
+        metavar="CSV",
+        help="the SKUs the Cloud Billing Catalog API serves (columns of "
+        "components/catalog/billing_skus.csv, which is the default); read again when it changes",
+    )
+    serve.add_argument(
         "--max-unpacked-mb",
         type=_positive_int,
         default=config.DEFAULT_MAX_UNPACKED_MB,
@@ -382,6 +390,7 @@ def _settings(args: argparse.Namespace, state_dir: Path) -> config.Settings:
         pip_timeout_seconds=args.pip_timeout,
         quota_limits=_quota_limits(args.quota),
         project_numbers=project_numbers,
+        billing_snapshot=args.billing_snapshot,
     )
 
 

@@ -50,6 +50,9 @@ class Settings:
     pip_timeout_seconds: float = DEFAULT_PIP_TIMEOUT_SECONDS
     # Training quota limits set at serve time: (metric, region or None for all, limit).
     quota_limits: tuple[tuple[str, str | None, int], ...] = ()
+    # ``--billing-snapshot FILE``: the SKUs the Cloud Billing Catalog API serves (emulator.billing;
+    # None: the catalog's billing_skus.csv).
+    billing_snapshot: Path | None = None
     # ``--project-number ID=NUMBER``: the number a project ID's jobs are named with
     # (emulator.names; the others get a number derived from their ID).
     project_numbers: dict[str, str] = field(default_factory=dict)

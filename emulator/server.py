@@ -51,7 +51,18 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from emulator import _validation, errors, filters, names, paths, protos, quotas, runner, tuning
+from emulator import (
+    _validation,
+    billing,
+    errors,
+    filters,
+    names,
+    paths,
+    protos,
+    quotas,
+    runner,
+    tuning,
+)
 from emulator.config import Faults, Settings
 from emulator.errors import ApiError
 from emulator.protos import Kind
@@ -126,6 +137,7 @@ class Service:
         self.quotas = quotas.Quotas(
             settings.quota_limits, load=self._job_and_kind, project_key=self.projects.number
         )
+        self.billing = billing.Billing(settings.billing_snapshot)
         self.httpd.service = self
         self.host = host
         self.port = int(self.httpd.server_address[1])
@@ -715,6 +727,8 @@ class _Handler(BaseHTTPRequestHandler):
             return 200
         elif (answer := svc.quotas.route(method, path, query, body)) is not None:
             return self._send_json(answer)  # the Cloud Quotas API (emulator.quotas)
+        elif (answer := svc.billing.route(method, path, query)) is not None:
+            return self._send_json(answer)  # the Cloud Billing Catalog API (emulator.billing)
         raise errors.not_found(f"No such method: {method} {_printable(path)}")
 
     def _admin(self, method: str, path: str, body: bytes) -> int:

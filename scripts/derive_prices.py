@@ -1,14 +1,32 @@
-"""Rebuild ``components/catalog/prices.csv`` from Compute Engine list prices.
+"""Rebuild ``components/catalog/prices.csv`` from Compute Engine list prices and billing SKUs.
 
     .venv/bin/python scripts/derive_prices.py ../shared/reference/prices/compute-engine-list-prices.csv
 
 Every cell the catalog accepts for Vertex training (``components._catalog.price_cells``) gets
-one row. Rows with a Vertex price a public source states (``basis`` ``vertex``) and legacy
-scale-tier rows are kept from the current file; every other price is the Compute Engine list
-price of the same machine or GPU in that region times Vertex's custom-training uplift (1.15),
-``derived`` for the families where the uplift was checked against a Vertex price (n1
-machines, the T4) and ``unverified`` elsewhere. A Spot price is always ``unverified``: no
-Vertex Spot price is known to check the uplift on. Sanity checks mark what they catch:
+one row, with a price per capacity, each priced the way Vertex bills it (``catalog/README.md``,
+"How Vertex bills"):
+
+- **on-demand**: the Compute Engine list price of the same machine or GPU in that region times
+  Vertex's custom-training uplift (1.15), ``derived`` for the families where the uplift was
+  checked against a Vertex price (n1 machines, the T4) and ``unverified`` elsewhere;
+- **Spot**: the Compute Engine Spot price plus Vertex's management fee (15 % of the Compute
+  Engine on-demand rate: the fee Vertex bills on flex-start; no public source gives the Spot
+  fee, so every Spot price is ``unverified``);
+- **flex-start** (GPUs that FLEX_START serves, and the machines that carry them): the Compute
+  Engine DWS rate plus the same fee where the DWS rate is known, else the on-demand price as its
+  upper bound (``bound``).
+
+A figure of the reference is a **DWS (flex-start) rate, never an on-demand price**, when a
+billing SKU says so (``catalog/billing_skus.csv``: a SKU whose description reads "DWS Defined
+Duration", whatever its usage type, at the same rate for that GPU), when the GPU's machines
+offer no on-demand capacity (``machine_types.csv`` ``capacity``: A4, A3 Ultra), or when its
+Spot price is not below it (a GPU that FLEX_START serves). Such a cell's on-demand price is
+``unknown``; its flex-start price is the DWS rate, a ``floor`` (the fee is not known there).
+
+Rows with a Vertex price a public source states (``basis`` ``vertex``) and legacy scale-tier
+rows are kept from the current file, and what the billing SKU snapshot prices replaces the
+derived figure of its capacity (an older SKU never replaces a newer stated Vertex price).
+Sanity checks mark what they catch:
 
 - a Spot price missing, or not below on-demand: the on-demand price stands in as its bound
   (``spot_basis`` ``bound``);
@@ -23,17 +41,26 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from components._billing import Sku, billing_prices, read_snapshot, sku_capacity, sku_resource
 from components._catalog import CATALOG_DIR, Catalog, Price, load_catalog_from, price_cells
 
 UPLIFT = 1.15
 """Vertex custom-training price / Compute Engine list price, checked on n1-standard-4 and the
 T4 in us-central1 (0.21849885 / 0.19 and 0.4025 / 0.35)."""
+
+FEE = 0.15
+"""Vertex's management fee on flex-start capacity / the Compute Engine on-demand rate: Vertex's
+fee SKUs for an a3-highgpu-8g FLEX_START job in Iowa (H100 1.4694826, A3 core 0.0038247, RAM
+0.0003331) are 0.15 x the rates its on-demand SKUs are 1.15 x of (``billing_skus.csv``)."""
+MATCH = 1e-5
+"""Two rates closer than this (USD/h) are the same rate (the reference rounds to 5 places)."""
 
 VERIFIED_MACHINE_FAMILIES = frozenset({"n1"})
 VERIFIED_ACCELERATORS = frozenset({"NVIDIA_TESLA_T4"})
@@ -78,6 +105,8 @@ COLUMNS = (
     "source",
     "basis",
     "spot_basis",
+    "flex_start_usd_per_hour",
+    "flex_start_basis",
 )
 
 Key = tuple[str, str, str]  # (kind, name, region)
@@ -120,24 +149,78 @@ def _round(value: float) -> str:
     return f"{value:.6f}".rstrip("0").rstrip(".")
 
 
-def derive(reference: Path, catalog_dir: Path) -> tuple[list[dict[str, str]], dict[str, int]]:
+def dws_rates(skus: list[Sku]) -> dict[str, list[tuple[float, Sku]]]:
+    """AcceleratorType → the per-GPU rates its DWS (flex-start) SKUs bill, with the SKU."""
+    rates: dict[str, list[tuple[float, Sku]]] = defaultdict(list)
+    for sku in skus:
+        resource = sku_resource(sku)
+        if sku_capacity(sku) == "flex_start" and resource and resource[0] == "gpu":
+            rates[resource[1]].append((sku.usd, sku))
+    return dict(rates)
+
+
+def dws_reason(
+    catalog: Catalog,
+    ce: dict[Key, tuple[float | None, float | None]],
+    rates: dict[str, list[tuple[float, Sku]]],
+    name: str,
+    region: str,
+) -> str | None:
+    """Why the reference's "on-demand" figure of GPU ``name`` in ``region`` is a DWS
+    (flex-start) rate and no on-demand price, or None when nothing says so."""
+    figure, spot = ce.get(("accelerator", name, region), (None, None))
+    if not figure:
+        return None
+    for rate, sku in rates.get(name, ()):
+        if abs(figure - rate) < MATCH:
+            return (
+                f"billing SKU {sku.sku_id} {sku.description!r}, usage type {sku.usage_type}, "
+                f"bills {rate:g} per GPU"
+            )
+    info = catalog.accelerators.get(name)
+    if info is None or not info.flex_start:
+        return None
+    machines = sorted(
+        m.name for m in catalog.machine_types.values() if m.fixed_accelerator == name and m.training
+    )
+    capacities = [catalog.machine_types[m].capacity for m in machines]
+    if machines and all(c and "ON_DEMAND" not in c for c in capacities):
+        return f"{', '.join(machines)} offer no on-demand capacity, per machine_types.csv"
+    if spot is not None and spot >= figure:
+        return f"its Spot price {_round(spot)} is not below it"
+    return None
+
+
+def derive(
+    reference: Path, catalog_dir: Path, snapshot: Path | None = None
+) -> tuple[list[dict[str, str]], dict[str, int]]:
     catalog = load_catalog_from(catalog_dir)
     ce = read_compute_engine(reference)
+    skus = read_snapshot(snapshot or catalog_dir / "billing_skus.csv")
+    rates = dws_rates(skus)
     kept = {
         (p.kind, p.name, p.region): p
         for p in catalog.prices.values()
         if p.kind == "scale_tier"
-        or p.basis == "vertex"
+        or (p.basis == "vertex" and not p.source.startswith("Cloud Billing SKUs"))
         or (not p.basis and p.on_demand_usd is not None)  # files before the basis column
+    }
+    dws = {
+        (name, region): why
+        for kind, name, region in price_cells(catalog)
+        if kind == "accelerator" and (why := dws_reason(catalog, ce, rates, name, region))
     }
     rows: list[dict[str, str]] = []
     derived_gpu: dict[tuple[str, str], float] = {}
     for kind, name, region in price_cells(catalog):
         found = ce.get((kind, name, region))
-        if found is not None and found[0]:
+        if found is not None and found[0] and (name, region) not in dws:
             derived_gpu[(name, region)] = found[0] * UPLIFT
+    billed = billing_prices(skus, catalog)
     for kind, name, region in price_cells(catalog):
-        rows.append(_row(catalog, ce, kept, derived_gpu, kind, name, region))
+        cell = _Cell(catalog, ce, kept, derived_gpu, dws.get((name, region)))
+        row = cell.row(kind, name, region)
+        rows.append(_billed(row, billed.get((region, kind, name)), kept.get((kind, name, region))))
     for _key, price in sorted(kept.items()):
         if price.kind == "scale_tier":
             rows.append(
@@ -151,6 +234,8 @@ def derive(reference: Path, catalog_dir: Path) -> tuple[list[dict[str, str]], di
                     "source": price.source,
                     "basis": "vertex",
                     "spot_basis": "",
+                    "flex_start_usd_per_hour": "",
+                    "flex_start_basis": "",
                 }
             )
     counts: dict[str, int] = defaultdict(int)
@@ -158,86 +243,193 @@ def derive(reference: Path, catalog_dir: Path) -> tuple[list[dict[str, str]], di
         if row["resource_kind"] != "scale_tier":
             counts[row["basis"]] += 1
             counts["spot " + (row["spot_basis"] or row["basis"])] += 1
+            counts["flex-start " + (row["flex_start_basis"] or "none")] += 1
     return rows, dict(counts)
+
+
+_BILLED_COLUMNS = {
+    "on_demand": ("on_demand_usd_per_hour", "basis"),
+    "spot": ("spot_usd_per_hour", "spot_basis"),
+    "flex_start": ("flex_start_usd_per_hour", "flex_start_basis"),
+}
+
+
+def _billed(row: dict[str, str], billed: Price | None, kept: Price | None) -> dict[str, str]:
+    """``row`` with each capacity the billing SKUs price replaced by the SKUs' figure, except a
+    Vertex price a newer public source states."""
+    if billed is None:
+        return row
+    out = dict(row)
+    for capacity, (column, basis) in _BILLED_COLUMNS.items():
+        value = billed.value(capacity)
+        if value is None:
+            continue
+        if kept is not None and row[basis] == "vertex" and kept.as_of > billed.as_of:
+            continue
+        out[column], out[basis] = _round(value), "vertex"
+        out["source"] += f"; {capacity.replace('_', '-')}: {billed.source}"
+        if capacity == "on_demand":
+            out["as_of"] = billed.as_of
+    return out
 
 
 def _text(value: float | None) -> str:
     return "" if value is None else repr(value)
 
 
-def _row(
-    catalog: Catalog,
-    ce: dict[Key, tuple[float | None, float | None]],
-    kept: dict[Key, Price],
-    derived_gpu: dict[tuple[str, str], float],
-    kind: str,
-    name: str,
-    region: str,
-) -> dict[str, str]:
-    row = {"region": region, "resource_kind": kind, "name": name, "as_of": AS_OF}
-    found = ce.get((kind, name, region))
-    if found is None or not found[0]:
-        why = (
-            "the source lists it at 0.0, which is no price"
-            if found is not None
-            else f"the source lists no {name} in {region}"
+SPOT_NOTE = (
+    "Spot: Compute Engine Spot + the management fee (15% of Compute Engine on-demand, the fee "
+    "Vertex bills on flex-start; no public source gives the Spot fee)"
+)
+
+
+@dataclasses.dataclass
+class _Cell:
+    """What one price cell is made from: the reference, the kept Vertex rows, the checks."""
+
+    catalog: Catalog
+    ce: dict[Key, tuple[float | None, float | None]]
+    kept: dict[Key, Price]
+    derived_gpu: dict[tuple[str, str], float]
+    dws: str | None
+    """Why this GPU's reference figure is a DWS rate (None: it is an on-demand price)."""
+
+    def flex_capable(self, kind: str, name: str) -> bool:
+        """Whether FLEX_START can run on this GPU or machine (so it has a flex-start price)."""
+        if kind == "accelerator":
+            info = self.catalog.accelerators.get(name)
+            return bool(info and info.flex_start)
+        machine = self.catalog.machine_types[name]
+        fixed = self.catalog.accelerators.get(machine.fixed_accelerator or "")
+        return bool(
+            fixed
+            and fixed.flex_start
+            and (not machine.capacity or "FLEX_START" in machine.capacity)
         )
-        if kind == "machine" and catalog.machine_types[name].family in ("a4x", "g4"):
-            why = f"the source has no {catalog.machine_types[name].family} machines at all"
+
+    def row(self, kind: str, name: str, region: str) -> dict[str, str]:
+        row = {"region": region, "resource_kind": kind, "name": name, "as_of": AS_OF}
+        found = self.ce.get((kind, name, region))
+        vertex = self.kept.get((kind, name, region))
+        if self.dws is not None and found is not None and found[0]:
+            return row | self._dws_row(found[0], found[1], vertex)
+        if found is None or not found[0]:
+            why = (
+                "the source lists it at 0.0, which is no price"
+                if found is not None
+                else f"the source lists no {name} in {region}"
+            )
+            if kind == "machine" and self.catalog.machine_types[name].family in ("a4x", "g4"):
+                why = f"the source has no {self.catalog.machine_types[name].family} machines at all"
+            return row | {
+                "on_demand_usd_per_hour": "",
+                "spot_usd_per_hour": "",
+                "source": f"unknown: {why} ({CE_SOURCE.split('; ', 1)[1]})",
+                "basis": "unknown",
+                "spot_basis": "",
+                "flex_start_usd_per_hour": "",
+                "flex_start_basis": "",
+            }
+        ce_on_demand = found[0]
+        on_demand = ce_on_demand * UPLIFT
+        family = self.catalog.machine_types[name].family if kind == "machine" else name
+        verified = family in VERIFIED_MACHINE_FAMILIES or family in VERIFIED_ACCELERATORS
+        basis = "derived" if verified else "unverified"
+        notes: list[str] = []
+        if not verified:
+            notes.append(f"uplift not checked for {family}")
+        failed = _line_check(self.derived_gpu, name, region) if kind == "accelerator" else None
+        if failed:
+            basis = "unverified"
+            notes.append(f"check failed: {failed}")
+        spot, spot_basis = self._spot(found[1], ce_on_demand, notes)
+        flex = self.flex_capable(kind, name)
+        if flex:
+            notes.append(
+                "flex-start: no DWS rate known here; on-demand stands in as its upper bound"
+            )
+        source = CE_SOURCE + (f"; {'; '.join(notes)}" if notes else "")
+        if vertex is not None and vertex.on_demand_usd is not None:
+            ratio = vertex.on_demand_usd / ce_on_demand
+            check = (
+                "matches"
+                if abs(ratio - UPLIFT) < 0.001
+                else f"does not match: Vertex / Compute Engine = {ratio:.4f}"
+            )
+            bound = spot_basis == "bound"
+            return row | {
+                "on_demand_usd_per_hour": _text(vertex.on_demand_usd),
+                "spot_usd_per_hour": _text(vertex.on_demand_usd) if bound else _round(spot),
+                "as_of": vertex.as_of,
+                "source": f"{vertex.source.split(SPOT_MARK)[0]}{SPOT_MARK}{source}; "
+                f"uplift check {check}",
+                "basis": "vertex",
+                "spot_basis": spot_basis,
+                "flex_start_usd_per_hour": _text(vertex.on_demand_usd) if flex else "",
+                "flex_start_basis": "bound" if flex else "",
+            }
         return row | {
-            "on_demand_usd_per_hour": "",
-            "spot_usd_per_hour": "",
-            "source": f"unknown: {why} ({CE_SOURCE.split('; ', 1)[1]})",
-            "basis": "unknown",
-            "spot_basis": "",
-        }
-    on_demand = found[0] * UPLIFT
-    spot = None if found[1] is None else found[1] * UPLIFT
-    family = catalog.machine_types[name].family if kind == "machine" else name
-    verified = family in VERIFIED_MACHINE_FAMILIES or family in VERIFIED_ACCELERATORS
-    basis = "derived" if verified else "unverified"
-    notes: list[str] = []
-    if not verified:
-        notes.append(f"uplift not checked for {family}")
-    failed = _line_check(derived_gpu, name, region) if kind == "accelerator" else None
-    if failed:
-        basis = "unverified"
-        notes.append(f"check failed: {failed}")
-    spot_basis = "unverified"
-    if spot is None or spot >= on_demand:
-        notes.append(
-            "Spot: the source has none; on-demand stands in as its bound"
-            if spot is None
-            else f"Spot: the source's ({_round(spot / UPLIFT)}) is not below on-demand; "
-            "on-demand stands in as its bound"
-        )
-        spot, spot_basis = on_demand, "bound"
-    source = CE_SOURCE + (f"; {'; '.join(notes)}" if notes else "")
-    vertex = kept.get((kind, name, region))
-    if vertex is not None and vertex.on_demand_usd is not None:
-        ratio = vertex.on_demand_usd / found[0]
-        check = (
-            "matches"
-            if abs(ratio - UPLIFT) < 0.001
-            else f"does not match: Vertex / Compute Engine = {ratio:.4f}"
-        )
-        return row | {
-            "on_demand_usd_per_hour": _text(vertex.on_demand_usd),
-            "spot_usd_per_hour": _round(spot)
-            if spot_basis != "bound"
-            else _text(vertex.on_demand_usd),
-            "as_of": vertex.as_of,
-            "source": f"{vertex.source.split(SPOT_MARK)[0]}{SPOT_MARK}{source}; uplift check {check}",
-            "basis": "vertex",
+            "on_demand_usd_per_hour": _round(on_demand),
+            "spot_usd_per_hour": _round(spot),
+            "source": source,
+            "basis": basis,
             "spot_basis": spot_basis,
+            "flex_start_usd_per_hour": _round(on_demand) if flex else "",
+            "flex_start_basis": "bound" if flex else "",
         }
-    return row | {
-        "on_demand_usd_per_hour": _round(on_demand),
-        "spot_usd_per_hour": _round(spot),
-        "source": source,
-        "basis": basis,
-        "spot_basis": spot_basis,
-    }
+
+    @staticmethod
+    def _spot(ce_spot: float | None, ce_on_demand: float, notes: list[str]) -> tuple[float, str]:
+        """Vertex's Spot price from Compute Engine's (plus the fee), or on-demand as its bound."""
+        on_demand = ce_on_demand * UPLIFT
+        if ce_spot is None or ce_spot >= ce_on_demand:
+            notes.append(
+                "Spot: the source has none; on-demand stands in as its bound"
+                if ce_spot is None
+                else f"Spot: the source's ({_round(ce_spot)}) is not below on-demand; "
+                "on-demand stands in as its bound"
+            )
+            return on_demand, "bound"
+        notes.append(SPOT_NOTE)
+        return ce_spot + FEE * ce_on_demand, "unverified"
+
+    def _dws_row(
+        self, figure: float, ce_spot: float | None, vertex: Price | None
+    ) -> dict[str, str]:
+        """A GPU whose reference figure is a DWS rate: flex-start from it, no on-demand price
+        unless a Vertex source states one."""
+        assert self.dws is not None
+        tail = CE_SOURCE.split("; ", 1)[1]
+        said = (
+            f"the source's figure {_round(figure)} is a DWS flex-start rate, not an on-demand "
+            f"price: {self.dws}"
+        )
+        if vertex is not None and vertex.on_demand_usd is not None:
+            # The fee is 15% of the Compute Engine on-demand rate the Vertex price is 1.15 x of.
+            fee = FEE * vertex.on_demand_usd / UPLIFT
+            spot = None if ce_spot is None else ce_spot + fee
+            return {
+                "on_demand_usd_per_hour": _text(vertex.on_demand_usd),
+                "spot_usd_per_hour": "" if spot is None else _round(spot),
+                "as_of": vertex.as_of,
+                "source": f"{vertex.source.split(SPOT_MARK)[0]}{SPOT_MARK}{said}; flex-start: "
+                f"the DWS rate + the management fee (15% of on-demand / 1.15); {SPOT_NOTE} ({tail})",
+                "basis": "vertex",
+                "spot_basis": "unverified" if spot is not None else "",
+                "flex_start_usd_per_hour": _round(figure + fee),
+                "flex_start_basis": "unverified",
+            }
+        return {
+            "on_demand_usd_per_hour": "",
+            "spot_usd_per_hour": "" if ce_spot is None else _round(ce_spot),
+            "source": f"unknown: {said}; Spot and flex-start: the Compute Engine Spot and DWS "
+            f"rates alone, lower bounds (the management fee, 15% of the unknown on-demand rate, "
+            f"is not in them) ({tail})",
+            "basis": "unknown",
+            "spot_basis": "floor" if ce_spot is not None else "",
+            "flex_start_usd_per_hour": _round(figure),
+            "flex_start_basis": "floor",
+        }
 
 
 def _line_check(derived_gpu: dict[tuple[str, str], float], name: str, region: str) -> str | None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from components._catalog import CATALOG_DIR
-from scripts.derive_prices import UPLIFT, derive
+from scripts.derive_prices import FEE, UPLIFT, derive
 
 HEADER = "region,kind,name,accelerator_count,vcpus,memory_gib,on_demand_usd_per_hour,spot_usd_per_hour,zones\n"
 REFERENCE = HEADER + (
@@ -18,7 +18,15 @@ REFERENCE = HEADER + (
     "us-central1,accelerator,T4,1,,,0.35,0.1,us-central1-a\n"
     "us-central1,accelerator,T4,4,,,1.4,0.4,us-central1-a\n"
     "us-central1,accelerator,A100,1,,,2.0,1.0,us-central1-a\n"
-    "us-central1,accelerator,A100-80GB,1,,,1.5,1.6,us-central1-a\n"
+    "us-central1,accelerator,A100-80GB,1,,,1.5,1.0,us-central1-a\n"
+    # The rate of billing SKU 341A-49A5-0C07, "Nvidia H100 80GB GPU attached to DWS Defined
+    # Duration VMs" (usage type OnDemand): a flex-start rate filed as on-demand.
+    "us-east4,accelerator,H100,1,,,4.200761,2.0,us-east4-a\n"
+    "us-east4,machine,a3-highgpu-8g,,208,1872,9.46006,3.0,us-east4-a\n"
+    # Spot not below "on-demand" on a GPU that FLEX_START serves: the mark of a DWS rate.
+    "us-central1,accelerator,L4,1,,,0.5,0.6,us-central1-a\n"
+    # B200's machine (a4-highgpu-8g) has no on-demand capacity: its figure is no on-demand price.
+    "us-central1,accelerator,B200,8,,,90.216,32.6064,us-central1-b\n"
 )
 
 
@@ -38,7 +46,6 @@ def rows(tmp_path: Path) -> Rows:
 def test_prices_are_compute_engine_times_the_uplift_marked_by_family(rows: Rows) -> None:
     n2 = rows[("us-central1", "machine", "n2-standard-4")]
     assert float(n2["on_demand_usd_per_hour"]) == pytest.approx(0.2 * UPLIFT)
-    assert float(n2["spot_usd_per_hour"]) == pytest.approx(0.06 * UPLIFT)
     assert (n2["basis"], n2["spot_basis"]) == ("unverified", "unverified")
     assert "uplift not checked for n2" in n2["source"]
     a100 = rows[("us-central1", "accelerator", "NVIDIA_TESLA_A100")]
@@ -50,7 +57,9 @@ def test_the_vertex_rows_are_kept_and_checked_against_the_uplift(rows: Rows) -> 
     assert (n1["on_demand_usd_per_hour"], n1["basis"]) == ("0.21849885", "vertex")
     assert n1["source"].endswith("uplift check matches")
     t4 = rows[("us-central1", "accelerator", "NVIDIA_TESLA_T4")]
-    assert t4["basis"] == "vertex" and float(t4["spot_usd_per_hour"]) == pytest.approx(0.115)
+    assert t4["basis"] == "vertex" and float(t4["spot_usd_per_hour"]) == pytest.approx(
+        0.1 + FEE * 0.35
+    )
 
 
 def test_sanity_checks_mark_what_they_catch(rows: Rows) -> None:
@@ -58,12 +67,61 @@ def test_sanity_checks_mark_what_they_catch(rows: Rows) -> None:
     a100_80 = rows[("us-central1", "accelerator", "NVIDIA_A100_80GB")]
     assert a100_80["basis"] == "unverified"
     assert "check failed: cheaper per GPU than NVIDIA_TESLA_A100" in a100_80["source"]
-    assert a100_80["spot_basis"] == "bound"
-    assert a100_80["spot_usd_per_hour"] == a100_80["on_demand_usd_per_hour"]
     assert "check failed" in rows[("us-central1", "accelerator", "NVIDIA_TESLA_A100")]["source"]
+    n1 = rows[("us-central1", "machine", "n1-standard-8")]  # no row in the reference
+    assert n1["basis"] == "unknown"
     # A zero is no price, and a cell the source lacks is unknown, each saying why.
     a4 = rows[("us-central1", "machine", "a4-highgpu-8g")]
     assert (a4["on_demand_usd_per_hour"], a4["basis"]) == ("", "unknown")
     assert a4["source"].startswith("unknown: the source lists it at 0.0")
     n2 = rows[("europe-west4", "machine", "n2-standard-4")]
     assert n2["source"].startswith("unknown: the source lists no n2-standard-4 in europe-west4")
+
+
+def test_spot_is_the_compute_engine_spot_rate_plus_the_management_fee(rows: Rows) -> None:
+    # Vertex bills Spot as Compute Engine's Spot SKU plus its management fee, not Spot x 1.15.
+    n2 = rows[("us-central1", "machine", "n2-standard-4")]
+    assert float(n2["spot_usd_per_hour"]) == pytest.approx(0.06 + FEE * 0.2)
+    assert n2["spot_basis"] == "unverified"
+    assert "no public source gives the Spot fee" in n2["source"]
+    a100 = rows[("us-central1", "accelerator", "NVIDIA_TESLA_A100")]
+    assert float(a100["spot_usd_per_hour"]) == pytest.approx(1.0 + FEE * 2.0)
+
+
+@pytest.mark.parametrize(
+    ("region", "name", "figure", "why"),
+    [
+        ("us-east4", "NVIDIA_H100_80GB", 4.200761, "billing SKU 341A-49A5-0C07"),
+        ("us-central1", "NVIDIA_L4", 0.5, "its Spot price 0.6 is not below it"),
+        ("us-central1", "NVIDIA_B200", 90.216 / 8, "a4-highgpu-8g offer no on-demand capacity"),
+    ],
+)
+def test_a_dws_rate_never_becomes_an_on_demand_price(
+    rows: Rows, region: str, name: str, figure: float, why: str
+) -> None:
+    row = rows[(region, "accelerator", name)]
+    assert (row["on_demand_usd_per_hour"], row["basis"]) == ("", "unknown")
+    assert "is a DWS flex-start rate, not an on-demand price" in row["source"]
+    assert why in row["source"]
+    # It is the flex-start rate, without the fee (unknown there): a lower bound.
+    assert float(row["flex_start_usd_per_hour"]) == pytest.approx(figure)
+    assert row["flex_start_basis"] == "floor"
+
+
+def test_flex_start_is_the_dws_rate_plus_the_fee_where_billing_skus_price_it(rows: Rows) -> None:
+    # catalog/billing_skus.csv: Iowa's DWS SKUs and Vertex's management-fee SKUs for A3 / H100.
+    h100 = rows[("us-central1", "accelerator", "NVIDIA_H100_80GB")]
+    assert float(h100["flex_start_usd_per_hour"]) == pytest.approx(4.200761 + 1.4694826)
+    assert h100["flex_start_basis"] == "vertex"
+    assert "5853-505F-A5C4" in h100["source"]
+    a3 = rows[("us-central1", "machine", "a3-highgpu-8g")]
+    assert float(a3["on_demand_usd_per_hour"]) == pytest.approx(208 * 0.0293227 + 1872 * 0.0025534)
+    assert float(a3["flex_start_usd_per_hour"]) == pytest.approx(
+        208 * (0.010934 + 0.0038247) + 1872 * (0.000952 + 0.0003331)
+    )
+    # Elsewhere no DWS rate is known: on-demand stands in as the flex-start price's upper bound.
+    a3_east = rows[("us-east4", "machine", "a3-highgpu-8g")]
+    assert a3_east["flex_start_usd_per_hour"] == a3_east["on_demand_usd_per_hour"]
+    assert a3_east["flex_start_basis"] == "bound"
+    # A machine FLEX_START cannot run on has no flex-start price at all.
+    assert rows[("us-central1", "machine", "n2-standard-4")]["flex_start_usd_per_hour"] == ""

@@ -11,7 +11,7 @@ import pytest
 from components import Catalog, load_catalog, load_spec_file
 from components._catalog import Accelerator, MachineType, Price, Region, Zone
 from components._cli import main
-from components._pricing import compare_regions, duration_text, estimate
+from components._pricing import compare_regions, duration_text, estimate, summary
 from components.formats.legacy_config import LegacyConversionError
 from tests.spec.helpers import pool, spec
 
@@ -202,3 +202,91 @@ def test_cost_outputs_and_summary_line() -> None:
 )
 def test_durations_read_as_people_write_them(seconds, text):
     assert duration_text(timedelta(seconds=seconds)) == text
+
+
+# --- each capacity priced as Vertex bills it (issue 34) ----------------------------------------
+
+
+def _capacity_catalog() -> Catalog:
+    """One machine and GPU whose on-demand, Spot and flex-start rates all differ."""
+    return Catalog(
+        machine_types={"a3": MachineType("a3", "a3", 208, 1872)},
+        accelerators={"H": Accelerator("H", flex_start=True)},
+        attachable_counts={("a3", "H"): (8,)},
+        regions={"r": Region("r")},
+        zones={"r-a": Zone("r-a", "r", frozenset({"H"}))},
+        prices={
+            ("r", "machine", "a3"): Price(
+                "r",
+                "machine",
+                "a3",
+                10.0,
+                4.0,
+                "2026-11",
+                "t",
+                "vertex",
+                "unverified",
+                0,
+                "",
+                5.0,
+                "vertex",
+            ),
+            ("r", "accelerator", "H"): Price(
+                "r",
+                "accelerator",
+                "H",
+                11.0,
+                3.0,
+                "2026-11",
+                "t",
+                "vertex",
+                "unverified",
+                0,
+                "",
+                5.5,
+                "vertex",
+            ),
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    ("strategy", "hourly", "word"),
+    [
+        ("STANDARD", 10.0 + 8 * 11.0, "on-demand"),
+        ("SPOT", 4.0 + 8 * 3.0, "spot"),
+        ("FLEX_START", 5.0 + 8 * 5.5, "flex-start"),
+    ],
+)
+def test_each_scheduling_strategy_is_priced_at_its_own_rates(
+    strategy: str, hourly: float, word: str
+) -> None:
+    job = spec(pool("a3", "H", 8), region="r", scheduling={"strategy": strategy, "timeout": "2h"})
+    result = estimate(job, _capacity_catalog())
+    assert result.usd_per_hour == pytest.approx(hourly)
+    assert summary(result).startswith(f"${hourly:,.2f}/h {word} in r")
+
+
+def test_a_flex_start_job_without_a_flex_start_price_is_unknown_not_on_demand() -> None:
+    catalog = _capacity_catalog()
+    catalog.prices[("r", "accelerator", "H")] = Price("r", "accelerator", "H", 11.0, 3.0)  # type: ignore[index]
+    job = spec(pool("a3", "H", 8), region="r", scheduling={"strategy": "FLEX_START"})
+    result = estimate(job, catalog)
+    assert result.usd_per_hour is None
+    assert result.missing == ("H in r (flex-start)",)
+
+
+def test_the_shipped_flex_start_price_of_a3_highgpu_8g_is_the_billed_one() -> None:
+    # Iowa, billing SKUs (catalog/billing_skus.csv): Compute Engine's DWS rates plus Vertex's
+    # management fee, for the GPUs and the machine; about half the on-demand price.
+    job = spec(
+        pool("a3-highgpu-8g", "NVIDIA_H100_80GB", 8),
+        region="us-central1",
+        scheduling={"strategy": "FLEX_START"},
+    )
+    flex = estimate(job, load_catalog())
+    machine = 208 * (0.010934 + 0.0038247) + 1872 * (0.000952 + 0.0003331)
+    assert flex.usd_per_hour == pytest.approx(machine + 8 * (4.200761 + 1.4694826), rel=1e-6)
+    assert flex.price_labels == ("Vertex price",)
+    on_demand = estimate(job, load_catalog(), capacity="on_demand")
+    assert on_demand.usd_per_hour is not None and flex.usd_per_hour < 0.6 * on_demand.usd_per_hour
