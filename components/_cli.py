@@ -22,6 +22,7 @@ from components._price_sheet import PriceSheetError, apply_prices, parse_price_s
 from components._pricing import (
     Estimate,
     TuningEstimate,
+    capacity_word,
     compare_regions,
     concurrent_trials,
     duration_text,
@@ -353,6 +354,10 @@ def _check_packages(spec: JobSpec, err: TextIO, *, tuning: bool = False) -> int:
 
 
 def cmd_catalog(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.action == "check":
+        from components._billing_cli import cmd_catalog_check
+
+        return cmd_catalog_check(args, out, err)
     catalog = load_catalog()
     for value, known, what in (
         (args.gpu, catalog.accelerators, "accelerator type"),
@@ -427,9 +432,11 @@ def cmd_estimate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     catalog = _priced_catalog(args, err)
     if isinstance(catalog, int):
         return catalog
-    spot = True if args.spot else None
+    capacity = _capacity_flag(args)
     if args.compare_regions:
-        estimates = compare_regions(loaded.spec, catalog, spot=spot, scale_tier=loaded.scale_tier)
+        estimates = compare_regions(
+            loaded.spec, catalog, scale_tier=loaded.scale_tier, capacity=capacity
+        )
         if not estimates:
             print("no region in the catalog can run this job", file=err)
             return EXIT_INVALID
@@ -442,7 +449,9 @@ def cmd_estimate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"note: no region given (--region or region: in the file): priced in {region}",
             file=err,
         )
-    result = estimate(loaded.spec, catalog, region=region, spot=spot, scale_tier=loaded.scale_tier)
+    result = estimate(
+        loaded.spec, catalog, region=region, scale_tier=loaded.scale_tier, capacity=capacity
+    )
     if loaded.tuning is not None:
         print("hyperparameter tuning job: one trial runs", file=out)
     _print_estimate(result, region, out)
@@ -507,7 +516,7 @@ def _region_rows(
 
 def _print_estimate(result: Estimate, region: str, out: TextIO) -> None:
     """The job's pools and their prices (a legacy scale tier's own price: one line)."""
-    pricing = "spot" if result.spot else "on-demand"
+    pricing = capacity_word(result.billed_as)
     if result.scale_tier:
         print(f"{result.scale_tier} (legacy scale tier) in {region}, {pricing}", file=out)
         return
@@ -557,8 +566,19 @@ def _priced_catalog(args: argparse.Namespace, err: TextIO) -> Catalog | int:
         except PriceSheetError as exc:
             print(f"error: {exc}", file=err)
             return EXIT_UNREADABLE
+    base = load_catalog()
+    if args.live_prices:
+        from components._billing_cli import live_catalog
+        from components._settings import Endpoint, SettingError, parse_endpoint
+
+        try:
+            endpoint = Endpoint(parse_endpoint(args.endpoint))
+        except SettingError as exc:
+            print(f"error: {str(exc).replace('training:endpoint', '--endpoint')}", file=err)
+            return EXIT_UNREADABLE
+        base = live_catalog(base, endpoint, lambda text: print(f"note: {text}", file=err))
     try:
-        return apply_prices(load_catalog(), setting)
+        return apply_prices(base, setting)
     except PriceSheetError as exc:
         print(f"error: {exc}", file=err)
         return EXIT_UNREADABLE
@@ -580,11 +600,12 @@ def cmd_prices(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         hint = did_you_mean(args.region, list(catalog.regions), otherwise="")
         print(f"error: unknown region {clipped(args.region)!r}; {hint}".rstrip("; "), file=err)
         return EXIT_UNREADABLE
-    offers = gpu_offers(catalog, accelerator=accelerator, region=args.region, spot=args.spot)
+    capacity = _capacity_flag(args) or "on_demand"
+    offers = gpu_offers(catalog, accelerator=accelerator, region=args.region, capacity=capacity)
     if not offers:
         print("no machine takes that GPU in that region", file=err)
         return EXIT_INVALID
-    pricing = "SPOT $/H" if args.spot else "ON-DEMAND $/H"
+    pricing = f"{capacity_word(capacity).upper()} $/H"
     rows: list[tuple[str, ...]] = [("GPU", "COUNT", "MACHINE", "REGION", pricing, "SOURCE")]
     rows += [
         (
@@ -601,7 +622,29 @@ def cmd_prices(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_VALID
 
 
+def _capacity_flag(args: argparse.Namespace) -> str | None:
+    """``--spot`` / ``--flex-start`` as a capacity; None: the job's own."""
+    return "spot" if args.spot else "flex_start" if args.flex_start else None
+
+
 def _price_options(parser: argparse.ArgumentParser) -> None:
+    capacity = parser.add_mutually_exclusive_group()
+    capacity.add_argument("--spot", action="store_true", help="Spot prices (SPOT)")
+    capacity.add_argument(
+        "--flex-start",
+        action="store_true",
+        help="flex-start prices (FLEX_START, Dynamic Workload Scheduler)",
+    )
+    parser.add_argument(
+        "--live-prices",
+        action="store_true",
+        help="prices from the Cloud Billing Catalog API (cached per day) over the catalog's "
+        "snapshot; without credentials or access, the snapshot, with a note",
+    )
+    parser.add_argument(
+        "--endpoint",
+        help="with --live-prices: the API's address, e.g. the local emulator http://127.0.0.1:8642",
+    )
     parser.add_argument(
         "--prices", metavar="SHEET", help="an organisation price sheet (CSV, prices.csv schema)"
     )
@@ -659,7 +702,6 @@ def _add_pricing_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser
     )
     p.add_argument("file")
     p.add_argument("--region", help="region to price in (default: the file's)")
-    p.add_argument("--spot", action="store_true", help="price as a SPOT job")
     p.add_argument(
         "--compare-regions",
         action="store_true",
@@ -674,7 +716,6 @@ def _add_pricing_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser
     )
     p.add_argument("--gpu", help="accelerator type or short name, e.g. T4 or NVIDIA_TESLA_T4")
     p.add_argument("--region")
-    p.add_argument("--spot", action="store_true", help="Spot prices")
     _price_options(p)
     p.set_defaults(handler=cmd_prices)
 
@@ -702,7 +743,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--region", help="region to check against (default: the file's)")
     p.set_defaults(handler=cmd_convert)
     _add_pricing_parsers(sub)
-    p = sub.add_parser("catalog", help="what machine types and GPUs combine, and where")
+    p = sub.add_parser(
+        "catalog",
+        help="what machine types and GPUs combine, and where; `catalog check`: the catalog's "
+        "prices against the live billing SKUs (exit 1 when they differ)",
+    )
+    p.add_argument("action", nargs="?", choices=("check",), help="check: compare prices")
+    p.add_argument(
+        "--endpoint", help="check: the Billing API's address (the local emulator's, for one)"
+    )
     p.add_argument("--gpu", help="accelerator type, e.g. NVIDIA_TESLA_T4")
     p.add_argument("--region")
     p.add_argument("--machine", help="machine type, e.g. n1-standard-8")

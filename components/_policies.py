@@ -7,9 +7,9 @@ limit. A tuning job is judged by the custom job its trials run, as many at once 
 replica), its price per hour that of all its parallel trials, and its SPOT strategy is the
 trial spec's. The CrossGuard
 glue in ``policy/__main__.py`` only adapts these to ``pulumi_policy``; tests call them
-directly. Costs use the catalog's prices; a spot price that is not known is bounded by
-the on-demand price (spot never costs more), and a price that is not known at all fails a
-cost limit unless the configuration allows unknown prices.
+directly. Costs use the catalog's prices; a spot or flex-start price that is not known is
+bounded by the on-demand price (neither ever costs more), and a price that is not known at all
+fails a cost limit unless the configuration allows unknown prices.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 
 from components._catalog import Catalog, load_catalog
 from components._errors import SpecError
-from components._pricing import concurrent_trials, estimate, labels_text
+from components._pricing import capacity_word, concurrent_trials, estimate, labels_text
 from components._quota import (
     Need,
     compare,
@@ -174,14 +174,16 @@ def hourly_cost_bound(job: PolicyJob, catalog: Catalog) -> tuple[float | None, s
     trials = f", {job.parallel_trials} trials at once" if job.tuning else ""
     result = estimate(job.spec, catalog, region=job.region)
     if result.usd_per_hour is not None:
-        how = "spot" if result.spot else "on-demand"
+        how = capacity_word(result.billed_as)
         return result.usd_per_hour * job.parallel_trials, how + trials + labels_text(
             result.price_labels
         )
-    if result.spot:
-        bound = estimate(job.spec, catalog, region=job.region, spot=False)
+    if result.billed_as != "on_demand":
+        # Spot and flex-start never cost more than on-demand: its price bounds an unknown one.
+        bound = estimate(job.spec, catalog, region=job.region, capacity="on_demand")
         if bound.usd_per_hour is not None:
-            how = "on-demand price as the bound of an unknown spot price"
+            word = capacity_word(result.billed_as)
+            how = f"on-demand price as the bound of an unknown {word} price"
             return bound.usd_per_hour * job.parallel_trials, how + trials + labels_text(
                 bound.price_labels
             )

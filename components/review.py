@@ -40,7 +40,14 @@ from typing import Any, TextIO
 from components._catalog import Catalog, load_catalog
 from components._errors import SpecError
 from components._price_sheet import PriceSheetError, apply_prices, parse_price_setting
-from components._pricing import Estimate, TuningEstimate, duration_text, estimate, estimate_tuning
+from components._pricing import (
+    Estimate,
+    TuningEstimate,
+    capacity_word,
+    duration_text,
+    estimate,
+    estimate_tuning,
+)
 from components._spec import JobSpec
 from components._tuning_spec import TuningJobSpec
 from components._wire import (
@@ -559,7 +566,7 @@ class _Side:
     machines: str
     gpus: str
     hourly: float | None
-    spot: bool
+    capacity: str  # "on_demand", "spot" or "flex_start": what it is priced as
     missing: tuple[str, ...]
     trials: str = ""
     ceiling: str = ""
@@ -575,12 +582,12 @@ def _describe(job: JobChange, which: str, catalog: Catalog) -> _Side:
     if not job.tuning:
         result = _estimate(spec, job.region, catalog)
         if result is None:
-            return _Side(_machines(spec), _gpus(spec), None, False, (), ceiling="unknown")
+            return _Side(_machines(spec), _gpus(spec), None, "on_demand", (), ceiling="unknown")
         return _Side(
             _machines(spec),
             _gpus(spec),
             result.usd_per_hour,
-            result.spot,
+            result.billed_as,
             result.missing,
             ceiling=_job_ceiling(result),
             ceiling_usd=result.max_usd,
@@ -592,7 +599,7 @@ def _describe(job: JobChange, which: str, catalog: Catalog) -> _Side:
         _machines(spec),
         _gpus(spec),
         None if tuned is None else tuned.usd_per_hour,
-        tuned is not None and tuned.spot,
+        "on_demand" if tuned is None else tuned.billed_as,
         () if tuned is None else tuned.missing,
         _trials(tuning),
         _ceiling(tuned),
@@ -625,11 +632,12 @@ def _row(job: JobChange, catalog: Catalog) -> _Row:
     new = _describe(job, "new", catalog) if job.op != "delete" else None
     sides = [side for side in (old, new) if side is not None]
     missing = [m for side in sides for m in side.missing]
-    spot = " (spot)" if any(side.spot for side in sides) else ""
+    marks = [capacity_word(c) for c in dict.fromkeys(s.capacity for s in sides) if c != "on_demand"]
+    spot = f" ({' / '.join(marks)})" if marks else ""
     row = _Row(job, _shown(sides, "machines"), _shown(sides, "gpus"), "", None, missing)
     row.trials, row.ceiling = _shown(sides, "trials"), _shown(sides, "ceiling")
     labels = dict.fromkeys(label for side in sides for label in side.labels)
-    row.prices = " + ".join(labels) + (" (spot)" if spot and labels else "")
+    row.prices = " + ".join(labels) + (spot if labels else "")
     if old is None or new is None:  # create, delete
         hourly, ceiling = sides[0].hourly, sides[0].ceiling_usd
         sign = 1 if new is not None else -1

@@ -140,7 +140,9 @@ def test_unknown_trial_price_fails_the_cost_limits_naming_the_missing_price() ->
     results = evaluate([job], config("dev"))
     assert results["max-hourly-cost-per-job"] == [
         "tuning job 'big': cannot check the $5/h limit (unknown price: a4-highgpu-8g in "
-        "us-central1 (the source lists it at 0.0, which is no price))"
+        "us-central1 (the source lists it at 0.0, which is no price), NVIDIA_B200 in "
+        "us-central1 (the source's figure 11.277 is a DWS flex-start rate, not an on-demand "
+        "price: a4-highgpu-8g offer no on-demand capacity, per machine_types.csv))"
     ]
     assert results["max-hourly-cost-per-stack"] == [
         "cannot check the $10/h stack limit: no price for big"

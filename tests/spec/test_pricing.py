@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from datetime import timedelta
 from pathlib import Path
@@ -268,8 +269,9 @@ def test_each_scheduling_strategy_is_priced_at_its_own_rates(
 
 
 def test_a_flex_start_job_without_a_flex_start_price_is_unknown_not_on_demand() -> None:
-    catalog = _capacity_catalog()
-    catalog.prices[("r", "accelerator", "H")] = Price("r", "accelerator", "H", 11.0, 3.0)  # type: ignore[index]
+    shipped = _capacity_catalog()
+    no_flex = {("r", "accelerator", "H"): Price("r", "accelerator", "H", 11.0, 3.0)}
+    catalog = dataclasses.replace(shipped, prices={**shipped.prices, **no_flex})
     job = spec(pool("a3", "H", 8), region="r", scheduling={"strategy": "FLEX_START"})
     result = estimate(job, catalog)
     assert result.usd_per_hour is None
@@ -289,4 +291,5 @@ def test_the_shipped_flex_start_price_of_a3_highgpu_8g_is_the_billed_one() -> No
     assert flex.usd_per_hour == pytest.approx(machine + 8 * (4.200761 + 1.4694826), rel=1e-6)
     assert flex.price_labels == ("Vertex price",)
     on_demand = estimate(job, load_catalog(), capacity="on_demand")
-    assert on_demand.usd_per_hour is not None and flex.usd_per_hour < 0.6 * on_demand.usd_per_hour
+    assert on_demand.usd_per_hour is not None and flex.usd_per_hour is not None
+    assert flex.usd_per_hour < 0.6 * on_demand.usd_per_hour

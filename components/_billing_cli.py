@@ -1,0 +1,76 @@
+"""Live billing prices for the CLI and the program, and ``python -m components catalog check``.
+
+``live_catalog`` puts the prices that Vertex AI's and Compute Engine's billing SKUs make
+(``components._billing``, read by ``components.vertex.billing``, cached per day) over the
+catalog's dated snapshot; when the SKUs cannot be read (no credentials, no access, no network)
+it keeps the snapshot and says why, so pricing never fails for want of the live API.
+
+``catalog check`` compares the catalog's prices with the live SKUs the caller can read and
+prints each difference. Exit status: 0 none, 1 some, 2 the SKUs could not be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import TextIO
+
+from components._billing import apply_billing, billing_prices, differences
+from components._catalog import Catalog, load_catalog
+from components._settings import Endpoint, parse_endpoint
+
+__all__ = ["cmd_catalog_check", "live_catalog", "snapshot_date"]
+
+
+def snapshot_date(catalog: Catalog) -> str:
+    """The newest ``as_of`` of the catalog's prices: how old the shipped snapshot is."""
+    return max((p.as_of for p in catalog.prices.values() if p.as_of[:4].isdigit()), default="")
+
+
+def live_catalog(catalog: Catalog, endpoint: Endpoint, note: Callable[[str], None]) -> Catalog:
+    """``catalog`` with the live billing SKUs' prices over its own; itself (and a note saying
+    why) when they cannot be read."""
+    from components.vertex.billing import BillingUnavailable, read_skus
+
+    try:
+        skus = read_skus(endpoint)
+    except BillingUnavailable as exc:
+        note(f"{exc}; prices from the catalog's snapshot (as of {snapshot_date(catalog)})")
+        return catalog
+    prices = billing_prices(skus, catalog)
+    day = max((s.as_of for s in skus), default="")
+    note(
+        f"prices: {len(prices)} from the Cloud Billing Catalog API ({len(skus)} SKUs, read "
+        f"{day}), the rest from the catalog's snapshot"
+    )
+    return apply_billing(catalog, prices)
+
+
+def cmd_catalog_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Print where the catalog's prices differ from the live billing SKUs; see the exit codes."""
+    from components.vertex.billing import BillingUnavailable, read_skus
+
+    try:
+        endpoint = Endpoint(parse_endpoint(args.endpoint))
+    except ValueError as exc:
+        print(f"error: --endpoint: {exc}", file=err)
+        return 2
+    catalog = load_catalog()
+    try:
+        skus = read_skus(endpoint)
+    except BillingUnavailable as exc:
+        print(f"error: {exc}", file=err)
+        return 2
+    prices = billing_prices(skus, catalog)
+    found = differences(catalog, prices)
+    for difference in found:
+        print(difference.line(), file=out)
+    checked = sum(
+        1 for p in prices.values() for c in ("on_demand", "spot", "flex_start") if p.value(c)
+    )
+    print(
+        f"{len(found)} difference(s) in {checked} price(s) the billing SKUs make "
+        f"({len(skus)} SKUs); catalog snapshot as of {snapshot_date(catalog)}",
+        file=out,
+    )
+    return 1 if found else 0

@@ -1,0 +1,267 @@
+"""Prices from Vertex's own billing data (issue 34): the Cloud Billing Catalog client against the
+emulator's Catalog API, the per-day cache, the fallback to the catalog's snapshot, and
+``catalog check``."""
+
+from __future__ import annotations
+
+import datetime
+import io
+import json
+import shutil
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components._billing import (
+    SNAPSHOT_FILE,
+    Sku,
+    apply_billing,
+    billing_prices,
+    read_snapshot,
+    sku_capacity,
+)
+from components._catalog import load_catalog
+from components._cli import main
+from components._settings import Endpoint
+from components.vertex.billing import BillingUnavailable, read_skus
+from emulator.testing import EmulatorProcess, running_emulator
+
+DAY = datetime.date(2026, 11, 27)
+H100_DWS = "341A-49A5-0C07"
+
+
+@pytest.fixture(scope="module")
+def snapshot(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("billing") / "skus.csv"
+    shutil.copy(SNAPSHOT_FILE, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def emu(snapshot: Path) -> Iterator[EmulatorProcess]:
+    with running_emulator("--mode", "simulate", "--billing-snapshot", str(snapshot)) as server:
+        yield server
+
+
+def _reprice(path: Path, sku_id: str, usd: str) -> None:
+    """The snapshot with one SKU's unit price changed."""
+    lines = path.read_text().splitlines()
+    header = lines[0].split(",")
+    at = header.index("usd_per_unit")
+    for n, line in enumerate(lines):
+        cells = line.split(",")
+        if len(cells) > at and cells[2] == sku_id:
+            cells[at] = usd
+            lines[n] = ",".join(cells)
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_a_dws_sku_is_flex_start_whatever_its_usage_type() -> None:
+    # Compute Engine files DWS SKUs under usage type OnDemand: the description decides.
+    dws = Sku(
+        "Compute Engine",
+        H100_DWS,
+        "Nvidia H100 80GB GPU attached to DWS Defined Duration VMs running in Americas",
+        usage_type="OnDemand",
+    )
+    assert sku_capacity(dws) == "flex_start"
+    plain = Sku("Compute Engine", "x", "Nvidia H100 80GB GPU running in Americas")
+    assert sku_capacity(plain) == "on_demand"
+    spot = Sku(
+        "Compute Engine",
+        "y",
+        "Nvidia H100 80GB GPU attached to Spot Preemptible VMs running in Americas",
+        usage_type="Preemptible",
+    )
+    assert sku_capacity(spot) == "spot"
+    fee = Sku("Vertex AI", "z", "Vertex AI: Training/Pipelines management fee on NVIDIA H100 80GB")
+    assert sku_capacity(fee) == "fee"
+    commit = Sku(
+        "Compute Engine",
+        "c",
+        "Commitment v1: H100 GPU in Americas for 1 Year",
+        usage_type="Commit1Yr",
+    )
+    assert sku_capacity(commit) is None
+
+
+def test_the_client_reads_the_skus_the_emulator_serves(
+    emu: EmulatorProcess, tmp_path: Path
+) -> None:
+    skus = read_skus(Endpoint(emu.endpoint), today=DAY, directory=tmp_path)
+    assert {s.sku_id for s in skus} == {s.sku_id for s in read_snapshot()}
+    dws = next(s for s in skus if s.sku_id == H100_DWS)
+    assert (dws.service, dws.usd, dws.regions, dws.usage_type) == (
+        "Compute Engine",
+        4.200761,
+        ("us-central1",),
+        "OnDemand",
+    )
+    prices = billing_prices(skus, load_catalog())
+    h100 = prices[("us-central1", "accelerator", "NVIDIA_H100_80GB")]
+    assert h100.flex_start_usd == pytest.approx(4.200761 + 1.4694826)
+    assert h100.on_demand_usd == pytest.approx(11.2660332)
+    assert H100_DWS in h100.source
+
+
+def test_the_emulator_pages_skus_as_the_api_does(emu: EmulatorProcess) -> None:
+    def get(path: str) -> dict[str, Any]:
+        with urllib.request.urlopen(f"{emu.endpoint}{path}", timeout=10) as answer:
+            found: dict[str, Any] = json.loads(answer.read())
+            return found
+
+    services = get("/v1/services")["services"]
+    names = {s["displayName"]: s["name"] for s in services}
+    assert set(names) == {"Vertex AI", "Compute Engine"}
+    first = get(f"/v1/{names['Vertex AI']}/skus?pageSize=4")
+    assert len(first["skus"]) == 4 and first["nextPageToken"]
+    rest = get(f"/v1/{names['Vertex AI']}/skus?pageSize=4&pageToken={first['nextPageToken']}")
+    sku = rest["skus"][0]
+    assert set(sku) >= {"name", "skuId", "description", "category", "serviceRegions", "pricingInfo"}
+    assert len(first["skus"]) + len(rest["skus"]) == 6
+    with pytest.raises(urllib.error.HTTPError) as missing:
+        get("/v1/services/NO-SUCH-SERVICE/skus")
+    assert missing.value.code == 404
+
+
+def test_skus_are_read_once_a_day(emu: EmulatorProcess, snapshot: Path, tmp_path: Path) -> None:
+    endpoint = Endpoint(emu.endpoint)
+    original = snapshot.read_text()
+    try:
+        first = read_skus(endpoint, today=DAY, directory=tmp_path)
+        _reprice(snapshot, H100_DWS, "3.5")
+        # The same day, even in another process (the file cache): the price read in the morning.
+        from components.vertex import billing
+
+        billing._memory.clear()
+        again = read_skus(endpoint, today=DAY, directory=tmp_path)
+        assert next(s.usd for s in again if s.sku_id == H100_DWS) == 4.200761
+        assert again == first
+        # The next day: read again.
+        later = read_skus(endpoint, today=DAY + datetime.timedelta(days=1), directory=tmp_path)
+        assert next(s.usd for s in later if s.sku_id == H100_DWS) == 3.5
+    finally:
+        snapshot.write_text(original)
+
+
+def test_unreadable_skus_are_one_error_and_the_cli_falls_back_to_the_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    with pytest.raises(BillingUnavailable, match=r"could not reach http://127.0.0.1:9"):
+        read_skus(Endpoint("http://127.0.0.1:9"), today=DAY, directory=tmp_path)
+    out, err = io.StringIO(), io.StringIO()
+    code = main(
+        [
+            "prices",
+            "--gpu",
+            "H100",
+            "--region",
+            "us-central1",
+            "--flex-start",
+            "--live-prices",
+            "--endpoint",
+            "http://127.0.0.1:9",
+        ],
+        out,
+        err,
+    )
+    assert code == 0, err.getvalue()
+    assert "prices from the catalog's snapshot (as of 2026-11-24)" in err.getvalue()
+    # The snapshot's flex-start price of one H100 on a3-highgpu-1g in Iowa, with its source.
+    machine = 26 * (0.010934 + 0.0038247) + 234 * (0.000952 + 0.0003331)
+    line = next(li for li in out.getvalue().splitlines() if "a3-highgpu-1g" in li)
+    assert f"{machine + 4.200761 + 1.4694826:.4f}" in line and "Vertex price" in line
+
+
+def test_live_prices_go_over_the_catalog(
+    emu: EmulatorProcess, snapshot: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    original = snapshot.read_text()
+    try:
+        _reprice(snapshot, H100_DWS, "3.5")
+        out, err = io.StringIO(), io.StringIO()
+        code = main(
+            [
+                "prices",
+                "--gpu",
+                "H100",
+                "--region",
+                "us-central1",
+                "--flex-start",
+                "--live-prices",
+                "--endpoint",
+                emu.endpoint,
+            ],
+            out,
+            err,
+        )
+    finally:
+        snapshot.write_text(original)
+    assert code == 0, err.getvalue()
+    assert "from the Cloud Billing Catalog API" in err.getvalue()
+    machine = 26 * (0.010934 + 0.0038247) + 234 * (0.000952 + 0.0003331)
+    line = next(li for li in out.getvalue().splitlines() if "a3-highgpu-1g" in li)
+    assert f"{machine + 3.5 + 1.4694826:.4f}" in line
+
+
+def test_apply_billing_keeps_what_the_skus_do_not_price() -> None:
+    catalog = load_catalog()
+    billed = billing_prices(read_snapshot(), catalog)
+    merged = apply_billing(catalog, billed)
+    key = ("us-central1", "accelerator", "NVIDIA_H100_80GB")
+    assert merged.prices[key].spot_usd == catalog.prices[key].spot_usd  # no Spot SKU
+    assert merged.prices[key].on_demand_usd == pytest.approx(11.2660332)
+    other = ("us-east4", "accelerator", "NVIDIA_H100_80GB")
+    assert merged.prices[other] is catalog.prices[other]
+
+
+def test_catalog_check_prints_each_difference_and_exits_1(
+    emu: EmulatorProcess, snapshot: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    original = snapshot.read_text()
+    try:
+        _reprice(snapshot, H100_DWS, "3.5")
+        out, err = io.StringIO(), io.StringIO()
+        code = main(["catalog", "check", "--endpoint", emu.endpoint], out, err)
+    finally:
+        snapshot.write_text(original)
+    assert code == 1, err.getvalue()
+    text = out.getvalue()
+    assert (
+        f"NVIDIA_H100_80GB (accelerator) in us-central1, flex-start: catalog 5.67024, billing "
+        f"{3.5 + 1.4694826:.6g} USD/h" in text
+    )
+    # The catalog's on-demand H100 rate is a newer public figure than the 2025-08 SKU: shown.
+    assert "NVIDIA_H100_80GB (accelerator) in us-central1, on-demand: catalog 9.79655" in text
+    assert "difference(s)" in text.splitlines()[-1]
+
+
+def test_catalog_check_of_the_shipped_snapshot_names_only_the_newer_vertex_rate(
+    emu: EmulatorProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "other"))
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["catalog", "check", "--endpoint", emu.endpoint], out, err)
+    lines = out.getvalue().splitlines()
+    assert code == 1
+    assert (
+        len(lines) == 2 and "NVIDIA_H100_80GB (accelerator) in us-central1, on-demand" in lines[0]
+    )
+
+
+def test_catalog_check_without_access_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["catalog", "check", "--endpoint", "http://127.0.0.1:9"], out, err)
+    assert code == 2
+    assert (
+        "the billing SKUs could not be read: could not reach http://127.0.0.1:9" in err.getvalue()
+    )
