@@ -23,6 +23,9 @@ Keys (``Pulumi.<stack>.yaml``)::
                                        # or {sheet: ..., discountPercent: ...}
     training:quota: error              # error (default) | warn | off: the jobs' Vertex training
                                        # quotas checked at preview (components._quota)
+    training:livePrices: true          # true (default) | false: the preview's cost lines
+                                       # price from the Cloud Billing Catalog API (cached per
+                                       # day) over the catalog's dated snapshot
     training:infra:                    # cloud stacks only; all optional
       bucketName: my-project-dev-training
       outputRetentionDays: 90
@@ -107,6 +110,8 @@ class StackConfig:
     """Organisation prices (``training:prices``) over the catalog's."""
     quota: str = "error"
     """``training:quota``: what a quota shortfall is at preview (error, warn) or off."""
+    live_prices: bool = True
+    """``training:livePrices``: price the preview from the live billing SKUs where readable."""
 
     @property
     def target(self) -> Target:
@@ -250,10 +255,11 @@ def _price_setting(value: Any, root: Path) -> PriceSetting | None:
         raise ConfigError(str(exc)) from None
 
 
-def priced_catalog(setting: PriceSetting | None) -> Catalog:
-    """The catalog with the stack's organisation prices over its own."""
+def priced_catalog(setting: PriceSetting | None, base: Catalog | None = None) -> Catalog:
+    """The catalog (or ``base``: the catalog with live billing prices) with the stack's
+    organisation prices over its own."""
     try:
-        return apply_prices(load_catalog(), setting)
+        return apply_prices(base or load_catalog(), setting)
     except PriceSheetError as exc:
         raise ConfigError(str(exc)) from None
 
@@ -298,6 +304,9 @@ def load_stack_config(root: Path = PROJECT_ROOT) -> StackConfig:
     quota = training.get("quota") or "error"
     if quota not in QUOTA_MODES:
         raise ConfigError(f"training:quota: {quota!r} is not one of {', '.join(QUOTA_MODES)}")
+    live = (training.get("livePrices") or "true").strip().lower()
+    if live not in ("true", "false"):
+        raise ConfigError(f"training:livePrices: expected true or false, got {live[:40]!r}")
     return StackConfig(
         project=project,
         region=region,
@@ -309,4 +318,5 @@ def load_stack_config(root: Path = PROJECT_ROOT) -> StackConfig:
         infra=_infra(infra_value),
         prices=load_price_setting(root),
         quota=quota,
+        live_prices=live == "true",
     )

@@ -98,6 +98,18 @@ def _load(job: JobConfig, seen: dict[Path, Spec]) -> Spec:
     return spec
 
 
+def _billed_catalog(config: StackConfig) -> Catalog | None:
+    """The catalog with the live billing SKUs' prices over its snapshot (``training:livePrices``;
+    the local stack reads the emulator's Catalog API); None: the snapshot alone."""
+    if not config.live_prices or not config.jobs:
+        return None
+    from components._billing_cli import live_catalog
+    from components._catalog import load_catalog
+    from components._settings import Endpoint
+
+    return live_catalog(load_catalog(), Endpoint(config.endpoint), pulumi.log.info)
+
+
 def _cost_line(name: str, spec: Spec, region: str, catalog: Catalog) -> str:
     try:
         if isinstance(spec, TuningJobSpec):
@@ -194,7 +206,7 @@ def _plan(config: StackConfig) -> list[_PlannedJob]:
     seen: dict[Path, Spec] = {}
     costs: list[str] = []
     digests: dict[Path, str] = {}
-    catalog = priced_catalog(config.prices)
+    catalog = priced_catalog(config.prices, _billed_catalog(config))
     for job in config.jobs:
         spec = _load(job, seen)
         costs.append(_cost_line(job.name, spec, config.region, catalog))

@@ -141,9 +141,8 @@ def _list(endpoint: Endpoint, day: datetime.date) -> list[Sku]:
         for service in page.services:
             if service.display_name in _SERVICES:
                 wanted[service.name] = service.display_name
-    missing = [name for name in _SERVICES if name not in wanted.values()]
-    if missing:
-        raise BillingUnavailable(f"the Catalog API lists no {missing[0]!r} service")
+    if VERTEX_SERVICE not in wanted.values():  # Compute Engine's only add Spot and DWS rates
+        raise BillingUnavailable(f"the Catalog API lists no {VERTEX_SERVICE!r} service")
     skus: list[Sku] = []
     for parent, display in sorted(wanted.items()):
         pager = client.list_skus(
@@ -174,6 +173,10 @@ def _store(path: Path, skus: list[Sku]) -> None:
         payload = {"version": _CACHE_VERSION, "skus": [dataclasses.asdict(s) for s in skus]}
         temporary.write_text(json.dumps(payload), encoding="utf-8")
         temporary.replace(path)
+        day = path.name.rsplit("-", 3)[-3:]
+        for old in path.parent.glob("skus-*.json"):  # earlier days' SKUs are never read again
+            if old.name.rsplit("-", 3)[-3:] != day:
+                old.unlink(missing_ok=True)
     except OSError:
         pass  # a cache that cannot be written only costs the next caller a read
 

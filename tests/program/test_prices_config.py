@@ -9,6 +9,7 @@ import pytest
 
 from components import load_catalog
 from components.config import ConfigError
+from emulator.testing import running_emulator
 from tests.program.harness import run_stack
 
 SHEET = (
@@ -63,3 +64,51 @@ def test_a_bad_setting_stops_the_program_naming_key_file_row_field(
     sheet.write_text(SHEET.replace("0.09", "-1"))
     with pytest.raises(ConfigError, match=message):
         run_stack("dev", {"training:prices": str(sheet) if value == "BAD_SHEET" else value})
+
+
+BILLING_HEADER = (
+    "service_id,service_name,sku_id,description,resource_family,resource_group,usage_type,"
+    "service_regions,usage_unit,usd_per_unit,as_of,source\n"
+)
+
+
+def test_the_preview_prices_from_the_billing_skus_the_endpoint_serves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Vertex's N1 training SKUs at rates of this test's own: the local stack's cost lines use
+    # them, read through the Cloud Billing Catalog API the emulator serves.
+    snapshot = tmp_path / "skus.csv"
+    snapshot.write_text(
+        BILLING_HEADER
+        + "C7E2-9256-1C43,Vertex AI,T-1,Vertex AI: Training/Pipelines on N1 Predefined Instance "
+        "Core in Iowa,Compute,CPU,OnDemand,us-central1,h,0.05,2026-11-27,test\n"
+        "C7E2-9256-1C43,Vertex AI,T-2,Vertex AI: Training/Pipelines on N1 Predefined Instance "
+        "Ram in Iowa,Compute,RAM,OnDemand,us-central1,GiBy.h,0.005,2026-11-27,test\n"
+    )
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    logged = _cost_lines(monkeypatch)
+    with running_emulator("--mode", "simulate", "--billing-snapshot", str(snapshot)) as emu:
+        run_stack("local", {"training:endpoint": emu.endpoint, "training:quota": "off"})
+        [costs] = [m for m in logged if m.startswith("estimated cost per job:")]
+        assert f"example-trainer: ${4 * 0.05 + 15 * 0.005:,.2f}/h on-demand" in costs
+        assert any("from the Cloud Billing Catalog API (2 SKUs" in m for m in logged)
+        # Off: the catalog's snapshot alone.
+        logged.clear()
+        run_stack(
+            "local",
+            {
+                "training:endpoint": emu.endpoint,
+                "training:quota": "off",
+                "training:livePrices": "false",
+            },
+        )
+    [costs] = [m for m in logged if m.startswith("estimated cost per job:")]
+    n1 = load_catalog().prices[("us-central1", "machine", "n1-standard-4")].on_demand_usd
+    assert f"example-trainer: ${n1:,.2f}/h on-demand" in costs
+
+
+def test_a_bad_live_prices_setting_names_the_key() -> None:
+    with pytest.raises(
+        ConfigError, match=r"training:livePrices: expected true or false, got 'yes'"
+    ):
+        run_stack("dev", {"training:livePrices": "yes"})

@@ -143,6 +143,8 @@ def test_skus_are_read_once_a_day(emu: EmulatorProcess, snapshot: Path, tmp_path
         # The next day: read again.
         later = read_skus(endpoint, today=DAY + datetime.timedelta(days=1), directory=tmp_path)
         assert next(s.usd for s in later if s.sku_id == H100_DWS) == 3.5
+        # The earlier day's file is gone: one day's SKUs are kept, no more.
+        assert [p.name[-15:] for p in tmp_path.glob("skus-*.json")] == ["2026-11-28.json"]
     finally:
         snapshot.write_text(original)
 
