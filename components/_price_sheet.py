@@ -8,9 +8,10 @@ A stack names them in ``training:prices`` (``Pulumi.<stack>.yaml``)::
 
 The sheet has the schema of ``components/catalog/prices.csv`` (``catalog/README.md``): the
 columns ``region, resource_kind, name, on_demand_usd_per_hour``, and optionally
-``spot_usd_per_hour, as_of, source``; ``region`` may be ``*`` for every region (a row for a
-region wins over a ``*`` row). A sheet row replaces the shipped price of its machine or
-accelerator; an empty Spot cell keeps the shipped Spot price. The discount applies to every
+``spot_usd_per_hour, flex_start_usd_per_hour, as_of, source``; ``region`` may be ``*`` for every
+region (a row for a region wins over a ``*`` row). A sheet row replaces the shipped price of
+its machine or accelerator; an empty Spot or flex-start cell keeps the shipped price of that
+capacity. The discount applies to every
 shipped price the sheet does not replace (a sheet's rates are already what the team pays).
 Every price keeps saying where it came from (``Price.label``).
 
@@ -47,7 +48,15 @@ MAX_SHEET_BYTES = 1 << 20
 """A price sheet is a small table; a larger file is refused before it is parsed."""
 
 _REQUIRED = ("region", "resource_kind", "name", "on_demand_usd_per_hour")
-_OPTIONAL = ("spot_usd_per_hour", "as_of", "source", "basis", "spot_basis")
+_OPTIONAL = (
+    "spot_usd_per_hour",
+    "as_of",
+    "source",
+    "basis",
+    "spot_basis",
+    "flex_start_usd_per_hour",
+    "flex_start_basis",
+)
 _SETTING_KEYS = ("sheet", "discountPercent")
 
 
@@ -178,7 +187,7 @@ def _sheet_price(row: dict[str, str], where: str, catalog: Catalog) -> Price:
     if name not in known:
         raise PriceSheetError(f"{where}: name: unknown {kind} {name!r}")
     values = []
-    for column in ("on_demand_usd_per_hour", "spot_usd_per_hour"):
+    for column in ("on_demand_usd_per_hour", "spot_usd_per_hour", "flex_start_usd_per_hour"):
         text = (row.get(column) or "").strip()
         try:
             values.append(float(text) if text else None)
@@ -196,12 +205,15 @@ def _sheet_price(row: dict[str, str], where: str, catalog: Catalog) -> Price:
         source=(row.get("source") or "").strip() or "organisation price sheet",
         basis="org",
         spot_basis="org" if values[1] is not None else "",
+        flex_start_usd=values[2],
+        flex_start_basis="org" if values[2] is not None else "",
     )
     problem = price_problem(price)
     if problem:
         raise PriceSheetError(f"{where}: {problem}")
-    if values[1] is not None and values[1] > values[0]:
-        raise PriceSheetError(f"{where}: spot_usd_per_hour: above the on-demand price")
+    for column, value in (("spot_usd_per_hour", values[1]), ("flex_start_usd_per_hour", values[2])):
+        if value is not None and value > values[0]:
+            raise PriceSheetError(f"{where}: {column}: above the on-demand price")
     return price
 
 
@@ -263,6 +275,9 @@ def _merged(
                 price,
                 on_demand_usd=None if price.on_demand_usd is None else price.on_demand_usd * factor,
                 spot_usd=None if price.spot_usd is None else price.spot_usd * factor,
+                flex_start_usd=None
+                if price.flex_start_usd is None
+                else price.flex_start_usd * factor,
                 discount_percent=discount,
             )
             if discount
@@ -279,14 +294,24 @@ def _merged(
 
 
 def _over(shipped: Price | None, row: Price, region: str) -> Price:
-    """A sheet row over the shipped price: its Spot cell left empty keeps the shipped one."""
-    if row.spot_usd is None and shipped is not None and shipped.spot_usd is not None:
-        spot = min(shipped.spot_usd, row.on_demand_usd or shipped.spot_usd)
-        return dataclasses.replace(
-            row,
-            region=region,
-            spot_usd=spot,
+    """A sheet row over the shipped price: its Spot or flex-start cell left empty keeps the
+    shipped one (never above the sheet's on-demand rate)."""
+    merged = dataclasses.replace(row, region=region)
+    if shipped is None:
+        return merged
+    cap = row.on_demand_usd
+    if row.spot_usd is None and shipped.spot_usd is not None:
+        merged = dataclasses.replace(
+            merged,
+            spot_usd=min(shipped.spot_usd, cap or shipped.spot_usd),
             spot_basis=shipped.basis_for(True),
             discount_percent=shipped.discount_percent,
         )
-    return dataclasses.replace(row, region=region)
+    if row.flex_start_usd is None and shipped.flex_start_usd is not None:
+        merged = dataclasses.replace(
+            merged,
+            flex_start_usd=min(shipped.flex_start_usd, cap or shipped.flex_start_usd),
+            flex_start_basis=shipped.flex_start_basis,
+            discount_percent=shipped.discount_percent,
+        )
+    return merged

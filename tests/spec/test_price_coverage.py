@@ -223,6 +223,39 @@ def test_a_sheet_overrides_shipped_prices_and_a_discount_the_rest(tmp_path: Path
     assert other.price_labels == ("derived -10% org discount",)
 
 
+def test_a_sheet_keeps_or_sets_flex_start_prices_and_the_discount_applies_to_them(
+    tmp_path: Path,
+) -> None:
+    shipped = load_catalog()
+    key = ("us-central1", "accelerator", "NVIDIA_H100_80GB")
+    flex = shipped.prices[key].flex_start_usd
+    assert flex is not None
+    _sheet(
+        tmp_path,
+        "region,resource_kind,name,on_demand_usd_per_hour\n"
+        "us-central1,accelerator,NVIDIA_H100_80GB,8.0\n",
+    )
+    setting = parse_price_setting({"sheet": "acme.csv", "discountPercent": 10}, tmp_path)
+    kept = apply_prices(shipped, setting).prices[key]
+    # The sheet's on-demand rate; its empty flex-start cell keeps the shipped one, discounted.
+    assert kept.on_demand_usd == 8.0
+    assert kept.flex_start_usd == pytest.approx(flex * 0.9)
+    assert kept.label("flex_start") == "Vertex price -10% org discount"
+    _sheet(
+        tmp_path,
+        "region,resource_kind,name,on_demand_usd_per_hour,flex_start_usd_per_hour\n"
+        "us-central1,accelerator,NVIDIA_H100_80GB,8.0,4.0\n",
+        name="own.csv",
+    )
+    own = apply_prices(shipped, parse_price_setting("own.csv", tmp_path)).prices[key]
+    assert (own.flex_start_usd, own.label("flex_start")) == (4.0, "org sheet own.csv")
+    a3 = ("us-central1", "machine", "a3-highgpu-8g")
+    discounted = apply_prices(shipped, parse_price_setting(20, tmp_path)).prices[a3]
+    assert discounted.flex_start_usd == pytest.approx(
+        (shipped.prices[a3].flex_start_usd or 0) * 0.8
+    )
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
