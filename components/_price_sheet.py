@@ -36,6 +36,7 @@ from components._catalog import Catalog, Price, price_problem
 
 __all__ = [
     "MAX_SHEET_BYTES",
+    "PRICE_COLUMNS",
     "PriceSetting",
     "PriceSheetError",
     "apply_prices",
@@ -57,6 +58,8 @@ _OPTIONAL = (
     "flex_start_usd_per_hour",
     "flex_start_basis",
 )
+PRICE_COLUMNS = _REQUIRED + _OPTIONAL
+"""The columns of ``catalog/prices.csv``, in its order (a sheet may leave the optional ones off)."""
 _SETTING_KEYS = ("sheet", "discountPercent")
 
 

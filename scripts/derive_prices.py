@@ -50,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from components._billing import Sku, billing_prices, read_snapshot, sku_capacity, sku_resource
 from components._catalog import CATALOG_DIR, Catalog, Price, load_catalog_from, price_cells
+from components._price_sheet import PRICE_COLUMNS
 
 UPLIFT = 1.15
 """Vertex custom-training price / Compute Engine list price, checked on n1-standard-4 and the
@@ -95,19 +96,7 @@ GPU_LINES = (
 )
 """GPUs in order of memory within a line: the price per GPU may not fall along a line."""
 
-COLUMNS = (
-    "region",
-    "resource_kind",
-    "name",
-    "on_demand_usd_per_hour",
-    "spot_usd_per_hour",
-    "as_of",
-    "source",
-    "basis",
-    "spot_basis",
-    "flex_start_usd_per_hour",
-    "flex_start_basis",
-)
+COLUMNS = PRICE_COLUMNS
 
 Key = tuple[str, str, str]  # (kind, name, region)
 
@@ -202,7 +191,11 @@ def derive(
         (p.kind, p.name, p.region): p
         for p in catalog.prices.values()
         if p.kind == "scale_tier"
-        or (p.basis == "vertex" and not p.source.startswith("Cloud Billing SKUs"))
+        # A stated Vertex price; not a row the SKU snapshot made, which is made again below.
+        or (
+            p.basis == "vertex"
+            and not p.source.startswith(("derived:", "unknown:", "Cloud Billing"))
+        )
         or (not p.basis and p.on_demand_usd is not None)  # files before the basis column
     }
     dws = {

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import csv
 import shutil
 from pathlib import Path
 
 import pytest
 
 from components._catalog import CATALOG_DIR
-from scripts.derive_prices import FEE, UPLIFT, derive
+from scripts.derive_prices import COLUMNS, FEE, UPLIFT, derive
 
 HEADER = "region,kind,name,accelerator_count,vcpus,memory_gib,on_demand_usd_per_hour,spot_usd_per_hour,zones\n"
 REFERENCE = HEADER + (
@@ -23,6 +24,7 @@ REFERENCE = HEADER + (
     # Duration VMs" (usage type OnDemand): a flex-start rate filed as on-demand.
     "us-east4,accelerator,H100,1,,,4.200761,2.0,us-east4-a\n"
     "us-east4,machine,a3-highgpu-8g,,208,1872,9.46006,3.0,us-east4-a\n"
+    "us-central1,machine,a3-highgpu-8g,,208,1872,9.46006,3.0,us-central1-a\n"
     # Spot not below "on-demand" on a GPU that FLEX_START serves: the mark of a DWS rate.
     "us-central1,accelerator,L4,1,,,0.5,0.6,us-central1-a\n"
     # B200's machine (a4-highgpu-8g) has no on-demand capacity: its figure is no on-demand price.
@@ -34,12 +36,18 @@ Rows = dict[tuple[str, str, str], dict[str, str]]
 
 
 @pytest.fixture
-def rows(tmp_path: Path) -> Rows:
+def inputs(tmp_path: Path) -> tuple[Path, Path]:
+    """(the reference, a copy of the catalog directory)."""
     catalog = tmp_path / "catalog"
     shutil.copytree(CATALOG_DIR, catalog)
     reference = tmp_path / "ce.csv"
     reference.write_text(REFERENCE)
-    found, _ = derive(reference, catalog)
+    return reference, catalog
+
+
+@pytest.fixture
+def rows(inputs: tuple[Path, Path]) -> Rows:
+    found, _ = derive(*inputs)
     return {(r["region"], r["resource_kind"], r["name"]): r for r in found}
 
 
@@ -125,3 +133,18 @@ def test_flex_start_is_the_dws_rate_plus_the_fee_where_billing_skus_price_it(row
     assert a3_east["flex_start_basis"] == "bound"
     # A machine FLEX_START cannot run on has no flex-start price at all.
     assert rows[("us-central1", "machine", "n2-standard-4")]["flex_start_usd_per_hour"] == ""
+
+
+def test_a_rebuild_of_its_own_output_changes_nothing(inputs: tuple[Path, Path]) -> None:
+    # Rows the SKU snapshot priced (us-central1 a3-highgpu-8g) are made again, not kept.
+    reference, catalog = inputs
+    first, _ = derive(reference, catalog)
+    with (catalog / "prices.csv").open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(first)
+    again, _ = derive(reference, catalog)
+    assert again == first
+    # The shipped file's SKU-priced rows are not taken for Vertex prices a public page states.
+    a3 = next(r for r in first if (r["region"], r["name"]) == ("us-central1", "a3-highgpu-8g"))
+    assert "uplift check" not in a3["source"] and a3["source"].startswith("derived: ")

@@ -4,6 +4,7 @@ emulator's Catalog API, the per-day cache, the fallback to the catalog's snapsho
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import io
 import json
@@ -26,6 +27,7 @@ from components._billing import (
 from components._catalog import load_catalog
 from components._cli import main
 from components._settings import Endpoint
+from components.vertex import billing
 from components.vertex.billing import BillingUnavailable, read_skus
 from emulator.testing import EmulatorProcess, running_emulator
 
@@ -46,6 +48,30 @@ def emu(snapshot: Path) -> Iterator[EmulatorProcess]:
         yield server
 
 
+@contextlib.contextmanager
+def _repriced(path: Path, usd: str) -> Iterator[None]:
+    """The snapshot with the H100 DWS SKU at ``usd`` for the block, then as it was."""
+    original = path.read_text()
+    try:
+        _reprice(path, H100_DWS, usd)
+        yield
+    finally:
+        path.write_text(original)
+
+
+def _flex_start_h100(endpoint: str) -> tuple[int, str, str]:
+    """``prices --gpu H100 --flex-start --live-prices`` in us-central1: the a3-highgpu-1g line."""
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["prices", "--gpu", "H100", "--region", "us-central1", "--flex-start"]
+    code = main([*argv, "--live-prices", "--endpoint", endpoint], out, err)
+    line = next((li for li in out.getvalue().splitlines() if "a3-highgpu-1g" in li), "")
+    return code, line, err.getvalue()
+
+
+# One H100 on a3-highgpu-1g at Iowa's DWS and management-fee rates, without the GPU's DWS rate.
+A3_1G_FLEX = 26 * (0.010934 + 0.0038247) + 234 * (0.000952 + 0.0003331) + 1.4694826
+
+
 def _reprice(path: Path, sku_id: str, usd: str) -> None:
     """The snapshot with one SKU's unit price changed."""
     lines = path.read_text().splitlines()
@@ -59,33 +85,43 @@ def _reprice(path: Path, sku_id: str, usd: str) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def test_a_dws_sku_is_flex_start_whatever_its_usage_type() -> None:
-    # Compute Engine files DWS SKUs under usage type OnDemand: the description decides.
-    dws = Sku(
-        "Compute Engine",
-        H100_DWS,
-        "Nvidia H100 80GB GPU attached to DWS Defined Duration VMs running in Americas",
-        usage_type="OnDemand",
-    )
-    assert sku_capacity(dws) == "flex_start"
-    plain = Sku("Compute Engine", "x", "Nvidia H100 80GB GPU running in Americas")
-    assert sku_capacity(plain) == "on_demand"
-    spot = Sku(
-        "Compute Engine",
-        "y",
-        "Nvidia H100 80GB GPU attached to Spot Preemptible VMs running in Americas",
-        usage_type="Preemptible",
-    )
-    assert sku_capacity(spot) == "spot"
-    fee = Sku("Vertex AI", "z", "Vertex AI: Training/Pipelines management fee on NVIDIA H100 80GB")
-    assert sku_capacity(fee) == "fee"
-    commit = Sku(
-        "Compute Engine",
-        "c",
-        "Commitment v1: H100 GPU in Americas for 1 Year",
-        usage_type="Commit1Yr",
-    )
-    assert sku_capacity(commit) is None
+@pytest.mark.parametrize(
+    ("service", "description", "usage_type", "capacity"),
+    [
+        # Compute Engine files DWS SKUs under usage type OnDemand: the description decides.
+        (
+            "Compute Engine",
+            "Nvidia H100 80GB GPU attached to DWS Defined Duration VMs running in Americas",
+            "OnDemand",
+            "flex_start",
+        ),
+        (
+            "Compute Engine",
+            "DWS Defined Duration A3 Core running in Americas",
+            "OnDemand",
+            "flex_start",
+        ),
+        ("Compute Engine", "Nvidia H100 80GB GPU running in Americas", "OnDemand", "on_demand"),
+        (
+            "Compute Engine",
+            "Nvidia H100 80GB GPU attached to Spot Preemptible VMs running in Americas",
+            "Preemptible",
+            "spot",
+        ),
+        (
+            "Vertex AI",
+            "Vertex AI: Training/Pipelines management fee on NVIDIA H100 80GB in Iowa",
+            "OnDemand",
+            "fee",
+        ),
+        ("Compute Engine", "Commitment v1: H100 GPU in Americas for 1 Year", "Commit1Yr", None),
+        ("Compute Engine", "Reserved H100 GPU in Calendar Mode", "OnDemand", None),
+    ],
+)
+def test_a_skus_capacity_is_read_from_its_description_first(
+    service: str, description: str, usage_type: str, capacity: str | None
+) -> None:
+    assert sku_capacity(Sku(service, "ID", description, usage_type=usage_type)) == capacity
 
 
 def test_the_client_reads_the_skus_the_emulator_serves(
@@ -129,14 +165,10 @@ def test_the_emulator_pages_skus_as_the_api_does(emu: EmulatorProcess) -> None:
 
 def test_skus_are_read_once_a_day(emu: EmulatorProcess, snapshot: Path, tmp_path: Path) -> None:
     endpoint = Endpoint(emu.endpoint)
-    original = snapshot.read_text()
-    try:
-        first = read_skus(endpoint, today=DAY, directory=tmp_path)
-        _reprice(snapshot, H100_DWS, "3.5")
+    first = read_skus(endpoint, today=DAY, directory=tmp_path)
+    with _repriced(snapshot, "3.5"):
         # The same day, even in another process (the file cache): the price read in the morning.
-        from components.vertex import billing
-
-        billing._memory.clear()
+        billing._memory.clear()  # what a new process starts with
         again = read_skus(endpoint, today=DAY, directory=tmp_path)
         assert next(s.usd for s in again if s.sku_id == H100_DWS) == 4.200761
         assert again == first
@@ -145,8 +177,6 @@ def test_skus_are_read_once_a_day(emu: EmulatorProcess, snapshot: Path, tmp_path
         assert next(s.usd for s in later if s.sku_id == H100_DWS) == 3.5
         # The earlier day's file is gone: one day's SKUs are kept, no more.
         assert [p.name[-15:] for p in tmp_path.glob("skus-*.json")] == ["2026-11-28.json"]
-    finally:
-        snapshot.write_text(original)
 
 
 def test_unreadable_skus_are_one_error_and_the_cli_falls_back_to_the_snapshot(
@@ -155,60 +185,22 @@ def test_unreadable_skus_are_one_error_and_the_cli_falls_back_to_the_snapshot(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     with pytest.raises(BillingUnavailable, match=r"could not reach http://127.0.0.1:9"):
         read_skus(Endpoint("http://127.0.0.1:9"), today=DAY, directory=tmp_path)
-    out, err = io.StringIO(), io.StringIO()
-    code = main(
-        [
-            "prices",
-            "--gpu",
-            "H100",
-            "--region",
-            "us-central1",
-            "--flex-start",
-            "--live-prices",
-            "--endpoint",
-            "http://127.0.0.1:9",
-        ],
-        out,
-        err,
-    )
-    assert code == 0, err.getvalue()
-    assert "prices from the catalog's snapshot (as of 2026-11-24)" in err.getvalue()
+    code, line, err = _flex_start_h100("http://127.0.0.1:9")
+    assert code == 0, err
+    assert "prices from the catalog's snapshot (as of 2026-11-24)" in err
     # The snapshot's flex-start price of one H100 on a3-highgpu-1g in Iowa, with its source.
-    machine = 26 * (0.010934 + 0.0038247) + 234 * (0.000952 + 0.0003331)
-    line = next(li for li in out.getvalue().splitlines() if "a3-highgpu-1g" in li)
-    assert f"{machine + 4.200761 + 1.4694826:.4f}" in line and "Vertex price" in line
+    assert f"{A3_1G_FLEX + 4.200761:.4f}" in line and "Vertex price" in line
 
 
 def test_live_prices_go_over_the_catalog(
     emu: EmulatorProcess, snapshot: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    original = snapshot.read_text()
-    try:
-        _reprice(snapshot, H100_DWS, "3.5")
-        out, err = io.StringIO(), io.StringIO()
-        code = main(
-            [
-                "prices",
-                "--gpu",
-                "H100",
-                "--region",
-                "us-central1",
-                "--flex-start",
-                "--live-prices",
-                "--endpoint",
-                emu.endpoint,
-            ],
-            out,
-            err,
-        )
-    finally:
-        snapshot.write_text(original)
-    assert code == 0, err.getvalue()
-    assert "from the Cloud Billing Catalog API" in err.getvalue()
-    machine = 26 * (0.010934 + 0.0038247) + 234 * (0.000952 + 0.0003331)
-    line = next(li for li in out.getvalue().splitlines() if "a3-highgpu-1g" in li)
-    assert f"{machine + 3.5 + 1.4694826:.4f}" in line
+    with _repriced(snapshot, "3.5"):
+        code, line, err = _flex_start_h100(emu.endpoint)
+    assert code == 0, err
+    assert "from the Cloud Billing Catalog API" in err
+    assert f"{A3_1G_FLEX + 3.5:.4f}" in line
 
 
 def test_apply_billing_keeps_what_the_skus_do_not_price() -> None:
@@ -226,13 +218,9 @@ def test_catalog_check_prints_each_difference_and_exits_1(
     emu: EmulatorProcess, snapshot: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    original = snapshot.read_text()
-    try:
-        _reprice(snapshot, H100_DWS, "3.5")
-        out, err = io.StringIO(), io.StringIO()
+    out, err = io.StringIO(), io.StringIO()
+    with _repriced(snapshot, "3.5"):
         code = main(["catalog", "check", "--endpoint", emu.endpoint], out, err)
-    finally:
-        snapshot.write_text(original)
     assert code == 1, err.getvalue()
     text = out.getvalue()
     assert (
