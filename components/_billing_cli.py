@@ -52,8 +52,8 @@ def cmd_catalog_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
 
     try:
         endpoint = Endpoint(parse_endpoint(args.endpoint))
-    except ValueError as exc:
-        print(f"error: --endpoint: {exc}", file=err)
+    except ValueError as exc:  # SettingError, naming the stack key the flag stands for
+        print(f"error: {str(exc).replace('training:endpoint', '--endpoint')}", file=err)
         return 2
     catalog = load_catalog()
     try:

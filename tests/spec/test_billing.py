@@ -245,13 +245,21 @@ def test_catalog_check_of_the_shipped_snapshot_names_only_the_newer_vertex_rate(
     )
 
 
+@pytest.mark.parametrize(
+    ("endpoint", "message"),
+    [
+        (
+            "http://127.0.0.1:9",
+            "the billing SKUs could not be read: could not reach http://127.0.0.1:9",
+        ),
+        ("ftp://x", "--endpoint: expected http(s)://HOST:PORT, got 'ftp://x'"),
+    ],
+)
 def test_catalog_check_without_access_exits_2(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    endpoint: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     out, err = io.StringIO(), io.StringIO()
-    code = main(["catalog", "check", "--endpoint", "http://127.0.0.1:9"], out, err)
+    code = main(["catalog", "check", "--endpoint", endpoint], out, err)
     assert code == 2
-    assert (
-        "the billing SKUs could not be read: could not reach http://127.0.0.1:9" in err.getvalue()
-    )
+    assert message in err.getvalue()

@@ -293,3 +293,25 @@ def test_the_shipped_flex_start_price_of_a3_highgpu_8g_is_the_billed_one() -> No
     on_demand = estimate(job, load_catalog(), capacity="on_demand")
     assert on_demand.usd_per_hour is not None and flex.usd_per_hour is not None
     assert flex.usd_per_hour < 0.6 * on_demand.usd_per_hour
+
+
+def test_estimate_prices_a_flex_start_job_file_at_flex_start_rates(tmp_path: Path) -> None:
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        "region: us-central1\n"
+        "scheduling: {strategy: FLEX_START, timeout: 2h}\n"
+        "workerPoolSpecs:\n"
+        "  - machineSpec: {machineType: a3-highgpu-8g, acceleratorType: NVIDIA_H100_80GB,"
+        " acceleratorCount: 8}\n"
+        "    replicaCount: 1\n"
+        "    containerSpec: {imageUri: us-docker.pkg.dev/p/r/img:1}\n"
+    )
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["estimate", str(job)], out, err) == 0, err.getvalue()
+    flex = estimate(load_spec_file(job).spec, load_catalog())
+    assert flex.usd_per_hour is not None
+    assert "region us-central1, flex-start prices" in out.getvalue()
+    assert f"total $/h: {flex.usd_per_hour:.4f}" in out.getvalue()
+    out = io.StringIO()
+    assert main(["estimate", str(job), "--spot"], out, err) == 0
+    assert "region us-central1, spot prices" in out.getvalue()
