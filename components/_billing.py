@@ -146,11 +146,11 @@ def sku_resource(sku: Sku) -> tuple[str, str] | None:
 
 def machine_series(machine: MachineType) -> str:
     """The series a machine's core and RAM SKUs name: ``a3`` (A3 High), ``a3 mega``, ``a3 ultra``,
-    ``a2`` (A2 High and Ultra share the A2 SKUs), ``n1``..."""
-    if machine.name.startswith("a3-megagpu"):
-        return "a3 mega"
-    if machine.name.startswith("a3-ultragpu"):
-        return "a3 ultra"
+    ``a2`` (A2 High), ``a2 ultra``, ``n1``... A series whose SKU name is not confirmed gets a
+    name of its own, so another series' SKU never prices it (it keeps the snapshot's price)."""
+    for marker, suffix in (("-megagpu", " mega"), ("-ultragpu", " ultra")):
+        if marker in machine.name:
+            return machine.family + suffix
     return machine.family
 
 
@@ -251,7 +251,7 @@ def billing_prices(skus: Iterable[Sku], catalog: Catalog) -> dict[tuple[str, str
     """The prices ``skus`` make for ``catalog``'s GPUs and training machine types, keyed like
     ``Catalog.prices``; a capacity the SKUs do not price in full is None (``basis`` ``vertex``)."""
     parts = _parts(skus)
-    regions = sorted({key[3] for key in parts})
+    regions = sorted({key[3] for key in parts} & set(catalog.regions))
     wanted: list[tuple[str, str, tuple[tuple[str, str, float], ...]]] = [
         ("accelerator", name, (("gpu", name, 1.0),)) for name in sorted(catalog.accelerators)
     ]

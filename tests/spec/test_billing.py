@@ -263,3 +263,10 @@ def test_catalog_check_without_access_exits_2(
     code = main(["catalog", "check", "--endpoint", endpoint], out, err)
     assert code == 2
     assert message in err.getvalue()
+
+
+def test_a_series_sku_prices_its_own_machines_only() -> None:
+    # "A3 Instance Core/RAM" SKUs are A3 High's: A3 Mega and A3 Ultra have SKUs of their own.
+    priced = {name for _, kind, name in billing_prices(read_snapshot(), load_catalog())}
+    assert {"a3-highgpu-1g", "a3-highgpu-8g", "NVIDIA_H100_80GB"} <= priced
+    assert not priced & {"a3-megagpu-8g", "a3-ultragpu-8g", "NVIDIA_H100_MEGA_80GB"}
