@@ -31,6 +31,7 @@ __all__ = [
     "GpuOffer",
     "PoolCost",
     "TuningEstimate",
+    "bounded",
     "capacity_word",
     "compare_regions",
     "concurrent_trials",
@@ -55,6 +56,13 @@ _CAPACITY_WORDS = {"on_demand": "on-demand", "spot": "spot", "flex_start": "flex
 def capacity_word(capacity: str) -> str:
     """``on-demand``, ``spot`` or ``flex-start``: how outputs name a capacity."""
     return _CAPACITY_WORDS[capacity]
+
+
+def bounded(labels: tuple[str, ...]) -> bool:
+    """Whether a figure rests on a bound (``on-demand bound``, ``lower bound``): rankings put
+    the figures known as prices first, cheapest first, then the bounded ones, cheapest first,
+    so a lower bound never outranks a price it may exceed."""
+    return any("bound" in label for label in labels)
 
 
 def job_capacity(spec: JobSpec) -> str:
@@ -310,7 +318,8 @@ def gpu_offers(
     capacity: str | None = None,
 ) -> list[GpuOffer]:
     """What a GPU costs on each machine that takes it, by region, cheapest first
-    (``python -m components prices``, like ``sky show-gpus``). Unknown prices come last.
+    (``python -m components prices``, like ``sky show-gpus``); figures that rest on a bound
+    come after the known prices (``bounded``), unknown prices last.
 
     ``capacity`` (``on_demand``, ``spot``, ``flex_start``; default: as ``spot`` says) picks
     the rates: each capacity is priced as Vertex bills it."""
@@ -344,6 +353,7 @@ def gpu_offers(
         offers,
         key=lambda o: (
             o.usd_per_hour is None,
+            bounded(o.price_labels),
             o.usd_per_hour or 0.0,
             o.accelerator,
             o.count,
@@ -363,7 +373,8 @@ def compare_regions(
 ) -> list[Estimate]:
     """The job in every region that can run it (no region or zone violation), cheapest first.
 
-    Regions whose price is unknown come last, in name order.
+    Regions whose figure rests on a bound come after those with known prices (``bounded``);
+    regions whose price is unknown come last, in name order.
     """
     runnable = [
         region
@@ -380,7 +391,12 @@ def compare_regions(
     ]
     return sorted(
         estimates,
-        key=lambda e: (e.usd_per_hour is None, e.usd_per_hour or 0.0, e.region),
+        key=lambda e: (
+            e.usd_per_hour is None,
+            bounded(e.price_labels),
+            e.usd_per_hour or 0.0,
+            e.region,
+        ),
     )
 
 

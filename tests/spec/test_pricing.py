@@ -12,7 +12,7 @@ import pytest
 from components import Catalog, load_catalog, load_spec_file
 from components._catalog import Accelerator, MachineType, Price, Region, Zone
 from components._cli import main
-from components._pricing import compare_regions, duration_text, estimate, summary
+from components._pricing import compare_regions, duration_text, estimate, gpu_offers, summary
 from components.formats.legacy_config import LegacyConversionError
 from tests.spec.helpers import pool, spec
 
@@ -315,3 +315,30 @@ def test_estimate_prices_a_flex_start_job_file_at_flex_start_rates(tmp_path: Pat
     out = io.StringIO()
     assert main(["estimate", str(job), "--spot"], out, err) == 0
     assert "region us-central1, spot prices" in out.getvalue()
+
+
+def test_rankings_put_known_prices_before_cheaper_bounds() -> None:
+    # Region "b" is cheaper only as a lower bound (a DWS rate without Vertex's fee).
+    shipped = _capacity_catalog()
+    floor = {
+        ("b", "machine", "a3"): Price(
+            "b", "machine", "a3", 10.0, 4.0, flex_start_usd=4.0, flex_start_basis="floor"
+        ),
+        ("b", "accelerator", "H"): Price(
+            "b", "accelerator", "H", 11.0, 3.0, flex_start_usd=4.0, flex_start_basis="floor"
+        ),
+    }
+    catalog = dataclasses.replace(
+        shipped,
+        regions={**shipped.regions, "b": Region("b")},
+        zones={**shipped.zones, "b-a": Zone("b-a", "b", frozenset({"H"}))},
+        prices={**shipped.prices, **floor},
+    )
+    job = spec(pool("a3", "H", 8), region="r", scheduling={"strategy": "FLEX_START"})
+    ranked = compare_regions(job, catalog)
+    assert [(e.region, e.price_labels) for e in ranked] == [
+        ("r", ("Vertex price",)),
+        ("b", ("lower bound",)),
+    ]
+    offers = gpu_offers(catalog, accelerator="H", capacity="flex_start")
+    assert [o.region for o in offers] == ["r", "b"]
