@@ -20,6 +20,7 @@ from components._catalog import (
     load_catalog,
     regions_offering,
     resolve_accelerator,
+    training_regions,
     zones_offering,
 )
 from components._errors import SpecError
@@ -1223,12 +1224,18 @@ def _region(spec: JobSpec, ctx: _Context) -> Iterator[Violation]:
         info = catalog.accelerators.get(acc) if acc else None
         if acc and info is not None and info.kind == "gpu":
             gpus.setdefault(acc, []).append(index)
-    offered = catalog.region_accelerators.get(region, frozenset())
+    # Where a GPU may run for training is Vertex AI's list; Compute Engine's zones only say
+    # which GPUs one zone holds together (the single-zone rule).
+    offered = catalog.training_accelerators.get(region, frozenset())
+    zoned = catalog.region_accelerators.get(region, frozenset())
     for acc, pools in gpus.items():
-        if acc not in offered:
+        # A retired GPU is refused by the `retired` rule; where the zones' history still has
+        # it, saying it is not offered there too would only repeat that.
+        retired_here = catalog.accelerators[acc].retired and acc in zoned
+        if acc not in offered and not retired_here:
             path = f"workerPoolSpecs[{pools[0]}].machineSpec.acceleratorType"
             yield from _not_offered(path, acc, offered, ctx)
-    wanted = [acc for acc in gpus if acc in offered]
+    wanted = [acc for acc in gpus if acc in zoned]
     if len(wanted) > 1 and not zones_offering(catalog, region, wanted):
         yield _zone_violation(wanted, ctx)
 
@@ -1236,16 +1243,15 @@ def _region(spec: JobSpec, ctx: _Context) -> Iterator[Violation]:
 def _not_offered(
     path: str, acc: str, offered: frozenset[str], ctx: _Context
 ) -> Iterator[Violation]:
-    """A GPU the job's region lacks: where it is offered, or, retired, where its replacement is."""
+    """A GPU the job's region does not offer for training: where it is offered, or, retired,
+    where its replacement is."""
     catalog, region = ctx.catalog, ctx.region or ""
     info = catalog.accelerators[acc]
-    nothing_here = f"; {region} has no GPUs" if not offered else ""
+    nothing_here = f"; {region} has no GPUs for training" if not offered else ""
     if info.retired:
         instead = info.replacement
         where = (
-            _closest_regions(catalog, region, regions_offering(catalog, [instead]))
-            if instead
-            else []
+            _closest_regions(catalog, region, training_regions(catalog, instead)) if instead else []
         )
         yield Violation(
             path,
@@ -1263,20 +1269,27 @@ def _not_offered(
             rule="region",
         )
         return
-    elsewhere = _closest_regions(catalog, region, regions_offering(catalog, [acc]))
+    elsewhere = _closest_regions(catalog, region, training_regions(catalog, acc))
     if not elsewhere:
         yield Violation(
             path,
-            f"the catalog has no zone data for {acc}, so its availability in {region} is not checked",
-            "check Google's GPU regions and zones page before launching",
+            f"the catalog has no training-region data for {acc}, so its availability in "
+            f"{region} is not checked",
+            "check Vertex AI's locations page (accelerators for training) before launching",
             rule="region",
             severity="warning",
         )
         return
+    offer = catalog.training_offers.get((region, acc))
+    why = (
+        f"Vertex AI offers {acc} in {region} for prediction only, not for training"
+        if offer is not None and not offer.training
+        else f"{acc} is not offered for training in {region}{nothing_here}"
+    )
     yield Violation(
         path,
-        f"{acc} is not offered in {region}{nothing_here}",
-        f"{acc} is offered in {_short_list(elsewhere)}",
+        why,
+        f"{acc} is offered for training in {_short_list(elsewhere)}",
         rule="region",
     )
 
