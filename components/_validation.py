@@ -566,8 +566,14 @@ def _boot_disk(base: str, pool: WorkerPoolSpec, machine: MachineType) -> Iterato
         )
 
 
-def _executor_image(path: str, uri: str, ctx: _Context) -> Iterator[Violation]:
-    """A Python package runs only on a prebuilt training image (``components._images``)."""
+def _executor_image(
+    path: str, uri: str, ctx: _Context, hardware: str = "cpu"
+) -> Iterator[Violation]:
+    """A Python package runs only on a prebuilt training image (``components._images``).
+
+    ``hardware`` is what the pool runs on (cpu, gpu or tpu): an image suggested to it is one
+    built for that, never a CPU image for a GPU pool.
+    """
     # An image past its end of availability is a reader's note (``with_prebuilt_images``),
     # not a violation: Vertex AI may still run it.
     if not ctx.catalog.training_images:
@@ -581,25 +587,56 @@ def _executor_image(path: str, uri: str, ctx: _Context) -> Iterator[Violation]:
             f"use its Vertex AI name: {found.successor}",
             rule="trainer",
         )
+    elif found.kind == "named":
+        # Google publishes images after a catalog release: one named as its prebuilt images
+        # are is let through, saying how little was checked.
+        yield Violation(
+            path,
+            f"{uri.strip()[:120]} is not in the catalog's prebuilt training images; it follows "
+            "Google's naming of them, so it was checked by name only",
+            "make sure Google lists it (pre-built containers for custom training), or add its "
+            "row to a catalog overlay (training:catalogOverlay, --catalog-overlay)",
+            rule="trainer",
+            severity="warning",
+        )
     elif found.kind == "custom":
-        newest = _newest_prebuilt(ctx)
+        tagged = executor_image(ctx.catalog, f"{uri.strip()}:latest", ctx.region)
+        instead = (
+            f"add its :latest tag ({uri.strip()[:120]}:latest), which Vertex AI requires"
+            if tagged.kind in ("prebuilt", "named")
+            else f"use a prebuilt executor image (e.g. {_newest_prebuilt(ctx, hardware)})"
+        )
         yield Violation(
             path,
             f"{uri.strip()[:120]!r} is not one of Vertex AI's prebuilt training images, the "
             "only images it runs a Python package on",
-            f"use a prebuilt executor image (e.g. {newest}), or build the package into your "
-            "image and run it with containerSpec (imageUri, command: [python, -m, MODULE])",
+            f"{instead}, or build the package into your image and run it with containerSpec "
+            "(imageUri, command: [python, -m, MODULE])",
             rule="trainer",
         )
 
 
-def _newest_prebuilt(ctx: _Context) -> str:
-    """The newest prebuilt TensorFlow CPU image, as an example in a suggestion."""
-    images = [i for i in ctx.catalog.training_images if i.accelerator == "cpu"]
+def _newest_prebuilt(ctx: _Context, hardware: str = "cpu") -> str:
+    """The newest prebuilt image for ``hardware`` (cpu, gpu or tpu), as an example in a
+    suggestion; never one built for other hardware."""
+    images = [i for i in ctx.catalog.training_images if i.accelerator == hardware]
     if not images:
-        return "us-docker.pkg.dev/vertex-ai/training/IMAGE:latest"
+        return f"us-docker.pkg.dev/vertex-ai/training/IMAGE-{hardware}:latest"
     best = max(images, key=lambda i: (i.end_of_availability or "", i.image_path))
     return registry_uri(ctx.catalog, best, ctx.region)
+
+
+def _pool_hardware(pool: WorkerPoolSpec, catalog: Catalog) -> str:
+    """cpu, gpu or tpu: what the pool's machine runs its code on (its own GPUs included)."""
+    spec = pool.machine_spec
+    if spec is None:
+        return "cpu"
+    machine = catalog.machine_types.get(spec.machine_type or "")
+    name = spec.accelerator_type or (machine.fixed_accelerator if machine else None)
+    accelerator = catalog.accelerators.get(name) if name else None
+    if accelerator is not None:
+        return accelerator.kind
+    return "tpu" if machine is not None and machine.family == "tpu" else "cpu"
 
 
 def _program(path: str, command: list[str]) -> Iterator[Violation]:
@@ -631,7 +668,8 @@ def _trainer(base: str, pool: WorkerPoolSpec, ctx: _Context) -> Iterator[Violati
             rule="trainer",
         )
     if package is not None:
-        yield from _package(f"{base}.pythonPackageSpec", package, ctx)
+        hardware = _pool_hardware(pool, ctx.catalog)
+        yield from _package(f"{base}.pythonPackageSpec", package, ctx, hardware)
     if container is not None:
         path = f"{base}.containerSpec"
         if not container.image_uri:
@@ -645,7 +683,9 @@ def _trainer(base: str, pool: WorkerPoolSpec, ctx: _Context) -> Iterator[Violati
         yield from _env(f"{path}.env", container.env)
 
 
-def _package(path: str, package: PythonPackageSpec, ctx: _Context) -> Iterator[Violation]:
+def _package(
+    path: str, package: PythonPackageSpec, ctx: _Context, hardware: str = "cpu"
+) -> Iterator[Violation]:
     """A Python package pool: its prebuilt image, packages and module."""
     if not package.executor_image_uri:
         yield Violation(
@@ -655,7 +695,9 @@ def _package(path: str, package: PythonPackageSpec, ctx: _Context) -> Iterator[V
             rule="trainer",
         )
     else:
-        yield from _executor_image(f"{path}.executorImageUri", package.executor_image_uri, ctx)
+        yield from _executor_image(
+            f"{path}.executorImageUri", package.executor_image_uri, ctx, hardware
+        )
     if not package.package_uris:
         yield Violation(
             f"{path}.packageUris",

@@ -23,6 +23,9 @@ Keys (``Pulumi.<stack>.yaml``)::
                                        # or {sheet: ..., discountPercent: ...}
     training:quota: error              # error (default) | warn | off: the jobs' Vertex training
                                        # quotas checked at preview (components._quota)
+    training:catalogOverlay: stacks/catalog   # optional: a folder of catalog CSV files
+                                       # (components/catalog schemas) whose rows add to or
+                                       # replace the packaged catalog's, by key
     training:infra:                    # cloud stacks only; all optional
       bucketName: my-project-dev-training
       outputRetentionDays: 90
@@ -42,12 +45,18 @@ from typing import Any, cast
 
 import pulumi
 
-from components._catalog import Catalog, load_catalog
+from components._catalog import Catalog, load_catalog, use_catalog_overlay
 from components._check import wait_timeout_seconds
+from components._errors import CatalogError
 from components._files import is_regular_file
 from components._price_sheet import PriceSetting, PriceSheetError, apply_prices, parse_price_setting
 from components._quota import QUOTA_MODES
-from components._settings import ProviderSettings, SettingError, target_for_endpoint
+from components._settings import (
+    CATALOG_OVERLAY_KEY,
+    ProviderSettings,
+    SettingError,
+    target_for_endpoint,
+)
 from components._validation import Target
 from components._wire import WAIT_FOR_VALUES, WaitFor
 
@@ -58,6 +67,7 @@ __all__ = [
     "InfraConfig",
     "JobConfig",
     "StackConfig",
+    "load_catalog_overlay",
     "load_price_setting",
     "load_stack_config",
     "priced_catalog",
@@ -107,6 +117,8 @@ class StackConfig:
     """Organisation prices (``training:prices``) over the catalog's."""
     quota: str = "error"
     """``training:quota``: what a quota shortfall is at preview (error, warn) or off."""
+    catalog_overlay: Path | None = None
+    """``training:catalogOverlay``: catalog rows over the packaged catalog."""
 
     @property
     def target(self) -> Target:
@@ -235,6 +247,18 @@ def _infra(value: Any) -> InfraConfig:
     )
 
 
+def load_catalog_overlay(value: str | None, root: Path = PROJECT_ROOT) -> Path | None:
+    """``training:catalogOverlay``: the folder read and put over the packaged catalog for this
+    process (every later ``load_catalog()``); unset: the packaged catalog alone. Raises
+    ``ConfigError`` naming the key, and the file, row and field of a bad row."""
+    path = _path(value, CATALOG_OVERLAY_KEY, root, directory=True) if value else None
+    try:
+        use_catalog_overlay(path)
+    except CatalogError as exc:
+        raise ConfigError(f"{CATALOG_OVERLAY_KEY}: {exc}") from None
+    return path
+
+
 def load_price_setting(root: Path = PROJECT_ROOT) -> PriceSetting | None:
     """``training:prices``, its sheet read and checked; raises ``ConfigError`` naming the key,
     or the sheet's file, row and field."""
@@ -298,6 +322,7 @@ def load_stack_config(root: Path = PROJECT_ROOT) -> StackConfig:
     quota = training.get("quota") or "error"
     if quota not in QUOTA_MODES:
         raise ConfigError(f"training:quota: {quota!r} is not one of {', '.join(QUOTA_MODES)}")
+    overlay = load_catalog_overlay(settings.catalog_overlay, root)
     return StackConfig(
         project=project,
         region=region,
@@ -309,4 +334,5 @@ def load_stack_config(root: Path = PROJECT_ROOT) -> StackConfig:
         infra=_infra(infra_value),
         prices=load_price_setting(root),
         quota=quota,
+        catalog_overlay=overlay,
     )
