@@ -1289,7 +1289,7 @@ def _not_offered(
     where its replacement is."""
     catalog, region = ctx.catalog, ctx.region or ""
     info = catalog.accelerators[acc]
-    nothing_here = f"; {region} has no GPUs for training" if not offered else ""
+    nothing_here = f"; {region} has no GPUs" if not offered else ""
     if info.retired:
         instead = info.replacement
         where = (
@@ -1326,12 +1326,12 @@ def _not_offered(
     why = (
         f"Vertex AI offers {acc} in {region} for prediction only, not for training"
         if offer is not None and not offer.training
-        else f"{acc} is not offered for training in {region}{nothing_here}"
+        else f"{acc} is not offered in {region}{nothing_here}"
     )
     yield Violation(
         path,
         why,
-        f"{acc} is offered for training in {_short_list(elsewhere)}",
+        f"{acc} is offered in {_short_list(elsewhere)}",
         rule="region",
     )
 

@@ -90,7 +90,7 @@ def test_a_gpu_marked_not_for_training_is_refused_with_the_nearest_regions(
     offered = training_regions(catalog, accelerator)
     assert region not in offered
     assert v.suggestion is not None
-    named = v.suggestion.removeprefix(f"{accelerator} is offered for training in ").split(", ")
+    named = v.suggestion.removeprefix(f"{accelerator} is offered in ").split(", ")
     assert named[0] in offered
     # Nearest first: a region of the same geography leads when there is one.
     home = catalog.regions[region].geography
@@ -103,9 +103,7 @@ def test_l4_in_asia_east1_is_refused_though_its_zones_hold_it() -> None:
     assert "NVIDIA_L4" in catalog.region_accelerators["asia-east1"]  # Compute Engine zones
     [v] = _region_rule(validate(spec(pool("g2-standard-8", "NVIDIA_L4", 1)), region="asia-east1"))
     assert "prediction only" in v.reason
-    assert v.suggestion is not None and v.suggestion.startswith(
-        "NVIDIA_L4 is offered for training in asia-"
-    )
+    assert v.suggestion is not None and v.suggestion.startswith("NVIDIA_L4 is offered in asia-")
 
 
 @pytest.mark.parametrize(
@@ -120,7 +118,7 @@ def test_vertex_offers_gpus_compute_engine_zones_lack(region: str, accelerator: 
 
 def test_a_pair_the_page_does_not_list_is_refused() -> None:
     [v] = _region_rule(validate(spec(_gpu_pool("NVIDIA_H200_141GB")), region="asia-east1"))
-    assert v.reason == "NVIDIA_H200_141GB is not offered for training in asia-east1"
+    assert v.reason == "NVIDIA_H200_141GB is not offered in asia-east1"
     assert v.suggestion is not None and "asia-south1" in v.suggestion
 
 
@@ -154,7 +152,7 @@ def test_training_offers_decide_over_zones_in_a_tiny_catalog() -> None:
         },
     )
     [v] = validate(spec(pool("m", "A", 1)), catalog=catalog, region="r1")
-    assert (v.rule, v.suggestion) == ("region", "A is offered for training in r2")
+    assert (v.rule, v.suggestion) == ("region", "A is offered in r2")
     assert validate(spec(pool("m", "A", 1)), catalog=catalog, region="r2") == []
 
 

@@ -268,12 +268,11 @@ def test_region_without_the_gpu() -> None:
         "workerPoolSpecs[0].machineSpec.acceleratorType",
     )
     assert (
-        v.reason == "NVIDIA_TESLA_T4 is not offered for training in asia-northeast2; "
-        "asia-northeast2 has no GPUs for training"
+        v.reason == "NVIDIA_TESLA_T4 is not offered in asia-northeast2; asia-northeast2 has no GPUs"
     )
     # Nearest first: the same geography, then the longest shared name prefix.
     assert v.suggestion is not None and v.suggestion.startswith(
-        "NVIDIA_TESLA_T4 is offered for training in asia-northeast1, asia-northeast3"
+        "NVIDIA_TESLA_T4 is offered in asia-northeast1, asia-northeast3"
     )
 
 
@@ -316,7 +315,7 @@ def test_tiny_catalog_from_directory(tmp_path: Path) -> None:
         validate(spec(pool("m1", "G", 1)), catalog=catalog, region="r2"),
         "workerPoolSpecs[0].machineSpec.acceleratorType",
     )
-    assert r2.suggestion == "G is offered for training in r1"
+    assert r2.suggestion == "G is offered in r1"
 
 
 def test_zone_rule_with_tiny_catalog() -> None:
