@@ -4,24 +4,19 @@ key, file, row and field."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from components._catalog import use_catalog_overlay
 from components.config import ConfigError
 from components.training_job import TrainingJobInputError
 from tests.program.harness import run_stack
+from tests.spec.catalog_fixtures import packaged_catalog  # noqa: F401 (a fixture)
 
 HEADER = "region,accelerator_type,training,as_of,source\n"
 
 
-@pytest.fixture(autouse=True)
-def _packaged_catalog() -> Iterator[None]:
-    use_catalog_overlay(None)
-    yield
-    use_catalog_overlay(None)
+pytestmark = pytest.mark.usefixtures("packaged_catalog")
 
 
 def _overlay(tmp_path: Path, rows: str) -> str:

@@ -3,22 +3,17 @@ a job against the catalog the program judged it with."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from components._catalog import use_catalog_overlay
 from tests.provider.conftest import configured, job_inputs
+from tests.spec.catalog_fixtures import packaged_catalog  # noqa: F401 (a fixture)
 
 HEADER = "machine_type,family,vcpus,memory_gb,fixed_accelerator_type,fixed_accelerator_count,source"
 
 
-@pytest.fixture(autouse=True)
-def _packaged_catalog() -> Iterator[None]:
-    use_catalog_overlay(None)
-    yield
-    use_catalog_overlay(None)
+pytestmark = pytest.mark.usefixtures("packaged_catalog")
 
 
 def _on(machine: str) -> dict[str, object]:

@@ -9,17 +9,17 @@ the catalog does not know.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from components import CatalogError, load_catalog, validate
-from components._catalog import CATALOG_DIR, load_catalog_from, use_catalog_overlay
+from components._catalog import CATALOG_DIR, load_catalog_from
 from components._check import check_inputs
 from components._cli import main
 from components.config import ConfigError, load_catalog_overlay
+from tests.spec.catalog_fixtures import packaged_catalog  # noqa: F401 (a fixture)
 from tests.spec.helpers import pool, spec
 
 MACHINE_HEADER = (
@@ -29,12 +29,7 @@ NEW_MACHINE = "n9-standard-8,n9,8,32,,,https://example.invalid/n9 (read 2026-11)
 NEWER_IMAGE = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-6.py312:latest"
 
 
-@pytest.fixture(autouse=True)
-def _packaged_catalog() -> Iterator[None]:
-    """Each test starts and ends with the packaged catalog alone (the overlay is per process)."""
-    use_catalog_overlay(None)
-    yield
-    use_catalog_overlay(None)
+pytestmark = pytest.mark.usefixtures("packaged_catalog")
 
 
 def _overlay(tmp_path: Path, **files: str) -> Path:
