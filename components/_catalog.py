@@ -45,6 +45,7 @@ __all__ = [
     "regions_offering",
     "resolve_accelerator",
     "training_regions",
+    "training_regions_for",
     "use_catalog_overlay",
     "zones_offering",
 ]
@@ -877,7 +878,19 @@ def training_regions(catalog: Catalog, accelerator: str) -> list[str]:
     info = catalog.accelerators.get(accelerator)
     if info is not None and info.retired:
         return []
-    return sorted(r for r, accs in catalog.training_accelerators.items() if accelerator in accs)
+    return training_regions_for(catalog, [accelerator])
+
+
+def training_regions_for(catalog: Catalog, accelerators: Iterable[str]) -> list[str]:
+    """Regions where a job with all of ``accelerators`` may train, sorted: Vertex AI offers each
+    there for training, and one zone holds those of them the zones list together."""
+    wanted = frozenset(accelerators)
+    found = []
+    for region, offered in catalog.training_accelerators.items():
+        zoned = wanted & catalog.region_accelerators.get(region, frozenset())
+        if wanted <= offered and (len(zoned) < 2 or zones_offering(catalog, region, zoned)):
+            found.append(region)
+    return sorted(found)
 
 
 def regions_offering(catalog: Catalog, accelerators: Iterable[str]) -> list[str]:
