@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import csv
 import functools
+import io
+import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -17,6 +19,7 @@ from functools import cached_property
 from pathlib import Path
 
 from components._errors import CatalogError
+from components._files import FileReadError, read_text_capped
 
 __all__ = [
     "CAPACITY_OPTIONS",
@@ -380,18 +383,23 @@ class _Source:
             header: list[str] = []
         else:
             header, rows = _read_rows(self.directory / name, name)
-        if self.overlay is None or not (self.overlay / name).is_file():
+        if self.overlay is None or not os.path.lexists(self.overlay / name):
             return rows
         return _merged(name, header, rows, self.overlay / name)
 
 
-def _read_rows(path: Path, name: str) -> tuple[list[str], list[dict[str, str]]]:
-    """(header, rows) of one catalog CSV, each row with its origin; raises ``CatalogError``."""
+def _read_rows(
+    path: Path, name: str, text: str | None = None
+) -> tuple[list[str], list[dict[str, str]]]:
+    """(header, rows) of one catalog CSV (``text``: its content, already read), each row with
+    its origin; raises ``CatalogError``."""
     try:
-        with path.open(newline="", encoding="utf-8") as handle:
-            reader = csv.DictReader(handle)
-            rows = list(reader)
-            header = list(reader.fieldnames or ())
+        if text is None:
+            with path.open(newline="", encoding="utf-8") as handle:
+                text = handle.read()
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        rows = list(reader)
+        header = list(reader.fieldnames or ())
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else str(exc)
         raise CatalogError(f"cannot read catalog file {path}: {reason}") from exc
@@ -415,15 +423,13 @@ def _merged(
     """``rows`` with the overlay file's rows: a row with a packaged row's key replaces it, any
     other is added. The overlay's columns must be the packaged file's (those up to ``source``
     required), and every key cell filled."""
+    # A stack's or a pull request's folder: a regular file, read to a cap, never a device,
+    # a FIFO or a link to either (components._files).
     try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise CatalogError(f"cannot read catalog overlay file {path}: {exc.strerror}") from exc
-    if size > MAX_OVERLAY_FILE_BYTES:
-        raise CatalogError(
-            f"{path}: {size} bytes, over the {MAX_OVERLAY_FILE_BYTES} an overlay file may have"
-        )
-    overlay_header, overlay_rows = _read_rows(path, name)
+        text = read_text_capped(path, MAX_OVERLAY_FILE_BYTES, what="catalog overlay file")
+    except FileReadError as exc:
+        raise CatalogError(str(exc)) from None
+    overlay_header, overlay_rows = _read_rows(path, name, text)
     keys = _KEYS[name]
     known = header or list(overlay_header)
     required = known[: known.index("source") + 1] if "source" in known else known

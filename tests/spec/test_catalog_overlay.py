@@ -9,6 +9,7 @@ the catalog does not know.
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 from typing import Any
 
@@ -161,8 +162,21 @@ def test_an_overlay_that_is_no_folder_or_too_large_is_refused(tmp_path: Path) ->
     with pytest.raises(CatalogError, match="not a directory"):
         load_catalog_from(CATALOG_DIR, tmp_path / "missing")
     big = _overlay(tmp_path, machine_types=MACHINE_HEADER + "\n" + "x" * (1024 * 1024 + 1))
-    with pytest.raises(CatalogError, match="over the 1048576 an overlay file may have"):
+    with pytest.raises(CatalogError, match=r"larger than 1,048,576 bytes; not a catalog overlay"):
         load_catalog_from(CATALOG_DIR, big)
+
+
+def test_an_overlay_file_that_is_a_fifo_or_a_device_is_refused_unread(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    fifo.mkdir()
+    os.mkfifo(fifo / "machine_types.csv")  # opened for reading, it would block forever
+    with pytest.raises(CatalogError, match=r"machine_types\.csv: is a FIFO"):
+        load_catalog_from(CATALOG_DIR, fifo)
+    device = tmp_path / "device"
+    device.mkdir()
+    (device / "zones.csv").symlink_to("/dev/zero")  # reads forever
+    with pytest.raises(CatalogError, match=r"zones\.csv: is a device"):
+        load_catalog_from(CATALOG_DIR, device)
 
 
 # --- the stack setting and the CLI flag ------------------------------------------------------
