@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import csv
 import functools
+import io
+import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import date
 from functools import cached_property
 from pathlib import Path
 
 from components._errors import CatalogError
+from components._files import FileReadError, read_text_capped
 
 __all__ = [
     "CAPACITIES",
@@ -32,6 +36,7 @@ __all__ = [
     "Region",
     "ScaleTier",
     "TrainingImage",
+    "TrainingOffer",
     "Zone",
     "accepted_accelerators",
     "allowed_counts",
@@ -39,10 +44,14 @@ __all__ = [
     "combinations",
     "load_catalog",
     "load_catalog_from",
+    "overlay_catalog_dir",
     "price_cells",
     "price_problem",
     "regions_offering",
     "resolve_accelerator",
+    "training_regions",
+    "training_regions_for",
+    "use_catalog_overlay",
     "zones_offering",
 ]
 
@@ -93,7 +102,19 @@ class Accelerator:
 
     @property
     def retired(self) -> bool:
-        return self.lifecycle == "RETIRED"
+        """Retired, or deprecated and past its end of support (``retired_on``)."""
+        return self.retired_by(date.today())
+
+    def retired_by(self, today: date) -> bool:
+        """Whether Vertex AI no longer offers it on ``today``: ``RETIRED``, or ``DEPRECATED``
+        with an end of support (``retired_on``) on or before ``today``."""
+        if self.lifecycle == "RETIRED":
+            return True
+        return (
+            self.lifecycle == "DEPRECATED"
+            and bool(self.retired_on)
+            and (self.retired_on or "") <= today.isoformat()
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +168,23 @@ class Zone:
     name: str
     region: str
     accelerators: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingOffer:
+    """Whether Vertex AI offers an accelerator for custom training in a region.
+
+    From Vertex AI's locations page ("Using accelerators"): a type the page lists for a region
+    is offered for training there unless a dagger marks it for prediction only (``training``
+    False). Compute Engine's zones are another list (``zones.csv``), kept for the single-zone
+    rule.
+    """
+
+    region: str
+    accelerator: str
+    training: bool = True
+    as_of: str = ""
+    source: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,6 +317,23 @@ class Catalog:
     zones: Mapping[str, Zone] = field(default_factory=dict)
     training_images: tuple[TrainingImage, ...] = ()
     prices: Mapping[tuple[str, str, str], Price] = field(default_factory=dict)
+    training_offers: Mapping[tuple[str, str], TrainingOffer] = field(default_factory=dict)
+    """(region, accelerator) → what Vertex AI's locations page says (``training_regions.csv``);
+    empty (a test's tiny catalog): the zones stand in for it."""
+
+    @cached_property
+    def training_accelerators(self) -> Mapping[str, frozenset[str]]:
+        """Region → the accelerator types Vertex AI offers there for custom training.
+
+        Vertex AI's locations page when the catalog has it, else the types some zone offers.
+        """
+        if not self.training_offers:
+            return self.region_accelerators
+        by_region: dict[str, set[str]] = {name: set() for name in self.regions}
+        for (region, accelerator), offer in self.training_offers.items():
+            if offer.training:
+                by_region.setdefault(region, set()).add(accelerator)
+        return {region: frozenset(accs) for region, accs in by_region.items()}
 
     @cached_property
     def zones_by_region(self) -> Mapping[str, tuple[Zone, ...]]:
@@ -320,13 +375,66 @@ class Catalog:
 # --- loading -------------------------------------------------------------------------
 
 
-def _rows(directory: Path, name: str) -> list[dict[str, str]]:
-    path = directory / name
+_WHERE = "\x00where"
+"""A row's origin (``file:line``) under a key no CSV header can hold, for error messages."""
+
+_KEYS: dict[str, tuple[str, ...]] = {
+    "machine_types.csv": ("machine_type",),
+    "accelerators.csv": ("accelerator_type",),
+    "attachable_counts.csv": ("machine_type", "accelerator_type"),
+    "n1_host_limits.csv": ("accelerator_type", "accelerator_count"),
+    "legacy_machine_types.csv": ("legacy_type",),
+    "scale_tiers.csv": ("scale_tier",),
+    "regions.csv": ("region",),
+    "zones.csv": ("zone", "accelerator_type"),
+    "training_regions.csv": ("region", "accelerator_type"),
+    "training_images.csv": ("image_path", "accelerator"),
+    "prices.csv": ("region", "resource_kind", "name"),
+}
+"""The files a catalog is read from, each with the columns that key a row (an overlay row
+with the key of a packaged row replaces it)."""
+
+_OPTIONAL_FILES = frozenset({"training_regions.csv"})
+"""Files a catalog directory may lack (one made before the file existed)."""
+
+MAX_OVERLAY_FILE_BYTES = 1024 * 1024
+"""An overlay file larger than this is refused unread (the packaged files are far smaller)."""
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Where a catalog's rows come from: a directory, and an overlay directory over it."""
+
+    directory: Path
+    overlay: Path | None = None
+
+    def rows(self, name: str) -> list[dict[str, str]]:
+        """The rows of ``name``: the directory's, with the overlay's added or replacing them."""
+        if name in _OPTIONAL_FILES and not (self.directory / name).exists():
+            rows: list[dict[str, str]] = []
+            header: list[str] = []
+        else:
+            header, rows = _read_rows(self.directory / name, name)
+        if self.overlay is None or not os.path.lexists(self.overlay / name):
+            return rows
+        return _merged(name, header, rows, self.overlay / name)
+
+
+def _read_rows(
+    path: Path, name: str, text: str | None = None
+) -> tuple[list[str], list[dict[str, str]]]:
+    """(header, rows) of one catalog CSV (``text``: its content, already read), each row with
+    its origin; raises ``CatalogError``."""
     try:
-        with path.open(newline="", encoding="utf-8") as handle:
-            rows = list(csv.DictReader(handle))
-    except OSError as exc:
-        raise CatalogError(f"cannot read catalog file {path}: {exc.strerror}") from exc
+        if text is None:
+            with path.open(newline="", encoding="utf-8") as handle:
+                text = handle.read()
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        rows = list(reader)
+        header = list(reader.fieldnames or ())
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+        raise CatalogError(f"cannot read catalog file {path}: {reason}") from exc
     for number, row in enumerate(rows, start=2):
         # Columns after `source` were added later and are optional: a row may leave them off.
         columns = list(row)
@@ -337,15 +445,86 @@ def _rows(directory: Path, name: str) -> list[dict[str, str]]:
             raise CatalogError(f"{path}:{number}: every row needs a source")
         if None in row or any(v is None for v in row.values()):
             raise CatalogError(f"{path}:{number}: wrong number of columns")
-    return rows
+        row[_WHERE] = f"{path}:{number}"
+    return header, rows
+
+
+def _merged(
+    name: str, header: list[str], rows: list[dict[str, str]], path: Path
+) -> list[dict[str, str]]:
+    """``rows`` with the overlay file's rows: a row with a packaged row's key replaces it, any
+    other is added. The overlay's columns must be the packaged file's (those up to ``source``
+    required), and every key cell filled."""
+    # A stack's or a pull request's folder: a regular file, read to a cap, never a device,
+    # a FIFO or a link to either (components._files).
+    try:
+        text = read_text_capped(path, MAX_OVERLAY_FILE_BYTES, what="catalog overlay file")
+    except FileReadError as exc:
+        raise CatalogError(str(exc)) from None
+    overlay_header, overlay_rows = _read_rows(path, name, text)
+    keys = _KEYS[name]
+    known = header or list(overlay_header)
+    required = known[: known.index("source") + 1] if "source" in known else known
+    unknown = [c for c in overlay_header if c not in known]
+    if unknown:
+        raise CatalogError(
+            f"{path}:1: unknown column {unknown[0]!r} (the columns of {name}: {', '.join(known)})"
+        )
+    missing = [c for c in (*keys, *required) if c not in overlay_header]
+    if missing:
+        raise CatalogError(f"{path}:1: column {missing[0]!r} is missing")
+    index = {tuple(r[k] for k in keys): i for i, r in enumerate(rows)}
+    merged = list(rows)
+    for row in overlay_rows:
+        empty = next((k for k in keys if not (row.get(k) or "").strip()), None)
+        if empty is not None:
+            raise CatalogError(f"{row[_WHERE]}: {empty} is empty (it keys the row)")
+        key = tuple(row[k] for k in keys)
+        if key in index:
+            merged[index[key]] = row
+        else:
+            index[key] = len(merged)
+            merged.append(row)
+    return merged
+
+
+def overlay_catalog_dir(directory: Path) -> Path:
+    """``directory`` checked as a catalog overlay: a folder whose CSV files are catalog files.
+
+    Raises ``CatalogError`` naming the folder or the file that is not a catalog file.
+    """
+    if not directory.is_dir():
+        raise CatalogError(f"catalog overlay {directory}: not a directory")
+    for path in sorted(directory.glob("*.csv")):
+        if path.name not in _KEYS:
+            raise CatalogError(
+                f"catalog overlay {path}: not a catalog file (the files an overlay may hold: "
+                f"{', '.join(sorted(_KEYS))})"
+            )
+    return directory
+
+
+def _where(row: dict[str, str], fallback: str) -> str:
+    return row.get(_WHERE) or fallback
 
 
 def _number(path: str, row: dict[str, str], column: str) -> float:
     try:
         return float(row[column])
-    except (KeyError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError) as exc:
         raise CatalogError(
-            f"{path}: column {column!r} must be a number, got {row.get(column)!r}"
+            f"{_where(row, path)}: column {column!r} must be a number, got {row.get(column)!r}"
+        ) from exc
+
+
+def _int(path: str, row: dict[str, str], column: str) -> int:
+    """A whole-number cell; an empty one is 0."""
+    text = (row.get(column) or "").strip()
+    try:
+        return int(text or 0)
+    except ValueError as exc:
+        raise CatalogError(
+            f"{_where(row, path)}: column {column!r} must be a whole number, got {text!r}"
         ) from exc
 
 
@@ -363,28 +542,34 @@ def _fold(name: str) -> str:
     return "-".join(name.strip().lower().replace("_", " ").replace("-", " ").split())
 
 
-def load_catalog_from(directory: Path) -> Catalog:
-    """Read a catalog from a directory of CSV files (see ``catalog/README.md``)."""
+def load_catalog_from(directory: Path, overlay: Path | None = None) -> Catalog:
+    """Read a catalog from a directory of CSV files (see ``catalog/README.md``).
+
+    ``overlay`` names a folder of CSV files of the same schemas whose rows add to or replace
+    (by key) the directory's; a problem in it is a ``CatalogError`` naming file, row and field.
+    """
+    source = _Source(directory, overlay_catalog_dir(overlay) if overlay is not None else None)
     catalog = Catalog(
-        machine_types=_machine_types(directory),
-        accelerators=_accelerators(directory),
-        attachable_counts=_attachable_counts(directory),
-        host_limits=_host_limits(directory),
-        legacy_machine_types=_legacy_machine_types(directory),
-        scale_tiers=_scale_tiers(directory),
+        machine_types=_machine_types(source),
+        accelerators=_accelerators(source),
+        attachable_counts=_attachable_counts(source),
+        host_limits=_host_limits(source),
+        legacy_machine_types=_legacy_machine_types(source),
+        scale_tiers=_scale_tiers(source),
         regions={
             r["region"]: Region(name=r["region"], geography=r["geography"], source=r["source"])
-            for r in _rows(directory, "regions.csv")
+            for r in source.rows("regions.csv")
         },
-        zones=_zones(directory),
-        training_images=_training_images(directory),
-        prices=_prices(directory),
+        zones=_zones(source),
+        training_images=_training_images(source),
+        prices=_prices(source),
+        training_offers=_training_offers(source),
     )
     _check_references(catalog)
     return catalog
 
 
-def _machine_types(directory: Path) -> dict[str, MachineType]:
+def _machine_types(source: _Source) -> dict[str, MachineType]:
     return {
         r["machine_type"]: MachineType(
             name=r["machine_type"],
@@ -392,18 +577,18 @@ def _machine_types(directory: Path) -> dict[str, MachineType]:
             vcpus=int(_number("machine_types.csv", r, "vcpus")),
             memory_gb=_number("machine_types.csv", r, "memory_gb"),
             fixed_accelerator=r["fixed_accelerator_type"] or None,
-            fixed_accelerator_count=int(r["fixed_accelerator_count"] or 0),
+            fixed_accelerator_count=_int("machine_types.csv", r, "fixed_accelerator_count"),
             source=r["source"],
             training=(r.get("training") or "yes").strip().lower() != "no",
             capacity=_words(r, "capacity"),
             boot_disk_types=_words(r, "boot_disk_types"),
             cpu_arch=(r.get("cpu_arch") or "").strip() or "x86_64",
         )
-        for r in _rows(directory, "machine_types.csv")
+        for r in source.rows("machine_types.csv")
     }
 
 
-def _accelerators(directory: Path) -> dict[str, Accelerator]:
+def _accelerators(source: _Source) -> dict[str, Accelerator]:
     return {
         r["accelerator_type"]: Accelerator(
             name=r["accelerator_type"],
@@ -418,67 +603,68 @@ def _accelerators(directory: Path) -> dict[str, Accelerator]:
             mig_partition_sizes=_words(r, "mig_partition_sizes"),
             flex_start=(r.get("flex_start") or "").strip().lower() == "yes",
         )
-        for r in _rows(directory, "accelerators.csv")
+        for r in source.rows("accelerators.csv")
     }
 
 
-def _attachable_counts(directory: Path) -> dict[tuple[str, str], tuple[int, ...]]:
+def _attachable_counts(source: _Source) -> dict[tuple[str, str], tuple[int, ...]]:
     attachable: dict[tuple[str, str], tuple[int, ...]] = {}
-    for r in _rows(directory, "attachable_counts.csv"):
+    for r in source.rows("attachable_counts.csv"):
         try:
             counts = tuple(sorted(int(c) for c in r["counts"].split()))
         except ValueError as exc:
-            raise CatalogError(f"attachable_counts.csv: bad counts {r['counts']!r}") from exc
+            where = _where(r, "attachable_counts.csv")
+            raise CatalogError(f"{where}: column 'counts': bad counts {r['counts']!r}") from exc
         attachable[(r["machine_type"], r["accelerator_type"])] = counts
     return attachable
 
 
-def _host_limits(directory: Path) -> dict[tuple[str, int], HostLimit]:
+def _host_limits(source: _Source) -> dict[tuple[str, int], HostLimit]:
     return {
-        (r["accelerator_type"], int(r["accelerator_count"])): HostLimit(
+        (r["accelerator_type"], _int("n1_host_limits.csv", r, "accelerator_count")): HostLimit(
             accelerator=r["accelerator_type"],
-            count=int(r["accelerator_count"]),
-            max_vcpus=int(r["max_vcpus"]),
+            count=_int("n1_host_limits.csv", r, "accelerator_count"),
+            max_vcpus=_int("n1_host_limits.csv", r, "max_vcpus"),
             max_memory_gb=_number("n1_host_limits.csv", r, "max_memory_gb"),
             source=r["source"],
         )
-        for r in _rows(directory, "n1_host_limits.csv")
+        for r in source.rows("n1_host_limits.csv")
     }
 
 
-def _legacy_machine_types(directory: Path) -> dict[str, LegacyMachineType]:
+def _legacy_machine_types(source: _Source) -> dict[str, LegacyMachineType]:
     return {
         r["legacy_type"]: LegacyMachineType(
             name=r["legacy_type"],
             machine_type=r["machine_type"],
             accelerator=r["accelerator_type"] or None,
-            accelerator_count=int(r["accelerator_count"] or 0),
+            accelerator_count=_int("legacy_machine_types.csv", r, "accelerator_count"),
             source=r["source"],
             note=(r.get("note") or "").strip(),
         )
-        for r in _rows(directory, "legacy_machine_types.csv")
+        for r in source.rows("legacy_machine_types.csv")
     }
 
 
-def _scale_tiers(directory: Path) -> dict[str, ScaleTier]:
+def _scale_tiers(source: _Source) -> dict[str, ScaleTier]:
     return {
         r["scale_tier"]: ScaleTier(
             name=r["scale_tier"],
             master_type=r["master_type"],
             worker_type=r["worker_type"] or None,
-            worker_count=int(r["worker_count"] or 0),
+            worker_count=_int("scale_tiers.csv", r, "worker_count"),
             parameter_server_type=r["parameter_server_type"] or None,
-            parameter_server_count=int(r["parameter_server_count"] or 0),
+            parameter_server_count=_int("scale_tiers.csv", r, "parameter_server_count"),
             source=r["source"],
         )
-        for r in _rows(directory, "scale_tiers.csv")
+        for r in source.rows("scale_tiers.csv")
     }
 
 
-def _zones(directory: Path) -> dict[str, Zone]:
+def _zones(source: _Source) -> dict[str, Zone]:
     zone_accs: dict[str, set[str]] = {}
     zone_region: dict[str, str] = {}
-    for r in _rows(directory, "zones.csv"):
+    for r in source.rows("zones.csv"):
         if not r["source"].strip():
             raise CatalogError(f"zones.csv: row for {r['zone']} needs a source")
         zone_region[r["zone"]] = r["region"]
@@ -491,14 +677,31 @@ def _zones(directory: Path) -> dict[str, Zone]:
     }
 
 
+def _training_offers(source: _Source) -> dict[tuple[str, str], TrainingOffer]:
+    offers: dict[tuple[str, str], TrainingOffer] = {}
+    for r in source.rows("training_regions.csv"):
+        training = (r.get("training") or "").strip().lower()
+        if training not in ("yes", "no"):
+            where = _where(r, "training_regions.csv")
+            raise CatalogError(f"{where}: column 'training' must be yes or no, got {training!r}")
+        offers[(r["region"], r["accelerator_type"])] = TrainingOffer(
+            region=r["region"],
+            accelerator=r["accelerator_type"],
+            training=training == "yes",
+            as_of=(r.get("as_of") or "").strip(),
+            source=r["source"],
+        )
+    return offers
+
+
 _IMAGE_ACCELERATORS = ("cpu", "gpu", "tpu")
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
-def _training_images(directory: Path) -> tuple[TrainingImage, ...]:
+def _training_images(source: _Source) -> tuple[TrainingImage, ...]:
     images = []
-    for number, r in enumerate(_rows(directory, "training_images.csv"), start=2):
-        where = f"training_images.csv:{number}"
+    for r in source.rows("training_images.csv"):
+        where = _where(r, "training_images.csv")
         if r["accelerator"] not in _IMAGE_ACCELERATORS:
             raise CatalogError(f"{where}: accelerator must be cpu, gpu or tpu")
         registries = tuple(r["registries"].split())
@@ -521,10 +724,10 @@ def _training_images(directory: Path) -> tuple[TrainingImage, ...]:
     return tuple(images)
 
 
-def _prices(directory: Path) -> dict[tuple[str, str, str], Price]:
+def _prices(source: _Source) -> dict[tuple[str, str, str], Price]:
     prices: dict[tuple[str, str, str], Price] = {}
-    for number, r in enumerate(_rows(directory, "prices.csv"), start=2):
-        where = f"prices.csv:{number}"
+    for r in source.rows("prices.csv"):
+        where = _where(r, "prices.csv")
         price = Price(
             region=r["region"],
             kind=r["resource_kind"],
@@ -601,6 +804,11 @@ def _check_references(catalog: Catalog) -> None:
             for acc in zone.accelerators
             if acc not in catalog.accelerators
         )
+    for region, acc in catalog.training_offers:
+        if region not in catalog.regions:
+            problems.append(f"training_regions.csv: unknown region {region}")
+        if acc not in catalog.accelerators:
+            problems.append(f"training_regions.csv: unknown accelerator {acc}")
     for region, kind, name in catalog.prices:
         if region not in catalog.regions:
             problems.append(f"prices.csv: unknown region {region}")
@@ -650,10 +858,31 @@ def _accelerator_problems(catalog: Catalog) -> list[str]:
     return problems
 
 
+_overlay: Path | None = None
+
+
+def use_catalog_overlay(directory: Path | None) -> None:
+    """Make ``load_catalog()`` return the packaged catalog with ``directory``'s rows over it
+    (``training:catalogOverlay``, ``--catalog-overlay``); None: the packaged catalog alone.
+
+    The overlaid catalog is read here, so a bad overlay raises ``CatalogError`` (naming the
+    file, row and field) before anything uses it.
+    """
+    global _overlay
+    resolved = directory.resolve() if directory is not None else None
+    _cached_catalog(resolved)
+    _overlay = resolved
+
+
 @functools.cache
+def _cached_catalog(overlay: Path | None) -> Catalog:
+    return load_catalog_from(CATALOG_DIR, overlay)
+
+
 def load_catalog() -> Catalog:
-    """The project's catalog, read from ``components/catalog`` once per process."""
-    return load_catalog_from(CATALOG_DIR)
+    """The project's catalog, read from ``components/catalog`` once per process, with the
+    overlay ``use_catalog_overlay`` named over it."""
+    return _cached_catalog(_overlay)
 
 
 # --- queries -------------------------------------------------------------------------
@@ -686,6 +915,27 @@ def resolve_accelerator(catalog: Catalog, name: str) -> str | None:
     return next(
         (catalog.accelerator_names[c] for c in candidates if c in catalog.accelerator_names), None
     )
+
+
+def training_regions(catalog: Catalog, accelerator: str) -> list[str]:
+    """Regions where Vertex AI offers ``accelerator`` for custom training, sorted (never for a
+    retired type)."""
+    info = catalog.accelerators.get(accelerator)
+    if info is not None and info.retired:
+        return []
+    return training_regions_for(catalog, [accelerator])
+
+
+def training_regions_for(catalog: Catalog, accelerators: Iterable[str]) -> list[str]:
+    """Regions where a job with all of ``accelerators`` may train, sorted: Vertex AI offers each
+    there for training, and one zone holds those of them the zones list together."""
+    wanted = frozenset(accelerators)
+    found = []
+    for region, offered in catalog.training_accelerators.items():
+        zoned = wanted & catalog.region_accelerators.get(region, frozenset())
+        if wanted <= offered and (len(zoned) < 2 or zones_offering(catalog, region, zoned)):
+            found.append(region)
+    return sorted(found)
 
 
 def regions_offering(catalog: Catalog, accelerators: Iterable[str]) -> list[str]:
@@ -754,9 +1004,8 @@ def combinations(
             continue
         if machine_type and machine != machine_type:
             continue
-        info = catalog.accelerators.get(acc)
-        # A retired type is offered nowhere, whatever history zones.csv keeps.
-        offered_in = () if info and info.retired else tuple(regions_offering(catalog, [acc]))
+        # Where Vertex AI offers it for training; a retired type is offered nowhere.
+        offered_in = tuple(training_regions(catalog, acc))
         if region and region not in offered_in:
             continue
         spec = catalog.machine_types[machine]

@@ -11,6 +11,7 @@ differs is the spec (``SpecKind``: its model, its validator, where its env value
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -202,10 +203,10 @@ def check_inputs(
     ]
     imported = isinstance(inputs.get(EXISTING_JOB), str)
     if parsed is not None:
-        spec_failures, warnings = _parsed_failures(kind, parsed, inputs, target)
+        spec_failures, warnings = _parsed_failures(kind, parsed, inputs, target, imported)
         labels: Any = parsed.labels
     else:
-        spec_failures, warnings = _spec_failures(kind, inputs, target)
+        spec_failures, warnings = _spec_failures(kind, inputs, target, imported)
         document = decode_spec(inputs.get(SPEC))
         labels = document.get("labels") if isinstance(document, Mapping) else None
     failures += spec_failures + list(_managed_label_failures(labels, imported=imported))
@@ -299,14 +300,34 @@ def _knob_failures(inputs: dict[str, Any]) -> Iterator[Failure]:
 
 
 def _parsed_failures(
-    kind: SpecKind[Any], parsed: Any, inputs: Mapping[str, Any], target: Target
+    kind: SpecKind[Any],
+    parsed: Any,
+    inputs: Mapping[str, Any],
+    target: Target,
+    imported: bool = False,
 ) -> tuple[list[Failure], list[Violation]]:
     project, region = inputs.get(PROJECT), inputs.get(REGION)
     place = {
         "project": project if isinstance(project, str) else None,
         "region": region if isinstance(region, str) else None,
     }
-    return _split(kind.validate(parsed.model_copy(update=place), place["region"], target))
+    found = kind.validate(parsed.model_copy(update=place), place["region"], target)
+    return _split(_taken_over(found) if imported else found)
+
+
+def _taken_over(found: list[Violation]) -> list[Violation]:
+    """A job taken over (``existing_job``) runs already and is never submitted: an executor
+    image the catalog does not know (newer, older, or its own) is a note, not a refusal."""
+    return [
+        dataclasses.replace(
+            v,
+            reason=f"{v.reason} (the job runs already: it is taken over as it is)",
+            severity="warning",
+        )
+        if v.severity == "error" and v.rule == "trainer" and v.path.endswith(".executorImageUri")
+        else v
+        for v in found
+    ]
 
 
 def _split(found: list[Violation]) -> tuple[list[Failure], list[Violation]]:
@@ -316,7 +337,7 @@ def _split(found: list[Violation]) -> tuple[list[Failure], list[Violation]]:
 
 
 def _spec_failures(
-    kind: SpecKind[Any], inputs: dict[str, Any], target: Target
+    kind: SpecKind[Any], inputs: dict[str, Any], target: Target, imported: bool = False
 ) -> tuple[list[Failure], list[Violation]]:
     """Failures and warnings of the spec; a fully known spec is put back in canonical form."""
     spec, env_values = decode_spec(inputs.get(SPEC)), inputs.get(ENV_VALUES)
@@ -342,6 +363,7 @@ def _spec_failures(
         project=project if isinstance(project, str) else None,
         region=region if isinstance(region, str) else None,
         target=target,
+        imported=imported,
     )
     if canonical is not None:
         inputs[SPEC] = encode_spec(canonical)
@@ -360,6 +382,7 @@ def _check_spec(
     project: str | None,
     region: str | None,
     target: Target,
+    imported: bool = False,
 ) -> tuple[list[Failure], list[Violation], dict[str, Any] | None]:
     """(failures, warnings, canonical spec or None when parts are unknown)."""
     try:
@@ -383,6 +406,8 @@ def _check_spec(
         return failures, [], None
     with_place = parsed.model_copy(update={"project": project, "region": region})
     found = kind.validate(with_place, region, target)
+    if imported:
+        found = _taken_over(found)
     failures, warnings = _split([v for v in found if not _affected(v.path, holes, roots)])
     canonical = None
     if not holes:

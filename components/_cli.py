@@ -16,8 +16,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from components._catalog import Catalog, combinations, load_catalog, resolve_accelerator
-from components._errors import SpecFormatError, SpecInvalidError, TrainingJobError
+from components._catalog import (
+    Catalog,
+    combinations,
+    load_catalog,
+    resolve_accelerator,
+    use_catalog_overlay,
+)
+from components._errors import CatalogError, SpecFormatError, SpecInvalidError, TrainingJobError
 from components._price_sheet import PriceSheetError, apply_prices, parse_price_setting
 from components._pricing import (
     Estimate,
@@ -708,6 +714,7 @@ def _add_pricing_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser
         help="every region that can run it, cheapest first",
     )
     _price_options(p)
+    _overlay_option(p)
     p.set_defaults(handler=cmd_estimate)
     p = sub.add_parser(
         "prices",
@@ -717,7 +724,17 @@ def _add_pricing_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser
     p.add_argument("--gpu", help="accelerator type or short name, e.g. T4 or NVIDIA_TESLA_T4")
     p.add_argument("--region")
     _price_options(p)
+    _overlay_option(p)
     p.set_defaults(handler=cmd_prices)
+
+
+def _overlay_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--catalog-overlay",
+        metavar="DIR",
+        help="a folder of catalog CSV files (same schemas as components/catalog) whose rows "
+        "add to or replace the packaged catalog's, as training:catalogOverlay does for a stack",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -733,6 +750,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="vertex",
         help="local: allow local paths (emulator)",
     )
+    _overlay_option(p)
     p.set_defaults(handler=cmd_validate)
     p = sub.add_parser(
         "convert",
@@ -741,6 +759,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("file")
     p.add_argument("--region", help="region to check against (default: the file's)")
+    _overlay_option(p)
     p.set_defaults(handler=cmd_convert)
     _add_pricing_parsers(sub)
     p = sub.add_parser(
@@ -755,6 +774,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpu", help="accelerator type, e.g. NVIDIA_TESLA_T4")
     p.add_argument("--region")
     p.add_argument("--machine", help="machine type, e.g. n1-standard-8")
+    _overlay_option(p)
     p.set_defaults(handler=cmd_catalog)
     p = sub.add_parser(
         "import",
@@ -790,6 +810,12 @@ def main(
     warnings.filterwarnings("ignore", category=FutureWarning, module=r"google(\.|$)")
     warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"google(\.|$)")
     args = build_parser().parse_args(argv)
+    overlay = getattr(args, "catalog_overlay", None)
+    try:
+        use_catalog_overlay(Path(overlay) if overlay else None)
+    except CatalogError as exc:
+        print(f"error: --catalog-overlay: {exc}", file=err)
+        return EXIT_UNREADABLE
     try:
         code: int = args.handler(args, out, err)
     except TrainingJobError as exc:

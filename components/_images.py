@@ -13,6 +13,7 @@ This module reads only the catalog, so the validator and the format readers shar
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import date
 from typing import Literal
@@ -53,11 +54,12 @@ _COMPUTED = ("$", "`")
 @dataclass(frozen=True)
 class ExecutorImage:
     """What an ``executorImageUri`` is: a ``prebuilt`` image of the catalog (``image``), an
-    earlier or untagged name of one (``legacy``, with its ``successor`` URI), or ``custom``
-    (any other image, which Vertex AI refuses for a Python package); ``unknown`` for a value
-    a script computes (only its shape is known)."""
+    earlier or untagged name of one (``legacy``, with its ``successor`` URI), ``named`` (not
+    in the catalog, but named as Google names its prebuilt images: newer than the catalog, so
+    checked by name only), or ``custom`` (any other image, which Vertex AI refuses for a
+    Python package); ``unknown`` for a value a script computes (only its shape is known)."""
 
-    kind: Literal["prebuilt", "legacy", "custom", "unknown"]
+    kind: Literal["prebuilt", "legacy", "named", "custom", "unknown"]
     image: TrainingImage | None = None
     successor: str | None = None
 
@@ -73,6 +75,15 @@ class ExecutorImage:
             f"{image.end_of_availability} (end of patch and support {image.end_of_support}): "
             "Vertex AI may refuse new jobs with it; move the trainer to a newer image"
         )
+
+
+_GOOGLE_NAMED = re.compile(
+    r"(?:us|europe|asia)-docker\.pkg\.dev/vertex-ai/training/"
+    r"(?:tf|pytorch|scikit-learn|sklearn|xgboost)-(?:cpu|gpu|tpu|xla)"
+    r"\.\d{1,3}-\d{1,3}(?:\.(?:py|cp)\d{2,3})?:latest"
+)
+"""Google's naming of its prebuilt training images (``pytorch-gpu.2-6.py312:latest``, under
+the three regional registries): what an image newer than the catalog's is checked against."""
 
 
 def registry_uri(catalog: Catalog, image: TrainingImage, region: str | None) -> str:
@@ -108,6 +119,9 @@ def executor_image(catalog: Catalog, uri: str, region: str | None = None) -> Exe
                     registry_uri(catalog, image, region) if legacy else f"{host}/{image.image_path}"
                 )
                 return ExecutorImage("legacy", image, place)
+    named = _GOOGLE_NAMED.fullmatch(uri)
+    if named is not None:
+        return ExecutorImage("named")
     return ExecutorImage("custom")
 
 

@@ -215,6 +215,12 @@ class JobProvider(ResourceProvider):
         """Read the ``training:`` settings; let the host serve that many operations at once,
         and let the engine's Cancel stop the waits."""
         self._settings = ProviderSettings.read(req.config.get)
+        if self._settings.catalog_overlay:
+            # The program checked the jobs against the overlaid catalog; `check` here must too.
+            from components._catalog import use_catalog_overlay
+            from components.config import PROJECT_ROOT
+
+            use_catalog_overlay(PROJECT_ROOT / self._settings.catalog_overlay)
         # The host calls this in one of its worker threads, before the first operation.
         widen_host_pool(self._settings.max_concurrent_operations)
         install_cancel_handler()

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from components._catalog import CATALOG_DIR, Catalog, regions_offering
+from components._catalog import CATALOG_DIR, Catalog, training_regions_for
 from components._pricing import concurrent_trials
 from components._spec import CustomJobSpec, JobSpec
 from components._tuning_spec import TuningJobSpec
@@ -440,7 +440,9 @@ def compare(
             mine = [n for n in needs if n.job == job]
             accelerators = frozenset().union(*(n.accelerators for n in mine))
             candidates = (
-                regions_offering(catalog, accelerators) if accelerators else sorted(catalog.regions)
+                training_regions_for(catalog, accelerators)
+                if accelerators
+                else sorted(catalog.regions)
             )
             alternatives[job] = tuple(
                 r for r in candidates if r != region and _fits_alone(mine, limits, r)

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 from components._validation import Target
 
 __all__ = [
+    "CATALOG_OVERLAY_KEY",
     "DEFAULT_CANCEL_TIMEOUT",
     "DEFAULT_MAX_CONCURRENT_OPERATIONS",
     "DEFAULT_RETRY_DEADLINE",
@@ -31,6 +32,7 @@ __all__ = [
     "count_setting",
     "duration_seconds",
     "parse_endpoint",
+    "path_setting",
     "public_url",
     "seconds_setting",
     "target_for_endpoint",
@@ -40,6 +42,8 @@ ENDPOINT_KEY = "training:endpoint"
 CANCEL_TIMEOUT_KEY = "training:cancelTimeout"
 RETRY_DEADLINE_KEY = "training:retryDeadline"
 MAX_CONCURRENT_OPERATIONS_KEY = "training:maxConcurrentOperations"
+CATALOG_OVERLAY_KEY = "training:catalogOverlay"
+"""A folder of catalog CSV rows over the packaged catalog (``components._catalog``)."""
 
 DEFAULT_CANCEL_TIMEOUT = 600.0
 """Seconds ``delete`` (and a failed create) wait for a cancelled job to stop."""
@@ -160,6 +164,15 @@ def seconds_setting(value: Any, key: str, default: float) -> float:
     return number
 
 
+def path_setting(value: Any, key: str) -> str | None:
+    """A path setting: text without NUL bytes; unset (or empty) → None."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or "\0" in value:
+        raise SettingError(f"{key}: expected a path, got {value!r}")
+    return value
+
+
 def count_setting(value: Any, key: str, default: int, bounds: tuple[int, int]) -> int:
     """A whole number within ``bounds`` (inclusive); unset → ``default``."""
     low, high = bounds
@@ -228,6 +241,8 @@ class ProviderSettings:
     cancel_timeout: float = DEFAULT_CANCEL_TIMEOUT
     retry_deadline: float = DEFAULT_RETRY_DEADLINE
     max_concurrent_operations: int = DEFAULT_MAX_CONCURRENT_OPERATIONS
+    catalog_overlay: str | None = None
+    """``training:catalogOverlay`` as written (relative to the project directory)."""
 
     @classmethod
     def read(cls, get: Callable[[str], Any]) -> ProviderSettings:
@@ -246,4 +261,5 @@ class ProviderSettings:
                 DEFAULT_MAX_CONCURRENT_OPERATIONS,
                 CONCURRENT_OPERATIONS_RANGE,
             ),
+            catalog_overlay=path_setting(get(CATALOG_OVERLAY_KEY), CATALOG_OVERLAY_KEY),
         )

@@ -20,6 +20,7 @@ from components._catalog import (
     load_catalog,
     regions_offering,
     resolve_accelerator,
+    training_regions,
     zones_offering,
 )
 from components._errors import SpecError
@@ -565,8 +566,14 @@ def _boot_disk(base: str, pool: WorkerPoolSpec, machine: MachineType) -> Iterato
         )
 
 
-def _executor_image(path: str, uri: str, ctx: _Context) -> Iterator[Violation]:
-    """A Python package runs only on a prebuilt training image (``components._images``)."""
+def _executor_image(
+    path: str, uri: str, ctx: _Context, hardware: str = "cpu"
+) -> Iterator[Violation]:
+    """A Python package runs only on a prebuilt training image (``components._images``).
+
+    ``hardware`` is what the pool runs on (cpu, gpu or tpu): an image suggested to it is one
+    built for that, never a CPU image for a GPU pool.
+    """
     # An image past its end of availability is a reader's note (``with_prebuilt_images``),
     # not a violation: Vertex AI may still run it.
     if not ctx.catalog.training_images:
@@ -580,25 +587,56 @@ def _executor_image(path: str, uri: str, ctx: _Context) -> Iterator[Violation]:
             f"use its Vertex AI name: {found.successor}",
             rule="trainer",
         )
+    elif found.kind == "named":
+        # Google publishes images after a catalog release: one named as its prebuilt images
+        # are is let through, saying how little was checked.
+        yield Violation(
+            path,
+            f"{uri.strip()[:120]} is not in the catalog's prebuilt training images; it follows "
+            "Google's naming of them, so it was checked by name only",
+            "make sure Google lists it (pre-built containers for custom training), or add its "
+            "row to a catalog overlay (training:catalogOverlay, --catalog-overlay)",
+            rule="trainer",
+            severity="warning",
+        )
     elif found.kind == "custom":
-        newest = _newest_prebuilt(ctx)
+        tagged = executor_image(ctx.catalog, f"{uri.strip()}:latest", ctx.region)
+        instead = (
+            f"add its :latest tag ({uri.strip()[:120]}:latest), which Vertex AI requires"
+            if tagged.kind in ("prebuilt", "named")
+            else f"use a prebuilt executor image (e.g. {_newest_prebuilt(ctx, hardware)})"
+        )
         yield Violation(
             path,
             f"{uri.strip()[:120]!r} is not one of Vertex AI's prebuilt training images, the "
             "only images it runs a Python package on",
-            f"use a prebuilt executor image (e.g. {newest}), or build the package into your "
-            "image and run it with containerSpec (imageUri, command: [python, -m, MODULE])",
+            f"{instead}, or build the package into your image and run it with containerSpec "
+            "(imageUri, command: [python, -m, MODULE])",
             rule="trainer",
         )
 
 
-def _newest_prebuilt(ctx: _Context) -> str:
-    """The newest prebuilt TensorFlow CPU image, as an example in a suggestion."""
-    images = [i for i in ctx.catalog.training_images if i.accelerator == "cpu"]
+def _newest_prebuilt(ctx: _Context, hardware: str = "cpu") -> str:
+    """The newest prebuilt image for ``hardware`` (cpu, gpu or tpu), as an example in a
+    suggestion; never one built for other hardware."""
+    images = [i for i in ctx.catalog.training_images if i.accelerator == hardware]
     if not images:
-        return "us-docker.pkg.dev/vertex-ai/training/IMAGE:latest"
+        return f"us-docker.pkg.dev/vertex-ai/training/IMAGE-{hardware}:latest"
     best = max(images, key=lambda i: (i.end_of_availability or "", i.image_path))
     return registry_uri(ctx.catalog, best, ctx.region)
+
+
+def _pool_hardware(pool: WorkerPoolSpec, catalog: Catalog) -> str:
+    """cpu, gpu or tpu: what the pool's machine runs its code on (its own GPUs included)."""
+    spec = pool.machine_spec
+    if spec is None:
+        return "cpu"
+    machine = catalog.machine_types.get(spec.machine_type or "")
+    name = spec.accelerator_type or (machine.fixed_accelerator if machine else None)
+    accelerator = catalog.accelerators.get(name) if name else None
+    if accelerator is not None:
+        return accelerator.kind
+    return "tpu" if machine is not None and machine.family == "tpu" else "cpu"
 
 
 def _program(path: str, command: list[str]) -> Iterator[Violation]:
@@ -630,7 +668,8 @@ def _trainer(base: str, pool: WorkerPoolSpec, ctx: _Context) -> Iterator[Violati
             rule="trainer",
         )
     if package is not None:
-        yield from _package(f"{base}.pythonPackageSpec", package, ctx)
+        hardware = _pool_hardware(pool, ctx.catalog)
+        yield from _package(f"{base}.pythonPackageSpec", package, ctx, hardware)
     if container is not None:
         path = f"{base}.containerSpec"
         if not container.image_uri:
@@ -644,7 +683,9 @@ def _trainer(base: str, pool: WorkerPoolSpec, ctx: _Context) -> Iterator[Violati
         yield from _env(f"{path}.env", container.env)
 
 
-def _package(path: str, package: PythonPackageSpec, ctx: _Context) -> Iterator[Violation]:
+def _package(
+    path: str, package: PythonPackageSpec, ctx: _Context, hardware: str = "cpu"
+) -> Iterator[Violation]:
     """A Python package pool: its prebuilt image, packages and module."""
     if not package.executor_image_uri:
         yield Violation(
@@ -654,7 +695,9 @@ def _package(path: str, package: PythonPackageSpec, ctx: _Context) -> Iterator[V
             rule="trainer",
         )
     else:
-        yield from _executor_image(f"{path}.executorImageUri", package.executor_image_uri, ctx)
+        yield from _executor_image(
+            f"{path}.executorImageUri", package.executor_image_uri, ctx, hardware
+        )
     if not package.package_uris:
         yield Violation(
             f"{path}.packageUris",
@@ -1223,12 +1266,18 @@ def _region(spec: JobSpec, ctx: _Context) -> Iterator[Violation]:
         info = catalog.accelerators.get(acc) if acc else None
         if acc and info is not None and info.kind == "gpu":
             gpus.setdefault(acc, []).append(index)
-    offered = catalog.region_accelerators.get(region, frozenset())
+    # Where a GPU may run for training is Vertex AI's list; Compute Engine's zones only say
+    # which GPUs one zone holds together (the single-zone rule).
+    offered = catalog.training_accelerators.get(region, frozenset())
+    zoned = catalog.region_accelerators.get(region, frozenset())
     for acc, pools in gpus.items():
-        if acc not in offered:
+        # A retired GPU is refused by the `retired` rule; where the zones' history still has
+        # it, saying it is not offered there too would only repeat that.
+        retired_here = catalog.accelerators[acc].retired and acc in zoned
+        if acc not in offered and not retired_here:
             path = f"workerPoolSpecs[{pools[0]}].machineSpec.acceleratorType"
             yield from _not_offered(path, acc, offered, ctx)
-    wanted = [acc for acc in gpus if acc in offered]
+    wanted = [acc for acc in gpus if acc in zoned]
     if len(wanted) > 1 and not zones_offering(catalog, region, wanted):
         yield _zone_violation(wanted, ctx)
 
@@ -1236,16 +1285,15 @@ def _region(spec: JobSpec, ctx: _Context) -> Iterator[Violation]:
 def _not_offered(
     path: str, acc: str, offered: frozenset[str], ctx: _Context
 ) -> Iterator[Violation]:
-    """A GPU the job's region lacks: where it is offered, or, retired, where its replacement is."""
+    """A GPU the job's region does not offer for training: where it is offered, or, retired,
+    where its replacement is."""
     catalog, region = ctx.catalog, ctx.region or ""
     info = catalog.accelerators[acc]
     nothing_here = f"; {region} has no GPUs" if not offered else ""
     if info.retired:
         instead = info.replacement
         where = (
-            _closest_regions(catalog, region, regions_offering(catalog, [instead]))
-            if instead
-            else []
+            _closest_regions(catalog, region, training_regions(catalog, instead)) if instead else []
         )
         yield Violation(
             path,
@@ -1263,19 +1311,26 @@ def _not_offered(
             rule="region",
         )
         return
-    elsewhere = _closest_regions(catalog, region, regions_offering(catalog, [acc]))
+    elsewhere = _closest_regions(catalog, region, training_regions(catalog, acc))
     if not elsewhere:
         yield Violation(
             path,
-            f"the catalog has no zone data for {acc}, so its availability in {region} is not checked",
-            "check Google's GPU regions and zones page before launching",
+            f"the catalog has no training-region data for {acc}, so its availability in "
+            f"{region} is not checked",
+            "check Vertex AI's locations page (accelerators for training) before launching",
             rule="region",
             severity="warning",
         )
         return
+    offer = catalog.training_offers.get((region, acc))
+    why = (
+        f"Vertex AI offers {acc} in {region} for prediction only, not for training"
+        if offer is not None and not offer.training
+        else f"{acc} is not offered in {region}{nothing_here}"
+    )
     yield Violation(
         path,
-        f"{acc} is not offered in {region}{nothing_here}",
+        why,
         f"{acc} is offered in {_short_list(elsewhere)}",
         rule="region",
     )

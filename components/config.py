@@ -26,6 +26,9 @@ Keys (``Pulumi.<stack>.yaml``)::
     training:livePrices: true          # true (default) | false: the preview's cost lines
                                        # price from the Cloud Billing Catalog API (cached per
                                        # day) over the catalog's dated snapshot
+    training:catalogOverlay: stacks/catalog   # optional: a folder of catalog CSV files
+                                       # (components/catalog schemas) whose rows add to or
+                                       # replace the packaged catalog's, by key
     training:infra:                    # cloud stacks only; all optional
       bucketName: my-project-dev-training
       outputRetentionDays: 90
@@ -45,12 +48,18 @@ from typing import Any, cast
 
 import pulumi
 
-from components._catalog import Catalog, load_catalog
+from components._catalog import Catalog, load_catalog, use_catalog_overlay
 from components._check import wait_timeout_seconds
+from components._errors import CatalogError
 from components._files import is_regular_file
 from components._price_sheet import PriceSetting, PriceSheetError, apply_prices, parse_price_setting
 from components._quota import QUOTA_MODES
-from components._settings import ProviderSettings, SettingError, target_for_endpoint
+from components._settings import (
+    CATALOG_OVERLAY_KEY,
+    ProviderSettings,
+    SettingError,
+    target_for_endpoint,
+)
 from components._validation import Target
 from components._wire import WAIT_FOR_VALUES, WaitFor
 
@@ -61,6 +70,7 @@ __all__ = [
     "InfraConfig",
     "JobConfig",
     "StackConfig",
+    "load_catalog_overlay",
     "load_price_setting",
     "load_stack_config",
     "priced_catalog",
@@ -112,6 +122,8 @@ class StackConfig:
     """``training:quota``: what a quota shortfall is at preview (error, warn) or off."""
     live_prices: bool = True
     """``training:livePrices``: price the preview from the live billing SKUs where readable."""
+    catalog_overlay: Path | None = None
+    """``training:catalogOverlay``: catalog rows over the packaged catalog."""
 
     @property
     def target(self) -> Target:
@@ -240,6 +252,18 @@ def _infra(value: Any) -> InfraConfig:
     )
 
 
+def load_catalog_overlay(value: str | None, root: Path = PROJECT_ROOT) -> Path | None:
+    """``training:catalogOverlay``: the folder read and put over the packaged catalog for this
+    process (every later ``load_catalog()``); unset: the packaged catalog alone. Raises
+    ``ConfigError`` naming the key, and the file, row and field of a bad row."""
+    path = _path(value, CATALOG_OVERLAY_KEY, root, directory=True) if value else None
+    try:
+        use_catalog_overlay(path)
+    except CatalogError as exc:
+        raise ConfigError(f"{CATALOG_OVERLAY_KEY}: {exc}") from None
+    return path
+
+
 def load_price_setting(root: Path = PROJECT_ROOT) -> PriceSetting | None:
     """``training:prices``, its sheet read and checked; raises ``ConfigError`` naming the key,
     or the sheet's file, row and field."""
@@ -307,6 +331,7 @@ def load_stack_config(root: Path = PROJECT_ROOT) -> StackConfig:
     live = (training.get("livePrices") or "true").strip().lower()
     if live not in ("true", "false"):
         raise ConfigError(f"training:livePrices: expected true or false, got {live[:40]!r}")
+    overlay = load_catalog_overlay(settings.catalog_overlay, root)
     return StackConfig(
         project=project,
         region=region,
@@ -319,4 +344,5 @@ def load_stack_config(root: Path = PROJECT_ROOT) -> StackConfig:
         prices=load_price_setting(root),
         quota=quota,
         live_prices=live == "true",
+        catalog_overlay=overlay,
     )

@@ -16,6 +16,7 @@ import functools
 import logging
 import os
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 
 __all__ = ["Accelerator", "Hardware", "TrainingImage", "catalog_dir", "catalog_rows", "hardware"]
@@ -86,6 +87,13 @@ def catalog_rows(directory: Path, name: str) -> list[dict[str, str]]:
         return []
 
 
+def _retired(lifecycle: str, retired_on: str) -> bool:
+    """RETIRED, or DEPRECATED and past its end of support (P100: 2026-09-15)."""
+    if lifecycle == "RETIRED":
+        return True
+    return lifecycle == "DEPRECATED" and bool(retired_on) and retired_on <= date.today().isoformat()
+
+
 def _read(directory: Path) -> Hardware:
     machines = catalog_rows(directory, "machine_types.csv")
     attachable: dict[tuple[str, str], frozenset[int]] = {}
@@ -95,7 +103,7 @@ def _read(directory: Path) -> Hardware:
     accelerators = {
         row["accelerator_type"]: Accelerator(
             row["accelerator_type"],
-            row.get("lifecycle") == "RETIRED",
+            _retired(row.get("lifecycle", ""), row.get("retired_on", "")),
             row.get("retired_on", ""),
             frozenset(row.get("mig_partition_sizes", "").split()),
         )

@@ -34,6 +34,8 @@ DOCUMENTED_GAPS = frozenset(
     {
         "n1-*",
         "c2-standard-*",
+        "n4-*",
+        "m1-*",
         "a2-megagpu-16g",
         "a4-highgpu-8g",
         "a4x-highgpu-4g",
@@ -51,7 +53,12 @@ DOCUMENTED_GAPS = frozenset(
 def _gap(catalog: Catalog, kind: str, name: str) -> str:
     """The name of a gap as the README's table writes it: a family's machines as one."""
     family = catalog.machine_types[name].family if kind == "machine" else ""
-    return {"n1": "n1-*", "c2": "c2-standard-*"}.get(family, name)
+    return {"n1": "n1-*", "c2": "c2-standard-*", "n4": "n4-*", "m1": "m1-*"}.get(family, name)
+
+
+UNPRICED_FAMILIES = frozenset({"n4", "m1"})
+"""Machine series Vertex training offers (issue 34) that the Compute Engine price reference
+does not list at all: every cell of theirs is a documented gap."""
 
 
 def _row(catalog: Catalog, kind: str, name: str, region: str) -> Price:
@@ -80,8 +87,13 @@ def test_every_accepted_cell_is_priced_or_a_documented_gap() -> None:
     gap_table = README[README.index("#### Price gaps") :]
     for gap in gaps:
         assert f"| `{gap}` |" in gap_table, gap
-    priced = sum(_row(catalog, *cell).on_demand_usd is not None for cell in cells)
-    assert priced / len(cells) > 0.9
+    referenced = [
+        cell
+        for cell in cells
+        if cell[0] != "machine" or catalog.machine_types[cell[1]].family not in UNPRICED_FAMILIES
+    ]
+    priced = sum(_row(catalog, *cell).on_demand_usd is not None for cell in referenced)
+    assert priced / len(referenced) > 0.9
 
 
 def test_spot_is_below_on_demand_or_marked_as_its_bound() -> None:

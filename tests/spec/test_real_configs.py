@@ -66,7 +66,8 @@ VERDICTS: dict[str, Verdict] = {
     ),
     "legacy_custom_container_v100.yaml": Verdict(0),
     "legacy_image_with_package.yaml": Verdict(0),
-    "legacy_p100_three.yaml": Verdict(1, says=("1, 2, 4",)),
+    # P100 reached its end of support on Vertex AI on 2026-09-15 (issue 34).
+    "legacy_p100_three.yaml": Verdict(1, says=("retired on 2026-09-15", "NVIDIA_TESLA_T4")),
     "legacy_disk_and_scheduling.yaml": Verdict(0),
     "legacy_a100_machine.yaml": Verdict(0),
     # Vertex documents
@@ -79,7 +80,10 @@ VERDICTS: dict[str, Verdict] = {
         1, ("workerPoolSpecs[0].machineSpec.reservationAffinity",)
     ),
     "vertex_a4_on_demand.yaml": Verdict(1, says=("FLEX_START", "SPOT")),
-    "vertex_a4x_flex_start.yaml": Verdict(0),
+    # A4X (GB200) is reservation-only, not a flex-start machine (issue 34).
+    "vertex_a4x_flex_start.yaml": Verdict(
+        1, ("workerPoolSpecs[0].machineSpec.machineType",), ("only from reservations",)
+    ),
     "vertex_rtx_pro.yaml": Verdict(0),
     "vertex_mig_two_gpus.yaml": Verdict(1, says=("gpuPartitionSize",)),
     "vertex_a100_shorthand.yaml": Verdict(
@@ -111,7 +115,9 @@ VERDICTS: dict[str, Verdict] = {
     ),
     # command lines and scripts
     "legacy_submit_script.sh": Verdict(0, says=("line 13",)),
-    "legacy_image_and_package.sh": Verdict(0),
+    "legacy_image_and_package.sh": Verdict(
+        1, says=("NVIDIA_TESLA_P100 was retired on 2026-09-15",)
+    ),
     "legacy_word_split.sh": Verdict(0),
     "legacy_basic_gpu_flag.sh": Verdict(1, ("--scale-tier",), ("NVIDIA_TESLA_T4",)),
     "legacy_typo_flag.sh": Verdict(2, says=("--runtime-version",)),

@@ -205,13 +205,21 @@ def test_a_reservation_is_capacity_too() -> None:
     assert len(capacity(no)) == 1
 
 
-def test_a4x_capacity_comes_from_reservations_flex_start_or_spot() -> None:
+def test_a4x_capacity_comes_from_reservations_only() -> None:
+    # Issue 34: A4X (GB200) is reservation-only for Vertex training, not a flex-start machine.
     [on_demand] = capacity(pool("a4x-highgpu-4g", "NVIDIA_GB200", 4))
     assert "a4x-highgpu-4g capacity comes only from reservations" in on_demand.reason
-    assert "FLEX_START" in on_demand.reason and "Spot" in on_demand.reason
     for strategy in ("SPOT", "FLEX_START"):
         doc = pool("a4x-highgpu-4g", "NVIDIA_GB200", 4)
-        assert capacity(doc, scheduling={"strategy": strategy}) == []
+        [refused] = capacity(doc, scheduling={"strategy": strategy})
+        assert "only from reservations" in refused.reason
+    reserved = pool("a4x-highgpu-4g", "NVIDIA_GB200", 4)
+    reserved["machineSpec"]["reservationAffinity"] = {
+        "reservationAffinityType": "SPECIFIC_RESERVATION",
+        "key": "compute.googleapis.com/reservation-name",
+        "values": ["r1"],
+    }
+    assert capacity(reserved) == []
 
 
 def test_capacity_is_catalog_data() -> None:
@@ -356,7 +364,7 @@ def test_new_families_in_the_catalog() -> None:
         4,
         "arm64",
     )
-    assert a4x.capacity == ("RESERVATION", "FLEX_START", "SPOT")
+    assert a4x.capacity == ("RESERVATION",)
     g4 = {
         m: catalog.machine_types[m].fixed_accelerator_count
         for m in catalog.machine_types

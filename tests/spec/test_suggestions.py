@@ -190,9 +190,10 @@ def test_zone_rule_with_a_retired_gpu_suggests_its_replacement() -> None:
         pool("n1-highmem-8", "NVIDIA_TESLA_K80", 1),
     )
     [zone] = [v for v in validate(job, region="us-central1") if v.rule == "zone"]
+    # P100 is past its end of support on Vertex AI (2026-09-15) as K80 is: both get T4.
     assert zone.suggestion == (
-        "replace the retired NVIDIA_TESLA_K80 with NVIDIA_TESLA_T4: us-central1-c then offers "
-        "NVIDIA_TESLA_P100 and NVIDIA_TESLA_T4 together"
+        "replace the retired NVIDIA_TESLA_P100 with NVIDIA_TESLA_T4; replace the retired "
+        "NVIDIA_TESLA_K80 with NVIDIA_TESLA_T4: us-central1-a then offers NVIDIA_TESLA_T4 together"
     )
 
 
@@ -207,5 +208,6 @@ def test_gpu_without_zone_data_is_a_warning_not_a_wrong_reject() -> None:
     [v] = validate(spec(pool("m", "NEW", 1)), catalog=catalog, region="r")
     assert v.severity == "warning" and v.rule == "region"
     assert (
-        v.reason == "the catalog has no zone data for NEW, so its availability in r is not checked"
+        v.reason == "the catalog has no training-region data for NEW, "
+        "so its availability in r is not checked"
     )
