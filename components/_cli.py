@@ -737,6 +737,29 @@ def _overlay_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_import_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "import",
+        help="write the job file of a job started elsewhere, and the training:jobs entry that "
+        "takes it over",
+    )
+    p.add_argument(
+        "job",
+        help="projects/P/locations/R/customJobs/ID (or .../hyperparameterTuningJobs/ID), or an "
+        "id with --project and --region",
+    )
+    p.add_argument("--project", help="with a job id: its project")
+    p.add_argument("--region", help="with a job id: its region")
+    p.add_argument(
+        "--endpoint",
+        help="the API's address, e.g. http://127.0.0.1:8642 for the local emulator "
+        "(default: Vertex AI, with Application Default Credentials)",
+    )
+    p.add_argument("--out", help="the job file to write (default stacks/jobs/<name>.yaml)")
+    p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    p.set_defaults(handler=cmd_import)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m components", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -776,26 +799,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--machine", help="machine type, e.g. n1-standard-8")
     _overlay_option(p)
     p.set_defaults(handler=cmd_catalog)
-    p = sub.add_parser(
-        "import",
-        help="write the job file of a job started elsewhere, and the training:jobs entry that "
-        "takes it over",
-    )
-    p.add_argument(
-        "job",
-        help="projects/P/locations/R/customJobs/ID (or .../hyperparameterTuningJobs/ID), or an "
-        "id with --project and --region",
-    )
-    p.add_argument("--project", help="with a job id: its project")
-    p.add_argument("--region", help="with a job id: its region")
-    p.add_argument(
-        "--endpoint",
-        help="the API's address, e.g. http://127.0.0.1:8642 for the local emulator "
-        "(default: Vertex AI, with Application Default Credentials)",
-    )
-    p.add_argument("--out", help="the job file to write (default stacks/jobs/<name>.yaml)")
-    p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
-    p.set_defaults(handler=cmd_import)
+    _add_import_parser(sub)
     add_quota_parser(sub)
     return parser
 
