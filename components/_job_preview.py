@@ -33,7 +33,7 @@ from components._packaging import source_digest
 from components._price_sheet import PriceSetting
 from components._pricing import estimate, estimate_tuning, summary, tuning_summary
 from components._quota import QUOTA_KEY, QUOTA_MODES
-from components._settings import SettingError, parse_endpoint
+from components._settings import ProviderSettings, SettingError
 from components._spec import JobSpec
 from components._tuning_spec import TrialJobSpec, TuningJobSpec
 from components._wire import TRIAL_JOB_SPEC
@@ -94,7 +94,9 @@ class PreviewSettings:
         training = pulumi.Config("training")
         root = program_root()
         try:
-            endpoint = parse_endpoint(training.get("endpoint"))
+            settings = ProviderSettings.read(
+                lambda key: training.get(key.removeprefix("training:"))
+            )
         except SettingError as exc:
             raise ConfigError(str(exc)) from None
         quota = training.get("quota") or "error"
@@ -103,7 +105,7 @@ class PreviewSettings:
         return cls(
             project=project if isinstance(project, str) else None,
             region=region if isinstance(region, str) else None,
-            endpoint=endpoint,
+            endpoint=settings.endpoint.url,
             prices=load_price_setting(root),
             quota=quota,
             root=root,

@@ -318,8 +318,11 @@ def _unknown_view(value: Any) -> Any:
 
 
 def _target() -> Target:
+    training = pulumi.Config("training")
+    if training.get("emulatorStateDir") is not None:
+        return "local"  # the emulator of that state dir (its endpoint is checked when read)
     try:
-        endpoint = parse_endpoint(pulumi.Config("training").get("endpoint"))
+        endpoint = parse_endpoint(training.get("endpoint"))
     except SettingError as exc:
         raise TrainingJobInputError(str(exc)) from None
     return target_for_endpoint(endpoint)
@@ -473,10 +476,6 @@ class JobResource(pulumi.dynamic.Resource, Generic[S]):
         if validate:
             _preview([(resource_name, checked)], None)
         props = _registered(checked)
-        props[RUN_KEY] = stack_run_key()
-        held = held_jobs(str(checked.props[IDENTITY]))
-        if held:
-            props[HELD_JOBS] = held
         own = pulumi.ResourceOptions(additional_secret_outputs=[ENV_VALUES])
         if args.exclusive_gpus is True:
             # A replace the engine decides without asking the provider (``--replace``, a
@@ -711,7 +710,8 @@ def _plan_of(kind: ResourceKind, args: JobArgs[Any]) -> Any:
 
 def _registered(checked: JobInputs) -> dict[str, Any]:
     """What the resource registers: the spec as JSON text, env values as a secret, a
-    placeholder for ``status``, and no input that is at its default."""
+    placeholder for ``status``, no input that is at its default, the stack's run key and the
+    jobs the state holds for it."""
     props = {key: value for key, value in checked.props.items() if not is_default_input(key, value)}
     spec = props[SPEC]
     if checked.nested_outputs or isinstance(spec, pulumi.Output):
@@ -721,6 +721,10 @@ def _registered(checked: JobInputs) -> dict[str, Any]:
     if ENV_VALUES in props:
         props[ENV_VALUES] = pulumi.Output.secret(props[ENV_VALUES])
     props[STATUS] = None
+    props[RUN_KEY] = stack_run_key()
+    held = held_jobs(str(checked.props[IDENTITY]))
+    if held:
+        props[HELD_JOBS] = held
     return props
 
 

@@ -138,6 +138,9 @@ class _RecordingMonitor(pulumi_mocks.MockMonitor):
 def stack_config(stack: str, overrides: dict[str, Any] | None = None) -> dict[str, str]:
     """``stacks/Pulumi.<stack>.yaml`` as the flat string map ``set_all_config`` takes."""
     data = yaml.safe_load((REPO / "stacks" / f"Pulumi.{stack}.yaml").read_text())["config"]
+    # Under Mocks no emulator runs: the local stack's jobs name its endpoint, not its state dir
+    # (tests/scripts/test_local_stack_env.py runs the stack file as it is).
+    data.pop("training:emulatorStateDir", None)
     data.update(overrides or {})
     return {k: v if isinstance(v, str) else json.dumps(v) for k, v in data.items()}
 
