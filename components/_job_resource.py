@@ -474,7 +474,7 @@ class JobResource(pulumi.dynamic.Resource, Generic[S]):
             )
         checked = job_inputs(kind, resource_name, args, validate=validate)
         if validate:
-            _preview([(resource_name, checked)], None)
+            _preview(resource_name, checked)
         props = _registered(checked)
         own = pulumi.ResourceOptions(additional_secret_outputs=[ENV_VALUES])
         if args.exclusive_gpus is True:
@@ -652,21 +652,14 @@ def job_inputs(
     return JobInputs(props, outcome.warnings, parts.nested_outputs, parts.plan, parts.notes)
 
 
-def _preview(jobs: Sequence[tuple[str, JobInputs]], settings: PreviewSettings | None) -> None:
-    """Log the jobs' notes and estimated cost, and check their quotas together; raises
-    ``TrainingJobInputError`` when the quota is short and ``training:quota`` is ``error``.
-
-    ``settings`` None: the stack's, read for the first job's project and region.
-    """
-    if not jobs:
-        return
-    if settings is None:
-        props = jobs[0][1].props
-        settings = PreviewSettings.from_stack(props[PROJECT], props[REGION])
-    for name, checked in jobs:
-        for note in checked.notes:
-            pulumi.log.info(f"{name}: {note}")
-    planned = [(name, checked.plan) for name, checked in jobs if checked.plan is not None]
+def _preview(name: str, checked: JobInputs) -> None:
+    """Log a job's notes and estimated cost, and check its quotas, with the stack's settings;
+    raises ``TrainingJobInputError`` when the quota is short and ``training:quota`` is
+    ``error``."""
+    settings = PreviewSettings.from_stack(checked.props[PROJECT], checked.props[REGION])
+    for note in checked.notes:
+        pulumi.log.info(f"{name}: {note}")
+    planned = [(name, checked.plan)] if checked.plan is not None else []
     if planned:
         pulumi.log.info(cost_message(planned, settings))
     problem = quota_problem(planned, settings)

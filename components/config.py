@@ -5,6 +5,8 @@ Keys (``Pulumi.<stack>.yaml``)::
     gcp:project: my-project           # required
     gcp:region: us-central1           # required
     training:endpoint: http://127.0.0.1:8642   # optional: the local emulator
+    training:emulatorStateDir: .local/emulator  # optional: the local emulator of that state
+                                       # dir, at the port it runs now (components._settings)
     training:trainerSource: examples/trainer   # optional: package source to stage
     training:jobs:                     # or training:job with one entry
       - name: t4-spot                  # the resource name

@@ -110,47 +110,39 @@ def emulator_of(tmp_path: Path) -> Iterator[Any]:
         yield emu
 
 
-def _own_project(tmp_path: Path, bin_dir: Path, main: str, endpoint: str) -> Workspace:
+def _up(tmp_path: Path, bin_dir: Path, main: str, endpoint: str, name: str) -> Any:
+    """``pulumi up`` of a project of one's own with ``main``: its cost and quota lines are
+    shown and its job ``name`` succeeds; returns the stack outputs and the project dir."""
+    (tmp_path / "project").rmdir()  # made for the emulator to allow it: own_project fills it
     ws = Workspace.own_project(tmp_path, bin_dir, main)
-    config = local_config(endpoint, [])
-    config.pop("training:jobs")
-    ws.init_stack(config)
-    return ws
+    try:
+        config = local_config(endpoint, [])
+        config.pop("training:jobs")
+        ws.init_stack(config)
+        up = ws.pulumi("up", "--yes", "--skip-preview").output
+        assert "estimated cost per job:" in up and f"{name}: $" in up, up
+        assert f"{name}: custom_model_training_cpus: need 4, limit" in up, up
+        outputs = ws.pulumi("stack", "output", "--json").json()
+        assert outputs["state"] == "JOB_STATE_SUCCEEDED", up
+        return outputs, ws.project
+    finally:
+        assert ws.kill_strays() == []
 
 
 def test_a_training_job_of_one_s_own_project_says_its_cost_and_quota_and_succeeds(
     tmp_path: Path, pulumi_bin_dir: Path, emulator_of: Any
 ) -> None:
-    # The project directory exists already (the emulator allows it): own_project fills it.
-    (tmp_path / "project").rmdir()
-    ws = _own_project(tmp_path, pulumi_bin_dir, TRAINING_MAIN, emulator_of.endpoint)
-    try:
-        up = ws.pulumi("up", "--yes", "--skip-preview").output
-        assert "estimated cost per job:" in up and "train: $" in up
-        assert "train: custom_model_training_cpus: need 4, limit" in up
-        outputs = ws.pulumi("stack", "output", "--json").json()
-        assert outputs["state"] == "JOB_STATE_SUCCEEDED", up
-        job = emulator_of.client().get_custom_job(name=outputs["job_name"])
-        package = job.job_spec.worker_pool_specs[0].python_package_spec
-        assert list(package.package_uris) == [str(ws.project / "trainer")]
-    finally:
-        assert ws.kill_strays() == []
+    outputs, project = _up(tmp_path, pulumi_bin_dir, TRAINING_MAIN, emulator_of.endpoint, "train")
+    job = emulator_of.client().get_custom_job(name=outputs["job_name"])
+    package = job.job_spec.worker_pool_specs[0].python_package_spec
+    assert list(package.package_uris) == [str(project / "trainer")]
 
 
 def test_a_tuning_job_of_one_s_own_project_says_its_cost_and_quota_and_succeeds(
     tmp_path: Path, pulumi_bin_dir: Path, emulator_of: Any
 ) -> None:
-    (tmp_path / "project").rmdir()
-    ws = _own_project(tmp_path, pulumi_bin_dir, TUNING_MAIN, emulator_of.endpoint)
-    try:
-        up = ws.pulumi("up", "--yes", "--skip-preview").output
-        assert "estimated cost per job:" in up and "tune: " in up
-        assert "tune: custom_model_training_cpus: need 4, limit" in up
-        outputs = ws.pulumi("stack", "output", "--json").json()
-        assert outputs["state"] == "JOB_STATE_SUCCEEDED", up
-        assert outputs["trial_counts"]["SUCCEEDED"] == 2
-        job = emulator_of.client().get_hyperparameter_tuning_job(name=outputs["job_name"])
-        package = job.trial_job_spec.worker_pool_specs[0].python_package_spec
-        assert list(package.package_uris) == [str(ws.project / "trainer")]
-    finally:
-        assert ws.kill_strays() == []
+    outputs, project = _up(tmp_path, pulumi_bin_dir, TUNING_MAIN, emulator_of.endpoint, "tune")
+    assert outputs["trial_counts"]["SUCCEEDED"] == 2
+    job = emulator_of.client().get_hyperparameter_tuning_job(name=outputs["job_name"])
+    package = job.trial_job_spec.worker_pool_specs[0].python_package_spec
+    assert list(package.package_uris) == [str(project / "trainer")]

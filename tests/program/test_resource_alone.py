@@ -87,16 +87,6 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-@pytest.fixture
-def logs(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
-    seen: dict[str, list[str]] = {"info": [], "warn": []}
-    for level in seen:
-        monkeypatch.setattr(
-            pulumi.log, level, lambda msg, *a, _l=level, **k: seen[_l].append(str(msg))
-        )
-    return seen
-
-
 def _declare(**jobs: Any) -> Any:
     """A program that declares ``jobs`` (name → a function of the name making the resource)."""
     return lambda: SimpleNamespace(jobs={name: make(name) for name, make in jobs.items()})
