@@ -549,15 +549,29 @@ def _trainer_source(value: Any) -> Path | None:
     return path
 
 
+def _refuse_unplaceable(kind: ResourceKind, args: JobArgs[Any], resource_name: str) -> None:
+    """A trainer folder or an infra the spec cannot take: said naming the argument."""
+    where = f"{kind.name} {resource_name!r}"
+    if isinstance(args.spec, pulumi.Output) and (
+        args.trainer_source is not None or args.infra is not None
+    ):
+        raise TrainingJobInputError(
+            f"{where}: trainer_source and infra need a spec known when the program runs, "
+            "not an Output"
+        )
+    if args.trainer_source is not None and args.infra is None and _target() == "vertex":
+        raise TrainingJobInputError(
+            f"{where}: trainer_source: Vertex AI reads a trainer from Cloud Storage only; a "
+            "TrainingInfra stages it: pass infra=TrainingInfra(..., "
+            "TrainingInfraArgs(trainer_source=...)) instead"
+        )
+
+
 def _spec_parts(kind: ResourceKind, args: JobArgs[Any], resource_name: str) -> _Spec:
     spec = args.spec
     wired = args.infra is not None and args.existing_job is None
+    _refuse_unplaceable(kind, args, resource_name)
     if isinstance(spec, pulumi.Output):
-        if args.trainer_source is not None or wired:
-            raise TrainingJobInputError(
-                f"{kind.name} {resource_name!r}: trainer_source and infra need a spec known "
-                "when the program runs, not an Output"
-            )
         prepared_out = spec.apply(lambda value: prepare(kind, value))
         return _Spec(
             document=prepared_out.apply(lambda p: _with_display_name(p.spec, resource_name)),

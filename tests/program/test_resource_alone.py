@@ -127,6 +127,22 @@ def test_a_trainer_source_that_is_no_folder_is_named(project, logs):
     assert record.by_type(JOB_TYPE) == []
 
 
+def test_a_trainer_source_on_vertex_without_infra_says_how_to_stage_it(project, logs):
+    config = {"gcp:project": "my-project", "gcp:region": "us-central1"}
+    make = lambda n: TrainingJob(n, spec=_job(), trainer_source="trainer")  # noqa: E731
+    record = StackRun()
+    with pytest.raises(TrainingJobInputError, match="pass infra=TrainingInfra"):
+        run_program_of(_declare(train=make), config, record)
+    assert record.by_type(JOB_TYPE) == []
+
+
+def test_a_trainer_source_for_a_spec_not_known_yet_is_refused(project, logs):
+    spec = pulumi.Output.from_input(_job())
+    make = lambda n: TrainingJob(n, spec=spec, trainer_source="trainer")  # noqa: E731
+    with pytest.raises(TrainingJobInputError, match="need a spec known when the program runs"):
+        run_program_of(_declare(train=make), LOCAL)
+
+
 def test_the_resource_says_its_cost_and_checks_its_quota(project, monkeypatch, logs):
     calls = _serve(monkeypatch, _limits({CPUS: 8}))
     run_program_of(_declare(train=lambda n: TrainingJob(n, spec=_job(["trainer"]))), LOCAL)
