@@ -17,6 +17,7 @@ list and declares the same resources):
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -217,38 +218,49 @@ def _local_pools(
 ) -> tuple[Pools, list[str]]:
     triggers: list[str] = []
     pools = []
+    filled = False
     for pool in spec.worker_pool_specs:
         package = pool.python_package_spec
         if package is not None and not package.package_uris and trainer_source is not None:
             package = package.model_copy(update={"package_uris": [str(trainer_source)]})
             pool = pool.model_copy(update={"python_package_spec": package})
+            filled = True
         pools.append(pool)
         for uri in package.package_uris if package is not None else ():
             path = Path(uri.removeprefix("file://"))
-            if path.is_dir():
-                if path not in digests:  # jobs sharing a trainer hash it once per run
+            # Jobs sharing a trainer hash it once per run (a folder hashed is a folder).
+            if path in digests or path.is_dir():
+                if path not in digests:
                     digests[path] = source_digest(path)[:16]
                 triggers.append(f"package:{path.name}:{digests[path]}")
+    if not filled:
+        return spec, triggers
     return spec.model_copy(update={"worker_pool_specs": pools}), triggers
 
 
 def image_notes(spec: Spec, region: str | None) -> list[str]:
     """A note for each prebuilt executor image of the spec past its end of availability (a
     spec file's reader says so for its own; this is for a spec given inline)."""
-    from components._catalog import load_catalog
-    from components._images import executor_image
-
-    catalog = load_catalog()
     job = spec.trial_job_spec if isinstance(spec, TuningJobSpec) else spec
     notes: dict[str, None] = {}
     for pool in job.worker_pool_specs:
         package = pool.python_package_spec
         if package is not None and package.executor_image_uri:
-            found = executor_image(catalog, package.executor_image_uri, region)
-            late = found.lifecycle() if found.kind == "prebuilt" else None
+            late = _late_image(package.executor_image_uri, region)
             if late is not None:
                 notes[late] = None
     return list(notes)
+
+
+@functools.cache
+def _late_image(uri: str, region: str | None) -> str | None:
+    """The note for a prebuilt image past its end of availability (once per image and run:
+    a stack's jobs mostly share one)."""
+    from components._catalog import load_catalog
+    from components._images import executor_image
+
+    found = executor_image(load_catalog(), uri, region)
+    return found.lifecycle() if found.kind == "prebuilt" else None
 
 
 def add_triggers(given: Any, found: list[str]) -> Any:

@@ -218,9 +218,11 @@ def resolve_pool_paths(
             uris = [
                 _resolved(base, uri, f"{where}[{j}]") for j, uri in enumerate(package.package_uris)
             ]
-            pool = pool.model_copy(
-                update={"python_package_spec": package.model_copy(update={"package_uris": uris})}
-            )
+            if uris != package.package_uris:  # copies only what changes: a spec of 200 jobs
+                update = {"package_uris": uris}
+                pool = pool.model_copy(
+                    update={"python_package_spec": package.model_copy(update=update)}
+                )
         resolved.append(pool)
     return resolved
 
