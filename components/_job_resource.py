@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast, overload
 
@@ -25,6 +25,17 @@ import pulumi.dynamic
 from components._adoption import identity_label
 from components._check import SpecKind, check_inputs
 from components._errors import SpecError, SpecInvalidError
+from components._job_preview import (
+    PreviewSettings,
+    add_triggers,
+    cost_message,
+    image_notes,
+    local_trainer,
+    program_root,
+    quota_problem,
+    wire_infra,
+)
+from components._packaging import PackagingError
 from components._provider import JobProvider
 from components._run_key import stack_run_key
 from components._settings import SettingError, parse_endpoint, target_for_endpoint
@@ -64,6 +75,7 @@ __all__ = [
     "StatusField",
     "TrainingJobInputError",
     "check_job_args",
+    "check_jobs",
     "job_inputs",
     "prepare",
     "resolve_pool_paths",
@@ -89,9 +101,12 @@ class ResourceKind:
     """``TrainingJob``: for messages."""
     provider: type[JobProvider]
     """Its provider class; its ``kind.spec`` is the spec's model, validator and env paths."""
-    read_file: Callable[[Path], SpecModel]
-    """A spec file's path → its spec, local package paths resolved against the file's dir;
-    raises ``SpecError``."""
+    read_file: Callable[[Path], tuple[SpecModel, list[str]]]
+    """A spec file's path → its spec, local package paths resolved against the file's dir,
+    and the notes of its reading (images past their end of availability...); raises
+    ``SpecError``."""
+    resolve: Callable[[Any, Path], SpecModel]
+    """A spec and a directory → the spec with relative local package paths resolved there."""
 
     @property
     def spec(self) -> SpecKind[Any]:
@@ -120,6 +135,14 @@ class JobArgs(Generic[S]):
     :param existing_job: the resource name of a job started elsewhere (gcloud, the SDK) to take
         over instead of submitting one: its spec must be ``spec`` (``python -m components
         import`` writes it). Ignored once the resource holds a job.
+    :param trainer_source: a local trainer folder (``setup.py`` or ``pyproject.toml``),
+        relative to the program's directory: on a local stack (``training:endpoint`` on this
+        machine) the python pools that name no package run it. On any local stack, each local
+        package folder of the spec adds a trigger with its code's digest, so editing the
+        trainer starts a new run.
+    :param infra: a ``TrainingInfra`` (Vertex AI): its staged trainer package, service account
+        and output directory ``gs://<bucket>/jobs/<resource name>`` fill in what the spec
+        leaves out (not for an ``existing_job``, which runs as it was started).
     """
 
     spec: S
@@ -131,6 +154,8 @@ class JobArgs(Generic[S]):
     exclusive_gpus: pulumi.Input[bool] = False
     keep_record_on_delete: pulumi.Input[bool] = False
     existing_job: pulumi.Input[str] | None = None
+    trainer_source: str | os.PathLike[str] | None = None
+    infra: Any = None
 
 
 @dataclass
@@ -146,6 +171,8 @@ class PreparedSpec:
     model: Any = None
     """The parsed spec (``JobSpec``, ``TuningJobSpec``), project and region included, when no
     Output sits in it."""
+    notes: list[str] = field(default_factory=list)
+    """What reading the spec noted (a spec file's reader; images past their end)."""
 
 
 # Private-use characters: no spec text holds them (and NUL bytes are refused by the model).
@@ -191,16 +218,18 @@ def resolve_pool_paths(
             uris = [
                 _resolved(base, uri, f"{where}[{j}]") for j, uri in enumerate(package.package_uris)
             ]
-            pool = pool.model_copy(
-                update={"python_package_spec": package.model_copy(update={"package_uris": uris})}
-            )
+            if uris != package.package_uris:  # copies only what changes: a spec of 200 jobs
+                update = {"package_uris": uris}
+                pool = pool.model_copy(
+                    update={"python_package_spec": package.model_copy(update=update)}
+                )
         resolved.append(pool)
     return resolved
 
 
 def _resolved(base: Path, uri: str, path: str) -> str:
-    if "://" in uri or uri.startswith("/"):
-        return uri
+    if "://" in uri or uri.startswith("/") or uri.startswith(_PLACEHOLDER[0]):
+        return uri  # a URI, an absolute path, or an Output's place (known later)
     target = base / uri
     try:
         # Strict first: a link loop raises (RuntimeError before Python 3.13, OSError ELOOP
@@ -222,32 +251,46 @@ def _invalid(origin: str, exc: SpecError) -> TrainingJobInputError:
     return TrainingJobInputError(f"{origin}: {exc}")
 
 
-def prepare(kind: ResourceKind, spec: Any) -> PreparedSpec:
+def prepare(
+    kind: ResourceKind,
+    spec: Any,
+    *,
+    base: Path | None = None,
+    adjust: Callable[[Any], Any] | None = None,
+) -> PreparedSpec:
     """Normalise a spec input (not an Output) of ``kind`` to the resource's form.
 
+    Relative local package paths of a spec file are relative to the file; of a spec given
+    inline (a model, a mapping), to ``base`` (default: the program's directory). ``adjust``
+    changes the parsed spec before it becomes the document (a local trainer filled in).
     Nested Outputs in a mapping are kept (as the same Output objects) at their places in the
     result. Raises ``TrainingJobInputError`` naming the file or the fields that are wrong.
     """
     model_type = kind.spec.model
     found: dict[str, pulumi.Output[Any]] = {}
-    if isinstance(spec, model_type):
-        model = spec
-    elif isinstance(spec, str | os.PathLike):
-        path = Path(spec)
-        try:
-            model = kind.read_file(path)
-        except SpecError as exc:
-            raise _invalid(str(path), exc) from None
-    elif isinstance(spec, Mapping):
-        try:
-            model = model_type.parse(_swap_outputs(spec, found))
-        except SpecError as exc:
-            raise _invalid("spec", exc) from None
-    else:
-        raise TrainingJobInputError(
-            f"spec: expected a {model_type.__name__}, a mapping or a spec file path, "
-            f"not {type(spec).__name__}"
-        )
+    notes: list[str] = []
+    try:
+        if isinstance(spec, str | os.PathLike):
+            origin = str(spec)
+            model, notes = kind.read_file(Path(spec))
+        elif isinstance(spec, model_type | Mapping):
+            origin = "spec"
+            parsed = (
+                spec
+                if isinstance(spec, model_type)
+                else model_type.parse(_swap_outputs(spec, found))
+            )
+            model = kind.resolve(parsed, program_root() if base is None else base)
+            notes = image_notes(model, model.region)
+        else:
+            raise TrainingJobInputError(
+                f"spec: expected a {model_type.__name__}, a mapping or a spec file path, "
+                f"not {type(spec).__name__}"
+            )
+    except SpecError as exc:
+        raise _invalid(origin, exc) from None
+    if adjust is not None:
+        model = adjust(model)
     document = model.to_document()
     project = document.pop("project", None)
     region = document.pop("region", None)
@@ -259,6 +302,7 @@ def prepare(kind: ResourceKind, spec: Any) -> PreparedSpec:
         region=_restore(region, found),
         nested_outputs=bool(found),
         model=None if found else model,
+        notes=notes,
     )
 
 
@@ -276,8 +320,11 @@ def _unknown_view(value: Any) -> Any:
 
 
 def _target() -> Target:
+    training = pulumi.Config("training")
+    if training.get("emulatorStateDir") is not None:
+        return "local"  # the emulator of that state dir (its endpoint is checked when read)
     try:
-        endpoint = parse_endpoint(pulumi.Config("training").get("endpoint"))
+        endpoint = parse_endpoint(training.get("endpoint"))
     except SettingError as exc:
         raise TrainingJobInputError(str(exc)) from None
     return target_for_endpoint(endpoint)
@@ -395,12 +442,16 @@ class JobResource(pulumi.dynamic.Resource, Generic[S]):
         exclusive_gpus: pulumi.Input[bool] = False,
         keep_record_on_delete: pulumi.Input[bool] = False,
         existing_job: pulumi.Input[str] | None = None,
+        trainer_source: str | os.PathLike[str] | None = None,
+        infra: Any = None,
         validate: bool = True,
     ) -> None:
         """Declare a job; pass ``args`` or the same fields as keywords.
 
-        ``validate=False`` skips the program-side check for inputs the caller already
-        passed through ``check_args``; the provider's ``check`` validates them anyway.
+        Before it is registered the job is checked, its spec's notes and its estimated cost
+        are logged, and its Vertex training quotas are checked (``components._job_preview``).
+        ``validate=False`` skips all that for inputs the caller already passed through
+        ``check_jobs``; the provider's ``check`` validates them anyway.
         """
         kind = self._kind
         if args is None:
@@ -416,17 +467,17 @@ class JobResource(pulumi.dynamic.Resource, Generic[S]):
                 exclusive_gpus=exclusive_gpus,
                 keep_record_on_delete=keep_record_on_delete,
                 existing_job=existing_job,
+                trainer_source=trainer_source,
+                infra=infra,
             )
         elif spec is not None:
             raise TrainingJobInputError(
                 f"{kind.name} {resource_name!r}: pass either args or keyword fields, not both"
             )
         checked = job_inputs(kind, resource_name, args, validate=validate)
+        if validate:
+            _preview(resource_name, checked)
         props = _registered(checked)
-        props[RUN_KEY] = stack_run_key()
-        held = held_jobs(str(checked.props[IDENTITY]))
-        if held:
-            props[HELD_JOBS] = held
         own = pulumi.ResourceOptions(additional_secret_outputs=[ENV_VALUES])
         if args.exclusive_gpus is True:
             # A replace the engine decides without asking the provider (``--replace``, a
@@ -468,6 +519,10 @@ class JobInputs:
     warnings: list[Any]
     nested_outputs: bool
     """The spec document holds Outputs (e.g. a bucket's URL) at some of its places."""
+    plan: Any = None
+    """The spec as priced and held against the quotas (before an infra's Outputs went in);
+    None when it is not known at preview."""
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -480,9 +535,44 @@ class _Spec:
     region: Any
     nested_outputs: bool = False
     model: Any = None
+    plan: Any = None
+    notes: list[str] = field(default_factory=list)
+    triggers: list[str] = field(default_factory=list)
+    """Package triggers of local trainer folders (``package:<folder>:<digest>``)."""
 
 
-def _spec_parts(kind: ResourceKind, spec: Any, resource_name: str) -> _Spec:
+def _trainer_source(value: Any) -> Path | None:
+    if value is None:
+        return None
+    path = Path(value)
+    path = path if path.is_absolute() else program_root() / path
+    if not path.is_dir():
+        raise TrainingJobInputError(f"trainer_source: {value} is not a directory")
+    return path
+
+
+def _refuse_unplaceable(kind: ResourceKind, args: JobArgs[Any], resource_name: str) -> None:
+    """A trainer folder or an infra the spec cannot take: said naming the argument."""
+    where = f"{kind.name} {resource_name!r}"
+    if isinstance(args.spec, pulumi.Output) and (
+        args.trainer_source is not None or args.infra is not None
+    ):
+        raise TrainingJobInputError(
+            f"{where}: trainer_source and infra need a spec known when the program runs, "
+            "not an Output"
+        )
+    if args.trainer_source is not None and args.infra is None and _target() == "vertex":
+        raise TrainingJobInputError(
+            f"{where}: trainer_source: Vertex AI reads a trainer from Cloud Storage only; a "
+            "TrainingInfra stages it: pass infra=TrainingInfra(..., "
+            "TrainingInfraArgs(trainer_source=...)) instead"
+        )
+
+
+def _spec_parts(kind: ResourceKind, args: JobArgs[Any], resource_name: str) -> _Spec:
+    spec = args.spec
+    wired = args.infra is not None and args.existing_job is None
+    _refuse_unplaceable(kind, args, resource_name)
     if isinstance(spec, pulumi.Output):
         prepared_out = spec.apply(lambda value: prepare(kind, value))
         return _Spec(
@@ -491,7 +581,32 @@ def _spec_parts(kind: ResourceKind, spec: Any, resource_name: str) -> _Spec:
             project=prepared_out.apply(lambda p: p.project),
             region=prepared_out.apply(lambda p: p.region),
         )
-    prepared = prepare(kind, spec)
+    triggers: list[str] = []
+    plans: list[Any] = []
+
+    def adjust(model: Any) -> Any:
+        if _target() == "local":
+            try:
+                model, found = local_trainer(model, _trainer_source(args.trainer_source))
+            except PackagingError as exc:
+                raise TrainingJobInputError(str(exc)) from None
+            triggers.extend(found)
+        plans.append(model)
+        return model
+
+    prepared = first = prepare(kind, spec, adjust=adjust)
+    plan = plans[0] if not first.nested_outputs else None
+    if wired and plan is not None:
+        # The same document a program that wires it itself would pass: the spec's, then the
+        # infra's Outputs where it leaves them out, read again as a mapping.
+        document = wire_infra(
+            plan.to_document(), args.infra, resource_name, tuning=isinstance(plan, TuningJobSpec)
+        )
+        prepared = prepare(kind, document)
+    elif wired:
+        raise TrainingJobInputError(
+            f"{kind.name} {resource_name!r}: infra needs a spec without Outputs in it"
+        )
     model = prepared.model
     if model is not None and not model.display_name:
         model = model.model_copy(update={"display_name": resource_name})
@@ -502,6 +617,9 @@ def _spec_parts(kind: ResourceKind, spec: Any, resource_name: str) -> _Spec:
         region=prepared.region,
         nested_outputs=prepared.nested_outputs,
         model=model,
+        plan=plan,
+        notes=first.notes,
+        triggers=triggers,
     )
 
 
@@ -511,13 +629,13 @@ def job_inputs(
     """The inputs of the job ``resource_name``; with ``validate``, checked as the provider's
     ``check`` would (raises ``TrainingJobInputError`` naming every problem)."""
     gcp = pulumi.Config("gcp")
-    parts = _spec_parts(kind, args.spec, resource_name)
+    parts = _spec_parts(kind, args, resource_name)
     props: dict[str, Any] = {
         SPEC: parts.document,
         ENV_VALUES: parts.env_values,
         PROJECT: args.project or gcp.get("project") or parts.project,
         REGION: args.region or gcp.get("region") or parts.region,
-        TRIGGERS: args.triggers,
+        TRIGGERS: add_triggers(args.triggers, parts.triggers),
         WAIT_FOR: args.wait_for,
         WAIT_TIMEOUT: args.wait_timeout,
         EXCLUSIVE_GPUS: args.exclusive_gpus,
@@ -528,7 +646,7 @@ def job_inputs(
         ),
     }
     if not validate:
-        return JobInputs(props, [], parts.nested_outputs)
+        return JobInputs(props, [], parts.nested_outputs, parts.plan, parts.notes)
     # Validate now what is known now: an invalid spec fails the program (and a Mocks test)
     # with the validator's message; whatever is still an Output is checked by the provider.
     view = {key: _unknown_view(value) for key, value in props.items() if key != SPEC}
@@ -547,12 +665,62 @@ def job_inputs(
             f"  {origins.get(path, path)}: {reason}" for path, reason in outcome.failures
         )
         raise TrainingJobInputError(f"{kind.name} {resource_name!r} is invalid:\n{lines}")
-    return JobInputs(props, outcome.warnings, parts.nested_outputs)
+    return JobInputs(props, outcome.warnings, parts.nested_outputs, parts.plan, parts.notes)
+
+
+def _preview(name: str, checked: JobInputs) -> None:
+    """Log a job's notes and estimated cost, and check its quotas, with the stack's settings;
+    raises ``TrainingJobInputError`` when the quota is short and ``training:quota`` is
+    ``error``."""
+    settings = PreviewSettings.from_stack(checked.props[PROJECT], checked.props[REGION])
+    for note in checked.notes:
+        pulumi.log.info(f"{name}: {note}")
+    planned = [(name, checked.plan)] if checked.plan is not None else []
+    if planned:
+        pulumi.log.info(cost_message(planned, settings))
+    problem = quota_problem(planned, settings)
+    if problem:
+        raise TrainingJobInputError(problem)
+
+
+def check_jobs(
+    jobs: Sequence[tuple[ResourceKind, str, JobArgs[Any]]], settings: PreviewSettings
+) -> None:
+    """Check every job, then say their cost and check their quotas together; registers nothing.
+
+    A program with several jobs calls this before declaring any (then each with
+    ``validate=False``): one invalid job fails the program with every job's problems, and
+    the engine starts none of them. Raises ``TrainingJobInputError``.
+    """
+    problems: list[str] = []
+    checked: list[tuple[str, JobInputs]] = []
+    for kind, name, args in jobs:
+        try:
+            inputs = job_inputs(kind, name, args, validate=True)
+        except TrainingJobInputError as exc:
+            problems.append(str(exc))
+            inputs = JobInputs({}, [], False, _plan_of(kind, args))
+        checked.append((name, inputs))
+    pulumi.log.info(cost_message([(n, c.plan) for n, c in checked], settings))
+    for name, inputs in checked:
+        for warning in inputs.warnings:
+            pulumi.log.warn(f"{name}: {warning.path}: {warning.reason}")
+    if problems:
+        raise TrainingJobInputError("nothing was changed, because:\n" + "\n".join(problems))
+    problem = quota_problem([(n, c.plan) for n, c in checked if c.plan is not None], settings)
+    if problem:
+        raise TrainingJobInputError(problem)
+
+
+def _plan_of(kind: ResourceKind, args: JobArgs[Any]) -> Any:
+    """An invalid job's spec, as far as it is read: its cost line says what it can."""
+    return args.spec if isinstance(args.spec, kind.spec.model) else None
 
 
 def _registered(checked: JobInputs) -> dict[str, Any]:
     """What the resource registers: the spec as JSON text, env values as a secret, a
-    placeholder for ``status``, and no input that is at its default."""
+    placeholder for ``status``, no input that is at its default, the stack's run key and the
+    jobs the state holds for it."""
     props = {key: value for key, value in checked.props.items() if not is_default_input(key, value)}
     spec = props[SPEC]
     if checked.nested_outputs or isinstance(spec, pulumi.Output):
@@ -562,6 +730,10 @@ def _registered(checked: JobInputs) -> dict[str, Any]:
     if ENV_VALUES in props:
         props[ENV_VALUES] = pulumi.Output.secret(props[ENV_VALUES])
     props[STATUS] = None
+    props[RUN_KEY] = stack_run_key()
+    held = held_jobs(str(checked.props[IDENTITY]))
+    if held:
+        props[HELD_JOBS] = held
     return props
 
 

@@ -1,6 +1,7 @@
 """The provider's stack settings, read and checked in one place.
 
-``training:endpoint`` (where the Vertex AI API is), ``training:cancelTimeout``,
+``training:endpoint`` (where the Vertex AI API is), ``training:emulatorStateDir`` (the local
+emulator whose state is there, at whatever port it runs), ``training:cancelTimeout``,
 ``training:retryDeadline`` and ``training:maxConcurrentOperations`` are read by the program
 (to fail ``pulumi preview`` early, naming the key) and by the provider process
 (``configure``): both go through ``ProviderSettings``. Nothing here imports ``pulumi`` or the
@@ -12,9 +13,12 @@ is the only form that may be shown, logged or written to outputs.
 
 from __future__ import annotations
 
+import json
 import math
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -25,20 +29,26 @@ __all__ = [
     "DEFAULT_CANCEL_TIMEOUT",
     "DEFAULT_MAX_CONCURRENT_OPERATIONS",
     "DEFAULT_RETRY_DEADLINE",
+    "EMULATOR_STATE_DIR_KEY",
     "ENDPOINT_KEY",
     "Endpoint",
     "ProviderSettings",
     "SettingError",
     "count_setting",
     "duration_seconds",
+    "emulator_endpoint",
+    "emulator_health",
     "parse_endpoint",
     "path_setting",
     "public_url",
+    "running_emulator",
+    "same_dir",
     "seconds_setting",
     "target_for_endpoint",
 ]
 
 ENDPOINT_KEY = "training:endpoint"
+EMULATOR_STATE_DIR_KEY = "training:emulatorStateDir"
 CANCEL_TIMEOUT_KEY = "training:cancelTimeout"
 RETRY_DEADLINE_KEY = "training:retryDeadline"
 MAX_CONCURRENT_OPERATIONS_KEY = "training:maxConcurrentOperations"
@@ -104,6 +114,55 @@ def parse_endpoint(value: Any) -> str | None:
             f"{ENDPOINT_KEY}: {shown!r} has a path, query or fragment; give only http(s)://HOST:PORT"
         )
     return value
+
+
+def emulator_health(endpoint: str) -> dict[str, Any] | None:
+    """The emulator's health answer at ``endpoint``, or None when none answers there."""
+    try:
+        with urllib.request.urlopen(f"{endpoint}/emulator/v1/health", timeout=2) as reply:
+            data = json.loads(reply.read())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def running_emulator(state_dir: Path) -> str | None:
+    """The endpoint of the emulator serving ``state_dir`` (its ``server.json``), if one runs.
+
+    The emulator writes where it listens into its state dir; the health answer must name the
+    same state dir, so an endpoint another emulator took over since is not mistaken for it.
+    """
+    try:
+        info = json.loads((state_dir / "server.json").read_text())
+        endpoint = str(info["endpoint"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    answer = emulator_health(endpoint)
+    if answer is not None and same_dir(answer.get("stateDir"), state_dir):
+        return endpoint
+    return None
+
+
+def same_dir(named: object, state_dir: Path) -> bool:
+    """Whether ``named`` (an emulator's ``stateDir`` answer) is ``state_dir``."""
+    return isinstance(named, str) and Path(named).resolve() == state_dir.resolve()
+
+
+def emulator_endpoint(value: Any) -> str:
+    """``training:emulatorStateDir`` → the endpoint of the emulator running with that state
+    dir (relative: to the working directory, the project's). Raises ``SettingError`` when
+    none runs: a stack that names its emulator never talks to another one in its place."""
+    if not isinstance(value, str) or not value or "\0" in value:
+        raise SettingError(f"{EMULATOR_STATE_DIR_KEY}: expected a directory, got {value!r}")
+    state_dir = Path(value).absolute()
+    endpoint = running_emulator(state_dir)
+    if endpoint is None:
+        raise SettingError(
+            f"{EMULATOR_STATE_DIR_KEY}: no emulator runs with its state in {state_dir} (start "
+            "it: scripts/local-stack emulator, or make up); the stack's training:endpoint is "
+            "not used in its place"
+        )
+    return endpoint
 
 
 def target_for_endpoint(endpoint: str | None) -> Target:
@@ -246,9 +305,17 @@ class ProviderSettings:
 
     @classmethod
     def read(cls, get: Callable[[str], Any]) -> ProviderSettings:
-        """Settings from ``get(full key)``; raises ``SettingError`` naming the bad key."""
+        """Settings from ``get(full key)``; raises ``SettingError`` naming the bad key.
+
+        With ``training:emulatorStateDir``, the endpoint is that emulator's, wherever it runs
+        now (``training:endpoint`` is checked, then not used).
+        """
+        endpoint = parse_endpoint(get(ENDPOINT_KEY))
+        state_dir = get(EMULATOR_STATE_DIR_KEY)
+        if state_dir is not None:
+            endpoint = emulator_endpoint(state_dir)
         return cls(
-            endpoint=Endpoint(parse_endpoint(get(ENDPOINT_KEY))),
+            endpoint=Endpoint(endpoint),
             cancel_timeout=seconds_setting(
                 get(CANCEL_TIMEOUT_KEY), CANCEL_TIMEOUT_KEY, DEFAULT_CANCEL_TIMEOUT
             ),

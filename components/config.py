@@ -5,6 +5,8 @@ Keys (``Pulumi.<stack>.yaml``)::
     gcp:project: my-project           # required
     gcp:region: us-central1           # required
     training:endpoint: http://127.0.0.1:8642   # optional: the local emulator
+    training:emulatorStateDir: .local/emulator  # optional: the local emulator of that state
+                                       # dir, at the port it runs now (components._settings)
     training:trainerSource: examples/trainer   # optional: package source to stage
     training:jobs:                     # or training:job with one entry
       - name: t4-spot                  # the resource name
@@ -71,6 +73,7 @@ __all__ = [
     "JobConfig",
     "StackConfig",
     "load_catalog_overlay",
+    "load_live_prices",
     "load_price_setting",
     "load_stack_config",
     "priced_catalog",
@@ -288,6 +291,14 @@ def priced_catalog(setting: PriceSetting | None, base: Catalog | None = None) ->
         raise ConfigError(str(exc)) from None
 
 
+def load_live_prices(value: str | None) -> bool:
+    """``training:livePrices`` (default true); raises ``ConfigError`` naming the key."""
+    live = (value or "true").strip().lower()
+    if live not in ("true", "false"):
+        raise ConfigError(f"training:livePrices: expected true or false, got {live[:40]!r}")
+    return live == "true"
+
+
 def load_stack_config(root: Path = PROJECT_ROOT) -> StackConfig:
     """Read and check the stack configuration; raises ``ConfigError`` naming the key."""
     gcp = pulumi.Config("gcp")
@@ -328,9 +339,6 @@ def load_stack_config(root: Path = PROJECT_ROOT) -> StackConfig:
     quota = training.get("quota") or "error"
     if quota not in QUOTA_MODES:
         raise ConfigError(f"training:quota: {quota!r} is not one of {', '.join(QUOTA_MODES)}")
-    live = (training.get("livePrices") or "true").strip().lower()
-    if live not in ("true", "false"):
-        raise ConfigError(f"training:livePrices: expected true or false, got {live[:40]!r}")
     overlay = load_catalog_overlay(settings.catalog_overlay, root)
     return StackConfig(
         project=project,
@@ -343,6 +351,6 @@ def load_stack_config(root: Path = PROJECT_ROOT) -> StackConfig:
         infra=_infra(infra_value),
         prices=load_price_setting(root),
         quota=quota,
-        live_prices=live == "true",
+        live_prices=load_live_prices(training.get("livePrices")),
         catalog_overlay=overlay,
     )

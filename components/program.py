@@ -1,11 +1,14 @@
 """The Pulumi program: stack configuration → infrastructure and training jobs.
 
-``__main__.py`` only calls ``run()``. Cloud stacks (no local endpoint) get a
-``TrainingInfra`` (API, bucket, service account, staged trainer package) and their jobs are
-wired to it: the package URI, the service account and an output directory are filled in
-where the spec file leaves them out. The local stack runs packages from local paths on the
-emulator; a digest of each local package directory is a trigger, so editing the trainer
-re-runs the job.
+``__main__.py`` only calls ``run()``. This module reads ``training:jobs`` (and the spec files
+it names, once each) and declares the resources a program of one's own would declare with the
+same arguments; what a job gets besides its spec is the resource's doing
+(``components._job_preview``): cloud stacks (no local endpoint) get a ``TrainingInfra`` (API,
+bucket, service account, staged trainer package) passed to each job as ``infra``, which fills
+in the package URI, the service account and an output directory where the spec file leaves
+them out; on the local stack the emulator runs packages from local paths, ``trainerSource``
+is each job's ``trainer_source``, and a digest of each local package directory is a trigger,
+so editing the trainer re-runs the job.
 
 A job whose spec file is a Vertex hyperparameter tuning job (``studySpec``/``trialJobSpec`` at
 the top level) is a ``HyperparameterTuningJob``; the wiring above applies to its trials' spec
@@ -14,39 +17,31 @@ the top level) is a ``HyperparameterTuningJob``; the wiring above applies to its
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pulumi
 
-from components._catalog import Catalog
+from components import config as _config_module
 from components._errors import SpecError
-from components._packaging import PackagingError, source_digest
-from components._pricing import estimate, estimate_tuning, summary, tuning_summary
+from components._job_preview import PreviewSettings, package_digests, planned_infra
+from components._job_resource import ResourceKind, check_jobs
+from components._packaging import PackagingError
 from components._spec import JobSpec
-from components._tuning_spec import TrialJobSpec, TuningJobSpec
-from components._wire import TRIAL_JOB_SPEC
-from components.config import (
-    ConfigError,
-    JobConfig,
-    StackConfig,
-    load_stack_config,
-    priced_catalog,
-)
+from components._tuning_spec import TuningJobSpec
+from components.config import ConfigError, JobConfig, StackConfig, load_stack_config
 from components.formats import load_spec_file
 from components.training_job import (
+    TRAINING_JOB_RESOURCE,
     TrainingJob,
     TrainingJobArgs,
-    TrainingJobInputError,
-    check_args,
     resolve_local_paths,
 )
 from components.tuning_job import (
+    TUNING_JOB_RESOURCE,
     HyperparameterTuningJob,
     HyperparameterTuningJobArgs,
-    check_tuning_args,
     resolve_trial_local_paths,
 )
 
@@ -64,14 +59,6 @@ class Program:
 
 Spec = JobSpec | TuningJobSpec
 """A job of the stack: a custom job, or a tuning job (its trials' spec is ``trialJobSpec``)."""
-
-
-def _python_pools(document: dict[str, Any]) -> list[dict[str, Any]]:
-    return [
-        pool["pythonPackageSpec"]
-        for pool in document.get("workerPoolSpecs", [])
-        if isinstance(pool, dict) and isinstance(pool.get("pythonPackageSpec"), dict)
-    ]
 
 
 def _read(path: Path) -> tuple[Spec, list[str]]:
@@ -98,221 +85,45 @@ def _load(job: JobConfig, seen: dict[Path, Spec]) -> Spec:
     return spec
 
 
-def _billed_catalog(config: StackConfig) -> Catalog | None:
-    """The catalog with the live billing SKUs' prices over its snapshot (``training:livePrices``;
-    the local stack reads the emulator's Catalog API); None: the snapshot alone."""
-    if not config.live_prices or not config.jobs:
-        return None
-    from components._billing_cli import live_catalog
-    from components._catalog import load_catalog
-    from components._settings import Endpoint
-
-    return live_catalog(load_catalog(), Endpoint(config.endpoint), pulumi.log.info)
-
-
-def _cost_line(name: str, spec: Spec, region: str, catalog: Catalog) -> str:
-    try:
-        if isinstance(spec, TuningJobSpec):
-            line = tuning_summary(estimate_tuning(spec, catalog, region=region))
-        else:
-            line = summary(estimate(spec, catalog, region=region))
-    except (SpecError, ValueError):
-        return f"  {name}: no estimate (the spec is invalid)"
-    return f"  {name}: {line}"
-
-
-def _wire_cloud(spec: Spec, infra: Any, job: JobConfig) -> dict[str, Any]:
-    """The spec as a document with the infra's Outputs where the spec file leaves them out
-    (in a tuning job, its trials' spec)."""
-    document = spec.to_document()
-    trial = document.setdefault(TRIAL_JOB_SPEC, {}) if isinstance(spec, TuningJobSpec) else None
-    target = document if trial is None else trial
-    if infra.package_uri is not None:
-        for package in _python_pools(target):
-            uris = package.get("packageUris") or []
-            if not any(str(u).startswith("gs://") for u in uris):
-                package["packageUris"] = [infra.package_uri]
-    target.setdefault("serviceAccount", infra.service_account_email)
-    target.setdefault("baseOutputDirectory", infra.output_uri(job.name))
-    return document
-
-
-def _wire_local(
-    spec: Spec, config: StackConfig, digests: dict[Path, str]
-) -> tuple[Spec, list[str]]:
-    """Point python pools at the local trainer; a trigger per package digest re-runs on edits."""
-    if isinstance(spec, TuningJobSpec):
-        trial, triggers = _wire_local_pools(spec.trial_job_spec, config, digests)
-        return spec.model_copy(update={"trial_job_spec": trial}), triggers
-    return _wire_local_pools(spec, config, digests)
-
-
-Pools = TypeVar("Pools", JobSpec, TrialJobSpec)
-
-
-def _wire_local_pools(
-    spec: Pools, config: StackConfig, digests: dict[Path, str]
-) -> tuple[Pools, list[str]]:
-    triggers: list[str] = []
-    pools = []
-    for pool in spec.worker_pool_specs:
-        package = pool.python_package_spec
-        if package is not None and not package.package_uris and config.trainer_source:
-            package = package.model_copy(update={"package_uris": [str(config.trainer_source)]})
-            pool = pool.model_copy(update={"python_package_spec": package})
-        pools.append(pool)
-        for uri in package.package_uris if package is not None else ():
-            path = Path(uri.removeprefix("file://"))
-            if path.is_dir():
-                if path not in digests:  # jobs sharing a trainer hash it once per run
-                    try:
-                        digests[path] = source_digest(path)[:16]
-                    except PackagingError as exc:
-                        raise ConfigError(str(exc)) from None
-                triggers.append(f"package:{path.name}:{digests[path]}")
-    return spec.model_copy(update={"worker_pool_specs": pools}), triggers
-
-
-@dataclass
-class _PlannedJob:
-    job: JobConfig
-    spec: Spec
-    """Parsed once from the spec file; local stacks' package paths filled in."""
-    triggers: list[str]
-
-
-class _InfraStandIn:
-    """What the cloud wiring reads from TrainingInfra, as values not known yet.
-
-    Checking every job before any resource exists needs the wired spec; these Outputs are
-    seen as unknown, exactly as the infra's real outputs are at preview.
-    """
-
-    def __init__(self, has_package: bool) -> None:
-        self.package_uri = (
-            pulumi.Output.from_input("gs://planned/package.tar.gz") if has_package else None
-        )
-        self.service_account_email = pulumi.Output.from_input(
-            "planned@planned.iam.gserviceaccount.com"
-        )
-
-    def output_uri(self, job: str) -> pulumi.Output[str]:
-        return pulumi.Output.from_input(f"gs://planned/jobs/{job}")
-
-
-def _plan(config: StackConfig) -> list[_PlannedJob]:
-    """Load every job, log its cost, and refuse the stack if any job is invalid."""
-    planned: list[_PlannedJob] = []
-    seen: dict[Path, Spec] = {}
-    costs: list[str] = []
-    digests: dict[Path, str] = {}
-    catalog = priced_catalog(config.prices, _billed_catalog(config))
-    for job in config.jobs:
-        spec = _load(job, seen)
-        costs.append(_cost_line(job.name, spec, config.region, catalog))
-        triggers = list(job.triggers)
-        if config.target != "vertex":
-            spec, found = _wire_local(spec, config, digests)
-            triggers += found
-        planned.append(_PlannedJob(job, spec, triggers))
-    # One message, not one engine call per job: `pulumi preview` shows it to reviewers.
-    pulumi.log.info("estimated cost per job:\n" + "\n".join(costs))
-    stand_in = _InfraStandIn(config.trainer_source is not None)
-    problems: list[str] = []
-    for plan in planned:
-        wired = _wire_cloud(plan.spec, stand_in, plan.job) if _wired(config, plan.job) else None
-        args = _job_args(plan, wired)
-        if isinstance(args, HyperparameterTuningJobArgs):
-            reason, warnings = check_tuning_args(plan.job.name, args)
-        else:
-            reason, warnings = check_args(plan.job.name, args)
-        if reason:
-            problems.append(reason)
-        for warning in warnings:
-            pulumi.log.warn(f"{plan.job.name}: {warning.path}: {warning.reason}")
-    if problems:
-        raise TrainingJobInputError("nothing was changed, because:\n" + "\n".join(problems))
-    _check_quota(config, planned)
-    return planned
-
-
-def _check_quota(config: StackConfig, planned: list[_PlannedJob]) -> None:
-    """The jobs' Vertex training quotas against the project's limits (``training:quota``).
-
-    One list call per project (``components.vertex.quotas``), before any resource exists: a
-    shortfall fails the preview (``error``) or is a warning (``warn``); quotas that cannot be
-    read are one warning, never a failed preview.
-    """
-    if config.quota == "off" or not planned:
-        return
-    from components._catalog import load_catalog
-    from components._quota import (
-        QUOTA_KEY,
-        compare,
-        job_needs,
-        load_quota_metrics,
-        write_snapshot,
-    )
-    from components._settings import Endpoint
-    from components.config import PROJECT_ROOT
-    from components.vertex.quotas import QuotaUnavailable, read_limits
-
-    catalog, metrics = load_catalog(), load_quota_metrics()
-    needs, unchecked = [], []
-    for plan in planned:
-        found, skipped = job_needs(plan.job.name, plan.spec, catalog, metrics)
-        needs += found
-        unchecked += skipped
-    try:
-        limits = read_limits(Endpoint(config.endpoint), config.project)
-    except QuotaUnavailable as exc:
-        pulumi.log.warn(f"{exc}; the jobs' quotas were not checked ({QUOTA_KEY}: off skips this)")
-        return
-    try:  # for the policy pack, which has no client (components._quota.SNAPSHOT_DIR)
-        write_snapshot(PROJECT_ROOT, config.project, limits, time.time())
-    except (OSError, ValueError) as exc:
-        pulumi.log.warn(f"the quota snapshot for the policy pack was not written: {exc}")
-    report = compare(config.project, config.region, needs, limits, catalog, unchecked)
-    pulumi.log.info("\n".join(report.table()))
-    shortfalls = report.problems(limits)
-    if shortfalls and config.quota == "error":
-        raise TrainingJobInputError(
-            "nothing was changed, because the project's Vertex training quota is short:\n"
-            + "\n".join(shortfalls)
-            + f"\n({QUOTA_KEY}: warn makes this a warning)"
-        )
-    for shortfall in shortfalls:
-        pulumi.log.warn(shortfall)
-
-
-def _wired(config: StackConfig, job: JobConfig) -> bool:
-    """Whether the job's spec gets the cloud stack's package, account and output directory.
-
-    A job taken over (``existingJob``) runs as it was started: its spec file is what the job
-    is (``python -m components import`` wrote it), and filling in more would make it another.
-    """
-    return config.target == "vertex" and job.existing_job is None
+def _wired(config: StackConfig, infra: Any) -> Any:
+    """The infra the jobs' specs are wired to: the cloud stack's (the resource leaves a job
+    taken over, ``existingJob``, as it was started), or None."""
+    return infra if config.target == "vertex" else None
 
 
 def _job_args(
-    plan: _PlannedJob, wired: dict[str, Any] | None
-) -> TrainingJobArgs | HyperparameterTuningJobArgs:
-    """The job's arguments: the typed spec, or the cloud-wired document holding Outputs.
+    job: JobConfig, spec: Spec, config: StackConfig, infra: Any
+) -> tuple[ResourceKind, TrainingJobArgs | HyperparameterTuningJobArgs]:
+    """The job's resource kind and arguments, as a program of one's own would pass them.
 
     Project and region are left to the resource, which reads gcp:project and gcp:region itself
     and so names those keys in its messages.
     """
     knobs: dict[str, Any] = dict(
-        triggers=plan.triggers or None,
-        wait_for=plan.job.wait_for,
-        wait_timeout=plan.job.wait_timeout,
-        exclusive_gpus=plan.job.exclusive_gpus,
-        keep_record_on_delete=plan.job.keep_record_on_delete,
-        existing_job=plan.job.existing_job,
+        triggers=list(job.triggers) or None,
+        wait_for=job.wait_for,
+        wait_timeout=job.wait_timeout,
+        exclusive_gpus=job.exclusive_gpus,
+        keep_record_on_delete=job.keep_record_on_delete,
+        existing_job=job.existing_job,
+        trainer_source=config.trainer_source,
+        infra=_wired(config, infra),
     )
-    if isinstance(plan.spec, TuningJobSpec):
-        return HyperparameterTuningJobArgs(plan.spec if wired is None else wired, **knobs)
-    return TrainingJobArgs(plan.spec if wired is None else wired, **knobs)
+    if isinstance(spec, TuningJobSpec):
+        return TUNING_JOB_RESOURCE, HyperparameterTuningJobArgs(spec, **knobs)
+    return TRAINING_JOB_RESOURCE, TrainingJobArgs(spec, **knobs)
+
+
+def _settings(config: StackConfig) -> PreviewSettings:
+    return PreviewSettings(
+        project=config.project,
+        region=config.region,
+        endpoint=config.endpoint,
+        prices=config.prices,
+        quota=config.quota,
+        live_prices=config.live_prices and bool(config.jobs),
+        root=_config_module.PROJECT_ROOT,
+    )
 
 
 def run(config: StackConfig | None = None) -> Program:
@@ -322,7 +133,21 @@ def run(config: StackConfig | None = None) -> Program:
     whole program with every job's problems, and nothing starts.
     """
     config = config or load_stack_config()
-    planned = _plan(config)
+    with package_digests():  # jobs sharing a trainer folder hash it once
+        return _declare(config)
+
+
+def _declare(config: StackConfig) -> Program:
+    seen: dict[Path, Spec] = {}
+    specs = [(job, _load(job, seen)) for job in config.jobs]
+    # Checked with a stand-in for the infra: nothing, the infra included, exists before every
+    # job is known to be valid and to fit the project's quotas.
+    stand_in = planned_infra(config.trainer_source is not None)
+    checks = []
+    for job, spec in specs:
+        kind, args = _job_args(job, spec, config, stand_in)
+        checks.append((kind, job.name, args))
+    check_jobs(checks, _settings(config))
     program = Program(config)
     depends: list[pulumi.Resource] = []
     if config.target == "vertex":
@@ -349,16 +174,10 @@ def run(config: StackConfig | None = None) -> Program:
         if program.infra.package_uri is not None:
             pulumi.export("package_uri", program.infra.package_uri)
     exports: dict[str, Any] = {}
-    for plan in planned:
-        job = plan.job
-        wired = (
-            _wire_cloud(plan.spec, program.infra, job)
-            if program.infra is not None and _wired(config, job)
-            else None
-        )
-        args = _job_args(plan, wired)
+    for job, spec in specs:
+        _, args = _job_args(job, spec, config, program.infra)
         options = pulumi.ResourceOptions(depends_on=depends)
-        # validate=False: _plan checked every job before anything was registered.
+        # validate=False: check_jobs checked every job before anything was registered.
         resource: TrainingJob | HyperparameterTuningJob
         if isinstance(args, HyperparameterTuningJobArgs):
             resource = HyperparameterTuningJob(job.name, args, options, validate=False)

@@ -83,11 +83,14 @@ def resolve_local_paths(spec: JobSpec, base: Path) -> JobSpec:
     return spec.model_copy(update={"worker_pool_specs": pools})
 
 
-def _read_spec_file(path: Path) -> JobSpec:
-    return resolve_local_paths(load_spec_file(path).spec, path.resolve().parent)
+def _read_spec_file(path: Path) -> tuple[JobSpec, list[str]]:
+    loaded = load_spec_file(path)
+    return resolve_local_paths(loaded.spec, path.resolve().parent), loaded.notes
 
 
-TRAINING_JOB_RESOURCE = ResourceKind("TrainingJob", TrainingJobProvider, _read_spec_file)
+TRAINING_JOB_RESOURCE = ResourceKind(
+    "TrainingJob", TrainingJobProvider, _read_spec_file, resolve_local_paths
+)
 
 
 def prepare_spec(spec: JobSpec | Mapping[str, Any] | str | os.PathLike[str]) -> PreparedSpec:

@@ -82,17 +82,20 @@ def resolve_trial_local_paths(spec: TuningJobSpec, base: Path) -> TuningJobSpec:
 def load_tuning_spec_file(path: str | os.PathLike[str]) -> TuningJobSpec:
     """A tuning job file's spec in any form ``validate`` reads, its trials' local paths
     resolved; raises ``SpecError`` (a custom job file is refused: use TrainingJob for it)."""
-    path = Path(path)
+    return _read_tuning_file(Path(path))[0]
+
+
+def _read_tuning_file(path: Path) -> tuple[TuningJobSpec, list[str]]:
     loaded = load_spec_file(path, tuning=True)
     if loaded.tuning is None:
         raise SpecFormatError(
             f"{path}: a custom job, not a hyperparameter tuning job: use TrainingJob for it"
         )
-    return resolve_trial_local_paths(loaded.tuning, path.resolve().parent)
+    return resolve_trial_local_paths(loaded.tuning, path.resolve().parent), loaded.notes
 
 
 TUNING_JOB_RESOURCE = ResourceKind(
-    "HyperparameterTuningJob", TuningJobProvider, load_tuning_spec_file
+    "HyperparameterTuningJob", TuningJobProvider, _read_tuning_file, resolve_trial_local_paths
 )
 
 

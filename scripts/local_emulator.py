@@ -23,7 +23,6 @@ stack file is never rewritten.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import re
 import subprocess
@@ -33,6 +32,10 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: the checkout
+
+from components._settings import emulator_health, running_emulator, same_dir
 
 DEFAULT_PORT = 8642
 HOST = "127.0.0.1"
@@ -44,31 +47,11 @@ def say(message: str) -> None:
     print(f"==> {message}", file=sys.stderr)
 
 
-def health(endpoint: str) -> dict[str, object] | None:
-    """The emulator's health answer at ``endpoint``, or None when none answers there."""
-    try:
-        with urllib.request.urlopen(f"{endpoint}/emulator/v1/health", timeout=2) as reply:
-            data = json.loads(reply.read())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def same_dir(a: object, b: Path) -> bool:
-    return isinstance(a, str) and Path(a).resolve() == b.resolve()
-
-
-def running_here(state_dir: Path) -> str | None:
-    """The endpoint of the emulator that serves ``state_dir``, if one is running."""
-    try:
-        info = json.loads((state_dir / "server.json").read_text())
-        endpoint = str(info["endpoint"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    answer = health(endpoint)
-    if answer is not None and same_dir(answer.get("stateDir"), state_dir):
-        return endpoint
-    return None
+# The program and the provider find the emulator of a state dir the same way
+# (training:emulatorStateDir): one reading of server.json and the health answer.
+health = emulator_health
+running_here = running_emulator
+__all__ = ["ensure", "health", "running_here", "same_dir", "start", "write_config"]
 
 
 def ensure(state_dir: Path) -> str:

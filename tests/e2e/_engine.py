@@ -7,6 +7,10 @@ and the offline settings of docs/pulumi-toolchain.md. Stack files are generated
 (:meth:`Workspace.init_stack`), so ``training:endpoint`` can point at a per-test emulator
 started with :func:`emulator_for` (which allows package paths under the workspace).
 
+:meth:`Workspace.own_project` is instead a Pulumi project of a user's own, outside the checkout:
+its own ``Pulumi.yaml`` and ``__main__.py`` (which declare the resources themselves), a copy of
+the example trainer, and the checkout on ``PYTHONPATH`` for the package.
+
 Nothing here imports pytest: a failed command raises :class:`PulumiCommandError` (an
 ``AssertionError``, so pytest reports it as a test failure with the command's output).
 """
@@ -181,6 +185,8 @@ class Workspace:
     def __init__(self, base: Path, bin_dir: Path, *, stack: str = "e2e") -> None:
         self.base = base
         self.project = base / "project"
+        self.stack_dir = self.project / "stacks"
+        """Where ``Pulumi.<stack>.yaml`` is (the project's ``stackConfigDir``)."""
         self.backend = base / "backend"
         self.home = base / "pulumi-home"
         self.stack = stack
@@ -209,11 +215,42 @@ class Workspace:
         ws.home.mkdir()
         return ws
 
+    @classmethod
+    def own_project(
+        cls, base: Path, bin_dir: Path, main: str, *, name: str = "my-training", stack: str = "dev"
+    ) -> Workspace:
+        """A user's own Pulumi project under ``base/project``: ``Pulumi.yaml`` (python, the
+        ``.venv`` beside it), ``__main__.py`` holding ``main``, and ``trainer/`` (a copy of
+        examples/trainer); stack files beside ``Pulumi.yaml``. Nothing of the checkout is
+        copied: the package is imported from the checkout (``PYTHONPATH``)."""
+        ws = cls(base, bin_dir, stack=stack)
+        ws.stack_dir = ws.project
+        ws.project.mkdir(parents=True)
+        (ws.project / "Pulumi.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "name": name,
+                    "runtime": {
+                        "name": "python",
+                        "options": {"toolchain": "pip", "virtualenv": ".venv"},
+                    },
+                },
+                sort_keys=False,
+            )
+        )
+        (ws.project / "__main__.py").write_text(main)
+        shutil.copytree(REPO / "examples" / "trainer", ws.project / "trainer", ignore=_IGNORE)
+        (ws.project / ".venv").symlink_to(venv_dir(), target_is_directory=True)
+        ws.env["PYTHONPATH"] = str(REPO)
+        ws.backend.mkdir()
+        ws.home.mkdir()
+        return ws
+
     # -- files --------------------------------------------------------------------------------
 
     @property
     def stack_file(self) -> Path:
-        return self.project / "stacks" / f"Pulumi.{self.stack}.yaml"
+        return self.stack_dir / f"Pulumi.{self.stack}.yaml"
 
     def write_job(self, name: str, document: Mapping[str, Any]) -> str:
         """Write ``stacks/jobs/<name>.yaml``; returns the path to put in ``training:jobs``."""

@@ -43,6 +43,7 @@ def _local_stack(endpoint: str, jobs: list[dict[str, Any]]) -> dict[str, Any]:
         "config"
     ]
     assert config["gcp:region"] == "us-central1"
+    config.pop("training:emulatorStateDir")  # the test's own emulator, by its endpoint
     return {**config, "training:endpoint": endpoint, "training:jobs": jobs}
 
 

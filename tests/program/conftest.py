@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import pulumi
 import pytest
 
 from components import config
@@ -23,3 +24,14 @@ def _no_quota_api(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[N
     # The quota snapshot (for the policy pack) goes to a temporary project directory.
     monkeypatch.setattr(config, "PROJECT_ROOT", tmp_path)
     yield
+
+
+@pytest.fixture
+def logs(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
+    """What the program logs, by level (``info``, ``warn``)."""
+    seen: dict[str, list[str]] = {"info": [], "warn": []}
+    for level in seen:
+        monkeypatch.setattr(
+            pulumi.log, level, lambda msg, *a, _l=level, **k: seen[_l].append(str(msg))
+        )
+    return seen

@@ -9,6 +9,7 @@ whether each input was sent as a secret.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,6 +138,9 @@ class _RecordingMonitor(pulumi_mocks.MockMonitor):
 def stack_config(stack: str, overrides: dict[str, Any] | None = None) -> dict[str, str]:
     """``stacks/Pulumi.<stack>.yaml`` as the flat string map ``set_all_config`` takes."""
     data = yaml.safe_load((REPO / "stacks" / f"Pulumi.{stack}.yaml").read_text())["config"]
+    # Under Mocks no emulator runs: the local stack's jobs name its endpoint, not its state dir
+    # (tests/scripts/test_local_stack_env.py runs the stack file as it is).
+    data.pop("training:emulatorStateDir", None)
     data.update(overrides or {})
     return {k: v if isinstance(v, str) else json.dumps(v) for k, v in data.items()}
 
@@ -154,8 +158,26 @@ def run_stack(
     """
     from components.program import run as run_program
 
+    config = stack_config(stack, overrides)
+    return run_program_of(run_program, config, record, stack_state, stack=stack)
+
+
+def run_program_of(
+    declare: Callable[[], Any],
+    config: dict[str, str],
+    record: StackRun | None = None,
+    stack_state: dict[str, Any] | None = None,
+    *,
+    stack: str = "dev",
+) -> StackRun:
+    """Run ``declare`` as a Pulumi program under mocks with the flat stack ``config``.
+
+    ``declare`` returns what ``StackRun.program`` is to hold: anything with a ``jobs`` mapping
+    of name to job resource (``components.program.Program``, or a namespace a test makes for
+    the resources it declares itself).
+    """
     result = StackRun() if record is None else record
-    pulumi.runtime.set_all_config(stack_config(stack, overrides))
+    pulumi.runtime.set_all_config(config)
     pulumi.runtime.settings.ROOT.set(None)
     mocks = _Mocks(stack_state)
     monitor = _RecordingMonitor(mocks, result)
@@ -163,7 +185,7 @@ def run_stack(
 
     @pulumi.runtime.test  # type: ignore[untyped-decorator]
     def program() -> Any:
-        result.program = run_program()
+        result.program = declare()
         jobs = result.program.jobs
         root = pulumi.runtime.get_root_resource()
         exports = getattr(root, "outputs", {})

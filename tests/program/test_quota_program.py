@@ -6,7 +6,6 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-import pulumi
 import pytest
 
 from components._quota import QuotaLimits
@@ -40,16 +39,6 @@ def _limits(values: dict[str, int]) -> QuotaLimits:
         for i, (metric, value) in enumerate(values.items())
     ]
     return QuotaLimits.from_quota_infos(infos)
-
-
-@pytest.fixture
-def logs(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
-    seen: dict[str, list[str]] = {"info": [], "warn": []}
-    for level in seen:
-        monkeypatch.setattr(
-            pulumi.log, level, lambda msg, *a, _l=level, **k: seen[_l].append(str(msg))
-        )
-    return seen
 
 
 def _serve(monkeypatch: pytest.MonkeyPatch, limits: QuotaLimits) -> list[tuple[Any, str]]:

@@ -1,0 +1,345 @@
+"""What a job resource adds to its spec and says at preview, wherever it is declared.
+
+A ``TrainingJob`` or ``HyperparameterTuningJob`` declared in any Pulumi program gets what a
+``training:jobs`` entry of this project's stacks gets (``components.program`` only reads that
+list and declares the same resources):
+
+- relative local package paths of an inline spec resolved against the program's directory
+  (``program_root``), as a spec file's are against the file's;
+- on a local stack (``training:endpoint`` on this machine), the trainer folder
+  (``trainer_source``) in the python pools that name no package, and a trigger per local
+  package folder (``package:<folder name>:<digest>``), so editing the trainer re-runs the job;
+- on Vertex AI, with ``infra`` (a ``TrainingInfra``): its staged trainer package, service
+  account and output directory (``gs://<bucket>/jobs/<job>``) where the spec leaves them out;
+- the estimated cost of each job, and its Vertex training quotas against the project's limits
+  (``training:quota``, ``training:prices``), said before anything is registered.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pulumi
+
+from components._catalog import Catalog
+from components._errors import SpecError
+from components._packaging import source_digest
+from components._price_sheet import PriceSetting
+from components._pricing import estimate, estimate_tuning, summary, tuning_summary
+from components._quota import QUOTA_KEY, QUOTA_MODES
+from components._settings import Endpoint, ProviderSettings, SettingError
+from components._spec import JobSpec
+from components._tuning_spec import TrialJobSpec, TuningJobSpec
+from components._wire import TRIAL_JOB_SPEC
+
+__all__ = [
+    "PreviewSettings",
+    "add_triggers",
+    "cost_message",
+    "image_notes",
+    "local_trainer",
+    "package_digests",
+    "planned_infra",
+    "program_root",
+    "quota_problem",
+    "wire_infra",
+]
+
+Spec = JobSpec | TuningJobSpec
+Pools = TypeVar("Pools", JobSpec, TrialJobSpec)
+
+
+def program_root() -> Path:
+    """The directory of the running Pulumi program (where its ``Pulumi.yaml`` is).
+
+    The engine names it to the program (``--root_directory``); the program's working directory
+    is the same place, and stands in where the engine names none (under Mocks it names a
+    placeholder, not a directory).
+    """
+    root = pulumi.get_root_directory()
+    if root and Path(root).is_absolute() and Path(root).is_dir():
+        return Path(root)
+    return Path(os.getcwd())
+
+
+@dataclass(frozen=True)
+class PreviewSettings:
+    """The stack settings a job's preview reads: where its quota is read and how it is priced.
+
+    A resource reads them from the stack configuration (``from_stack``); the project's program
+    passes the ones it has read and checked already.
+    """
+
+    project: str | None
+    region: str | None
+    endpoint: str | None
+    prices: PriceSetting | None = None
+    quota: str = "error"
+    live_prices: bool = True
+    """``training:livePrices``: price from the live billing SKUs where readable (the local
+    stack reads the emulator's Catalog API) over the catalog's snapshot."""
+    root: Path = Path()
+    """Where the quota snapshot for the policy pack goes (``components._quota.SNAPSHOT_DIR``)."""
+
+    @classmethod
+    def from_stack(cls, project: Any, region: Any) -> PreviewSettings:
+        """``training:endpoint``, ``training:prices``, ``training:quota``,
+        ``training:livePrices`` and ``training:catalogOverlay`` (each optional; the overlay
+        applies to the program's catalog from here on); raises ``ConfigError`` naming the key.
+        ``project`` and ``region`` are the job's, or None where they are not known at preview
+        (an Output)."""
+        from components.config import (
+            ConfigError,
+            load_catalog_overlay,
+            load_live_prices,
+            load_price_setting,
+        )
+
+        training = pulumi.Config("training")
+        root = program_root()
+        try:
+            settings = ProviderSettings.read(
+                lambda key: training.get(key.removeprefix("training:"))
+            )
+        except SettingError as exc:
+            raise ConfigError(str(exc)) from None
+        quota = training.get("quota") or "error"
+        if quota not in QUOTA_MODES:
+            raise ConfigError(f"{QUOTA_KEY}: {quota!r} is not one of {', '.join(QUOTA_MODES)}")
+        load_catalog_overlay(settings.catalog_overlay, root)
+        return cls(
+            project=project if isinstance(project, str) else None,
+            region=region if isinstance(region, str) else None,
+            endpoint=settings.endpoint.url,
+            prices=load_price_setting(root),
+            quota=quota,
+            live_prices=load_live_prices(training.get("livePrices")),
+            root=root,
+        )
+
+
+def _cost_line(name: str, spec: Spec | None, region: str | None, catalog: Catalog) -> str:
+    try:
+        if spec is None:
+            raise ValueError("not read")
+        if isinstance(spec, TuningJobSpec):
+            line = tuning_summary(estimate_tuning(spec, catalog, region=region))
+        else:
+            line = summary(estimate(spec, catalog, region=region))
+    except (SpecError, ValueError):
+        return f"  {name}: no estimate (the spec is invalid)"
+    return f"  {name}: {line}"
+
+
+def _billed_catalog(settings: PreviewSettings) -> Catalog | None:
+    """The catalog with the live billing SKUs' prices over its snapshot; None: the snapshot."""
+    if not settings.live_prices:
+        return None
+    from components._billing_cli import live_catalog
+    from components._catalog import load_catalog
+
+    return live_catalog(load_catalog(), Endpoint(settings.endpoint), pulumi.log.info)
+
+
+def cost_message(jobs: Sequence[tuple[str, Spec | None]], settings: PreviewSettings) -> str:
+    """One message for every job's estimated cost: ``pulumi preview`` shows it to reviewers."""
+    from components.config import priced_catalog
+
+    catalog = priced_catalog(settings.prices, _billed_catalog(settings))
+    lines = [_cost_line(name, spec, settings.region, catalog) for name, spec in jobs]
+    return "estimated cost per job:\n" + "\n".join(lines)
+
+
+def quota_problem(jobs: Sequence[tuple[str, Spec]], settings: PreviewSettings) -> str | None:
+    """The jobs' Vertex training quotas against the project's limits (``training:quota``).
+
+    One list call per project (``components.vertex.quotas``), before any resource exists; the
+    table is logged. Returns why the jobs do not fit when that fails the preview (``error``);
+    a shortfall under ``warn`` is a warning, and quotas that cannot be read are one warning,
+    never a failed preview.
+    """
+    if settings.quota == "off" or not jobs:
+        return None
+    if settings.project is None or settings.region is None:
+        pulumi.log.warn(
+            "the jobs' quotas were not checked: their project or region is not known at preview"
+        )
+        return None
+    from components._catalog import load_catalog
+    from components._quota import compare, job_needs, load_quota_metrics, write_snapshot
+    from components.vertex import quotas
+
+    catalog, metrics = load_catalog(), load_quota_metrics()
+    needs, unchecked = [], []
+    for name, spec in jobs:
+        found, skipped = job_needs(name, spec, catalog, metrics)
+        needs += found
+        unchecked += skipped
+    try:
+        limits = quotas.read_limits(Endpoint(settings.endpoint), settings.project)
+    except quotas.QuotaUnavailable as exc:
+        pulumi.log.warn(f"{exc}; the jobs' quotas were not checked ({QUOTA_KEY}: off skips this)")
+        return None
+    try:  # for the policy pack, which has no client (components._quota.SNAPSHOT_DIR)
+        write_snapshot(settings.root, settings.project, limits, time.time())
+    except (OSError, ValueError) as exc:
+        pulumi.log.warn(f"the quota snapshot for the policy pack was not written: {exc}")
+    report = compare(settings.project, settings.region, needs, limits, catalog, unchecked)
+    pulumi.log.info("\n".join(report.table()))
+    shortfalls = report.problems(limits)
+    if shortfalls and settings.quota == "error":
+        return (
+            "nothing was changed, because the project's Vertex training quota is short:\n"
+            + "\n".join(shortfalls)
+            + f"\n({QUOTA_KEY}: warn makes this a warning)"
+        )
+    for shortfall in shortfalls:
+        pulumi.log.warn(shortfall)
+    return None
+
+
+_digests: dict[Path, str] | None = None
+"""Package folders' digests while ``package_digests`` holds them (one program run)."""
+
+
+@contextmanager
+def package_digests() -> Iterator[None]:
+    """Hash each local package folder once while this holds (jobs sharing a trainer)."""
+    global _digests
+    outer = _digests
+    _digests = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _digests = outer
+
+
+def local_trainer(spec: Spec, trainer_source: Path | None) -> tuple[Spec, list[str]]:
+    """Point python pools that name no package at the local trainer; a trigger per package
+    folder's digest re-runs the job when its code changes.
+
+    Raises ``PackagingError`` naming a folder that cannot be hashed.
+    """
+    digests = {} if _digests is None else _digests
+    if isinstance(spec, TuningJobSpec):
+        trial, triggers = _local_pools(spec.trial_job_spec, trainer_source, digests)
+        return spec.model_copy(update={"trial_job_spec": trial}), triggers
+    return _local_pools(spec, trainer_source, digests)
+
+
+def _local_pools(
+    spec: Pools, trainer_source: Path | None, digests: dict[Path, str]
+) -> tuple[Pools, list[str]]:
+    triggers: list[str] = []
+    pools = []
+    filled = False
+    for pool in spec.worker_pool_specs:
+        package = pool.python_package_spec
+        if package is not None and not package.package_uris and trainer_source is not None:
+            package = package.model_copy(update={"package_uris": [str(trainer_source)]})
+            pool = pool.model_copy(update={"python_package_spec": package})
+            filled = True
+        pools.append(pool)
+        for uri in package.package_uris if package is not None else ():
+            path = Path(uri.removeprefix("file://"))
+            # Jobs sharing a trainer hash it once per run (a folder hashed is a folder).
+            if path in digests or path.is_dir():
+                if path not in digests:
+                    digests[path] = source_digest(path)[:16]
+                triggers.append(f"package:{path.name}:{digests[path]}")
+    if not filled:
+        return spec, triggers
+    return spec.model_copy(update={"worker_pool_specs": pools}), triggers
+
+
+def image_notes(spec: Spec, region: str | None) -> list[str]:
+    """A note for each prebuilt executor image of the spec past its end of availability (a
+    spec file's reader says so for its own; this is for a spec given inline)."""
+    job = spec.trial_job_spec if isinstance(spec, TuningJobSpec) else spec
+    notes: dict[str, None] = {}
+    for pool in job.worker_pool_specs:
+        package = pool.python_package_spec
+        if package is not None and package.executor_image_uri:
+            late = _late_image(package.executor_image_uri, region)
+            if late is not None:
+                notes[late] = None
+    return list(notes)
+
+
+@functools.cache
+def _late_image(uri: str, region: str | None) -> str | None:
+    """The note for a prebuilt image past its end of availability (once per image and run:
+    a stack's jobs mostly share one)."""
+    from components._catalog import load_catalog
+    from components._images import executor_image
+
+    found = executor_image(load_catalog(), uri, region)
+    return found.lifecycle() if found.kind == "prebuilt" else None
+
+
+def add_triggers(given: Any, found: list[str]) -> Any:
+    """The job's ``triggers`` with the package triggers ``found`` after the given ones."""
+    if not found:
+        return given
+    if given is None:
+        return list(found)
+    if isinstance(given, pulumi.Output):
+        return given.apply(lambda value: add_triggers(value, found))
+    if isinstance(given, Mapping):
+        return {**given, **{f"package:{t.split(':')[1]}": t.rsplit(":", 1)[1] for t in found}}
+    return [*given, *found]
+
+
+def _python_pools(document: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        pool["pythonPackageSpec"]
+        for pool in document.get("workerPoolSpecs", [])
+        if isinstance(pool, dict) and isinstance(pool.get("pythonPackageSpec"), dict)
+    ]
+
+
+class _PlannedInfra:
+    """What ``wire_infra`` reads from a ``TrainingInfra``, as values not known yet.
+
+    Checking every job before any resource exists needs the wired spec; these Outputs are
+    seen as unknown, exactly as the infra's real outputs are at preview.
+    """
+
+    def __init__(self, has_package: bool) -> None:
+        self.package_uri = (
+            pulumi.Output.from_input("gs://planned/package.tar.gz") if has_package else None
+        )
+        self.service_account_email = pulumi.Output.from_input(
+            "planned@planned.iam.gserviceaccount.com"
+        )
+
+    def output_uri(self, job: str) -> pulumi.Output[str]:
+        return pulumi.Output.from_input(f"gs://planned/jobs/{job}")
+
+
+def planned_infra(has_package: bool) -> Any:
+    """A stand-in for the ``TrainingInfra`` a program declares after checking its jobs."""
+    return _PlannedInfra(has_package)
+
+
+def wire_infra(document: dict[str, Any], infra: Any, name: str, *, tuning: bool) -> dict[str, Any]:
+    """The spec document with ``infra``'s Outputs where it leaves them out (in a tuning job,
+    its trials' spec): the staged trainer package in python pools with no ``gs://`` package,
+    the service account, and ``gs://<bucket>/jobs/<name>`` as the output directory."""
+    trial = document.setdefault(TRIAL_JOB_SPEC, {}) if tuning else None
+    target = document if trial is None else trial
+    if infra.package_uri is not None:
+        for package in _python_pools(target):
+            uris = package.get("packageUris") or []
+            if not any(str(u).startswith("gs://") for u in uris):
+                package["packageUris"] = [infra.package_uri]
+    target.setdefault("serviceAccount", infra.service_account_email)
+    target.setdefault("baseOutputDirectory", infra.output_uri(name))
+    return document
