@@ -285,7 +285,11 @@ def cmd_convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from components.vertex.convert import custom_job_spec_document
 
     command, notes = _create_command(spec, args.file)
-    document, builds = for_vertex(custom_job_spec_document(spec))
+    try:
+        document, builds = for_vertex(custom_job_spec_document(spec))
+    except SpecFormatError as exc:  # a build no Dockerfile can hold
+        print(f"error: {exc}", file=err)
+        return EXIT_INVALID
     _print_config(
         command,
         notes + _build_notes(builds) + [str(v) for v in violations if not _built(v, builds)],
