@@ -30,8 +30,8 @@ Cancel is served by the same pool as every other call: with more operations unde
 the pool's size (``training:maxConcurrentOperations``), it waits for a free thread, and a
 second Ctrl-C (which ends the engine, and with it this process) is the way out.
 
-``install_error_handlers`` does the same for the host's Check, Diff, Create, Read, Update and
-Delete: the host as it ships answers their errors with ``traceback.format_exc()``, which the
+``install_error_handlers`` changes what the host's Check, Diff, Create, Read, Update and
+Delete answer when they fail: the host as it ships gives ``traceback.format_exc()``, which the
 engine printed before every failed operation's message; the message alone reaches the engine
 now (``error_message``: env values and endpoint credentials out, bounded, control characters
 escaped).
@@ -237,12 +237,6 @@ def install_cancel_handler() -> bool:
     return found
 
 
-ERROR_METHODS = tuple(
-    f"/pulumirpc.ResourceProvider/{name}"
-    for name in ("Check", "Diff", "Create", "Read", "Update", "Delete")
-)
-"""The host's calls whose errors it answers with a Python traceback (``_abort_with_traceback``)."""
-
 MAX_ERROR_CHARS = 16_000
 """The most of an error's text the engine is given: an input quoted in it may be huge."""
 
@@ -251,7 +245,6 @@ _SECRET_SIG = "4dabf18193072939515e22adb298388d"
 """The key that marks a secret in the host's wire form (``pulumi.runtime.rpc``)."""
 
 _error_scrubs: list[Callable[[str], str]] = []
-_errors_installed = False
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -284,6 +277,18 @@ def _request_secrets(request: Any) -> list[str]:
     return found
 
 
+def _handled_request(exc: BaseException) -> Any:
+    """The gRPC request whose handler let ``exc`` out: a local of a frame it passed through
+    (the host's handler and its wrapper take it as ``request``)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        request = tb.tb_frame.f_locals.get("request")
+        if request is not None and hasattr(request, "ListFields"):
+            return request
+        tb = tb.tb_next
+    return None
+
+
 def error_message(exc: BaseException, secrets: Iterable[str] = ()) -> str:
     """What the user is told of a failed operation: the error's message (its type where it is
     no error of this package's), without env values or endpoint credentials, bounded, with
@@ -301,66 +306,54 @@ def error_message(exc: BaseException, secrets: Iterable[str] = ()) -> str:
     return terminal_safe(redact(text, secrets), MAX_ERROR_CHARS)
 
 
-class _PlainErrors:
-    """A gRPC context whose ``abort`` (the host calls it with a traceback) gives the message."""
+class _MessageOnly:
+    """Stands in for the ``traceback`` module in the host's module, whose one use of it is
+    ``context.abort(UNKNOWN, traceback.format_exc())`` for a failed call: the error's message
+    (``error_message``, the request's env values taken out) instead of the traceback."""
 
-    def __init__(self, context: Any, request: Any) -> None:
-        self._context = context
-        self._request = request
+    def __init__(self, module: Any) -> None:
+        self._module = module
 
-    def abort(self, code: Any, details: str) -> None:
+    def format_exc(self, *args: Any, **kwargs: Any) -> str:
         exc = sys.exc_info()[1]
-        if exc is not None:
-            details = error_message(exc, _request_secrets(self._request))
-        self._context.abort(code, details)
+        if exc is None:
+            return str(self._module.format_exc(*args, **kwargs))
+        request = _handled_request(exc)
+        return error_message(exc, _request_secrets(request) if request is not None else ())
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._context, name)
-
-
-def _plain_errors(handler: Any) -> Any:
-    """``handler`` (a unary RPC handler) whose errors reach the engine without a traceback."""
-    behaviour = handler.unary_unary
-
-    def call(request: Any, context: Any) -> Any:
-        return behaviour(request, _PlainErrors(context, request))
-
-    return handler._replace(unary_unary=call)
+        return getattr(self._module, name)
 
 
 def install_error_handlers(scrub: Callable[[str], str] | None = None) -> bool:
     """Let the host answer a failed operation with its message, not a Python traceback.
 
-    The host as it ships aborts every failed Check, Diff, Create, Read, Update and Delete with
-    ``traceback.format_exc()``, which the engine prints before the message. Here each of those
-    handlers in the gRPC server's table (found as for ``install_cancel_handler``) gets a
-    context whose ``abort`` gives ``error_message`` of the error being handled. ``scrub``
-    (the endpoint's, taking its credentials out) applies to every message. Done once per
-    process; True when the handlers are in place. Outside the host nothing is changed.
+    The host as it ships wraps its Check, Diff, Create, Read, Update and Delete in
+    ``_abort_with_traceback``, which aborts a failed call with ``traceback.format_exc()``;
+    the engine prints that before the message. Here the host module's ``traceback`` becomes
+    ``_MessageOnly``: read when a call fails, so it holds for a call already under way (the
+    first Read of a refresh configures the provider inside itself). ``scrub`` (the
+    endpoint's, taking its credentials out) applies to every message. Idempotent; True when
+    in place. Outside the host nothing is changed.
     """
-    global _errors_installed
     from components._engine_watch import in_provider_host
 
     if scrub is not None and scrub not in _error_scrubs:
         _error_scrubs.append(scrub)
     if not in_provider_host():
         return False
-    with _lock:
-        if _errors_installed:
-            return True
-        for value in _main_thread_locals():
-            for table in _method_tables(value):
-                for method in ERROR_METHODS:
-                    handler = table.get(method)
-                    if handler is not None and hasattr(handler, "_replace"):
-                        table[method] = _plain_errors(handler)
-                        _errors_installed = True
-    if not _errors_installed:
+    host = sys.modules.get("__main__")
+    module = getattr(host, "traceback", None)
+    if not callable(getattr(host, "_abort_with_traceback", None)) or module is None:
         _warn(
-            "could not find the dynamic provider host's handlers (has pulumi.dynamic "
+            "could not find the dynamic provider host's error handling (has pulumi.dynamic "
             "changed?); a failed operation shows a Python traceback"
         )
-    return _errors_installed
+        return False
+    with _lock:
+        if not isinstance(module, _MessageOnly):
+            host.traceback = _MessageOnly(module)  # type: ignore[union-attr]
+    return True
 
 
 def _on_shutdown() -> None:

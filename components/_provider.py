@@ -219,6 +219,7 @@ class JobProvider(ResourceProvider):
     def configure(self, req: ConfigureRequest) -> None:
         """Read the ``training:`` settings; let the host serve that many operations at once,
         and let the engine's Cancel stop the waits."""
+        install_error_handlers()  # first: a bad setting fails this call with its message
         self._settings = ProviderSettings.read(req.config.get)
         # The host calls this in one of its worker threads, before the first operation.
         widen_host_pool(self._settings.max_concurrent_operations)

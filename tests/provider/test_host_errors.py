@@ -68,8 +68,18 @@ def test_a_failed_create_gives_its_message_only(sim: EmulatorProcess) -> None:
 
 @pytest.mark.parametrize("method", ["Read", "Delete"])
 def test_a_failed_read_or_delete_gives_its_message_only(method: str) -> None:
+    """As the first call of the process (a refresh, a destroy): the provider is configured
+    inside it, after the host's handler was entered."""
     with provider_host() as stub:
-        inputs = _checked(stub, "http://127.0.0.1:9", job_inputs(env={"API_TOKEN": SECRET}))
+        stub.Configure(
+            provider_pb2.ConfigureRequest(
+                args=struct_of(
+                    {"training:endpoint": "http://127.0.0.1:9", "training:retryDeadline": "1"}
+                )
+            )
+        )
+        inputs = {k: v for k, v in job_inputs(env={"API_TOKEN": SECRET}).items() if v is not None}
+        inputs["__provider"] = str(serialize_provider(TrainingJobProvider()))
         name = "projects/local-training/locations/us-central1/customJobs/1"
         request = getattr(provider_pb2, f"{method}Request")(
             id=name, urn=URN, properties=struct_of(inputs)
