@@ -290,16 +290,15 @@ def _handled_request(exc: BaseException) -> Any:
 
 
 def error_message(exc: BaseException, secrets: Iterable[str] = ()) -> str:
-    """What the user is told of a failed operation: the error's message (its type where it is
-    no error of this package's), without env values or endpoint credentials, bounded, with
-    control characters escaped; never a traceback."""
-    from components._errors import TrainingJobError
+    """What the user is told of a failed operation: the error's message (its type too where it
+    is no error of this package's: those are written for the user), without env values or
+    endpoint credentials, bounded, with control characters escaped; never a traceback."""
     from components._redaction import redact
     from components._violations import terminal_safe
-    from components.vertex.api import JobOperationError
 
     text = str(exc)
-    if not isinstance(exc, JobOperationError | TrainingJobError) or not text:
+    ours = type(exc).__module__.split(".")[0] == __name__.split(".")[0]
+    if not ours or not text:
         text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     for scrub in list(_error_scrubs):
         text = scrub(text)

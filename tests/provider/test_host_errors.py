@@ -14,6 +14,7 @@ from pulumi.runtime.proto import provider_pb2
 
 from components._host import MAX_ERROR_CHARS, error_message
 from components._provider import TrainingJobProvider
+from components._settings import SettingError
 from components._wire import encode_spec
 from components.vertex.api import JobOperationError
 from emulator.testing import EmulatorProcess
@@ -89,6 +90,25 @@ def test_a_failed_read_or_delete_gives_its_message_only(method: str) -> None:
     assert name in details
 
 
+def test_a_bad_setting_fails_the_first_call_with_its_message_only() -> None:
+    with provider_host() as stub:
+        stub.Configure(
+            provider_pb2.ConfigureRequest(
+                args=struct_of(
+                    {"training:endpoint": "http://127.0.0.1:9", "training:retryDeadline": "soon"}
+                )
+            )
+        )
+        inputs = {k: v for k, v in job_inputs().items() if v is not None}
+        inputs["__provider"] = str(serialize_provider(TrainingJobProvider()))
+        details = _details(
+            stub.Check,
+            provider_pb2.CheckRequest(urn=URN, olds=struct_of({}), news=struct_of(inputs)),
+        )
+    assert details.startswith("training:retryDeadline"), details
+    assert "Traceback" not in details
+
+
 def test_the_message_is_redacted_bounded_and_never_acts_on_a_terminal() -> None:
     huge = "x" * (5 * MAX_ERROR_CHARS)
     text = error_message(
@@ -98,5 +118,8 @@ def test_the_message_is_redacted_bounded_and_never_acts_on_a_terminal() -> None:
     assert "\x1b" not in text and "\\x1b[2J" in text
     assert len(text) < MAX_ERROR_CHARS + 100
     # An error that is no error of ours says what it is; one without text, at least that.
+    assert error_message(SettingError("training:cancelTimeout: bad")) == (
+        "training:cancelTimeout: bad"  # the package's own errors are written for the user
+    )
     assert error_message(KeyError("spec")) == "KeyError: 'spec'"
     assert error_message(RuntimeError()) == "RuntimeError"
