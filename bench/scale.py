@@ -40,8 +40,8 @@ deletes as the largest size, 8 at a time, in the bench's own process against the
 CPU and wall time): the provider's own cost per operation, which the engine's noise hides.
 
 ``--profile DIR`` runs the TrainingJob commands with ``GPU_TRAINING_PROVIDER_PROFILE`` set
-(cProfile of every provider operation, summed per command) and prints where the provider's
-time goes.
+(every provider operation sampled on its thread's CPU time, summed per command in pstats
+format: ``components._host``) and prints where the provider's time goes.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ __all__ = [
     "CAPACITIES",
     "CAPACITY_OPTIONS",
     "CATALOG_DIR",
+    "MAX_USD_PER_HOUR",
     "PRICE_BASES",
     "Accelerator",
     "Catalog",
@@ -751,6 +752,11 @@ def _prices(source: _Source) -> dict[tuple[str, str, str], Price]:
     return prices
 
 
+MAX_USD_PER_HOUR = 10_000
+"""No machine type or accelerator costs more an hour (the dearest shipped price is under $20):
+a larger price is a typo, and one near the float limit (1e308) sums to infinity."""
+
+
 def price_problem(price: Price) -> str | None:
     """What is wrong with a price row (a negative or zero price, an unknown basis), or None.
 
@@ -763,8 +769,11 @@ def price_problem(price: Price) -> str | None:
     ):
         if value is not None and not value > 0:  # also refuses NaN
             return f"{column} must be above 0, got {value:g} (leave it empty when unknown)"
-        if value is not None and value == float("inf"):
-            return f"{column} must be a finite number"
+        if value is not None and not value <= MAX_USD_PER_HOUR:  # inf too
+            return (
+                f"{column} must be at most {MAX_USD_PER_HOUR:,} USD an hour, got {value:g} (a "
+                "price for one machine or accelerator; more is a typo, and sums would overflow)"
+            )
     for column, basis in (
         ("basis", price.basis),
         ("spot_basis", price.spot_basis),

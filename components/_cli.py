@@ -11,10 +11,11 @@ import json
 import re
 import shlex
 import sys
+import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, TypeVar
 
 from components._catalog import (
     Catalog,
@@ -40,7 +41,13 @@ from components._spec import AUTOPACKAGE_ENV, JobSpec
 from components._tuning_spec import TuningJobSpec
 from components._tuning_validation import validate_tuning
 from components._validation import Target, validate
-from components._violations import Violation, clipped, did_you_mean, errors_only
+from components._violations import (
+    Violation,
+    clipped,
+    did_you_mean,
+    errors_only,
+    terminal_safe,
+)
 from components.formats import LoadedSpec, load_spec_file
 from components.formats.autopackage import IMAGE_PLACEHOLDER, VertexBuild, for_vertex
 from components.formats.legacy_config import LegacyConversionError
@@ -57,6 +64,7 @@ __all__ = [
 ]
 
 EXIT_VALID, EXIT_INVALID, EXIT_UNREADABLE = 0, 1, 2
+T = TypeVar("T")
 ESTIMATE_DEFAULT_REGION = "us-central1"
 """Where ``estimate`` prices a job whose file and flags name no region (with a note): the
 region gcloud's AI Platform and Vertex AI examples default to."""
@@ -284,7 +292,11 @@ def cmd_convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from components.vertex.convert import custom_job_spec_document
 
     command, notes = _create_command(spec, args.file)
-    document, builds = for_vertex(custom_job_spec_document(spec))
+    try:
+        document, builds = for_vertex(custom_job_spec_document(spec))
+    except SpecFormatError as exc:  # a build no Dockerfile can hold
+        print(f"error: {exc}", file=err)
+        return EXIT_INVALID
     _print_config(
         command,
         notes + _build_notes(builds) + [str(v) for v in violations if not _built(v, builds)],
@@ -659,6 +671,42 @@ def _price_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+MAX_JOB_REFERENCE = 1000
+"""A job's resource name is under 200 characters; a longer argument is no job."""
+MAX_SHOWN_ERROR = 4000
+"""The most of an error the CLI prints: an API's answer may quote a huge request."""
+DEFAULT_IMPORT_TIMEOUT = 120.0
+
+
+def _within(seconds: float, call: Callable[[], T]) -> T:
+    """``call()``, or TimeoutError when it has not returned within ``seconds``.
+
+    A REST call's timeout bounds each read from the socket, not the call: an endpoint that
+    sends a byte a second answers forever. The call runs in a daemon thread, left behind
+    when the time is up (the command ends, and the process with it).
+    """
+    done: list[T] = []
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            done.append(call())
+        except BaseException as exc:  # handed to the caller's thread
+            failed.append(exc)
+
+    worker = threading.Thread(target=run, name="components-import", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if failed:
+        raise failed[0]
+    if not done:
+        raise TimeoutError(
+            f"the API gave no whole answer within {seconds:g} s (is --endpoint right? "
+            "--timeout SECONDS waits longer)"
+        )
+    return done[0]
+
+
 def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Write a job file that is the existing job, and print the entry that takes it over."""
     import yaml
@@ -671,12 +719,24 @@ def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except SettingError as exc:
         print(f"error: {str(exc).replace('training:endpoint', '--endpoint')}", file=err)
         return EXIT_UNREADABLE
+    if len(args.job) > MAX_JOB_REFERENCE or not args.job.isprintable():
+        print(
+            f"error: job: {terminal_safe(clipped(args.job, 80), 200)} is not a job's resource "
+            f"name or id (at most {MAX_JOB_REFERENCE} printable characters)",
+            file=err,
+        )
+        return EXIT_UNREADABLE
     _import_client_library()
     try:
-        job, kind = fetch_job(args.job, project=args.project, region=args.region, endpoint=endpoint)
+        job, kind = _within(
+            args.timeout,
+            lambda: fetch_job(
+                args.job, project=args.project, region=args.region, endpoint=endpoint
+            ),
+        )
         imported = imported_job(job, kind)
-    except JobImportError as exc:
-        print(f"error: {endpoint.scrub(str(exc))}", file=err)
+    except (JobImportError, TimeoutError) as exc:
+        print(f"error: {terminal_safe(endpoint.scrub(str(exc)), MAX_SHOWN_ERROR)}", file=err)
         return EXIT_UNREADABLE
     path = Path(args.out or f"stacks/jobs/{imported.resource_name}.yaml")
     if path.exists() and not args.force:
@@ -757,6 +817,13 @@ def _add_import_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     )
     p.add_argument("--out", help="the job file to write (default stacks/jobs/<name>.yaml)")
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_IMPORT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"give up when the API has not answered in this time (default {DEFAULT_IMPORT_TIMEOUT:g})",
+    )
     p.set_defaults(handler=cmd_import)
 
 

@@ -1,10 +1,12 @@
 """Reading files that a pull request may bring: regular files only, never more than a cap.
 
 A path in a job spec, a ``--config`` flag or the stack configuration may name a device
-(``/dev/zero`` reads forever), a FIFO (blocks forever), a directory, or a symlink to any of
-them. Every path this package reads goes through ``read_bytes_capped``: it opens without
-blocking, checks what the open file *is* (not what the path looked like a moment before),
-and reads at most ``limit`` bytes.
+(``/dev/zero`` reads forever), a FIFO (blocks forever), a directory, a kernel pseudo-file
+(``/proc/self/environ`` says it is a regular file of 0 bytes, and holds the process's
+secrets), or a symlink to any of them. Every path this package reads goes through
+``read_bytes_capped``: it opens without blocking, checks what the open file *is* (not what the
+path looked like a moment before), reads at most ``limit`` bytes and no more than the file's
+size says it holds.
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ def read_bytes_capped(path: str | os.PathLike[str], limit: int, *, what: str = "
     except OSError as exc:
         raise FileReadError(f"{shown}: cannot read the {what}: {exc.strerror}") from None
     try:
-        mode = os.fstat(fd).st_mode
+        info = os.fstat(fd)
+        mode = info.st_mode
         if not stat.S_ISREG(mode):
             raise FileReadError(f"{shown}: is {_kind(mode)}, not a {what}")
         chunks: list[bytes] = []
@@ -61,6 +64,14 @@ def read_bytes_capped(path: str | os.PathLike[str], limit: int, *, what: str = "
             size += len(chunk)
         if size > limit:
             raise FileReadError(f"{shown}: larger than {limit:,} bytes; not a {what}")
+        if size > info.st_size:
+            # /proc and /sys files say they are regular and empty, and read as the kernel's
+            # view of the process (its environment, with every secret in it): a file on disk
+            # never holds more than its size.
+            raise FileReadError(
+                f"{shown}: holds more than the {info.st_size:,} bytes its size says (a /proc or "
+                f"/sys file, or one written to while read); not a {what}"
+            )
         return b"".join(chunks)
     except OSError as exc:
         raise FileReadError(f"{shown}: cannot read the {what}: {exc.strerror}") from None

@@ -30,31 +30,39 @@ Cancel is served by the same pool as every other call: with more operations unde
 the pool's size (``training:maxConcurrentOperations``), it waits for a free thread, and a
 second Ctrl-C (which ends the engine, and with it this process) is the way out.
 
+``install_error_handlers`` changes what the host's Check, Diff, Create, Read, Update and
+Delete answer when they fail: the host as it ships gives ``traceback.format_exc()``, which the
+engine printed before every failed operation's message; the message alone reaches the engine
+now (``error_message``: env values and endpoint credentials out, bounded, control characters
+escaped).
+
 ``PROFILE_ENV`` (``GPU_TRAINING_PROVIDER_PROFILE=<file>``) profiles every provider operation
-with ``cProfile`` on the CPU time of its thread (``time.thread_time``: waiting for the API
-or for a lock counts for nothing) and keeps the sum of all of them in ``<file>`` (pstats
-format), rewritten after each operation: the provider process is ended by the engine, never
-shut down.
+on the CPU time of its thread (waiting for the API or for a lock counts for nothing), any
+number at once, by sampling their stacks from one thread (``_Sampler``: ``cProfile`` allows
+one profiler per process on Python 3.12 and later), and keeps the sum of all of them in
+``<file>`` (pstats format), rewritten after each operation: the provider process is ended by
+the engine, never shut down.
 """
 
 from __future__ import annotations
 
 import gc
+import marshal
 import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, TypeVar
-
-if TYPE_CHECKING:
-    import pstats
+from types import CodeType, FrameType
+from typing import Any, TypeVar
 
 __all__ = [
     "CANCEL_METHOD",
     "PROFILE_ENV",
+    "error_message",
     "install_cancel_handler",
+    "install_error_handlers",
     "profiled",
     "serving_pool",
     "widen_host_pool",
@@ -101,12 +109,28 @@ def _tracked_pools() -> Iterator[ThreadPoolExecutor]:
             yield obj
 
 
+def _has_worker(pool: ThreadPoolExecutor, thread: threading.Thread) -> bool:
+    """Whether ``thread`` is one of ``pool``'s workers, read under the lock it is recorded under.
+
+    The executor starts a new worker and only then adds it to ``_threads``, both while holding
+    ``_shutdown_lock`` (in ``submit``): a fresh pool's first call can run before its thread is
+    recorded. Taking that lock waits for the ``submit`` that started this thread to finish.
+    """
+    lock = getattr(pool, "_shutdown_lock", None)
+    if lock is None or not lock.acquire(timeout=10):
+        return thread in getattr(pool, "_threads", ())
+    try:
+        return thread in getattr(pool, "_threads", ())
+    finally:
+        lock.release()
+
+
 def serving_pool(thread: threading.Thread | None = None) -> ThreadPoolExecutor | None:
     """The ``ThreadPoolExecutor`` one of whose worker threads is ``thread`` (default: this one)."""
     thread = thread or threading.current_thread()
     for search in (_main_thread_pools, _tracked_pools):
         for pool in search():
-            if thread in getattr(pool, "_threads", ()):
+            if _has_worker(pool, thread):
                 return pool
     return None
 
@@ -213,6 +237,124 @@ def install_cancel_handler() -> bool:
     return found
 
 
+MAX_ERROR_CHARS = 16_000
+"""The most of an error's text the engine is given: an input quoted in it may be huge."""
+
+_ENV_VALUES = "env_values"
+_SECRET_SIG = "4dabf18193072939515e22adb298388d"
+"""The key that marks a secret in the host's wire form (``pulumi.runtime.rpc``)."""
+
+_error_scrubs: list[Callable[[str], str]] = []
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON-like value (a secret's marker left out)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if key != _SECRET_SIG:
+                yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _request_secrets(request: Any) -> list[str]:
+    """The env values a request carries (in its inputs, old or new properties)."""
+    from google.protobuf.json_format import MessageToDict
+
+    found: list[str] = []
+    for name in ("properties", "olds", "news", "inputs"):
+        struct = getattr(request, name, None)
+        if struct is None or not hasattr(struct, "fields"):
+            continue
+        try:
+            props = MessageToDict(struct)
+        except Exception:  # a request that cannot be read has nothing to add
+            continue
+        found.extend(_strings(props.get(_ENV_VALUES)))
+    return found
+
+
+def _handled_request(exc: BaseException) -> Any:
+    """The gRPC request whose handler let ``exc`` out: a local of a frame it passed through
+    (the host's handler and its wrapper take it as ``request``)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        request = tb.tb_frame.f_locals.get("request")
+        if request is not None and hasattr(request, "ListFields"):
+            return request
+        tb = tb.tb_next
+    return None
+
+
+def error_message(exc: BaseException, secrets: Iterable[str] = ()) -> str:
+    """What the user is told of a failed operation: the error's message (its type too where it
+    is no error of this package's: those are written for the user), without env values or
+    endpoint credentials, bounded, with control characters escaped; never a traceback."""
+    from components._redaction import redact
+    from components._violations import terminal_safe
+
+    text = str(exc)
+    ours = type(exc).__module__.split(".")[0] == __name__.split(".")[0]
+    if not ours or not text:
+        text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    for scrub in list(_error_scrubs):
+        text = scrub(text)
+    return terminal_safe(redact(text, secrets), MAX_ERROR_CHARS)
+
+
+class _MessageOnly:
+    """Stands in for the ``traceback`` module in the host's module, whose one use of it is
+    ``context.abort(UNKNOWN, traceback.format_exc())`` for a failed call: the error's message
+    (``error_message``, the request's env values taken out) instead of the traceback."""
+
+    def __init__(self, module: Any) -> None:
+        self._module = module
+
+    def format_exc(self, *args: Any, **kwargs: Any) -> str:
+        exc = sys.exc_info()[1]
+        if exc is None:
+            return str(self._module.format_exc(*args, **kwargs))
+        request = _handled_request(exc)
+        return error_message(exc, _request_secrets(request) if request is not None else ())
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._module, name)
+
+
+def install_error_handlers(scrub: Callable[[str], str] | None = None) -> bool:
+    """Let the host answer a failed operation with its message, not a Python traceback.
+
+    The host as it ships wraps its Check, Diff, Create, Read, Update and Delete in
+    ``_abort_with_traceback``, which aborts a failed call with ``traceback.format_exc()``;
+    the engine prints that before the message. Here the host module's ``traceback`` becomes
+    ``_MessageOnly``: read when a call fails, so it holds for a call already under way (the
+    first Read of a refresh configures the provider inside itself). ``scrub`` (the
+    endpoint's, taking its credentials out) applies to every message. Idempotent; True when
+    in place. Outside the host nothing is changed.
+    """
+    from components._engine_watch import in_provider_host
+
+    if scrub is not None and scrub not in _error_scrubs:
+        _error_scrubs.append(scrub)
+    if not in_provider_host():
+        return False
+    host = sys.modules.get("__main__")
+    module = getattr(host, "traceback", None)
+    if not callable(getattr(host, "_abort_with_traceback", None)) or module is None:
+        _warn(
+            "could not find the dynamic provider host's error handling (has pulumi.dynamic "
+            "changed?); a failed operation shows a Python traceback"
+        )
+        return False
+    with _lock:
+        if not isinstance(module, _MessageOnly):
+            host.traceback = _MessageOnly(module)  # type: ignore[union-attr]
+    return True
+
+
 def _on_shutdown() -> None:
     """Stop the waits when the interpreter shuts down (before it joins the worker threads)."""
     from components._interrupt import interrupt
@@ -227,27 +369,138 @@ def _on_shutdown() -> None:
         interrupt("the provider process is stopping")
 
 
-_profile_lock = threading.Lock()
-_profile_total: pstats.Stats | None = None
+_SAMPLE_SECONDS = 0.002
+"""How often the profiler looks at the threads inside a profiled call."""
+
+_Key = tuple[str, int, str]
+"""A function as pstats names it: file, first line, name."""
+
+
+def _key(code: CodeType) -> _Key:
+    return (code.co_filename, code.co_firstlineno, code.co_name)
+
+
+def _thread_clock(ident: int) -> Callable[[], float]:
+    """The CPU time of thread ``ident``, readable from any thread (wall time where the platform
+    has no per-thread clock for another thread)."""
+    try:
+        clock = time.pthread_getcpuclockid(ident)
+        time.clock_gettime(clock)
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return time.monotonic
+    return lambda: time.clock_gettime(clock)
+
+
+class _Sampler:
+    """One profiler for the process: a thread that, every ``_SAMPLE_SECONDS``, reads the stack
+    of each thread inside a profiled call and charges its functions the CPU time that thread
+    used since the last look.
+
+    ``cProfile`` cannot serve concurrent operations on Python 3.12 and later: it is built on
+    ``sys.monitoring``, one profiler per process, and a second ``enable`` raises "Another
+    profiling tool is already active". Sampling needs no hook in the profiled threads, so any
+    number of operations are profiled at once, each on its own thread's CPU time (waits for
+    the API or for a lock cost nothing, as with ``cProfile`` on ``time.thread_time``). Counts
+    are samples, not calls; times are the sum of the CPU time seen, in pstats' format.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Condition()
+        # thread id -> (the frame the profiled call was made from, its clock, CPU time so far)
+        self._active: dict[int, tuple[FrameType, Callable[[], float], float]] = {}
+        self._stats: dict[_Key, list[Any]] = {}
+        self._thread: threading.Thread | None = None
+
+    def enter(self, ident: int, boundary: FrameType) -> None:
+        clock = _thread_clock(ident)
+        with self._lock:
+            self._active[ident] = (boundary, clock, clock())
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="gpu-training-profiler", daemon=True
+                )
+                self._thread.start()
+            self._lock.notify()
+
+    def leave(self, ident: int, target: str) -> None:
+        with self._lock:
+            self._active.pop(ident, None)
+            self._dump(target)
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                while not self._active:
+                    self._lock.wait()
+            time.sleep(_SAMPLE_SECONDS)
+            self._sample()
+
+    def _sample(self) -> None:
+        frames = sys._current_frames()
+        with self._lock:
+            for ident, (boundary, clock, before) in list(self._active.items()):
+                now = clock()
+                self._active[ident] = (boundary, clock, now)
+                frame = frames.get(ident)
+                if frame is not None and now > before:
+                    self._charge(frame, boundary, now - before)
+
+    def _charge(self, frame: FrameType, boundary: FrameType, seconds: float) -> None:
+        stack: list[_Key] = []
+        current: FrameType | None = frame
+        while current is not None and current is not boundary:
+            stack.append(_key(current.f_code))
+            current = current.f_back
+        if current is None or not stack:
+            return  # not inside the profiled call (yet, or any more)
+        stack.reverse()  # outermost first
+        seen: set[_Key] = set()
+        for depth, func in enumerate(stack):
+            entry = self._stats.setdefault(func, [0, 0, 0.0, 0.0, {}])
+            leaf = depth == len(stack) - 1
+            if func not in seen:  # a recursive function counts its time once
+                seen.add(func)
+                entry[0] += 1
+                entry[1] += 1
+                entry[3] += seconds
+            if leaf:
+                entry[2] += seconds
+            if depth:
+                caller = stack[depth - 1]
+                old = entry[4].get(caller, (0, 0, 0.0, 0.0))
+                entry[4][caller] = (
+                    old[0] + 1,
+                    old[1] + 1,
+                    old[2] + (seconds if leaf else 0.0),
+                    old[3] + seconds,
+                )
+
+    def _dump(self, target: str) -> None:
+        """Write the profile so far to ``target`` (pstats' format: ``marshal`` of its table)."""
+        table = {
+            func: (cc, nc, tt, ct, dict(callers))
+            for func, (cc, nc, tt, ct, callers) in self._stats.items()
+        }
+        temporary = f"{target}.{os.getpid()}.tmp"
+        with open(temporary, "wb") as out:
+            marshal.dump(table, out)
+        os.replace(temporary, target)
+
+
+_sampler = _Sampler()
 
 
 def profiled(call: Callable[[], T]) -> T:
-    """``call()``, profiled into ``$GPU_TRAINING_PROVIDER_PROFILE`` when that is set."""
+    """``call()``, profiled into ``$GPU_TRAINING_PROVIDER_PROFILE`` when that is set.
+
+    Every operation of the process adds to one profile (``_Sampler``), written after each.
+    """
     target = os.environ.get(PROFILE_ENV)
     if not target:
         return call()
-    import cProfile
-    import pstats
-
-    # CPU time of this thread: waits (sleeps, the network, locks) cost nothing here.
-    profile = cProfile.Profile(time.thread_time)
+    ident = threading.get_ident()
+    _sampler.enter(ident, sys._getframe())
     try:
-        return profile.runcall(call)
+        return call()
     finally:
-        global _profile_total
-        with _profile_lock:
-            if _profile_total is None:
-                _profile_total = pstats.Stats(profile)
-            else:
-                _profile_total.add(profile)
-            _profile_total.dump_stats(target)
+        _sampler.leave(ident, target)

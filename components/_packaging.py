@@ -14,6 +14,7 @@ import ast
 import gzip
 import hashlib
 import io
+import os
 import tarfile
 import tomllib
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ __all__ = [
     "FIXED_MTIME",
     "MAX_METADATA_BYTES",
     "MAX_PACKAGE_BYTES",
+    "MAX_SOURCE_ENTRIES",
     "SKIP_DIRS",
     "SKIP_SUFFIXES",
     "PackagingError",
@@ -57,6 +59,9 @@ FIXED_MTIME = 315532800  # 1980-01-01, the earliest time zip-based tools accept 
 MAX_PACKAGE_BYTES = 256 << 20
 """The most source a trainer package may hold: it is read (and archived) in memory."""
 MAX_METADATA_BYTES = 1 << 20
+MAX_SOURCE_ENTRIES = 20_000
+"""The most files and folders a trainer source may hold (skipped folders not counted): the
+walk of a folder named by mistake (``/``, a home directory) stops there."""
 
 
 class PackagingError(ValueError):
@@ -81,19 +86,53 @@ class Sdist:
 
 
 def source_files(root: Path) -> list[Path]:
-    """The files that make up the package source, relative to ``root``, sorted."""
-    if not root.is_dir():
+    """The files that make up the package source, relative to ``root``, sorted.
+
+    Symlinks are never followed (a link to ``/proc/1/cwd`` is a link to ``/``), skipped folders
+    are not entered, and the walk stops at ``MAX_SOURCE_ENTRIES`` files and folders: a folder
+    such as ``/`` is refused in bounded time, naming the folder, as is one that cannot be listed.
+    """
+    try:
+        is_dir = root.is_dir()
+    except OSError:  # is_dir() catches most, not every, error (a name too long, say)
+        is_dir = False
+    if not is_dir:
         raise PackagingError(f"{root}: trainer source is not a directory")
     found: list[Path] = []
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        if any(part in SKIP_DIRS or part.endswith(".egg-info") for part in rel.parts):
-            continue
-        if path.is_file() and not path.name.endswith(SKIP_SUFFIXES) and not path.is_symlink():
-            found.append(rel)
+    seen = 0
+    folders = [Path()]
+    while folders:
+        folder = folders.pop()
+        try:
+            with os.scandir(root / folder) as listing:
+                entries = list(listing)
+        except OSError as exc:
+            raise PackagingError(
+                f"{root / folder}: cannot list the trainer source ({exc.strerror})"
+            ) from None
+        seen += len(entries)
+        if seen > MAX_SOURCE_ENTRIES:
+            raise PackagingError(
+                f"{root}: more than {MAX_SOURCE_ENTRIES:,} files and folders (skipped folders "
+                f"such as .git and .venv left out); a trainer package is smaller: is this the "
+                "trainer's folder?"
+            )
+        for entry in entries:
+            name = entry.name
+            if name in SKIP_DIRS or name.endswith(".egg-info"):
+                continue
+            try:
+                if entry.is_symlink():
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(folder / name)
+                elif entry.is_file(follow_symlinks=False) and not name.endswith(SKIP_SUFFIXES):
+                    found.append(folder / name)
+            except OSError:
+                continue  # gone since it was listed
     if not found:
         raise PackagingError(f"{root}: no source files found")
-    return found
+    return sorted(found)
 
 
 def _read_sources(root: Path) -> Iterator[tuple[Path, bytes]]:

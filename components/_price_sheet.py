@@ -27,12 +27,15 @@ import dataclasses
 import io
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from components._catalog import Catalog, Price, price_problem
+from components._files import FileReadError, read_text_capped
+from components._violations import clipped
 
 __all__ = [
     "MAX_SHEET_BYTES",
@@ -61,6 +64,17 @@ _OPTIONAL = (
 PRICE_COLUMNS = _REQUIRED + _OPTIONAL
 """The columns of ``catalog/prices.csv``, in its order (a sheet may leave the optional ones off)."""
 _SETTING_KEYS = ("sheet", "discountPercent")
+_DECIMAL = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+_CELL_CHARS = 40
+"""The most of a cell (or a setting) an error quotes: a file's content is never echoed whole."""
+
+
+def _cell(value: Any) -> str:
+    """``value`` quoted for a message: at most ``_CELL_CHARS`` characters, control characters
+    escaped (``repr``)."""
+    if isinstance(value, str):
+        return repr(clipped(value, _CELL_CHARS))
+    return clipped(repr(value), _CELL_CHARS)
 
 
 class PriceSheetError(ValueError):
@@ -100,7 +114,7 @@ def parse_price_setting(value: Any, root: Path, key: str = KEY) -> PriceSetting 
         raise PriceSheetError(f"{key}.{unknown[0]}: unknown key (known: sheet, discountPercent)")
     sheet = value.get("sheet")
     if sheet is not None and not isinstance(sheet, str):
-        raise PriceSheetError(f"{key}.sheet: expected a path, got {sheet!r}")
+        raise PriceSheetError(f"{key}.sheet: expected a path, got {_cell(sheet)}")
     discount = value.get("discountPercent", 0)
     return PriceSetting(
         sheet=_sheet_path(sheet, root, f"{key}.sheet") if sheet else None,
@@ -110,16 +124,18 @@ def parse_price_setting(value: Any, root: Path, key: str = KEY) -> PriceSetting 
 
 def _discount(value: Any, key: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise PriceSheetError(f"{key}: expected a discount in percent, got {value!r}")
+        raise PriceSheetError(f"{key}: expected a discount in percent, got {_cell(value)}")
     number = float(value)
     if not (math.isfinite(number) and 0 <= number < 100):
-        raise PriceSheetError(f"{key}: a discount is from 0 to below 100 percent, got {value!r}")
+        raise PriceSheetError(
+            f"{key}: a discount is from 0 to below 100 percent, got {_cell(value)}"
+        )
     return number
 
 
 def _sheet_path(value: str, root: Path, key: str) -> Path:
     if "\0" in value:
-        raise PriceSheetError(f"{key}: {value!r} is not a valid path (it holds a NUL byte)")
+        raise PriceSheetError(f"{key}: {_cell(value)} is not a valid path (it holds a NUL byte)")
     path = Path(value)
     return path if path.is_absolute() else root / path
 
@@ -130,17 +146,11 @@ def read_price_sheet(path: Path, catalog: Catalog) -> dict[tuple[str, str, str],
     Rows are keyed like ``Catalog.prices``; a ``*`` region is kept as ``*``.
     """
     try:
-        if not path.is_file():
-            raise PriceSheetError(f"{KEY}: price sheet {path} does not exist or is not a file")
-        if path.stat().st_size > MAX_SHEET_BYTES:
-            raise PriceSheetError(
-                f"{KEY}: price sheet {path} is larger than {MAX_SHEET_BYTES} bytes"
-            )
-        text = path.read_bytes().decode("utf-8-sig")
-    except OSError as exc:
-        raise PriceSheetError(f"{KEY}: cannot read price sheet {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise PriceSheetError(f"{KEY}: price sheet {path} is not UTF-8 text") from None
+        # As every file a stack names: a regular file on disk (symlinks followed), not a FIFO,
+        # a device or a /proc file, at most MAX_SHEET_BYTES (``components._files``).
+        text = read_text_capped(path, MAX_SHEET_BYTES, what="price sheet")
+    except FileReadError as exc:
+        raise PriceSheetError(f"{KEY}: price sheet {exc}") from None
     return _sheet_rows(text, path.name, catalog)
 
 
@@ -153,7 +163,7 @@ def _sheet_rows(text: str, name: str, catalog: Catalog) -> dict[tuple[str, str, 
     unknown = [c for c in header if c not in _REQUIRED + _OPTIONAL]
     if unknown:
         raise PriceSheetError(
-            f"{name}:1: unknown column {unknown[0]!r} (columns: {', '.join(_REQUIRED + _OPTIONAL)})"
+            f"{name}:1: unknown column {_cell(unknown[0])} (columns: {', '.join(_REQUIRED + _OPTIONAL)})"
         )
     missing = [c for c in _REQUIRED if c not in header]
     if missing:
@@ -183,19 +193,24 @@ def _sheet_rows(text: str, name: str, catalog: Catalog) -> dict[tuple[str, str, 
 def _sheet_price(row: dict[str, str], where: str, catalog: Catalog) -> Price:
     region, kind, name = (row[c].strip() for c in ("region", "resource_kind", "name"))
     if region != "*" and region not in catalog.regions:
-        raise PriceSheetError(f"{where}: region: unknown region {region!r} (or * for every region)")
+        raise PriceSheetError(
+            f"{where}: region: unknown region {_cell(region)} (or * for every region)"
+        )
     known = {"machine": catalog.machine_types, "accelerator": catalog.accelerators}.get(kind)
     if known is None:
-        raise PriceSheetError(f"{where}: resource_kind: {kind!r} is not machine or accelerator")
+        raise PriceSheetError(
+            f"{where}: resource_kind: {_cell(kind)} is not machine or accelerator"
+        )
     if name not in known:
-        raise PriceSheetError(f"{where}: name: unknown {kind} {name!r}")
+        raise PriceSheetError(f"{where}: name: unknown {kind} {_cell(name)}")
     values = []
     for column in ("on_demand_usd_per_hour", "spot_usd_per_hour", "flex_start_usd_per_hour"):
         text = (row.get(column) or "").strip()
-        try:
-            values.append(float(text) if text else None)
-        except ValueError:
-            raise PriceSheetError(f"{where}: {column}: not a number: {text[:40]!r}") from None
+        # Python's float() also reads "1_000", "inf", "nan" and digits of other scripts ("٣"):
+        # a price is written in plain decimal digits.
+        if text and not _DECIMAL.fullmatch(text):
+            raise PriceSheetError(f"{where}: {column}: not a number: {_cell(text)}")
+        values.append(float(text) if text else None)
     if values[0] is None:
         raise PriceSheetError(f"{where}: on_demand_usd_per_hour: a sheet row needs a price")
     price = Price(

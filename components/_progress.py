@@ -24,6 +24,8 @@ is written.
 from __future__ import annotations
 
 import json
+import os
+import stat
 import sys
 import threading
 import time
@@ -124,7 +126,13 @@ class WaitProgress:
 
 def _last_line(path: Path) -> str:
     try:
-        with path.open("rb") as log:
+        # The trainer's log, in the emulator's state: read only as the regular file the
+        # emulator made, never through a symlink (to a file of the machine's, whose last
+        # line this would show) nor as a FIFO (a plain open waits for a writer).
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        with open(fd, "rb") as log:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return ""
             log.seek(0, 2)
             size = log.tell()
             log.seek(max(size - _TAIL_BYTES, 0))

@@ -57,7 +57,12 @@ from components._adoption import (
 )
 from components._check import CUSTOM_JOB_SPEC, SpecKind, check_inputs, diff_inputs
 from components._engine_watch import watch_engine
-from components._host import install_cancel_handler, profiled, widen_host_pool
+from components._host import (
+    install_cancel_handler,
+    install_error_handlers,
+    profiled,
+    widen_host_pool,
+)
 from components._interrupt import Interrupted, interrupted
 from components._pricing import cost_outputs
 from components._progress import WaitProgress, local_chief_log, write_line
@@ -214,6 +219,7 @@ class JobProvider(ResourceProvider):
     def configure(self, req: ConfigureRequest) -> None:
         """Read the ``training:`` settings; let the host serve that many operations at once,
         and let the engine's Cancel stop the waits."""
+        install_error_handlers()  # first: a bad setting fails this call with its message
         self._settings = ProviderSettings.read(req.config.get)
         if self._settings.catalog_overlay:
             # The program checked the jobs against the overlaid catalog; `check` here must too.
@@ -224,6 +230,7 @@ class JobProvider(ResourceProvider):
         # The host calls this in one of its worker threads, before the first operation.
         widen_host_pool(self._settings.max_concurrent_operations)
         install_cancel_handler()
+        install_error_handlers(self._settings.endpoint.scrub)
 
     @property
     def settings(self) -> ProviderSettings:

@@ -17,6 +17,7 @@ __all__ = [
     "did_you_mean_one_of",
     "errors_only",
     "nearest",
+    "terminal_safe",
 ]
 
 Severity = Literal["error", "warning"]
@@ -123,3 +124,13 @@ def did_you_mean_one_of(names: Sequence[str], *, otherwise: str | None = None) -
 def clipped(text: str, limit: int = 60) -> str:
     """``text`` for a message: cut to ``limit`` characters, so no input makes a message huge."""
     return text if len(text) <= limit else text[:limit] + "…"
+
+
+def terminal_safe(text: str, limit: int) -> str:
+    """``text`` as a message shows it: control characters (an escape sequence would act on the
+    user's terminal) written as escapes, line breaks and tabs kept, at most ``limit``
+    characters before the escaping."""
+    cut = (
+        text if len(text) <= limit else text[:limit] + f"… ({len(text) - limit:,} more characters)"
+    )
+    return "".join(ch if ch.isprintable() or ch in "\n\t" else ascii(ch)[1:-1] for ch in cut)

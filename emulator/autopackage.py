@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from emulator import paths
+
 __all__ = [
     "ENV",
     "MAX_BUILD_CHARS",
@@ -125,20 +127,28 @@ def build_of(env: Sequence[Any]) -> Build | None:
     )
 
 
-def requirements_project(build: Build, package_dir: Path, dest: Path) -> Path | None:
+def requirements_project(
+    build: Build, package_dir: Path, dest: Path, roots: Sequence[Path]
+) -> Path | None:
     """A project (in ``dest``) whose dependencies are the build's requirements: the lines of
     DIR's ``requirements.txt`` (comments, blanks and pip options left out) and the
-    ``requirements`` items; None when there are none."""
+    ``requirements`` items; None when there are none.
+
+    ``requirements.txt`` is read as every file a client names (``paths.read_allowed``): only a
+    regular file under ``roots`` (a symlink out of them, a FIFO, a device are refused, by
+    name, never by content), at most 1 MB.
+    """
     lines: list[str] = []
     if build.requirements_txt:
-        path = package_dir / "requirements.txt"
         try:
-            with open(path, "rb") as handle:
-                data = handle.read(_MAX_REQUIREMENTS_BYTES + 1)
-        except OSError as exc:
-            raise BuildError(f"requirements.txt of the package cannot be read: {exc}") from None
-        if len(data) > _MAX_REQUIREMENTS_BYTES:
-            raise BuildError("requirements.txt of the package is over 1 MB")
+            data = paths.read_allowed(
+                package_dir / "requirements.txt",
+                roots,
+                _MAX_REQUIREMENTS_BYTES,
+                what="requirements.txt of the package",
+            )
+        except paths.PackageError as exc:
+            raise BuildError(str(exc)) from None
         for raw in data.decode("utf-8", errors="replace").splitlines():
             line = raw.split(" #", 1)[0].strip()
             if line and not line.startswith(("#", "-")):

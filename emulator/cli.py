@@ -14,8 +14,10 @@ import json
 import logging
 import os
 import re
+import shutil
 import signal
 import sqlite3
+import stat
 import subprocess
 import sys
 import time
@@ -644,7 +646,16 @@ def _print_logs(
         if not replica:
             print(f"==> {shown} ({log_path}) <==")
         try:
-            sys.stdout.write(Path(log_path).read_text(errors="replace"))
+            # Only the regular file the service wrote: never through a symlink, never a FIFO
+            # (a plain open would wait for a writer forever).
+            fd = os.open(log_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            with open(fd, "rb") as log:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    print(f"cannot read {log_path}: not a regular file", file=sys.stderr)
+                    return 1
+                sys.stdout.flush()
+                shutil.copyfileobj(log, sys.stdout.buffer)
+                sys.stdout.buffer.flush()
         except OSError as exc:
             print(f"cannot read {log_path}: {exc.strerror}", file=sys.stderr)
             return 1

@@ -204,7 +204,10 @@ def _autopackage_sources(ctx: _Job, pps: Any, sources: list[Path], index: int) -
         return sources
     installed = sources if build.setup_py else sources[1:]
     project = autopackage.requirements_project(
-        build, sources[0], ctx.job_dir / f"autopackage-requirements-{index}"
+        build,
+        sources[0],
+        ctx.job_dir / f"autopackage-requirements-{index}",
+        ctx.settings.allow_roots,
     )
     return [*installed, *([project] if project is not None else [])]
 

@@ -23,6 +23,7 @@ import json
 import math
 import os
 import random
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,9 +51,14 @@ class Measured:
 def read_reports(path: Path) -> list[dict[str, Any]]:
     """The JSON objects of a hypertune metric file, oldest first ([] when there is none)."""
     try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            fh.seek(max(size - MAX_READ, 0))
+        # The trainer's file may be made a FIFO (a plain open waits for a writer forever) or a
+        # symlink out of the job's directory: only a regular file is read, never through a link.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        with open(fd, "rb") as fh:
+            info = os.fstat(fh.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                return []
+            fh.seek(max(info.st_size - MAX_READ, 0))
             text = fh.read(MAX_READ).decode(errors="replace")
     except OSError:
         return []

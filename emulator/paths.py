@@ -35,6 +35,8 @@ __all__ = [
     "output_dirs",
     "parse_gcs_uri",
     "prepare_output_dir",
+    "read_allowed",
+    "read_regular",
     "real_path",
     "resolve_package",
 ]
@@ -244,6 +246,62 @@ def check_allowed(path: Path, roots: Sequence[Path]) -> Path:
             "start it with --allow-root DIR to allow another one"
         ),
     )
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def read_regular(path: Path, limit: int, *, what: str) -> bytes:
+    """The bytes of the regular file ``path`` (a real path: no symlink is followed), at most
+    ``limit`` of them; PackageError otherwise, naming ``what`` and never the file's content.
+
+    Opened without blocking (a FIFO with no writer would wait forever) and checked as the
+    open file is, not as the path looked a moment before.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise PackageError(
+                f"{what} is a symbolic link (it changed after it was checked)"
+            ) from None
+        raise PackageError(f"{what} cannot be read ({exc.strerror})") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise PackageError(f"{what} is {_kind(mode)}, not a regular file")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 16, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise PackageError(f"{what} is larger than {limit:,} bytes")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise PackageError(f"{what} cannot be read ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+
+
+def read_allowed(path: Path, roots: Sequence[Path], limit: int, *, what: str) -> bytes:
+    """``read_regular`` of ``path`` once it is known to lie under one of ``roots``, symlinks
+    resolved (:func:`check_allowed`): the one way this service reads a file a client names."""
+    return read_regular(check_allowed(path, roots), limit, what=what)
 
 
 def resolve_package(uri: str, state_dir: Path, roots: Sequence[Path]) -> Path:

@@ -10,12 +10,15 @@ share state, times, labels and error, so everything else here serves both.
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from google.cloud.aiplatform_v1 import types as aip
 from google.protobuf import json_format
+from google.protobuf.descriptor import FieldDescriptor
 
 from emulator import errors
 
@@ -30,11 +33,13 @@ __all__ = [
     "delete_operation_json",
     "dump_job",
     "is_terminal",
+    "json_integer",
     "kind_of",
     "load_job",
     "new_job_pb",
     "now_ts",
     "parse_job",
+    "query_integer",
     "set_error",
     "set_state",
     "state_name",
@@ -89,6 +94,83 @@ def new_job_pb(kind: Kind = CUSTOM_JOB) -> Any:
     return kind.pb()
 
 
+_JSON_INTEGER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?", re.ASCII)
+_INTEGER_TYPES = frozenset(
+    {
+        FieldDescriptor.TYPE_INT32,
+        FieldDescriptor.TYPE_INT64,
+        FieldDescriptor.TYPE_UINT32,
+        FieldDescriptor.TYPE_UINT64,
+        FieldDescriptor.TYPE_SINT32,
+        FieldDescriptor.TYPE_SINT64,
+        FieldDescriptor.TYPE_FIXED32,
+        FieldDescriptor.TYPE_FIXED64,
+        FieldDescriptor.TYPE_SFIXED32,
+        FieldDescriptor.TYPE_SFIXED64,
+    }
+)
+
+
+def json_integer(value: Any) -> int | None:
+    """A proto3 JSON integer (int32, int64...): a JSON number, or a string of one, with no
+    fraction; None for anything else.
+
+    Python's ``int()`` (and the protobuf runtime, which calls it) also reads ``"٣"`` (a digit
+    of another script), ``"3_000"`` and, in a string, no spaces but otherwise anything
+    ``int`` takes; the API reads decimal ASCII digits only (exponent forms included, as the
+    proto3 JSON mapping says).
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    if not isinstance(value, str) or len(value) > 64 or not _JSON_INTEGER.fullmatch(value):
+        return None
+    number = Decimal(value)
+    if number.adjusted() > 20 or number != number.to_integral_value():
+        return None  # past any int64 (checked before an exponent of 1e999999999 is worked out)
+    return int(number)
+
+
+_QUERY_INTEGER = re.compile(r"-?[0-9]{1,4000}", re.ASCII)
+
+
+def query_integer(text: str) -> int | None:
+    """An integer in a query parameter (``pageSize``): ASCII decimal digits, nothing else
+    (``int()`` also takes ``"٣"``, ``"3_0"`` and spaces around); None otherwise."""
+    return int(text) if _QUERY_INTEGER.fullmatch(text) else None
+
+
+def _integer_problem(data: Any, descriptor: Any, path: str) -> str | None:
+    """The first integer field of ``data`` (JSON of a ``descriptor`` message) holding a string
+    that is no integer, as ``path.field: 'value'``; None when there is none."""
+    if not isinstance(data, dict):
+        return None
+    fields = {**descriptor.fields_by_camelcase_name, **descriptor.fields_by_name}
+    for key, value in data.items():
+        field = fields.get(key)
+        if field is None:
+            continue  # ParseDict names it
+        target = field
+        items: list[Any] = value if isinstance(value, list) else [value]
+        message = field.message_type
+        if message is not None and message.GetOptions().map_entry:
+            target = message.fields_by_name["value"]
+            items = list(value.values()) if isinstance(value, dict) else []
+            message = target.message_type
+        for item in items:
+            if target.type in _INTEGER_TYPES and isinstance(item, str):
+                if json_integer(item) is None:
+                    return f"{path}{key}: {item[:40]!r}"
+            elif message is not None and not message.full_name.startswith("google.protobuf."):
+                found = _integer_problem(item, message, f"{path}{key}.")
+                if found:
+                    return found
+    return None
+
+
 def parse_job(text: str | bytes, kind: Kind = CUSTOM_JOB) -> Any:
     """Parse job JSON as sent by a client; unknown fields are an INVALID_ARGUMENT.
 
@@ -117,6 +199,14 @@ def parse_job(text: str | bytes, kind: Kind = CUSTOM_JOB) -> Any:
     except RecursionError:
         raise errors.invalid_argument(_TOO_DEEP) from None
     msg = new_job_pb(kind)
+    try:
+        problem = _integer_problem(data, msg.DESCRIPTOR, "")
+    except RecursionError:
+        raise errors.invalid_argument(_TOO_DEEP) from None
+    if problem:
+        raise errors.invalid_argument(
+            f"Invalid JSON payload received. {problem} is not an integer (decimal digits)."
+        )
     try:
         json_format.ParseDict(data, msg, ignore_unknown_fields=False)
     except json_format.ParseError as exc:

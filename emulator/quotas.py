@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from emulator import errors, hardware
+from emulator.protos import json_integer, query_integer
 
 if TYPE_CHECKING:
     from emulator.protos import Kind
@@ -249,10 +250,12 @@ def _page(query: Mapping[str, str], total: int) -> tuple[int, int]:
     """(start, end) of the page ``pageSize``/``pageToken`` ask for (tokens are offsets)."""
     size_text = query.get("pageSize", "") or "100"
     token = query.get("pageToken", "") or "0"
-    if not size_text.isdigit() or not token.isdigit() or len(token) > 9 or len(size_text) > 9:
+    size = query_integer(size_text) if len(size_text) <= 9 else None
+    start = query_integer(token) if len(token) <= 9 else None
+    if size is None or start is None or size < 0 or start < 0:
         raise errors.invalid_argument("pageSize and pageToken: expected whole numbers")
-    size = min(max(int(size_text), 1), MAX_PAGE_SIZE)
-    start = min(int(token), total)
+    size = min(max(size, 1), MAX_PAGE_SIZE)
+    start = min(start, total)
     return start, min(start + size, total)
 
 
@@ -477,14 +480,14 @@ class Quotas:
                 )
             _check_id("quota_preference.dimensions.region", region)
         config = data.get("quotaConfig")
-        value_text = config.get("preferredValue") if isinstance(config, dict) else None
-        try:
-            value = int(str(value_text))
-        except ValueError:
-            value = -2
-        if isinstance(value_text, bool) or not 0 <= value <= MAX_LIMIT:
+        if not isinstance(config, dict):
+            raise errors.invalid_argument("quota_preference.quota_config: required")
+        # proto3 JSON leaves out a field at its default: a preferred value of 0 comes as {}.
+        value = json_integer(config.get("preferredValue", 0))
+        if value is None or not -1 <= value <= MAX_LIMIT:
             raise errors.invalid_argument(
-                f"quota_preference.quota_config.preferred_value: expected 0 to {MAX_LIMIT}"
+                "quota_preference.quota_config.preferred_value: expected an integer from 0 to "
+                f"{MAX_LIMIT}, or -1 (unlimited)"
             )
         return data, metric, region, value
 

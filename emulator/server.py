@@ -342,10 +342,9 @@ class Service:
             where = filters.parse_filter(text)
         except ValueError as exc:
             raise errors.invalid_argument(str(exc)) from None
-        try:
-            size = int(query.get("pageSize") or DEFAULT_PAGE_SIZE)
-        except ValueError:
-            raise errors.invalid_argument("pageSize: expected an integer") from None
+        size = protos.query_integer(query.get("pageSize") or str(DEFAULT_PAGE_SIZE))
+        if size is None:
+            raise errors.invalid_argument("pageSize: expected an integer")
         if size < 0:
             raise errors.invalid_argument("pageSize: must not be negative")
         size = min(size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)

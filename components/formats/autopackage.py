@@ -40,7 +40,9 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from components._errors import SpecFormatError
 from components._spec import AUTOPACKAGE_ENV
+from components.formats.gcloud_flags import shown
 
 __all__ = [
     "AUTOPACKAGE_ENV",
@@ -64,6 +66,20 @@ _PRE_BUILT = re.compile(
 image's ``/var/sitecustomize``."""
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_GCLOUD_KEYS = {
+    "executor_image": "executor-image-uri",
+    "directory": "local-package-path",
+    "module": "python-module",
+    "script": "script",
+    "extra_dirs": "extra-dirs",
+    "requirements": "requirements",
+    "extra_packages": "extra-packages",
+    "output_image": "output-image-uri",
+}
+"""The build's fields, by the ``--worker-pool-spec`` keys they come from."""
+
+
 @dataclass(frozen=True)
 class Autopackage:
     """One gcloud build: its base image, DIR, entry point and what it adds (see module doc)."""
@@ -79,6 +95,19 @@ class Autopackage:
     has_setup: bool = False
     has_requirements_file: bool = False
     """Whether DIR holds ``setup.py`` / ``requirements.txt`` (gcloud installs each)."""
+
+    def __post_init__(self) -> None:
+        # Each value lands on a line of the Dockerfile (or of the build commands) `convert`
+        # prints: a line break in one would add a line of its own, anything else unprintable
+        # would reach the terminal.
+        for attr, key in _GCLOUD_KEYS.items():
+            value = getattr(self, attr)
+            for text in value if isinstance(value, tuple) else (value,):
+                if text is not None and _CONTROL.search(text):
+                    raise SpecFormatError(
+                        f"{key}: {shown(text)} holds a line break or another control character "
+                        "(it would add a line to the Dockerfile gcloud builds)"
+                    )
 
     @property
     def script_path(self) -> str:

@@ -60,6 +60,7 @@ __all__ = [
     "WaitFailed",
     "aiplatform",
     "best_trial",
+    "is_foreign_not_found",
     "is_not_found",
     "is_transient",
     "job_api",
@@ -275,6 +276,8 @@ def is_transient(exc: BaseException) -> bool:
 
     if quota_refusal(exc):
         return False  # a quota limit: retrying does not raise it
+    if is_foreign_not_found(exc):
+        return True  # the API was not reached: retried, then ApiUnreachable
     if isinstance(
         exc,
         gexc.TooManyRequests
@@ -310,9 +313,29 @@ def quota_refusal(exc: BaseException) -> list[str]:
 
 
 def is_not_found(exc: BaseException) -> bool:
+    """NOT_FOUND said by the API itself: what it answers for a job that does not exist.
+
+    ``google.api_core`` maps every HTTP 404 to ``NotFound``, a proxy's or a load balancer's
+    HTML page too; over REST only a JSON error body whose ``error.status`` is NOT_FOUND is the
+    API's (``is_foreign_not_found`` is the other kind). Over gRPC the status is the service's.
+    """
     from google.api_core import exceptions as gexc
 
-    return isinstance(exc, gexc.NotFound)
+    if not isinstance(exc, gexc.NotFound):
+        return False
+    response = getattr(exc, "response", None)
+    if response is None or not hasattr(response, "status_code"):
+        return True  # gRPC (the response is the call) or no response to tell by
+    return _error_status(exc) == "NOT_FOUND"
+
+
+def is_foreign_not_found(exc: BaseException) -> bool:
+    """A 404 that is not the API's NOT_FOUND (an HTML page, a body of another shape): something
+    between the client and the API answered, so the API was not reached; it says nothing
+    about the job."""
+    from google.api_core import exceptions as gexc
+
+    return isinstance(exc, gexc.NotFound) and not is_not_found(exc)
 
 
 def _error_status(exc: BaseException) -> str:

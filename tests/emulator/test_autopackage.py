@@ -3,6 +3,7 @@ project's reader, the job run by the emulator as gcloud's image would run it."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -119,7 +120,7 @@ def test_requirements_become_one_project_and_the_workdir_is_gclouds(tmp_path: Pa
         ]
     )
     assert found is not None and autopackage.build_of([_Env("OTHER", "x")]) is None
-    project = autopackage.requirements_project(found, source, tmp_path / "req")
+    project = autopackage.requirements_project(found, source, tmp_path / "req", [tmp_path])
     assert project is not None
     text = (project / "pyproject.toml").read_text()
     assert 'dependencies = ["numpy>=1", "pyyaml"]' in text
@@ -131,3 +132,55 @@ def test_requirements_become_one_project_and_the_workdir_is_gclouds(tmp_path: Pa
     assert missing is not None
     with pytest.raises(autopackage.BuildError, match="nowhere is not in the package"):
         autopackage.populate(missing, source, tmp_path / "work2")
+
+
+def _requirements_job(execute: EmulatorProcess, place: str) -> tuple[str, object]:
+    """An autopackaged job (``requirementsTxt: true``) of the package ``gs://<place>/src``."""
+    import json
+
+    from google.cloud.aiplatform_v1 import CustomJob
+
+    build = json.dumps(
+        {"copy": ["trainer"], "entry": "module", "target": "trainer.task", "requirementsTxt": True}
+    )
+    pool = {
+        "machine_spec": {"machine_type": "n1-standard-4"},
+        "replica_count": 1,
+        "python_package_spec": {
+            "executor_image_uri": "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-17.py310:latest",
+            "package_uris": [f"gs://{place}/src"],
+            "python_module": "trainer.task",
+            "env": [{"name": autopackage.ENV, "value": build}],
+        },
+    }
+    job = CustomJob(display_name="ap", job_spec={"worker_pool_specs": [pool]})
+    client = execute.client()
+    created = client.create_custom_job(parent=PARENT, custom_job=job)
+    return created.name, wait_for_state(client, created.name, TERMINAL, timeout=60)
+
+
+SECRET_LINE = "not-for-the-emulator-to-echo==1.0"
+
+
+@pytest.mark.parametrize("kind", ["symlink out of the roots", "FIFO"])
+def test_a_requirements_txt_out_of_the_roots_or_not_a_file_fails_the_job_without_its_text(
+    execute: EmulatorProcess, tmp_path: Path, kind: str
+) -> None:
+    bucket = unique()
+    source = _project(execute.state_dir / "gcs" / bucket / "src")
+    requirements = source / "requirements.txt"
+    requirements.unlink()
+    if kind == "FIFO":
+        os.mkfifo(requirements)  # a read would wait forever for a writer
+    else:
+        outside = tmp_path / "private.txt"
+        outside.write_text(SECRET_LINE + "\n")
+        requirements.symlink_to(outside)
+    name, done = _requirements_job(execute, bucket)
+    assert done.state == S.JOB_STATE_FAILED  # type: ignore[attr-defined]
+    message = done.error.message  # type: ignore[attr-defined]
+    assert "requirements.txt" in message
+    assert ("a FIFO" if kind == "FIFO" else "leads outside") in message
+    logs = execute.state_dir / "jobs" / name.rsplit("/", 1)[1] / "logs"
+    shown = message + "".join(p.read_text(errors="replace") for p in logs.glob("*.log"))
+    assert SECRET_LINE not in shown

@@ -123,6 +123,13 @@ def test_a_preference_is_granted_at_once_and_becomes_the_limit(emu):
         ({"quotaId": "NoSuchQuota", "quotaConfig": {"preferredValue": "1"}}, "quota_id"),
         ({"quotaId": T4_ID, "quotaConfig": {"preferredValue": "-5"}}, "preferred_value"),
         ({"quotaId": T4_ID, "quotaConfig": {"preferredValue": "1e99"}}, "preferred_value"),
+        # int64 in proto3 JSON: ASCII decimal digits, no spaces, no separators, no booleans
+        ({"quotaId": T4_ID, "quotaConfig": {"preferredValue": "٣"}}, "preferred_value"),
+        ({"quotaId": T4_ID, "quotaConfig": {"preferredValue": " 3 "}}, "preferred_value"),
+        ({"quotaId": T4_ID, "quotaConfig": {"preferredValue": "1_000"}}, "preferred_value"),
+        ({"quotaId": T4_ID, "quotaConfig": {"preferredValue": True}}, "preferred_value"),
+        ({"quotaId": T4_ID, "quotaConfig": {"preferredValue": "-2"}}, "preferred_value"),
+        ({"quotaId": T4_ID}, "quota_config"),
         (
             {"quotaId": T4_ID, "quotaConfig": {"preferredValue": 1}, "dimensions": {"zone": "a"}},
             "dimensions",
@@ -151,6 +158,37 @@ def test_bad_preferences_are_400s_naming_the_field(emu, body, field):
         f"/v1/projects/{project}/locations/global/services/aiplatform.googleapis.com/quotaInfos",
     )
     assert status == 200
+
+
+@pytest.mark.parametrize(("value", "shown"), [(0, 0), (-1, -1)])
+def test_a_preference_of_zero_or_unlimited_is_taken(emu, value, shown):
+    """The real client sends a preferred value of 0 as ``"quotaConfig": {}`` (proto3 JSON
+    leaves out a field at its default); -1 is unlimited, as the Cloud Quotas API allows."""
+    client = _quotas_client(emu)
+    project = f"preference-{shown + 1}"
+    created = client.create_quota_preference(
+        parent=f"projects/{project}/locations/global",
+        quota_preference_id=f"t4-{shown + 1}",
+        quota_preference=cq.QuotaPreference(
+            quota_id=T4_ID,
+            dimensions={"region": "us-central1"},
+            quota_config=cq.QuotaConfig(preferred_value=value),
+        ),
+    )
+    assert created.quota_config.granted_value == shown
+    values = {
+        d.dimensions.get("region"): d.details.value
+        for d in _limits(client, project)[T4].dimensions_infos
+    }
+    assert values["us-central1"] == shown
+    jobs = emu.client()
+    parent = f"projects/{project}/locations/us-central1"
+    if value == 0:
+        with pytest.raises(gexc.TooManyRequests):
+            jobs.create_custom_job(parent=parent, custom_job=_t4_job("none", 1, 1))
+    else:  # far past the serve-time limit of 4 in us-central1
+        made = jobs.create_custom_job(parent=parent, custom_job=_t4_job("many", 3, 4))
+        jobs.cancel_custom_job(name=made.name)
 
 
 def test_a_preference_without_an_id_takes_the_first_free_one():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import time
 from pathlib import Path
@@ -179,6 +180,20 @@ def test_missing_metric_says_what_was_reported(
     assert "'loss'" in reason and "'accuracy'" in reason
     assert measurements.read_reports(tmp_path / "none") == []
     assert "reported: nothing" in str(measurements.from_reports([], study()))
+
+
+def test_a_metric_file_that_is_a_fifo_or_a_symlink_is_not_read(tmp_path: Path) -> None:
+    """The trainer owns the file: a FIFO must not hold the service, a link must not lead
+    it to read elsewhere."""
+    fifo = tmp_path / "fifo.metrics"
+    os.mkfifo(fifo)
+    assert measurements.read_reports(fifo) == []  # at once: a plain open waits for a writer
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text('{"loss": "1.0", "global_step": "1"}\n')
+    link = tmp_path / "link.metrics"
+    link.symlink_to(elsewhere)
+    assert measurements.read_reports(link) == []
+    assert measurements.read_reports(elsewhere) != []
 
 
 def test_garbage_in_the_metric_file_is_skipped(tmp_path: Path) -> None:

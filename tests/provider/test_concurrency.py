@@ -10,6 +10,7 @@ client with the default pool has it) and for thread safety; a delete for its cal
 from __future__ import annotations
 
 import logging
+import pstats
 import threading
 import time
 from collections.abc import Iterator
@@ -24,7 +25,7 @@ from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
 
 import components.vertex.api as vertex_api
-from components._host import serving_pool, widen_host_pool
+from components._host import PROFILE_ENV, profiled, serving_pool, widen_host_pool
 from components._provider import TrainingJobProvider
 from components._settings import (
     DEFAULT_MAX_CONCURRENT_OPERATIONS,
@@ -81,6 +82,53 @@ def test_widening_from_a_worker_lets_that_many_calls_run_at_once() -> None:
         assert [f.result(timeout=20) for f in [pool.submit(together.wait) for _ in range(6)]]
     finally:
         pool.shutdown(wait=False)
+
+
+def test_a_fresh_pools_first_call_finds_its_pool() -> None:
+    """The executor records a new thread only after starting it: the first call of a fresh
+    pool runs before that (a CI run failed on it)."""
+    for _ in range(50):
+        pool = ThreadPoolExecutor(max_workers=2)
+        try:
+            assert pool.submit(serving_pool).result(timeout=10) is pool
+        finally:
+            pool.shutdown(wait=False)
+
+
+def _spin(seconds: float) -> str:
+    """Uses ``seconds`` of this thread's CPU time."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+    return "spun"
+
+
+def _nap(seconds: float) -> str:
+    time.sleep(seconds)
+    return "napped"
+
+
+def test_operations_profiled_at_once_all_run_into_one_profile(tmp_path, monkeypatch) -> None:
+    """``GPU_TRAINING_PROVIDER_PROFILE``: concurrent operations are each profiled on their
+    thread's CPU time (on Python 3.12+ a second cProfile fails "Another profiling tool is
+    already active"); a wait costs nothing."""
+    target = tmp_path / "create.prof"
+    monkeypatch.setenv(PROFILE_ENV, str(target))
+    together = threading.Barrier(6, timeout=10)
+
+    def operation(index: int) -> str:
+        together.wait()
+        work = (lambda: _spin(0.2)) if index % 2 else (lambda: _nap(0.2))
+        return profiled(work)
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        results = [f.result(timeout=60) for f in [pool.submit(operation, i) for i in range(6)]]
+    assert results == ["napped", "spun"] * 3
+    stats = pstats.Stats(str(target)).stats  # type: ignore[attr-defined]
+    seconds = {func[2]: ct for func, (_, _, _, ct, _) in stats.items()}
+    # Three spins of 0.2 s CPU each; sampling misses at most a few ms of each.
+    assert 0.4 < seconds["_spin"] < 1.0
+    assert seconds.get("_nap", 0.0) < 0.1
 
 
 def test_calls_queued_before_the_widening_get_threads_at_once() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -178,6 +179,16 @@ def test_a_log_path_outside_the_emulators_state_dir_is_not_read(
     elsewhere = tmp_path / "private.txt"
     elsewhere.write_text("not the emulator's\n")
     routes["/emulator/v1/jobs/123/replicas"] = _replicas(elsewhere)
+    last_line = local_chief_log(Endpoint(url))
+    assert last_line is not None and last_line(_Job("JOB_STATE_RUNNING")) == ""
+
+
+def test_a_log_that_is_a_fifo_is_not_read(fake_emulator) -> None:
+    """A FIFO in the emulator's state (a trainer may make one) would hold the wait forever."""
+    url, state_dir, routes = fake_emulator
+    log = state_dir / "fifo.log"
+    os.mkfifo(log)
+    routes["/emulator/v1/jobs/123/replicas"] = _replicas(log)
     last_line = local_chief_log(Endpoint(url))
     assert last_line is not None and last_line(_Job("JOB_STATE_RUNNING")) == ""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -315,6 +316,42 @@ def test_a_setting_reads_as_the_stack_config_writes_it(tmp_path: Path) -> None:
     assert parse_price_setting('{"sheet": "/x.csv", "discountPercent": 5}', tmp_path) == (
         PriceSetting(sheet=Path("/x.csv"), discount_percent=5.0)
     )
+
+
+@pytest.mark.parametrize("cell", ["1_000", "1e308", "inf", "nan", "٣", "0x10", "+1"])
+def test_a_price_is_plain_decimal_digits_and_a_sane_amount(tmp_path: Path, cell: str) -> None:
+    """``float()`` reads "1_000", "inf" and "٣"; 1e308 sums to infinity ($inf/h)."""
+    setting = PriceSetting(sheet=_sheet(tmp_path, SHEET.replace(",0.15,", f",{cell},")))
+    with pytest.raises(PriceSheetError) as info:
+        apply_prices(load_catalog(), setting)
+    assert str(info.value).startswith("acme.csv:2: on_demand_usd_per_hour"), str(info.value)
+
+
+def test_a_sheet_error_quotes_at_most_the_cell_at_fault(tmp_path: Path) -> None:
+    secret = "PULUMI_CONFIG_PASSPHRASE=correct-horse-battery-staple"
+    header = "x" * 30 + secret + "\x1b[2J"
+    setting = PriceSetting(sheet=_sheet(tmp_path, header + "\n" + SHEET))
+    with pytest.raises(PriceSheetError) as info:
+        apply_prices(load_catalog(), setting)
+    assert "unknown column" in str(info.value)
+    assert "correct-horse" not in str(info.value) and "\x1b" not in str(info.value)
+
+
+@pytest.mark.parametrize("kind", ["proc", "fifo", "directory"])
+def test_only_a_regular_file_on_disk_is_read_as_a_sheet(tmp_path: Path, kind: str) -> None:
+    """``training:prices: /proc/self/environ`` printed the environment, passphrase included."""
+    if kind == "proc":
+        path = Path("/proc/self/environ")
+    elif kind == "fifo":
+        path = tmp_path / "sheet.csv"
+        os.mkfifo(path)  # a plain read waits for a writer forever
+    else:
+        path = tmp_path
+    with pytest.raises(PriceSheetError) as info:
+        apply_prices(load_catalog(), PriceSetting(sheet=path))
+    text = str(info.value)
+    assert text.startswith(f"training:prices: price sheet {path}"), text
+    assert "PATH=" not in text and os.environ.get("HOME", "~~") + "\n" not in text
 
 
 def test_an_oversized_sheet_is_refused_before_it_is_read(tmp_path: Path) -> None:
