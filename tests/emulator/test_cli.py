@@ -150,14 +150,16 @@ def test_jobs_table_escapes_control_characters() -> None:
 def test_maintenance_drill(execute: EmulatorProcess, tmp_path: Path) -> None:
     client = execute.client()
     out = f"gs://bucket/{unique()}"
-    args = ["--epochs", "4", "--steps-per-epoch", "10", "--step-sleep", "0.1"]
+    # 20 s of training: the drill (two CLI processes) must come before the job ends, on a loaded
+    # two-core machine too (with 0.1 s steps it had 3 s left, and sometimes missed them).
+    args = ["--epochs", "4", "--steps-per-epoch", "10", "--step-sleep", "0.5"]
     created = client.create_custom_job(
         parent=PARENT,
         custom_job=make_job("drill", output=out, pools=[trainer_pool(args=args)]),
     )
     state = str(execute.state_dir)
     ckpts = execute.state_dir / "gcs" / out.removeprefix("gs://") / "checkpoints"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180
     while not list(ckpts.glob("ckpt-*.npz")):
         assert time.monotonic() < deadline, "no checkpoint was written"
         time.sleep(0.05)
@@ -178,7 +180,7 @@ def test_maintenance_drill(execute: EmulatorProcess, tmp_path: Path) -> None:
     after = execute.replicas(job_id(created))[0]
     assert after["restarts"] == 1 and after["pid"] != before["pid"]
 
-    done = wait_for_state(client, created.name, TERMINAL, timeout=60)
+    done = wait_for_state(client, created.name, TERMINAL, timeout=180)
     assert done.state == S.JOB_STATE_SUCCEEDED, done.error.message
     log = cli("logs", job_id(created), "--state-dir", state).stdout
     assert "host maintenance event" in log and "resumed from checkpoint at step" in log
