@@ -25,10 +25,12 @@ interpreter's shutdown (SIGINT to the host ends its ``main()``; its worker threa
 joined, which would otherwise wait out every job being waited for). It swaps the handler of
 that one method in the gRPC server's table, found the same way as the pool. Without it a
 ``waitFor: succeeded`` create held the stack until its ``waitTimeout``. If the server is not
-found, nothing changes but a warning on stderr; ``tests/e2e/test_interrupt.py`` fails then.
-Cancel is served by the same pool as every other call: with more operations under way than
-the pool's size (``training:maxConcurrentOperations``), it waits for a free thread, and a
-second Ctrl-C (which ends the engine, and with it this process) is the way out.
+found, nothing changes but a warning on stderr; ``tests/e2e/test_running_jobs.py`` fails then.
+The new handler runs in a thread pool of its own (gRPC's ``experimental_thread_pool`` attribute
+of a handler's behaviour, read by ``grpc._server._select_thread_pool_for_behavior``): the host's
+pool may be full of waits (more operations under way than ``training:maxConcurrentOperations``),
+and a Cancel queued behind them was served only once a wait ended by itself, after its
+``waitTimeout``, which cancelled the job, while the creates queued behind it submitted theirs.
 
 ``PROFILE_ENV`` (``GPU_TRAINING_PROVIDER_PROFILE=<file>``) profiles every provider operation
 with ``cProfile`` on the CPU time of its thread (``time.thread_time``: waiting for the API
@@ -168,8 +170,13 @@ def _method_tables(server: Any) -> Iterator[dict[str, Any]]:
         yield registered
 
 
+_cancel_pool: ThreadPoolExecutor | None = None
+
+
 def _interrupting(handler: Any) -> Any:
-    """``handler`` (a unary RPC handler) that first stops this process's waits."""
+    """``handler`` (a unary RPC handler) that first stops this process's waits, served by a
+    thread of its own so that it never queues behind busy workers."""
+    global _cancel_pool
     from components._interrupt import interrupt
 
     behaviour = handler.unary_unary
@@ -178,6 +185,11 @@ def _interrupting(handler: Any) -> Any:
         interrupt("pulumi was cancelled")
         return behaviour(request, context)
 
+    if _cancel_pool is None:
+        _cancel_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pulumi-cancel")
+    # The attribute gRPC looks for on a behaviour (grpc 1.85 ``_server.py``); an older gRPC
+    # ignores it and serves Cancel from the host's pool, as before.
+    cancel.experimental_thread_pool = _cancel_pool  # type: ignore[attr-defined]
     return handler._replace(unary_unary=cancel)
 
 

@@ -166,6 +166,43 @@ def test_sigint_during_a_wait_ends_up_and_leaves_the_job(ws: Workspace, tmp_path
         assert [j.name for j in list_jobs(client)] == [job.name]
 
 
+def test_sigint_reaches_every_wait_when_the_workers_are_busy(ws: Workspace, tmp_path: Path) -> None:
+    """More waits than workers: the engine's Cancel still stops them all at once, nothing is
+    submitted after it, and no job is cancelled (they are left for the next ``up``)."""
+    with emulator_for(ws, *SIMULATE) as emu:
+        client = emu.client()
+        entries = [
+            job_entry(
+                f"train{i}",
+                ws.write_job(f"train{i}", python_job(f"train{i}", labels=HANG_LABELS)),
+                waitFor="succeeded",
+                waitTimeout="30m",
+            )
+            for i in range(8)
+        ]
+        config = local_config(emu.endpoint, entries, **{"training:maxConcurrentOperations": 4})
+        ws.init_stack(config)
+        log = tmp_path / "up.log"
+        up = ws.spawn("up", "--yes", "--skip-preview", "--parallel", "8", log=log)
+        try:
+            # Four workers, each in a wait; the other four creates queue behind them.
+            wait_until(lambda: len(_running(client)) >= 4, timeout=120, what="4 RUNNING jobs")
+            time.sleep(1.0)
+            sent = time.monotonic()
+            up.send_signal(signal.SIGINT)
+            up.wait(timeout=120)
+            ended = time.monotonic() - sent
+        finally:
+            kill_group(up)
+        out = log.read_text(errors="replace")
+        assert ended < 30, f"pulumi up took {ended:.1f}s to end after SIGINT:\n{out}"
+        jobs = list_jobs(client)
+        assert len(jobs) == 4, f"{len(jobs)} jobs: one was submitted after the cancel:\n{out}"
+        assert {j.state for j in jobs} == {JobState.JOB_STATE_RUNNING}, "a job was cancelled"
+        assert out.count("stopped waiting for it: pulumi was cancelled") == 4, out
+        assert "waitTimeout" not in out
+
+
 @pytest.mark.parametrize(
     ("labels", "expected"),
     [
