@@ -33,11 +33,13 @@ from components._wire import (
     KEEP_RECORD,
     KNOB_PROPERTIES,
     MANAGED_LABELS,
+    OWNER,
     PROJECT,
     PROVIDER_KEY,
     REGION,
     RUN_KEY,
     SPEC,
+    TAKE_OVER_HELD_JOB,
     TRIAL_JOB_SPEC,
     WAIT_FOR,
     WAIT_FOR_VALUES,
@@ -285,10 +287,13 @@ def _knob_failures(inputs: dict[str, Any]) -> Iterator[Failure]:
             inputs[flag] = False
         elif not is_unknown(value) and not isinstance(value, bool):
             yield flag, "must be true or false"
-    for text_key in (IDENTITY, RUN_KEY):
+    for text_key in (IDENTITY, RUN_KEY, OWNER):
         value = inputs.get(text_key)
         if value is not None and not is_unknown(value) and not isinstance(value, str):
             yield text_key, "must be a string"
+    take_over = inputs.get(TAKE_OVER_HELD_JOB)
+    if take_over is not None and not is_unknown(take_over) and not isinstance(take_over, bool):
+        yield TAKE_OVER_HELD_JOB, "must be true or false"
     held = inputs.get(HELD_JOBS)
     if (
         held is not None

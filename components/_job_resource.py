@@ -41,11 +41,13 @@ from components._wire import (
     IDENTITY,
     INPUT_DEFAULTS,
     KEEP_RECORD,
+    OWNER,
     PROJECT,
     REGION,
     RUN_KEY,
     SPEC,
     STATUS,
+    TAKE_OVER_HELD_JOB,
     TRIGGERS,
     WAIT_FOR,
     WAIT_TIMEOUT,
@@ -120,6 +122,8 @@ class JobArgs(Generic[S]):
     :param existing_job: the resource name of a job started elsewhere (gcloud, the SDK) to take
         over instead of submitting one: its spec must be ``spec`` (``python -m components
         import`` writes it). Ignored once the resource holds a job.
+    :param take_over_held_job: take over ``existing_job`` even when its identity label names
+        another resource or stack (by default such a job is refused, naming its holder).
     """
 
     spec: S
@@ -131,6 +135,7 @@ class JobArgs(Generic[S]):
     exclusive_gpus: pulumi.Input[bool] = False
     keep_record_on_delete: pulumi.Input[bool] = False
     existing_job: pulumi.Input[str] | None = None
+    take_over_held_job: bool = False
 
 
 @dataclass
@@ -395,6 +400,7 @@ class JobResource(pulumi.dynamic.Resource, Generic[S]):
         exclusive_gpus: pulumi.Input[bool] = False,
         keep_record_on_delete: pulumi.Input[bool] = False,
         existing_job: pulumi.Input[str] | None = None,
+        take_over_held_job: bool = False,
         validate: bool = True,
     ) -> None:
         """Declare a job; pass ``args`` or the same fields as keywords.
@@ -416,6 +422,7 @@ class JobResource(pulumi.dynamic.Resource, Generic[S]):
                 exclusive_gpus=exclusive_gpus,
                 keep_record_on_delete=keep_record_on_delete,
                 existing_job=existing_job,
+                take_over_held_job=take_over_held_job,
             )
         elif spec is not None:
             raise TrainingJobInputError(
@@ -427,6 +434,9 @@ class JobResource(pulumi.dynamic.Resource, Generic[S]):
         held = held_jobs(str(checked.props[IDENTITY]))
         if held:
             props[HELD_JOBS] = held
+        props[OWNER] = f"{pulumi.get_project()}/{pulumi.get_stack()}/{resource_name}"
+        if args.take_over_held_job is True:
+            props[TAKE_OVER_HELD_JOB] = True
         own = pulumi.ResourceOptions(additional_secret_outputs=[ENV_VALUES])
         if args.exclusive_gpus is True:
             # A replace the engine decides without asking the provider (``--replace``, a

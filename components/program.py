@@ -297,6 +297,7 @@ def _job_args(
         exclusive_gpus=plan.job.exclusive_gpus,
         keep_record_on_delete=plan.job.keep_record_on_delete,
         existing_job=plan.job.existing_job,
+        take_over_held_job=plan.job.take_over_held_job,
     )
     if isinstance(plan.spec, TuningJobSpec):
         return HyperparameterTuningJobArgs(plan.spec if wired is None else wired, **knobs)

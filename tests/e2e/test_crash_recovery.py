@@ -91,3 +91,51 @@ def test_up_killed_after_submit_leaves_exactly_one_job(ws: Workspace, tmp_path: 
         # The adopted job is an ordinary resource: destroy cancels and deletes it.
         ws.pulumi("destroy", "--yes", "--skip-preview")
         assert list_jobs(client) == []
+
+
+def test_a_killed_replace_leaves_one_job_after_the_documented_recovery(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    """``pulumi up --replace`` SIGKILLed right after the new job was submitted: the docs'
+    recovery (the killed run's lock and pending create cleared as after any killed ``up``;
+    the refresh names the job left behind; then the killed command again) ends with one job
+    for the resource, the new one, found (adopted), and the old one cancelled."""
+    with emulator_for(
+        ws, *SIMULATE, "--simulate-queued-seconds", "3", "--simulate-pending-seconds", "1"
+    ) as emu:
+        client = emu.client()
+        spec = ws.write_job("train", python_job("train", labels=HANG_LABELS))
+        ws.init_stack(local_config(emu.endpoint, [job_entry("train", spec, waitFor="running")]))
+        urn = f"urn:pulumi:e2e::gpu-training::{TRAINING_JOB_TYPE}::train"
+        ws.up()
+        old = ws.training_jobs()["train"]["id"]
+
+        log = tmp_path / "killed-replace.log"
+        up = ws.spawn("up", "--yes", "--skip-preview", "--replace", urn, log=log)
+        try:
+            new = wait_until(
+                lambda: [j.name for j in list_jobs(client) if j.name != old],
+                timeout=120,
+                what="the replacement's job",
+            )
+            assert up.poll() is None, "pulumi up --replace ended before it could be killed"
+        finally:
+            kill_group(up)
+        ws.kill_strays()  # the provider too, as a machine crash would
+
+        # A refresh names the job the killed run left, and the command that takes it.
+        ws.pulumi("cancel", "--yes")
+        refreshed = ws.pulumi(
+            "refresh", "--yes", "--skip-preview", "--clear-pending-creates"
+        ).output
+        assert new[0] in refreshed and "not in the stack" in refreshed, refreshed
+        assert "`pulumi up --replace <this resource's URN>` takes it over" in refreshed
+
+        ws.up("--replace", urn)
+
+        jobs = {j.name: j.state for j in list_jobs(client)}
+        assert jobs == {new[0]: JobState.JOB_STATE_RUNNING}, jobs
+        resource = ws.training_jobs()["train"]
+        assert resource["id"] == new[0]
+        assert resource["outputs"]["status"]["adopted"] is True
+        assert not ws.export().get("pending_operations")

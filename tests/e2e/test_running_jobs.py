@@ -248,9 +248,9 @@ def _start_elsewhere(ws: Workspace, client: Any, path: Path, *, tuning: bool) ->
     return str(client.create_custom_job(parent=PARENT, custom_job=job).name)
 
 
-def _import(ws: Workspace, emu: Any, name: str) -> dict[str, Any]:
+def _import(ws: Workspace, emu: Any, name: str, *args: str) -> dict[str, Any]:
     proc = subprocess.run(
-        [sys.executable, "-m", "components", "import", name, "--endpoint", emu.endpoint],
+        [sys.executable, "-m", "components", "import", name, "--endpoint", emu.endpoint, *args],
         cwd=ws.project,
         capture_output=True,
         text=True,
@@ -308,3 +308,39 @@ def test_a_job_started_elsewhere_is_taken_over(ws: Workspace, tuning: bool) -> N
         with pytest.raises(gexc.NotFound):
             (client.get_hyperparameter_tuning_job if tuning else client.get_custom_job)(name=name)
         ws.pulumi("destroy", "--yes", "--skip-preview")
+
+
+def test_a_job_another_stack_holds_is_not_taken_over(ws: Workspace) -> None:
+    """One job, one owner: stack B importing stack A's running job is refused (naming A's
+    stack and resource) unless B's entry says takeOverHeldJob; B's destroy then touches
+    nothing of A's."""
+    with emulator_for(ws, *SIMULATE) as emu:
+        client = emu.client()
+        held = _start(ws, emu, waitFor="running")
+        other = Workspace(ws.base, ws.bin_dir, stack="other")
+        entry = _import(other, emu, held, "--out", "stacks/jobs/theirs.yaml")
+        other.init_stack(local_config(emu.endpoint, [{**entry, "waitFor": "running"}]))
+
+        out = other.pulumi("up", "--yes", "--skip-preview", expect_failure=True).output
+
+        assert "is held by another resource" in out
+        assert "gpu-training--e2e--train (pulumi_owner label)" in out
+        assert "takeOverHeldJob: true" in out
+        assert other.resources(TRAINING_JOB_TYPE) == []
+        other.pulumi("destroy", "--yes", "--skip-preview")
+        assert [(j.name, j.state) for j in list_jobs(client)] == [
+            (held, JobState.JOB_STATE_RUNNING)
+        ]
+        ws.pulumi("stack", "select", ws.stack)
+        ws.pulumi("refresh", "--yes", "--skip-preview")
+        assert ws.training_jobs()["train"]["id"] == held
+
+        # Said explicitly, the takeover is done, and recorded: that stack may now cancel it.
+        other.pulumi("stack", "select", other.stack)
+        taken = {**entry, "waitFor": "running", "takeOverHeldJob": True}
+        other.write_config(local_config(emu.endpoint, [taken]))
+        other.up()
+        [resource] = other.resources(TRAINING_JOB_TYPE)
+        assert resource["id"] == held and resource["outputs"]["status"]["adopted"] is True
+        assert resource["outputs"]["status"]["taken_over_from"]
+        assert len(list_jobs(client)) == 1
