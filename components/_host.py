@@ -19,7 +19,8 @@ works as before, four operations at a time, with a warning on stderr (which the 
 in the ``pulumi up`` output); ``tests/e2e/test_concurrency.py`` fails in that case.
 
 ``install_cancel_handler`` makes the host's ``Cancel`` call (which the engine sends when
-``pulumi up`` gets Ctrl-C or ``pulumi cancel``, and which the host as it ships answers without
+``pulumi up`` gets Ctrl-C; a file:// backend's ``pulumi cancel`` only removes the lock, which
+``components._lock_watch`` notices), and which the host as it ships answers without
 doing anything) stop every wait of the process (``components._interrupt``), and so does the
 interpreter's shutdown (SIGINT to the host ends its ``main()``; its worker threads are then
 joined, which would otherwise wait out every job being waited for). It swaps the handler of

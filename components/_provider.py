@@ -63,6 +63,7 @@ from components._check import CUSTOM_JOB_SPEC, SpecKind, check_inputs, diff_inpu
 from components._engine_watch import watch_engine
 from components._host import install_cancel_handler, profiled, widen_host_pool
 from components._interrupt import Interrupted, interrupted
+from components._lock_watch import watch_lock
 from components._pricing import cost_outputs
 from components._progress import WaitProgress, local_chief_log, write_line
 from components._redaction import redact
@@ -404,6 +405,9 @@ class JobProvider(ResourceProvider):
         if wait_for == "submitted":
             return job
         timeout = float(inputs.get(WAIT_TIMEOUT) or DEFAULT_WAIT_TIMEOUT)
+        if run.owner:  # `pulumi cancel` on a file:// backend removes only the stack's lock
+            project, stack = run.owner.split("/", 2)[:2]
+            watch_lock(project, stack)
         progress = WaitProgress(
             f"waitFor: {wait_for}",
             scrub=self._scrubber(run.secrets),

@@ -344,3 +344,30 @@ def test_a_job_another_stack_holds_is_not_taken_over(ws: Workspace) -> None:
         assert resource["id"] == held and resource["outputs"]["status"]["adopted"] is True
         assert resource["outputs"]["status"]["taken_over_from"]
         assert len(list_jobs(client)) == 1
+
+
+def test_pulumi_cancel_from_another_shell_stops_the_waits(ws: Workspace, tmp_path: Path) -> None:
+    """A file:// backend: ``pulumi cancel`` only removes the stack's lock; the waits notice
+    that within seconds and end as after Ctrl-C (the job keeps running, nothing is cancelled)."""
+    with emulator_for(ws, *SIMULATE) as emu:
+        client = emu.client()
+        spec = ws.write_job("train", python_job("train", labels=HANG_LABELS))
+        entry = job_entry("train", spec, waitFor="succeeded", waitTimeout="30m")
+        ws.init_stack(local_config(emu.endpoint, [entry]))
+        log = tmp_path / "up.log"
+        up = ws.spawn("up", "--yes", "--skip-preview", log=log)
+        try:
+            job = _wait_for_running(client)
+            time.sleep(1.0)  # well inside the wait
+            locks = [p for p in ws.backend_files() if "/locks/" in str(p)]
+            assert locks, ws.backend_files()
+            sent = time.monotonic()
+            ws.pulumi("cancel", "--yes")
+            up.wait(timeout=120)
+            ended = time.monotonic() - sent
+        finally:
+            kill_group(up)
+        out = log.read_text(errors="replace")
+        assert ended < 30, f"pulumi up took {ended:.1f}s to end after pulumi cancel:\n{out}"
+        assert "the stack's lock was removed" in out and "left running" in out, out
+        assert client.get_custom_job(name=job.name).state == JobState.JOB_STATE_RUNNING
