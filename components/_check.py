@@ -218,7 +218,9 @@ def _managed_label_failures(labels: Any, *, imported: bool) -> Iterator[Failure]
     """The labels the provider adds to every job it submits (``MANAGED_LABELS``) are Vertex AI
     labels too: they count towards its limit, and their keys are the provider's.
 
-    A job taken over (``existing_job``) is not submitted: only the keys are checked.
+    A job taken over (``existing_job``) is checked the same way: it is not submitted, but any
+    change of it is a replace that submits one, which Vertex AI would refuse (with
+    ``exclusiveGpus`` only after the running job was cancelled).
     """
     if not isinstance(labels, Mapping):
         return
@@ -230,12 +232,17 @@ def _managed_label_failures(labels: Any, *, imported: bool) -> Iterator[Failure]
                 "and its run); choose another key",
             )
     count = len(labels)
-    if not imported and MAX_LABELS - len(MANAGED_LABELS) < count <= MAX_LABELS:
+    if MAX_LABELS - len(MANAGED_LABELS) < count <= MAX_LABELS:
+        taken = (
+            " (a job taken over with existingJob too: its replacement could not be submitted)"
+            if imported
+            else ""
+        )
         yield (
             "labels",
             f"has {count} labels; the provider adds {len(MANAGED_LABELS)} to every job "
             f"({', '.join(MANAGED_LABELS)}) and Vertex AI allows {MAX_LABELS} in all: at most "
-            f"{MAX_LABELS - len(MANAGED_LABELS)} of your own",
+            f"{MAX_LABELS - len(MANAGED_LABELS)} of your own{taken}",
         )
 
 

@@ -326,13 +326,14 @@ class JobProvider(ResourceProvider):
         except Exception as exc:
             refused = quota_refusal(exc)
             if refused:
-                raise JobOperationError(self._quota_refused(run, refused)) from None
+                raise JobOperationError(self._quota_refused(api, run, refused)) from None
             # The message may quote the job: _credentials_scrubbed redacts it on the way out.
             raise JobOperationError(self._submit_failed(api, run, exc)) from None
 
-    def _quota_refused(self, run: _Run, metrics: list[str]) -> str:
-        """Vertex refused the job for quota: the job's need and the project's limit for each
-        metric it named, and how to request more (the limits read best-effort)."""
+    def _quota_refused(self, api: JobApi, run: _Run, metrics: list[str]) -> str:
+        """Vertex refused the job for quota: the job's need, what the active jobs hold and the
+        project's limit for each metric it named, and how to request more (the limits and the
+        jobs read best-effort)."""
         from components._catalog import load_catalog
         from components._quota import refusal_message
         from components.vertex.quotas import QuotaUnavailable, read_limits
@@ -341,6 +342,7 @@ class JobProvider(ResourceProvider):
             limits = read_limits(self.endpoint, run.project)
         except QuotaUnavailable:
             limits = None
+        in_use = _active_needs(api, run.parent)
         try:
             spec = self.kind.spec.model.parse(run.document)
         except Exception:  # the API took the spec; a model that cannot read it: no need shown
@@ -353,6 +355,7 @@ class JobProvider(ResourceProvider):
             metrics,
             limits,
             load_catalog(),
+            in_use,
         )
 
     def _take_over(self, api: JobApi, run: _Run, name: str) -> Submission:
@@ -651,6 +654,43 @@ class JobProvider(ResourceProvider):
         if job is None:
             return f"{exc}; job {name} no longer exists"
         return f"{exc}; job {name} was cancelled (now {state_name(job)})"
+
+
+IN_USE_SCAN = 1000
+"""At most this many jobs of each kind are read to tell what a quota refusal's quota holds."""
+
+
+def _active_needs(api: JobApi, parent: str) -> list[Any] | None:
+    """What the active jobs (custom and tuning) in ``parent`` hold (``components._quota.Need``
+    of each), for a quota refusal's message; None when they cannot be listed. One listing of
+    each kind, at most ``IN_USE_SCAN`` jobs each; a job whose spec cannot be read is skipped."""
+    from components._catalog import load_catalog
+    from components._quota import job_needs, load_quota_metrics
+    from components.formats import spec_from_document
+    from components.vertex.api import TUNING_JOB
+
+    catalog, table = load_catalog(), load_quota_metrics()
+    found: list[Any] = []
+    try:
+        for kind in (CUSTOM_JOB, TUNING_JOB):
+            listing = kind.list(api.client, {"parent": parent, "page_size": 100})
+            for index, job in enumerate(listing):
+                if index >= IN_USE_SCAN:
+                    break
+                if state_name(job) not in ADOPTABLE_ACTIVE:
+                    continue
+                try:
+                    loaded = spec_from_document(
+                        job_document(job), str(job.name), tuning=kind is TUNING_JOB
+                    )
+                except Exception:  # a spec the models cannot read: its need is not known
+                    continue
+                spec = loaded.tuning if loaded.tuning is not None else loaded.spec
+                label = f"{job_id(str(job.name))} ({job.display_name})"
+                found += job_needs(label, spec, catalog, table)[0]
+    except Exception:  # best effort: the message says it is not known
+        return None
+    return found
 
 
 def _secrets(props: Mapping[str, Any]) -> dict[str, Any]:

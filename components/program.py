@@ -21,13 +21,27 @@ from typing import Any, TypeVar
 
 import pulumi
 
+from components._adoption import ADOPTABLE_ACTIVE, identity_label
 from components._catalog import Catalog
+from components._check import CUSTOM_JOB_SPEC, TUNING_JOB_SPEC, diff_inputs
 from components._errors import SpecError
 from components._packaging import PackagingError, source_digest
 from components._pricing import estimate, estimate_tuning, summary, tuning_summary
 from components._spec import JobSpec
+from components._stack_state import held_outputs
 from components._tuning_spec import TrialJobSpec, TuningJobSpec
-from components._wire import TRIAL_JOB_SPEC
+from components._wire import (
+    PROJECT,
+    REGION,
+    SPEC,
+    TRAINING_JOB_TYPE,
+    TRIAL_JOB_SPEC,
+    TRIGGERS,
+    TUNING_JOB_TYPE,
+    copy_document,
+    decode_spec,
+    status_of,
+)
 from components.config import (
     ConfigError,
     JobConfig,
@@ -251,6 +265,16 @@ def _check_quota(config: StackConfig, planned: list[_PlannedJob]) -> None:
         found, skipped = job_needs(plan.job.name, plan.spec, catalog, metrics)
         needs += found
         unchecked += skipped
+        # A create-before-delete replace runs the new job before it cancels the old one.
+        held = _held_while_replaced(config, plan)
+        if held is not None:
+            found, _ = job_needs(
+                f"{plan.job.name} (its running job, until the replacement runs)",
+                held,
+                catalog,
+                metrics,
+            )
+            needs += found
     try:
         limits = read_limits(Endpoint(config.endpoint), config.project)
     except QuotaUnavailable as exc:
@@ -271,6 +295,73 @@ def _check_quota(config: StackConfig, planned: list[_PlannedJob]) -> None:
         )
     for shortfall in shortfalls:
         pulumi.log.warn(shortfall)
+
+
+_WIRED_FIELDS = ("serviceAccount", "baseOutputDirectory")
+
+
+def _unwired(document: Any, tuning: bool) -> Any:
+    """A spec document without what the cloud wiring fills in (the planned spec has stand-ins
+    for it, the state the real values): only the spec file's part is compared."""
+    if not isinstance(document, dict):
+        return document
+    document = copy_document(document)
+    target = document.get(TRIAL_JOB_SPEC) if tuning else document
+    if isinstance(target, dict):
+        for key in _WIRED_FIELDS:
+            target.pop(key, None)
+        for package in _python_pools(target):
+            package.pop("packageUris", None)
+    return document
+
+
+def _held_while_replaced(config: StackConfig, plan: _PlannedJob) -> Spec | None:
+    """The spec of the running job the stack holds for ``plan`` when the planned job replaces
+    it create-before-delete (both then hold quota at once), else None.
+
+    A replace is told as the provider's ``diff`` tells it, from the state's outputs against
+    the planned spec: env values (secret in the state) and the cloud wiring are not compared,
+    so a replace caused only by them is not counted. ``exclusiveGpus`` cancels first: nothing
+    is held twice. A forced replace (``--replace``) is not seen by the program.
+    """
+    if plan.job.exclusive_gpus:
+        return None
+    tuning = isinstance(plan.spec, TuningJobSpec)
+    kind = TUNING_JOB_SPEC if tuning else CUSTOM_JOB_SPEC
+    identity = identity_label(
+        pulumi.get_project(),
+        pulumi.get_stack(),
+        plan.job.name,
+        TUNING_JOB_TYPE if tuning else TRAINING_JOB_TYPE,
+    )
+    new, _ = kind.split_env(plan.spec.to_document())
+    for place in ("project", "region"):
+        new.pop(place, None)
+    for outputs in held_outputs(identity):
+        if status_of(outputs).get("state") not in ADOPTABLE_ACTIVE:
+            continue
+        old = decode_spec(outputs.get(SPEC))
+        if not isinstance(old, dict):
+            continue
+        wired = _wired(config, plan.job)
+        olds = {
+            SPEC: _unwired(old, tuning) if wired else old,
+            TRIGGERS: outputs.get(TRIGGERS),
+            PROJECT: outputs.get(PROJECT),
+            REGION: outputs.get(REGION),
+        }
+        news = {
+            SPEC: _unwired(new, tuning) if wired else new,
+            TRIGGERS: plan.triggers or None,
+            PROJECT: config.project,
+            REGION: config.region,
+        }
+        if diff_inputs(olds, news)[0]:
+            try:
+                return kind.model.parse(old)
+            except SpecError:
+                return None
+    return None
 
 
 def _wired(config: StackConfig, job: JobConfig) -> bool:

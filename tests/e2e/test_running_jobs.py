@@ -371,3 +371,23 @@ def test_pulumi_cancel_from_another_shell_stops_the_waits(ws: Workspace, tmp_pat
         assert ended < 30, f"pulumi up took {ended:.1f}s to end after pulumi cancel:\n{out}"
         assert "the stack's lock was removed" in out and "left running" in out, out
         assert client.get_custom_job(name=job.name).state == JobState.JOB_STATE_RUNNING
+
+
+def test_a_job_taken_over_whose_labels_leave_no_room_fails_the_preview(ws: Workspace) -> None:
+    """A replacement of it could not be submitted: the preview says so before anything is
+    cancelled (before, an edit with exclusiveGpus cancelled it, then got a 400)."""
+    with emulator_for(ws, *SIMULATE) as emu:
+        client = emu.client()
+        labels = {**HANG_LABELS, **{f"team{i}": "ml" for i in range(63)}}  # 64: Vertex's most
+        source = ws.project / ws.write_job("full", python_job("full", labels=labels))
+        name = _start_elsewhere(ws, client, source, tuning=False)
+        entry = _import(ws, emu, name, "--out", "stacks/jobs/imported.yaml")
+        ws.init_stack(local_config(emu.endpoint, [{**entry, "exclusiveGpus": True}]))
+
+        out = ws.pulumi("preview", expect_failure=True).output
+
+        assert "has 64 labels" in out and "taken over with existingJob" in out
+        ws.pulumi("up", "--yes", "--skip-preview", expect_failure=True)
+        assert [(j.name, j.state) for j in list_jobs(client)] == [
+            (name, JobState.JOB_STATE_RUNNING)
+        ]

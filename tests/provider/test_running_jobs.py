@@ -258,6 +258,19 @@ def test_the_labels_the_provider_adds_count_towards_the_limit(provider):
     assert provider.check({}, job_inputs(labels=dict(list(labels.items())[:62]))).failures == []
 
 
+def test_the_labels_the_provider_adds_count_for_a_job_taken_over_too(provider):
+    """Every check runs for every kind of entry: a job taken over whose labels leave no room
+    for the provider's could never be replaced (with exclusiveGpus: only after it was
+    cancelled)."""
+    labels = {f"k{i}": "v" for i in range(64)}
+    name = f"{PARENT}/customJobs/1"
+    failures = provider.check({}, job_inputs(labels=labels, existing_job=name)).failures
+    assert [(f.property, "at most 62 of your own" in f.reason) for f in failures] == [
+        ("labels", True)
+    ]
+    assert "taken over with existingJob" in failures[0].reason
+
+
 @pytest.mark.parametrize("key", ["pulumi_run", "pulumi_resource"])
 def test_a_label_key_of_the_provider_is_refused(provider, key):
     failures = provider.check({}, job_inputs(labels={key: "mine"})).failures
