@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -134,23 +135,40 @@ def test_an_outage_during_the_wait_leaves_the_job_for_the_next_up(
         assert [j.name for j in list_jobs(client)] == [job.name]
 
 
+def _up_waiting(ws: Workspace, emu: Any, log: Path) -> tuple[subprocess.Popen[bytes], Any, str]:
+    """``pulumi up`` of one job that runs until cancelled, ``waitFor: succeeded``, well inside
+    its wait: (the CLI process, the job, the job file)."""
+    spec = ws.write_job("train", python_job("train", labels=HANG_LABELS))
+    entry = job_entry("train", spec, waitFor="succeeded", waitTimeout="30m")
+    ws.init_stack(local_config(emu.endpoint, [entry]))
+    up = ws.spawn("up", "--yes", "--skip-preview", log=log)
+    try:
+        job = _wait_for_running(emu.client())
+        time.sleep(1.0)  # well inside the wait
+    except BaseException:
+        kill_group(up)
+        raise
+    return up, job, spec
+
+
+def _seconds_to_end(up: subprocess.Popen[bytes], stop: Callable[[], Any]) -> float:
+    """Call ``stop`` (a signal, ``pulumi cancel``), then wait for ``up`` to end: the seconds it
+    took. ``up``'s process group is killed in any case."""
+    try:
+        sent = time.monotonic()
+        stop()
+        up.wait(timeout=120)
+        return time.monotonic() - sent
+    finally:
+        kill_group(up)
+
+
 def test_sigint_during_a_wait_ends_up_and_leaves_the_job(ws: Workspace, tmp_path: Path) -> None:
     with emulator_for(ws, *SIMULATE) as emu:
         client = emu.client()
-        spec = ws.write_job("train", python_job("train", labels=HANG_LABELS))
-        entry = job_entry("train", spec, waitFor="succeeded", waitTimeout="30m")
-        ws.init_stack(local_config(emu.endpoint, [entry]))
         log = tmp_path / "up.log"
-        up = ws.spawn("up", "--yes", "--skip-preview", log=log)
-        try:
-            job = _wait_for_running(client)
-            time.sleep(1.0)  # well inside the wait
-            sent = time.monotonic()
-            up.send_signal(signal.SIGINT)  # what Ctrl-C sends the CLI
-            up.wait(timeout=60)
-            ended = time.monotonic() - sent
-        finally:
-            kill_group(up)
+        up, job, spec = _up_waiting(ws, emu, log)
+        ended = _seconds_to_end(up, lambda: up.send_signal(signal.SIGINT))  # Ctrl-C's signal
         out = log.read_text(errors="replace")
         assert ended < 15, f"pulumi up took {ended:.1f}s to end after SIGINT:\n{out}"
         assert "stopped waiting for it: pulumi was cancelled" in out
@@ -188,12 +206,10 @@ def test_sigint_reaches_every_wait_when_the_workers_are_busy(ws: Workspace, tmp_
             # Four workers, each in a wait; the other four creates queue behind them.
             wait_until(lambda: len(_running(client)) >= 4, timeout=120, what="4 RUNNING jobs")
             time.sleep(1.0)
-            sent = time.monotonic()
-            up.send_signal(signal.SIGINT)
-            up.wait(timeout=120)
-            ended = time.monotonic() - sent
-        finally:
+        except BaseException:
             kill_group(up)
+            raise
+        ended = _seconds_to_end(up, lambda: up.send_signal(signal.SIGINT))
         out = log.read_text(errors="replace")
         assert ended < 30, f"pulumi up took {ended:.1f}s to end after SIGINT:\n{out}"
         jobs = list_jobs(client)
@@ -351,22 +367,11 @@ def test_pulumi_cancel_from_another_shell_stops_the_waits(ws: Workspace, tmp_pat
     that within seconds and end as after Ctrl-C (the job keeps running, nothing is cancelled)."""
     with emulator_for(ws, *SIMULATE) as emu:
         client = emu.client()
-        spec = ws.write_job("train", python_job("train", labels=HANG_LABELS))
-        entry = job_entry("train", spec, waitFor="succeeded", waitTimeout="30m")
-        ws.init_stack(local_config(emu.endpoint, [entry]))
         log = tmp_path / "up.log"
-        up = ws.spawn("up", "--yes", "--skip-preview", log=log)
-        try:
-            job = _wait_for_running(client)
-            time.sleep(1.0)  # well inside the wait
-            locks = [p for p in ws.backend_files() if "/locks/" in str(p)]
-            assert locks, ws.backend_files()
-            sent = time.monotonic()
-            ws.pulumi("cancel", "--yes")
-            up.wait(timeout=120)
-            ended = time.monotonic() - sent
-        finally:
-            kill_group(up)
+        up, job, _ = _up_waiting(ws, emu, log)
+        locks = [p for p in ws.backend_files() if "/locks/" in str(p)]
+        ended = _seconds_to_end(up, lambda: ws.pulumi("cancel", "--yes"))
+        assert locks, ws.backend_files()
         out = log.read_text(errors="replace")
         assert ended < 30, f"pulumi up took {ended:.1f}s to end after pulumi cancel:\n{out}"
         assert "the stack's lock was removed" in out and "left running" in out, out
