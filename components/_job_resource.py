@@ -430,13 +430,7 @@ class JobResource(pulumi.dynamic.Resource, Generic[S]):
             )
         checked = job_inputs(kind, resource_name, args, validate=validate)
         props = _registered(checked)
-        props[RUN_KEY] = stack_run_key()
-        held = held_jobs(str(checked.props[IDENTITY]))
-        if held:
-            props[HELD_JOBS] = held
-        props[OWNER] = f"{pulumi.get_project()}/{pulumi.get_stack()}/{resource_name}"
-        if args.take_over_held_job is True:
-            props[TAKE_OVER_HELD_JOB] = True
+        props.update(_create_only_inputs(checked, resource_name, args))
         own = pulumi.ResourceOptions(additional_secret_outputs=[ENV_VALUES])
         if args.exclusive_gpus is True:
             # A replace the engine decides without asking the provider (``--replace``, a
@@ -558,6 +552,21 @@ def job_inputs(
         )
         raise TrainingJobInputError(f"{kind.name} {resource_name!r} is invalid:\n{lines}")
     return JobInputs(props, outcome.warnings, parts.nested_outputs)
+
+
+def _create_only_inputs(
+    checked: JobInputs, resource_name: str, args: JobArgs[Any]
+) -> dict[str, Any]:
+    """The inputs only ``create`` reads (``HIDDEN_INPUTS``): the run key, the jobs the state
+    holds, the owner for the ``pulumi_owner`` label, and the leave to take a held job over."""
+    props: dict[str, Any] = {RUN_KEY: stack_run_key()}
+    held = held_jobs(str(checked.props[IDENTITY]))
+    if held:
+        props[HELD_JOBS] = held
+    props[OWNER] = f"{pulumi.get_project()}/{pulumi.get_stack()}/{resource_name}"
+    if args.take_over_held_job is True:
+        props[TAKE_OVER_HELD_JOB] = True
+    return props
 
 
 def _registered(checked: JobInputs) -> dict[str, Any]:
