@@ -37,6 +37,13 @@ idempotent; these rules make a create safe to repeat.
    ``python -m components import``) is taken over when the stack does not hold it yet and its
    spec is the resource's (``import_differences``); a job that differs is refused, naming the
    fields. Once held, ``existing_job`` is ignored: a later change of the spec starts a new job.
+   **One job, one owner**: a job whose identity label names another resource (of this stack
+   or another) is refused too, naming its holder (``holder_text``: the ``pulumi_owner`` label
+   where the job has one), unless the entry says ``takeOverHeldJob: true``
+   (``take_over_held_job``); such a takeover is recorded in ``status.taken_over_from``. A
+   delete never cancels an imported job whose identity label names another resource unless
+   the takeover was recorded so (``foreign_holder``): it leaves the stack, the job runs on
+   for its holder.
 7. **Older states.** Jobs labelled with the unkeyed run hash (before the run key) are adopted
    too (``RunLabels.earlier_runs``); a ``status.run_hash`` that is that unkeyed hash is dropped
    on the next refresh or update (``without_plain_run_hash``). A tuning job's identity took its
@@ -50,6 +57,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -60,6 +68,7 @@ from components._wire import (
     ENV_VALUES,
     IDENTITY_LABEL,
     MANAGED_LABELS,
+    OWNER_LABEL,
     PROJECT,
     REGION,
     RUN_LABEL,
@@ -78,10 +87,13 @@ __all__ = [
     "RunLabels",
     "adopted_here",
     "find_adoptable",
+    "foreign_holder",
+    "holder_text",
     "identity_filter",
     "identity_label",
     "import_differences",
     "job_id",
+    "owner_label_value",
     "record_adopted",
     "run_hash",
     "without_managed_labels",
@@ -128,6 +140,37 @@ def identity_label(project: str, stack: str, name: str, type_token: str = TRAINI
         else (type_token, project, stack, name)
     )
     return _digest("\0".join(parts))
+
+
+_LABEL_TEXT = re.compile(r"[^a-z0-9_-]+")
+
+
+def owner_label_value(owner: str) -> str:
+    """The ``pulumi_owner`` label of ``owner`` (``project/stack/resource``): label characters
+    (lowercase letters, digits, ``_``, ``-``), the parts joined by ``--``, at most 63."""
+    parts = [_LABEL_TEXT.sub("_", part.lower()) for part in owner.split("/", 2)]
+    return "--".join(parts)[:63]
+
+
+def foreign_holder(labels: Mapping[str, Any], identity: Any) -> str | None:
+    """The identity label of ``labels`` (a job's) when it names another resource than
+    ``identity``; None for a job of this resource or one no stack submitted."""
+    holder = labels.get(IDENTITY_LABEL)
+    if isinstance(holder, str) and holder and holder != identity:
+        return holder
+    return None
+
+
+def holder_text(labels: Mapping[str, Any]) -> str:
+    """Who holds a job, as its labels say: the project, stack and resource where the job
+    carries ``pulumi_owner``, else only the identity hash."""
+    owner = labels.get(OWNER_LABEL)
+    named = (
+        f"project--stack--resource {owner} ({OWNER_LABEL} label), "
+        if isinstance(owner, str) and owner
+        else ""
+    )
+    return f"{named}identity {labels.get(IDENTITY_LABEL)} ({IDENTITY_LABEL} label)"
 
 
 def run_hash(
@@ -299,12 +342,15 @@ def adopted_here(name: str, identity: Any) -> bool:
 # -- import --------------------------------------------------------------------------------------
 
 
+_PROVIDER_LABELS = (*MANAGED_LABELS, OWNER_LABEL)
+
+
 def without_managed_labels(document: Mapping[str, Any]) -> dict[str, Any]:
     """``document`` (a job's spec) without the labels only the provider sets."""
     labels = document.get("labels")
-    if not isinstance(labels, Mapping) or not any(k in labels for k in MANAGED_LABELS):
+    if not isinstance(labels, Mapping) or not any(k in labels for k in _PROVIDER_LABELS):
         return dict(document)
-    kept = {k: v for k, v in labels.items() if k not in MANAGED_LABELS}
+    kept = {k: v for k, v in labels.items() if k not in _PROVIDER_LABELS}
     result = {k: v for k, v in document.items() if k != "labels"}
     if kept:
         result["labels"] = kept

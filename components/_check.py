@@ -34,11 +34,13 @@ from components._wire import (
     KEEP_RECORD,
     KNOB_PROPERTIES,
     MANAGED_LABELS,
+    OWNER,
     PROJECT,
     PROVIDER_KEY,
     REGION,
     RUN_KEY,
     SPEC,
+    TAKE_OVER_HELD_JOB,
     TRIAL_JOB_SPEC,
     WAIT_FOR,
     WAIT_FOR_VALUES,
@@ -217,7 +219,9 @@ def _managed_label_failures(labels: Any, *, imported: bool) -> Iterator[Failure]
     """The labels the provider adds to every job it submits (``MANAGED_LABELS``) are Vertex AI
     labels too: they count towards its limit, and their keys are the provider's.
 
-    A job taken over (``existing_job``) is not submitted: only the keys are checked.
+    A job taken over (``existing_job``) is checked the same way: it is not submitted, but any
+    change of it is a replace that submits one, which Vertex AI would refuse (with
+    ``exclusiveGpus`` only after the running job was cancelled).
     """
     if not isinstance(labels, Mapping):
         return
@@ -229,12 +233,17 @@ def _managed_label_failures(labels: Any, *, imported: bool) -> Iterator[Failure]
                 "and its run); choose another key",
             )
     count = len(labels)
-    if not imported and MAX_LABELS - len(MANAGED_LABELS) < count <= MAX_LABELS:
+    if MAX_LABELS - len(MANAGED_LABELS) < count <= MAX_LABELS:
+        taken = (
+            " (a job taken over with existingJob too: its replacement could not be submitted)"
+            if imported
+            else ""
+        )
         yield (
             "labels",
             f"has {count} labels; the provider adds {len(MANAGED_LABELS)} to every job "
             f"({', '.join(MANAGED_LABELS)}) and Vertex AI allows {MAX_LABELS} in all: at most "
-            f"{MAX_LABELS - len(MANAGED_LABELS)} of your own",
+            f"{MAX_LABELS - len(MANAGED_LABELS)} of your own{taken}",
         )
 
 
@@ -286,10 +295,13 @@ def _knob_failures(inputs: dict[str, Any]) -> Iterator[Failure]:
             inputs[flag] = False
         elif not is_unknown(value) and not isinstance(value, bool):
             yield flag, "must be true or false"
-    for text_key in (IDENTITY, RUN_KEY):
+    for text_key in (IDENTITY, RUN_KEY, OWNER):
         value = inputs.get(text_key)
         if value is not None and not is_unknown(value) and not isinstance(value, str):
             yield text_key, "must be a string"
+    take_over = inputs.get(TAKE_OVER_HELD_JOB)
+    if take_over is not None and not is_unknown(take_over) and not isinstance(take_over, bool):
+        yield TAKE_OVER_HELD_JOB, "must be true or false"
     held = inputs.get(HELD_JOBS)
     if (
         held is not None

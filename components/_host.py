@@ -19,16 +19,19 @@ works as before, four operations at a time, with a warning on stderr (which the 
 in the ``pulumi up`` output); ``tests/e2e/test_concurrency.py`` fails in that case.
 
 ``install_cancel_handler`` makes the host's ``Cancel`` call (which the engine sends when
-``pulumi up`` gets Ctrl-C or ``pulumi cancel``, and which the host as it ships answers without
+``pulumi up`` gets Ctrl-C; a file:// backend's ``pulumi cancel`` only removes the lock, which
+``components._lock_watch`` notices), and which the host as it ships answers without
 doing anything) stop every wait of the process (``components._interrupt``), and so does the
 interpreter's shutdown (SIGINT to the host ends its ``main()``; its worker threads are then
 joined, which would otherwise wait out every job being waited for). It swaps the handler of
 that one method in the gRPC server's table, found the same way as the pool. Without it a
 ``waitFor: succeeded`` create held the stack until its ``waitTimeout``. If the server is not
-found, nothing changes but a warning on stderr; ``tests/e2e/test_interrupt.py`` fails then.
-Cancel is served by the same pool as every other call: with more operations under way than
-the pool's size (``training:maxConcurrentOperations``), it waits for a free thread, and a
-second Ctrl-C (which ends the engine, and with it this process) is the way out.
+found, nothing changes but a warning on stderr; ``tests/e2e/test_running_jobs.py`` fails then.
+The new handler runs in a thread pool of its own (gRPC's ``experimental_thread_pool`` attribute
+of a handler's behaviour, read by ``grpc._server._select_thread_pool_for_behavior``): the host's
+pool may be full of waits (more operations under way than ``training:maxConcurrentOperations``),
+and a Cancel queued behind them was served only once a wait ended by itself, after its
+``waitTimeout``, which cancelled the job, while the creates queued behind it submitted theirs.
 
 ``install_error_handlers`` changes what the host's Check, Diff, Create, Read, Update and
 Delete answer when they fail: the host as it ships gives ``traceback.format_exc()``, which the
@@ -192,8 +195,13 @@ def _method_tables(server: Any) -> Iterator[dict[str, Any]]:
         yield registered
 
 
+_cancel_pool: ThreadPoolExecutor | None = None
+
+
 def _interrupting(handler: Any) -> Any:
-    """``handler`` (a unary RPC handler) that first stops this process's waits."""
+    """``handler`` (a unary RPC handler) that first stops this process's waits, served by a
+    thread of its own so that it never queues behind busy workers."""
+    global _cancel_pool
     from components._interrupt import interrupt
 
     behaviour = handler.unary_unary
@@ -202,6 +210,11 @@ def _interrupting(handler: Any) -> Any:
         interrupt("pulumi was cancelled")
         return behaviour(request, context)
 
+    if _cancel_pool is None:
+        _cancel_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pulumi-cancel")
+    # The attribute gRPC looks for on a behaviour (grpc 1.85 ``_server.py``); an older gRPC
+    # ignores it and serves Cancel from the host's pool, as before.
+    cancel.experimental_thread_pool = _cancel_pool  # type: ignore[attr-defined]
     return handler._replace(unary_unary=cancel)
 
 

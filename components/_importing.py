@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from components._adoption import job_id, without_managed_labels
+from components._adoption import holder_text, job_id, without_managed_labels
 from components._settings import Endpoint
 from components._wire import MANAGED_LABELS, parse_job_name, parse_tuning_job_name
 from components.vertex.api import (
@@ -141,7 +141,9 @@ def imported_job(job: Any, kind: JobKind) -> ImportedJob:
         document = without_managed_labels(document)
         notes.append(
             f"left out the labels {', '.join(managed)}: the provider sets them on the jobs it "
-            "submits (this job was started by another stack or resource)"
+            f"submits. This job is held by another resource ({holder_text(labels)}): "
+            "`pulumi up` refuses to take it over, and so to let this stack cancel it, unless "
+            "the entry says takeOverHeldJob: true"
         )
     if _has_env_values(document):
         notes.append(

@@ -1,9 +1,10 @@
 """The provider process is asked to stop: every wait in it ends within a moment.
 
-The engine asks a provider to stop with its ``Cancel`` call (``pulumi up`` got Ctrl-C or
-``pulumi cancel``); the dynamic provider host as it ships ignores that call, so
+The engine asks a provider to stop with its ``Cancel`` call (``pulumi up`` got Ctrl-C); the
+dynamic provider host as it ships ignores that call, so
 ``components._host.install_cancel_handler`` routes it here, as it does the interpreter's
-shutdown (SIGINT to the provider process). Once asked, the process stays stopped: the engine
+shutdown (SIGINT to the provider process) and ``components._lock_watch`` the removal of the
+stack's lock (``pulumi cancel`` on a file:// backend, which sends no ``Cancel``). Once asked, the process stays stopped: the engine
 starts a new provider process for its next command.
 
 A wait that ends here leaves its job as it is: a create that was waiting for its job raises

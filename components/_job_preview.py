@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pulumi
 
@@ -37,12 +37,25 @@ from components._quota import QUOTA_KEY, QUOTA_MODES
 from components._settings import Endpoint, ProviderSettings, SettingError
 from components._spec import JobSpec
 from components._tuning_spec import TrialJobSpec, TuningJobSpec
-from components._wire import TRIAL_JOB_SPEC
+from components._wire import (
+    PROJECT,
+    REGION,
+    SPEC,
+    TRIAL_JOB_SPEC,
+    TRIGGERS,
+    copy_document,
+    decode_spec,
+    status_of,
+)
+
+if TYPE_CHECKING:
+    from components._check import SpecKind
 
 __all__ = [
     "PreviewSettings",
     "add_triggers",
     "cost_message",
+    "held_while_replaced",
     "image_notes",
     "local_trainer",
     "package_digests",
@@ -343,3 +356,70 @@ def wire_infra(document: dict[str, Any], infra: Any, name: str, *, tuning: bool)
     target.setdefault("serviceAccount", infra.service_account_email)
     target.setdefault("baseOutputDirectory", infra.output_uri(name))
     return document
+
+
+_WIRED_FIELDS = ("serviceAccount", "baseOutputDirectory")
+
+
+def _unwired(document: Any, tuning: bool) -> Any:
+    """A spec document without what the cloud wiring fills in (the planned spec has stand-ins
+    for it, the state the real values): only the spec file's part is compared."""
+    if not isinstance(document, dict):
+        return document
+    document = copy_document(document)
+    target = document.get(TRIAL_JOB_SPEC) if tuning else document
+    if isinstance(target, dict):
+        for key in _WIRED_FIELDS:
+            target.pop(key, None)
+        for package in _python_pools(target):
+            package.pop("packageUris", None)
+    return document
+
+
+def held_while_replaced(
+    kind: SpecKind[Any], identity: str, plan: Spec, props: Mapping[str, Any], *, wired: bool
+) -> Spec | None:
+    """The spec of the running job the stack holds for a resource (``identity``) when its
+    planned job (``plan``, ``props``: its checked inputs) replaces it create-before-delete
+    (both then hold quota at once), else None.
+
+    A replace is told as the provider's ``diff`` tells it, from the state's outputs against
+    the planned spec: env values (secret in the state) and the cloud wiring (``wired``) are not
+    compared, so a replace caused only by them is not counted; nor is a forced replace
+    (``--replace``), which the program does not see. ``exclusiveGpus`` cancels first: the
+    caller does not ask then.
+    """
+    from components._adoption import ADOPTABLE_ACTIVE
+    from components._check import diff_inputs
+    from components._stack_state import held_outputs
+
+    tuning = isinstance(plan, TuningJobSpec)
+    new, _ = kind.split_env(plan.to_document())
+    for place in ("project", "region"):
+        new.pop(place, None)
+    triggers = props.get(TRIGGERS)
+    for outputs in held_outputs(identity):
+        if status_of(outputs).get("state") not in ADOPTABLE_ACTIVE:
+            continue
+        old = decode_spec(outputs.get(SPEC))
+        if not isinstance(old, dict):
+            continue
+        olds = {
+            SPEC: _unwired(old, tuning) if wired else old,
+            TRIGGERS: outputs.get(TRIGGERS),
+            PROJECT: outputs.get(PROJECT),
+            REGION: outputs.get(REGION),
+        }
+        news = {
+            SPEC: _unwired(new, tuning) if wired else new,
+            TRIGGERS: list(triggers) if triggers else None,
+            PROJECT: props.get(PROJECT),
+            REGION: props.get(REGION),
+        }
+        if diff_inputs(olds, news)[0]:
+            try:
+                held: Spec = kind.model.parse(old)
+            except SpecError:
+                return None
+            return held
+    return None

@@ -29,6 +29,7 @@ from components._job_preview import (
     PreviewSettings,
     add_triggers,
     cost_message,
+    held_while_replaced,
     image_notes,
     local_trainer,
     program_root,
@@ -52,11 +53,13 @@ from components._wire import (
     IDENTITY,
     INPUT_DEFAULTS,
     KEEP_RECORD,
+    OWNER,
     PROJECT,
     REGION,
     RUN_KEY,
     SPEC,
     STATUS,
+    TAKE_OVER_HELD_JOB,
     TRIGGERS,
     WAIT_FOR,
     WAIT_TIMEOUT,
@@ -143,6 +146,8 @@ class JobArgs(Generic[S]):
     :param infra: a ``TrainingInfra`` (Vertex AI): its staged trainer package, service account
         and output directory ``gs://<bucket>/jobs/<resource name>`` fill in what the spec
         leaves out (not for an ``existing_job``, which runs as it was started).
+    :param take_over_held_job: take over ``existing_job`` even when its identity label names
+        another resource or stack (by default such a job is refused, naming its holder).
     """
 
     spec: S
@@ -156,6 +161,7 @@ class JobArgs(Generic[S]):
     existing_job: pulumi.Input[str] | None = None
     trainer_source: str | os.PathLike[str] | None = None
     infra: Any = None
+    take_over_held_job: bool = False
 
 
 @dataclass
@@ -444,6 +450,7 @@ class JobResource(pulumi.dynamic.Resource, Generic[S]):
         existing_job: pulumi.Input[str] | None = None,
         trainer_source: str | os.PathLike[str] | None = None,
         infra: Any = None,
+        take_over_held_job: bool = False,
         validate: bool = True,
     ) -> None:
         """Declare a job; pass ``args`` or the same fields as keywords.
@@ -469,6 +476,7 @@ class JobResource(pulumi.dynamic.Resource, Generic[S]):
                 existing_job=existing_job,
                 trainer_source=trainer_source,
                 infra=infra,
+                take_over_held_job=take_over_held_job,
             )
         elif spec is not None:
             raise TrainingJobInputError(
@@ -476,8 +484,9 @@ class JobResource(pulumi.dynamic.Resource, Generic[S]):
             )
         checked = job_inputs(kind, resource_name, args, validate=validate)
         if validate:
-            _preview(resource_name, checked)
+            _preview(kind, resource_name, checked, args)
         props = _registered(checked)
+        props.update(_create_only_inputs(checked, resource_name, args))
         own = pulumi.ResourceOptions(additional_secret_outputs=[ENV_VALUES])
         if args.exclusive_gpus is True:
             # A replace the engine decides without asking the provider (``--replace``, a
@@ -668,7 +677,7 @@ def job_inputs(
     return JobInputs(props, outcome.warnings, parts.nested_outputs, parts.plan, parts.notes)
 
 
-def _preview(name: str, checked: JobInputs) -> None:
+def _preview(kind: ResourceKind, name: str, checked: JobInputs, args: JobArgs[Any]) -> None:
     """Log a job's notes and estimated cost, and check its quotas, with the stack's settings;
     raises ``TrainingJobInputError`` when the quota is short and ``training:quota`` is
     ``error``."""
@@ -678,9 +687,26 @@ def _preview(name: str, checked: JobInputs) -> None:
     planned = [(name, checked.plan)] if checked.plan is not None else []
     if planned:
         pulumi.log.info(cost_message(planned, settings))
-    problem = quota_problem(planned, settings)
+    problem = quota_problem(planned + _held_while_replaced(kind, name, checked, args), settings)
     if problem:
         raise TrainingJobInputError(problem)
+
+
+def _held_while_replaced(
+    kind: ResourceKind, name: str, checked: JobInputs, args: JobArgs[Any]
+) -> list[tuple[str, Any]]:
+    """The running job the state holds for this resource, when the planned job replaces it
+    create-before-delete (both hold quota at once): counted in the quota check."""
+    if checked.plan is None or args.exclusive_gpus is True:
+        return []
+    held = held_while_replaced(
+        kind.spec,
+        str(checked.props[IDENTITY]),
+        checked.plan,
+        checked.props,
+        wired=args.infra is not None and args.existing_job is None,
+    )
+    return [] if held is None else [(f"{name} (its running job, until the replacement runs)", held)]
 
 
 def check_jobs(
@@ -694,12 +720,15 @@ def check_jobs(
     """
     problems: list[str] = []
     checked: list[tuple[str, JobInputs]] = []
+    held: list[tuple[str, Any]] = []
     for kind, name, args in jobs:
         try:
             inputs = job_inputs(kind, name, args, validate=True)
         except TrainingJobInputError as exc:
             problems.append(str(exc))
             inputs = JobInputs({}, [], False, _plan_of(kind, args))
+        else:
+            held += _held_while_replaced(kind, name, inputs, args)
         checked.append((name, inputs))
     pulumi.log.info(cost_message([(n, c.plan) for n, c in checked], settings))
     for name, inputs in checked:
@@ -707,7 +736,8 @@ def check_jobs(
             pulumi.log.warn(f"{name}: {warning.path}: {warning.reason}")
     if problems:
         raise TrainingJobInputError("nothing was changed, because:\n" + "\n".join(problems))
-    problem = quota_problem([(n, c.plan) for n, c in checked if c.plan is not None], settings)
+    planned = [(n, c.plan) for n, c in checked if c.plan is not None]
+    problem = quota_problem(planned + held, settings)
     if problem:
         raise TrainingJobInputError(problem)
 
@@ -717,10 +747,24 @@ def _plan_of(kind: ResourceKind, args: JobArgs[Any]) -> Any:
     return args.spec if isinstance(args.spec, kind.spec.model) else None
 
 
+def _create_only_inputs(
+    checked: JobInputs, resource_name: str, args: JobArgs[Any]
+) -> dict[str, Any]:
+    """The inputs only ``create`` reads (``HIDDEN_INPUTS``): the run key, the jobs the state
+    holds, the owner for the ``pulumi_owner`` label, and the leave to take a held job over."""
+    props: dict[str, Any] = {RUN_KEY: stack_run_key()}
+    held = held_jobs(str(checked.props[IDENTITY]))
+    if held:
+        props[HELD_JOBS] = held
+    props[OWNER] = f"{pulumi.get_project()}/{pulumi.get_stack()}/{resource_name}"
+    if args.take_over_held_job is True:
+        props[TAKE_OVER_HELD_JOB] = True
+    return props
+
+
 def _registered(checked: JobInputs) -> dict[str, Any]:
     """What the resource registers: the spec as JSON text, env values as a secret, a
-    placeholder for ``status``, no input that is at its default, the stack's run key and the
-    jobs the state holds for it."""
+    placeholder for ``status``, and no input that is at its default."""
     props = {key: value for key, value in checked.props.items() if not is_default_input(key, value)}
     spec = props[SPEC]
     if checked.nested_outputs or isinstance(spec, pulumi.Output):
@@ -730,10 +774,6 @@ def _registered(checked: JobInputs) -> dict[str, Any]:
     if ENV_VALUES in props:
         props[ENV_VALUES] = pulumi.Output.secret(props[ENV_VALUES])
     props[STATUS] = None
-    props[RUN_KEY] = stack_run_key()
-    held = held_jobs(str(checked.props[IDENTITY]))
-    if held:
-        props[HELD_JOBS] = held
     return props
 
 

@@ -47,11 +47,15 @@ from pulumi.dynamic import (
 )
 
 from components._adoption import (
+    ADOPTABLE_ACTIVE,
     RunLabels,
     adopted_here,
+    foreign_holder,
+    holder_text,
     identity_label,
     import_differences,
     job_id,
+    owner_label_value,
     record_adopted,
     without_plain_run_hash,
 )
@@ -64,11 +68,13 @@ from components._host import (
     widen_host_pool,
 )
 from components._interrupt import Interrupted, interrupted
+from components._lock_watch import watch_lock
 from components._pricing import cost_outputs
 from components._progress import WaitProgress, local_chief_log, write_line
 from components._redaction import redact
 from components._settings import Endpoint, ProviderSettings, public_url
 from components._spec import JobSpec
+from components._validation import MAX_LABELS
 from components._wire import (
     DEFAULT_WAIT_TIMEOUT,
     ENV_VALUES,
@@ -79,6 +85,8 @@ from components._wire import (
     IDENTITY,
     IDENTITY_LABEL,
     KEEP_RECORD,
+    OWNER,
+    OWNER_LABEL,
     PROJECT,
     PROVIDER_KEY,
     REGION,
@@ -87,6 +95,7 @@ from components._wire import (
     SPEC,
     STATUS,
     STATUS_FIELDS,
+    TAKE_OVER_HELD_JOB,
     TRIGGERS,
     WAIT_FOR,
     WAIT_TIMEOUT,
@@ -296,8 +305,10 @@ class JobProvider(ResourceProvider):
         run = _Run.of(inputs, kind.spec)
         endpoint = self.endpoint
         with self._job_api(run.region) as api, _credentials_scrubbed(endpoint, run.secrets):
+            taken_from = None
             if run.existing_job:
                 submission = self._take_over(api, run, run.existing_job)
+                taken_from = foreign_holder(submission.job.labels, run.labels.identity)
             else:
                 submission = self._submit(api, run)
             if submission.adopted:
@@ -309,6 +320,8 @@ class JobProvider(ResourceProvider):
                 "run_hash": run.labels.run,
                 "adopted": submission.adopted,
                 **kind.costs(run.document, run.region),
+                # The user's leave to take it from its holder: this stack may now cancel it.
+                **({"taken_over_from": taken_from} if taken_from else {}),
             }
         return CreateResult(str(job.name), {**_outputs(inputs), STATUS: status})
 
@@ -326,13 +339,14 @@ class JobProvider(ResourceProvider):
         except Exception as exc:
             refused = quota_refusal(exc)
             if refused:
-                raise JobOperationError(self._quota_refused(run, refused)) from None
+                raise JobOperationError(self._quota_refused(api, run, refused)) from None
             # The message may quote the job: _credentials_scrubbed redacts it on the way out.
             raise JobOperationError(self._submit_failed(api, run, exc)) from None
 
-    def _quota_refused(self, run: _Run, metrics: list[str]) -> str:
-        """Vertex refused the job for quota: the job's need and the project's limit for each
-        metric it named, and how to request more (the limits read best-effort)."""
+    def _quota_refused(self, api: JobApi, run: _Run, metrics: list[str]) -> str:
+        """Vertex refused the job for quota: the job's need, what the active jobs hold and the
+        project's limit for each metric it named, and how to request more (the limits and the
+        jobs read best-effort)."""
         from components._catalog import load_catalog
         from components._quota import refusal_message
         from components.vertex.quotas import QuotaUnavailable, read_limits
@@ -341,6 +355,7 @@ class JobProvider(ResourceProvider):
             limits = read_limits(self.endpoint, run.project)
         except QuotaUnavailable:
             limits = None
+        in_use = _active_needs(api, run.parent)
         try:
             spec = self.kind.spec.model.parse(run.document)
         except Exception:  # the API took the spec; a model that cannot read it: no need shown
@@ -353,6 +368,7 @@ class JobProvider(ResourceProvider):
             metrics,
             limits,
             load_catalog(),
+            in_use,
         )
 
     def _take_over(self, api: JobApi, run: _Run, name: str) -> Submission:
@@ -364,6 +380,14 @@ class JobProvider(ResourceProvider):
             if is_not_found(exc):
                 raise JobOperationError(f"{what}: there is no such {self.kind.api.noun}") from None
             raise JobOperationError(f"{what}: could not read it: {exc}") from None
+        holder = foreign_holder(job.labels, run.labels.identity)
+        if holder is not None and not run.take_over_held_job:
+            raise JobOperationError(
+                f"{what} is held by another resource (of this stack or another): "
+                f"{holder_text(job.labels)}; nothing was changed. One job has one owner: to "
+                "take it over anyway (its holder's next refresh then drops it, and this stack "
+                "may cancel it), set takeOverHeldJob: true on this training:jobs entry"
+            )
         try:
             existing = self.kind.read_spec(job_document(job)).to_document()
             expected = self.kind.spec.model.parse(run.document).to_document()
@@ -397,6 +421,9 @@ class JobProvider(ResourceProvider):
         if wait_for == "submitted":
             return job
         timeout = float(inputs.get(WAIT_TIMEOUT) or DEFAULT_WAIT_TIMEOUT)
+        if run.owner:  # `pulumi cancel` on a file:// backend removes only the stack's lock
+            project, stack = run.owner.split("/", 2)[:2]
+            watch_lock(project, stack)
         progress = WaitProgress(
             f"waitFor: {wait_for}",
             scrub=self._scrubber(run.secrets),
@@ -456,12 +483,54 @@ class JobProvider(ResourceProvider):
                         f"could not refresh job {id_}: {exc}; the stack keeps what it last knew"
                     ) from None
                 raise
+            if state_name(job) in ADOPTABLE_ACTIVE:
+                self._report_left_behind(api, id_, props, project, region)
         outs = _outputs(props)
         outs[STATUS] = {
             **without_plain_run_hash(status_of(props), props, self.kind.spec.merge_env),
             **self.kind.outputs(job, endpoint, project=project, region=region),
         }
         return ReadResult(id_, outs)
+
+    def _report_left_behind(
+        self, api: JobApi, name: str, props: Mapping[str, Any], project: str, region: str
+    ) -> None:
+        """Say which other active jobs of this resource run outside the stack, and how to end
+        with one: the job a killed ``pulumi up --replace`` (or a killed create of another
+        spec) submitted is labelled for this resource, but the state never got it.
+
+        Nothing is cancelled here: a refresh cannot tell such a job from the replacement of a
+        job whose delete failed, which the state holds under the same identity.
+        """
+        identity, run = props.get(IDENTITY), status_of(props).get("run_hash")
+        if not isinstance(identity, str) or not identity:
+            return
+        labels = RunLabels(identity=identity, run=str(run or ""), held=frozenset({job_id(name)}))
+        try:
+            found = api.look_up(f"projects/{project}/locations/{region}", labels)
+        except Exception:  # best effort: the refresh itself succeeded
+            return
+        scrub = self._scrubber(_secrets(props))
+        if found.adoptable is not None and state_name(found.adoptable) in ADOPTABLE_ACTIVE:
+            left = found.adoptable
+            write_line(
+                scrub(
+                    f"job {left.name} ({state_name(left)}), this resource's job with the same "
+                    f"inputs as {name}, is active and not in the stack: a replace that was killed "
+                    "after submitting it left it. `pulumi up --replace <this resource's URN>` "
+                    f"takes it over (adopted: true) and cancels {name}; to keep {name} instead: "
+                    f"{self._cancel_hint(str(left.name), region)}"
+                )
+            )
+        for stray in found.strays:
+            write_line(
+                scrub(
+                    f"job {stray.name} ({state_name(stray)}), a run of this resource with other "
+                    "inputs, is active and not in the stack: the next `pulumi up` with those "
+                    "inputs takes it over; otherwise: "
+                    f"{self._cancel_hint(str(stray.name), region)}"
+                )
+            )
 
     def update(self, _id: str, _olds: dict[str, Any], _news: dict[str, Any]) -> UpdateResult:
         """Only provider-only settings change here (diff replaces everything else): no API call."""
@@ -484,6 +553,8 @@ class JobProvider(ResourceProvider):
         endpoint = self.endpoint
         secrets = _secrets(_props)
         with self._job_api(region) as api, _credentials_scrubbed(endpoint, secrets):
+            if self._held_elsewhere(api, _id, _props):
+                return
             try:
                 job = api.cancel_and_wait(
                     _id, timeout=self.cancel_timeout, observe=self._cancel_progress(secrets)
@@ -504,13 +575,46 @@ class JobProvider(ResourceProvider):
             if not _props.get(KEEP_RECORD):
                 api.delete_record(_id, timeout=120.0)
 
+    def _held_elsewhere(self, api: JobApi, name: str, props: Mapping[str, Any]) -> bool:
+        """True (and says so) when ``name``, a job this resource took over (``existing_job``),
+        is held by another resource, which the user did not take it from explicitly: the
+        delete leaves it running for its holder and drops it from this stack only.
+
+        Only a taken-over job is read for it: a job this provider submitted carries this
+        resource's identity.
+        """
+        existing = props.get(EXISTING_JOB)
+        if not isinstance(existing, str) or job_id(existing) != job_id(name):
+            return False
+        try:
+            job = api.get(name)
+        except Exception as exc:
+            if is_not_found(exc):
+                return False  # the cancel path says it is gone
+            raise JobOperationError(
+                f"job {name} was not deleted: could not read who holds it: {exc}; it stays in "
+                "the stack: run the command again"
+            ) from None
+        holder = foreign_holder(job.labels, props.get(IDENTITY))
+        if holder is None or status_of(props).get("taken_over_from") == holder:
+            return False
+        write_line(
+            f"job {name} is not cancelled: it is held by another resource "
+            f"({holder_text(job.labels)}), not by this one; it is only dropped from this stack "
+            "and keeps running for its holder"
+        )
+        return True
+
     # -- helpers ----------------------------------------------------------------------------
 
     def _api_job(self, run: _Run) -> Any:
-        """The job to submit: the spec with the identity and run labels added."""
+        """The job to submit: the spec with the identity and run labels added, and the
+        owner's label for people where the labels leave room for it."""
         labels = dict(run.document.get("labels") or {})
         labels[IDENTITY_LABEL] = run.labels.identity
         labels[RUN_LABEL] = run.labels.run
+        if run.owner and OWNER_LABEL not in labels and len(labels) < MAX_LABELS:
+            labels[OWNER_LABEL] = owner_label_value(run.owner)
         return self.kind.build({**run.document, "labels": labels})
 
     def _place(self, job_name: str, props: dict[str, Any]) -> tuple[str, str]:
@@ -565,6 +669,43 @@ class JobProvider(ResourceProvider):
         return f"{exc}; job {name} was cancelled (now {state_name(job)})"
 
 
+IN_USE_SCAN = 1000
+"""At most this many jobs of each kind are read to tell what a quota refusal's quota holds."""
+
+
+def _active_needs(api: JobApi, parent: str) -> list[Any] | None:
+    """What the active jobs (custom and tuning) in ``parent`` hold (``components._quota.Need``
+    of each), for a quota refusal's message; None when they cannot be listed. One listing of
+    each kind, at most ``IN_USE_SCAN`` jobs each; a job whose spec cannot be read is skipped."""
+    from components._catalog import load_catalog
+    from components._quota import job_needs, load_quota_metrics
+    from components.formats import spec_from_document
+    from components.vertex.api import TUNING_JOB
+
+    catalog, table = load_catalog(), load_quota_metrics()
+    found: list[Any] = []
+    try:
+        for kind in (CUSTOM_JOB, TUNING_JOB):
+            listing = kind.list(api.client, {"parent": parent, "page_size": 100})
+            for index, job in enumerate(listing):
+                if index >= IN_USE_SCAN:
+                    break
+                if state_name(job) not in ADOPTABLE_ACTIVE:
+                    continue
+                try:
+                    loaded = spec_from_document(
+                        job_document(job), str(job.name), tuning=kind is TUNING_JOB
+                    )
+                except Exception:  # a spec the models cannot read: its need is not known
+                    continue
+                spec = loaded.tuning if loaded.tuning is not None else loaded.spec
+                label = f"{job_id(str(job.name))} ({job.display_name})"
+                found += job_needs(label, spec, catalog, table)[0]
+    except Exception:  # best effort: the message says it is not known
+        return None
+    return found
+
+
 def _secrets(props: Mapping[str, Any]) -> dict[str, Any]:
     """The env values in a resource's inputs or outputs, for redaction."""
     values = props.get(ENV_VALUES)
@@ -582,6 +723,10 @@ class _Run:
     labels: RunLabels
     existing_job: str | None
     """The job to take over (``existing_job``), unless the stack holds it already."""
+    take_over_held_job: bool = False
+    """The user's leave to take over an ``existing_job`` another resource holds."""
+    owner: str | None = None
+    """``project/stack/resource`` (``owner``), for the ``pulumi_owner`` label."""
 
     @property
     def parent(self) -> str:
@@ -619,6 +764,8 @@ class _Run:
             secrets=secrets,
             labels=labels,
             existing_job=existing if take_over else None,
+            take_over_held_job=inputs.get(TAKE_OVER_HELD_JOB) is True,
+            owner=owner if isinstance(owner := inputs.get(OWNER), str) and owner else None,
         )
 
 

@@ -45,6 +45,7 @@ __all__ = [
     "QuotaReport",
     "QuotaRow",
     "compare",
+    "in_use_text",
     "job_needs",
     "load_quota_metrics",
     "read_snapshot",
@@ -458,6 +459,19 @@ def refused_metrics(message: str) -> list[str]:
     return list(dict.fromkeys(re.findall(rf"{re.escape(SERVICE)}/[a-z0-9_]+", message[:4000])))
 
 
+def in_use_text(metric: str, in_use: list[Need] | None) -> str:
+    """``in use: 1 (train-7 1)``: what the project's active jobs hold of ``metric`` (``in_use``
+    None: they could not be listed)."""
+    if in_use is None:
+        return "in use: not known (the active jobs could not be listed)"
+    held = [n for n in in_use if n.metric.metric == metric]
+    if not held:
+        return "in use: 0 by the active jobs the API lists"
+    shown = ", ".join(f"{n.job} {n.amount}" for n in held[:10])
+    more = f", {len(held) - 10} more" if len(held) > 10 else ""
+    return f"in use: {sum(n.amount for n in held)} by active jobs ({shown}{more})"
+
+
 def refusal_message(
     job: str,
     spec: JobSpec | TuningJobSpec,
@@ -466,9 +480,11 @@ def refusal_message(
     metrics: list[str],
     limits: QuotaLimits | None,
     catalog: Catalog,
+    in_use: list[Need] | None = None,
 ) -> str:
-    """What a quota refusal at create means for this job: per refused metric, the job's need
-    and the project's limit (``limits`` None: not readable), and how to request more."""
+    """What a quota refusal at create means for this job: per refused metric, the job's need,
+    what the project's active jobs hold of it (``in_use``, ``job_needs`` of each; None: not
+    known) and the project's limit (``limits`` None: not readable), and how to request more."""
     table = load_quota_metrics()
     needs, _ = job_needs(job, spec, catalog, table)
     parts = []
@@ -480,7 +496,8 @@ def refusal_message(
             known.quota_id if known else None
         )
         parts.append(
-            f"{metric} in {region}: the job needs {need or 'some'}, the project's limit is "
+            f"{metric} in {region}: the job needs {need or 'some'}, "
+            f"{in_use_text(metric, in_use)}, the project's limit is "
             f"{'unknown' if limit is None else limit}; request more: "
             + request_hint(project, region, metric, quota_id, max(need, 1))
         )

@@ -29,7 +29,13 @@ from components._wire import (
     status_of,
 )
 
-__all__ = ["READ_STACK_RESOURCE_OUTPUTS", "held_jobs", "jobs_by_identity"]
+__all__ = [
+    "READ_STACK_RESOURCE_OUTPUTS",
+    "held_jobs",
+    "held_outputs",
+    "jobs_by_identity",
+    "outputs_by_identity",
+]
 
 READ_STACK_RESOURCE_OUTPUTS = "pulumi:pulumi:readStackResourceOutputs"
 
@@ -37,13 +43,14 @@ _JOB_TYPES = (TRAINING_JOB_TYPE_SUFFIX, TUNING_JOB_TYPE_SUFFIX)
 
 # One read per program run, told apart by its resource monitor (unit tests run many programs
 # in one process), as the run key is (``components._run_key``).
-_read: dict[int, tuple[Any, dict[str, list[str]]]] = {}
+_read: dict[int, tuple[Any, dict[str, list[Mapping[str, Any]]]]] = {}
 
 
-def jobs_by_identity(resources: Mapping[str, Any]) -> dict[str, list[str]]:
-    """``{identity: [job name, ...]}`` of the job resources in ``resources`` (the invoke's
-    ``outputs``: ``{urn: {"type", "outputs"}}``); anything malformed is skipped."""
-    found: dict[str, list[str]] = {}
+def outputs_by_identity(resources: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]]:
+    """``{identity: [outputs, ...]}`` of the job resources in ``resources`` (the invoke's
+    ``outputs``: ``{urn: {"type", "outputs"}}``) that hold a job; anything malformed is
+    skipped."""
+    found: dict[str, list[Mapping[str, Any]]] = {}
     for entry in resources.values():
         if not isinstance(entry, Mapping) or not str(entry.get("type", "")).endswith(_JOB_TYPES):
             continue
@@ -52,15 +59,23 @@ def jobs_by_identity(resources: Mapping[str, Any]) -> dict[str, list[str]]:
             continue
         identity, name = outputs.get(IDENTITY), status_of(outputs).get("job_name")
         if isinstance(identity, str) and isinstance(name, str) and name:
-            found.setdefault(identity, []).append(name)
+            found.setdefault(identity, []).append(outputs)
     return found
+
+
+def jobs_by_identity(resources: Mapping[str, Any]) -> dict[str, list[str]]:
+    """``{identity: [job name, ...]}`` of the job resources in ``resources``."""
+    return {
+        identity: [str(status_of(outputs)["job_name"]) for outputs in held]
+        for identity, held in outputs_by_identity(resources).items()
+    }
 
 
 def _stack_name() -> str:
     return f"{pulumi.get_organization()}/{pulumi.get_project()}/{pulumi.get_stack()}"
 
 
-def _read_state() -> dict[str, list[str]]:
+def _read_state() -> dict[str, list[Mapping[str, Any]]]:
     try:
         result = pulumi.runtime.invoke(READ_STACK_RESOURCE_OUTPUTS, {"stackName": _stack_name()})
     except Exception as exc:
@@ -73,15 +88,21 @@ def _read_state() -> dict[str, list[str]]:
         return {}
     value = result.value if isinstance(result.value, Mapping) else {}
     resources = value.get("outputs")
-    return jobs_by_identity(resources) if isinstance(resources, Mapping) else {}
+    return outputs_by_identity(resources) if isinstance(resources, Mapping) else {}
 
 
-def held_jobs(identity: str) -> list[str]:
-    """The names of the jobs the stack's last checkpoint holds for ``identity`` (sorted)."""
+def held_outputs(identity: str) -> list[Mapping[str, Any]]:
+    """The outputs of the job resources the stack's last checkpoint holds for ``identity``
+    (the state is read once per program run)."""
     from pulumi.runtime import settings
 
     monitor = settings.SETTINGS.monitor
     found = _read.get(id(monitor))
     if found is None or found[0] is not monitor:
         found = _read[id(monitor)] = (monitor, _read_state())
-    return sorted(found[1].get(identity, ()))
+    return list(found[1].get(identity, ()))
+
+
+def held_jobs(identity: str) -> list[str]:
+    """The names of the jobs the stack's last checkpoint holds for ``identity`` (sorted)."""
+    return sorted(str(status_of(outputs)["job_name"]) for outputs in held_outputs(identity))

@@ -38,6 +38,8 @@ __all__ = [
     "KNOB_PROPERTIES",
     "MANAGED_LABELS",
     "OUTPUT_PROPERTIES",
+    "OWNER",
+    "OWNER_LABEL",
     "PROJECT",
     "PROVIDER_KEY",
     "REGION",
@@ -48,6 +50,7 @@ __all__ = [
     "SPEC",
     "STATUS",
     "STATUS_FIELDS",
+    "TAKE_OVER_HELD_JOB",
     "TRAINING_JOB_TYPE",
     "TRAINING_JOB_TYPE_SUFFIX",
     "TRIAL_JOB_SPEC",
@@ -122,6 +125,12 @@ RUN_LABEL = "pulumi_run"
 
 MANAGED_LABELS = (IDENTITY_LABEL, RUN_LABEL)
 
+OWNER_LABEL = "pulumi_owner"
+"""Label key, for people: ``<project>--<stack>--<resource>`` of the resource that submitted the
+job, in label characters (``owner_label_value``). Set only where the job's labels leave room
+for it (it never counts against the user's 62); nothing but messages reads it: the identity
+label is what decides who holds a job."""
+
 WaitFor = Literal["submitted", "running", "succeeded"]
 WAIT_FOR_VALUES: tuple[str, ...] = get_args(WaitFor)
 
@@ -140,6 +149,8 @@ IDENTITY = "identity"
 RUN_KEY = "run_key"
 HELD_JOBS = "held_jobs"
 EXISTING_JOB = "existing_job"
+OWNER = "owner"
+TAKE_OVER_HELD_JOB = "take_over_held_job"
 
 JOB_PROPERTIES = (SPEC, ENV_VALUES, PROJECT, REGION, TRIGGERS)
 """A change of any of these is a different job: replace."""
@@ -153,8 +164,14 @@ over instead of submitting one, ``components._adoption``): once the resource hol
 naming another or none changes nothing.
 """
 
-HIDDEN_INPUTS = (RUN_KEY, HELD_JOBS)
+HIDDEN_INPUTS = (RUN_KEY, HELD_JOBS, OWNER, TAKE_OVER_HELD_JOB)
 """Inputs only ``create`` reads, never compared by ``diff`` and never written to outputs.
+
+``owner`` is ``project/stack/resource`` in plain text, for the ``pulumi_owner`` label (the
+identity is a hash: no one can tell from it who holds a job). ``take_over_held_job``
+(``training:jobs[].takeOverHeldJob``) is the user's explicit leave to take over an
+``existing_job`` whose identity label names another resource or stack
+(``components._adoption`` rule 6).
 
 ``run_key`` (the stack's secret, ``components._run_key``) keys the run hash of a new job; a
 new key changes nothing about a job that already runs. ``held_jobs``: the jobs the stack's last

@@ -20,6 +20,8 @@ Keys (``Pulumi.<stack>.yaml``)::
         existingJob: projects/p/locations/us-central1/customJobs/123   # optional: take over
                                        # this job instead of submitting one (python -m
                                        # components import writes the entry)
+        takeOverHeldJob: false         # true: take existingJob over even when its labels
+                                       # name another resource or stack (refused otherwise)
     training:prices: stacks/prices/acme.csv   # optional: organisation prices, a sheet in
                                        # the prices.csv schema, a discount in percent (12.5),
                                        # or {sheet: ..., discountPercent: ...}
@@ -97,6 +99,8 @@ class JobConfig:
     triggers: list[Any] = field(default_factory=list)
     existing_job: str | None = None
     """A job started elsewhere that the resource takes over instead of submitting one."""
+    take_over_held_job: bool = False
+    """Take ``existing_job`` over even when its labels name another resource or stack."""
 
 
 @dataclass(frozen=True)
@@ -144,6 +148,7 @@ _JOB_KEYS = frozenset(
         "keepRecordOnDelete",
         "triggers",
         "existingJob",
+        "takeOverHeldJob",
     }
 )
 _INFRA_KEYS = frozenset({"bucketName", "outputRetentionDays", "forceDestroy", "deployer"})
@@ -219,6 +224,7 @@ def _job(entry: Any, key: str, root: Path) -> JobConfig:
         ),
         triggers=list(triggers),
         existing_job=existing,
+        take_over_held_job=_bool(entry.get("takeOverHeldJob"), f"{key}.takeOverHeldJob", False),
     )
 
 

@@ -106,6 +106,7 @@ def _job_args(
         exclusive_gpus=job.exclusive_gpus,
         keep_record_on_delete=job.keep_record_on_delete,
         existing_job=job.existing_job,
+        take_over_held_job=job.take_over_held_job,
         trainer_source=config.trainer_source,
         infra=_wired(config, infra),
     )

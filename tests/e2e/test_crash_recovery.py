@@ -16,6 +16,7 @@ What the engine (v3.259, file:// backend) leaves behind after a kill -9, found h
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from google.cloud.aiplatform_v1 import JobState
 
@@ -33,17 +34,22 @@ from tests.e2e._engine import (
     wait_until,
 )
 
+URN = f"urn:pulumi:e2e::gpu-training::{TRAINING_JOB_TYPE}::train"
+SLOW_START = (*SIMULATE, "--simulate-queued-seconds", "3", "--simulate-pending-seconds", "1")
+"""A job stays QUEUED/PENDING for a few seconds, so a killed `up` is still waiting for it to
+run when it dies; the job then keeps RUNNING (hang) until it is cancelled."""
+
+
+def _one_job_waited_for(ws: Workspace, emu: Any) -> None:
+    spec = ws.write_job("train", python_job("train", labels=HANG_LABELS))
+    ws.init_stack(local_config(emu.endpoint, [job_entry("train", spec, waitFor="running")]))
+
 
 def test_up_killed_after_submit_leaves_exactly_one_job(ws: Workspace, tmp_path: Path) -> None:
-    # The job stays QUEUED/PENDING for a few seconds, so the killed `up` is still waiting for
-    # it to run when it dies; the job then keeps RUNNING (hang) until it is cancelled.
-    with emulator_for(
-        ws, *SIMULATE, "--simulate-queued-seconds", "3", "--simulate-pending-seconds", "1"
-    ) as emu:
+    with emulator_for(ws, *SLOW_START) as emu:
         client = emu.client()
-        spec = ws.write_job("train", python_job("train", labels=HANG_LABELS))
-        ws.init_stack(local_config(emu.endpoint, [job_entry("train", spec, waitFor="running")]))
-        urn = f"urn:pulumi:e2e::gpu-training::{TRAINING_JOB_TYPE}::train"
+        _one_job_waited_for(ws, emu)
+        urn = URN
 
         up = ws.spawn("up", "--yes", "--skip-preview", log=tmp_path / "killed-up.log")
         try:
@@ -91,3 +97,48 @@ def test_up_killed_after_submit_leaves_exactly_one_job(ws: Workspace, tmp_path: 
         # The adopted job is an ordinary resource: destroy cancels and deletes it.
         ws.pulumi("destroy", "--yes", "--skip-preview")
         assert list_jobs(client) == []
+
+
+def test_a_killed_replace_leaves_one_job_after_the_documented_recovery(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    """``pulumi up --replace`` SIGKILLed right after the new job was submitted: the docs'
+    recovery (the killed run's lock and pending create cleared as after any killed ``up``;
+    the refresh names the job left behind; then the killed command again) ends with one job
+    for the resource, the new one, found (adopted), and the old one cancelled."""
+    with emulator_for(ws, *SLOW_START) as emu:
+        client = emu.client()
+        _one_job_waited_for(ws, emu)
+        urn = URN
+        ws.up()
+        old = ws.training_jobs()["train"]["id"]
+
+        log = tmp_path / "killed-replace.log"
+        up = ws.spawn("up", "--yes", "--skip-preview", "--replace", urn, log=log)
+        try:
+            new = wait_until(
+                lambda: [j.name for j in list_jobs(client) if j.name != old],
+                timeout=120,
+                what="the replacement's job",
+            )
+            assert up.poll() is None, "pulumi up --replace ended before it could be killed"
+        finally:
+            kill_group(up)
+        ws.kill_strays()  # the provider too, as a machine crash would
+
+        # A refresh names the job the killed run left, and the command that takes it.
+        ws.pulumi("cancel", "--yes")
+        refreshed = ws.pulumi(
+            "refresh", "--yes", "--skip-preview", "--clear-pending-creates"
+        ).output
+        assert new[0] in refreshed and "not in the stack" in refreshed, refreshed
+        assert "`pulumi up --replace <this resource's URN>` takes it over" in refreshed
+
+        ws.up("--replace", urn)
+
+        jobs = {j.name: j.state for j in list_jobs(client)}
+        assert jobs == {new[0]: JobState.JOB_STATE_RUNNING}, jobs
+        resource = ws.training_jobs()["train"]
+        assert resource["id"] == new[0]
+        assert resource["outputs"]["status"]["adopted"] is True
+        assert not ws.export().get("pending_operations")

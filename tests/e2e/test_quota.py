@@ -9,10 +9,12 @@ from typing import Any
 
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import cloudquotas_v1 as cq
+from google.cloud.aiplatform_v1 import JobState
 
 from tests.e2e._engine import (
     GCP_PROJECT,
     GCP_REGION,
+    HANG_LABELS,
     SIMULATE,
     Workspace,
     emulator_for,
@@ -88,7 +90,10 @@ def test_a_429_at_create_is_a_clear_error_and_nothing_runs(ws: Workspace) -> Non
         )
         up = ws.pulumi("up", "--yes", "--skip-preview", expect_failure=True).output
         assert "Vertex AI refused the job for quota (429 RESOURCE_EXHAUSTED; not retried" in up
-        assert f"{T4} in {GCP_REGION}: the job needs 1, the project's limit is 0" in up
+        assert (
+            f"{T4} in {GCP_REGION}: the job needs 1, in use: 0 by the active jobs the API "
+            "lists, the project's limit is 0"
+        ) in up
         assert "gcloud alpha quotas preferences create" in up
         assert list_jobs(emu.client()) == []
 
@@ -114,3 +119,78 @@ def test_the_policy_pack_can_require_that_the_jobs_fit(ws: Workspace) -> None:
         assert f"quota {T4} in {GCP_REGION}: the stack's jobs need 2 at once" in preview
         assert "limits read 0 min ago" in preview
         assert list_jobs(emu.client()) == []
+
+
+def test_a_replace_counts_the_running_job_and_its_replacement(ws: Workspace) -> None:
+    """Create-before-delete: while the new job starts, the old one still holds its quota. With
+    quota for one, an edited running job fails the preview (and ``up``) before anything is
+    cancelled or submitted; unchanged, or with exclusiveGpus, it fits."""
+    with emulator_for(
+        ws, *SIMULATE, "--quota", f"custom_model_training_nvidia_t4_gpus@{GCP_REGION}=1"
+    ) as emu:
+        client = emu.client()
+
+        def write(epochs: str) -> str:
+            return ws.write_job(
+                "t4",
+                python_job(
+                    "t4",
+                    accelerator="NVIDIA_TESLA_T4",
+                    accelerator_count=1,
+                    labels=HANG_LABELS,
+                    args=("--epochs", epochs),
+                ),
+            )
+
+        spec = write("1")
+        ws.init_stack(local_config(emu.endpoint, [job_entry("t4", spec, waitFor="running")]))
+        ws.up()
+        [running] = list_jobs(client)
+        assert "t4: custom_model_training_nvidia_t4_gpus: need 1, limit 1: fits" in (
+            ws.pulumi("preview").output
+        )
+
+        write("2")
+        preview = ws.pulumi("preview", expect_failure=True).output
+        assert f"quota {T4} in {GCP_REGION}: the stack's jobs need 2 at once" in preview
+        assert "t4 (its running job, until the replacement runs)" in preview
+        up = ws.pulumi("up", "--yes", "--skip-preview", expect_failure=True).output
+        assert "the project's Vertex training quota is short" in up
+        assert [(j.name, j.state) for j in list_jobs(client)] == [
+            (running.name, JobState.JOB_STATE_RUNNING)
+        ]
+
+        # exclusiveGpus cancels the old job first: one T4 at a time, it fits.
+        entry = job_entry("t4", spec, waitFor="running", exclusiveGpus=True)
+        ws.write_config(local_config(emu.endpoint, [entry]))
+        assert "need 1, limit 1: fits" in ws.pulumi("preview").output
+
+
+def test_a_429_says_what_is_in_use(ws: Workspace) -> None:
+    with emulator_for(
+        ws, *SIMULATE, "--quota", f"custom_model_training_nvidia_t4_gpus@{GCP_REGION}=1"
+    ) as emu:
+        client = emu.client()
+        first = ws.write_job(
+            "t4-a",
+            python_job(
+                "t4-a", accelerator="NVIDIA_TESLA_T4", accelerator_count=1, labels=HANG_LABELS
+            ),
+        )
+        second = ws.write_job(
+            "t4-b", python_job("t4-b", accelerator="NVIDIA_TESLA_T4", accelerator_count=1)
+        )
+        off = {"training:quota": "off"}  # Vertex's own refusal at create, not the preview's
+        ws.init_stack(
+            local_config(emu.endpoint, [job_entry("t4-a", first, waitFor="running")], **off)
+        )
+        ws.up()
+        [running] = list_jobs(client)
+        jobs = [job_entry("t4-a", first, waitFor="running"), job_entry("t4-b", second)]
+        ws.write_config(local_config(emu.endpoint, jobs, **off))
+
+        up = ws.pulumi("up", "--yes", "--skip-preview", expect_failure=True).output
+
+        in_use = f"in use: 1 by active jobs ({running.name.rsplit('/', 1)[-1]} (t4-a) 1)"
+        assert f"{T4} in {GCP_REGION}: the job needs 1, {in_use}, the project's limit is 1" in up
+        assert [j.name for j in list_jobs(client)] == [running.name]

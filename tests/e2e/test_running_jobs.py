@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -134,23 +135,40 @@ def test_an_outage_during_the_wait_leaves_the_job_for_the_next_up(
         assert [j.name for j in list_jobs(client)] == [job.name]
 
 
+def _up_waiting(ws: Workspace, emu: Any, log: Path) -> tuple[subprocess.Popen[bytes], Any, str]:
+    """``pulumi up`` of one job that runs until cancelled, ``waitFor: succeeded``, well inside
+    its wait: (the CLI process, the job, the job file)."""
+    spec = ws.write_job("train", python_job("train", labels=HANG_LABELS))
+    entry = job_entry("train", spec, waitFor="succeeded", waitTimeout="30m")
+    ws.init_stack(local_config(emu.endpoint, [entry]))
+    up = ws.spawn("up", "--yes", "--skip-preview", log=log)
+    try:
+        job = _wait_for_running(emu.client())
+        time.sleep(1.0)  # well inside the wait
+    except BaseException:
+        kill_group(up)
+        raise
+    return up, job, spec
+
+
+def _seconds_to_end(up: subprocess.Popen[bytes], stop: Callable[[], Any]) -> float:
+    """Call ``stop`` (a signal, ``pulumi cancel``), then wait for ``up`` to end: the seconds it
+    took. ``up``'s process group is killed in any case."""
+    try:
+        sent = time.monotonic()
+        stop()
+        up.wait(timeout=120)
+        return time.monotonic() - sent
+    finally:
+        kill_group(up)
+
+
 def test_sigint_during_a_wait_ends_up_and_leaves_the_job(ws: Workspace, tmp_path: Path) -> None:
     with emulator_for(ws, *SIMULATE) as emu:
         client = emu.client()
-        spec = ws.write_job("train", python_job("train", labels=HANG_LABELS))
-        entry = job_entry("train", spec, waitFor="succeeded", waitTimeout="30m")
-        ws.init_stack(local_config(emu.endpoint, [entry]))
         log = tmp_path / "up.log"
-        up = ws.spawn("up", "--yes", "--skip-preview", log=log)
-        try:
-            job = _wait_for_running(client)
-            time.sleep(1.0)  # well inside the wait
-            sent = time.monotonic()
-            up.send_signal(signal.SIGINT)  # what Ctrl-C sends the CLI
-            up.wait(timeout=60)
-            ended = time.monotonic() - sent
-        finally:
-            kill_group(up)
+        up, job, spec = _up_waiting(ws, emu, log)
+        ended = _seconds_to_end(up, lambda: up.send_signal(signal.SIGINT))  # Ctrl-C's signal
         out = log.read_text(errors="replace")
         assert ended < 15, f"pulumi up took {ended:.1f}s to end after SIGINT:\n{out}"
         assert "stopped waiting for it: pulumi was cancelled" in out
@@ -164,6 +182,41 @@ def test_sigint_during_a_wait_ends_up_and_leaves_the_job(ws: Workspace, tmp_path
         resource = ws.training_jobs()["train"]
         assert resource["id"] == job.name and resource["outputs"]["status"]["adopted"] is True
         assert [j.name for j in list_jobs(client)] == [job.name]
+
+
+def test_sigint_reaches_every_wait_when_the_workers_are_busy(ws: Workspace, tmp_path: Path) -> None:
+    """More waits than workers: the engine's Cancel still stops them all at once, nothing is
+    submitted after it, and no job is cancelled (they are left for the next ``up``)."""
+    with emulator_for(ws, *SIMULATE) as emu:
+        client = emu.client()
+        entries = [
+            job_entry(
+                f"train{i}",
+                ws.write_job(f"train{i}", python_job(f"train{i}", labels=HANG_LABELS)),
+                waitFor="succeeded",
+                waitTimeout="30m",
+            )
+            for i in range(8)
+        ]
+        config = local_config(emu.endpoint, entries, **{"training:maxConcurrentOperations": 4})
+        ws.init_stack(config)
+        log = tmp_path / "up.log"
+        up = ws.spawn("up", "--yes", "--skip-preview", "--parallel", "8", log=log)
+        try:
+            # Four workers, each in a wait; the other four creates queue behind them.
+            wait_until(lambda: len(_running(client)) >= 4, timeout=120, what="4 RUNNING jobs")
+            time.sleep(1.0)
+        except BaseException:
+            kill_group(up)
+            raise
+        ended = _seconds_to_end(up, lambda: up.send_signal(signal.SIGINT))
+        out = log.read_text(errors="replace")
+        assert ended < 30, f"pulumi up took {ended:.1f}s to end after SIGINT:\n{out}"
+        jobs = list_jobs(client)
+        assert len(jobs) == 4, f"{len(jobs)} jobs: one was submitted after the cancel:\n{out}"
+        assert {j.state for j in jobs} == {JobState.JOB_STATE_RUNNING}, "a job was cancelled"
+        assert out.count("stopped waiting for it: pulumi was cancelled") == 4, out
+        assert "waitTimeout" not in out
 
 
 @pytest.mark.parametrize(
@@ -211,9 +264,9 @@ def _start_elsewhere(ws: Workspace, client: Any, path: Path, *, tuning: bool) ->
     return str(client.create_custom_job(parent=PARENT, custom_job=job).name)
 
 
-def _import(ws: Workspace, emu: Any, name: str) -> dict[str, Any]:
+def _import(ws: Workspace, emu: Any, name: str, *args: str) -> dict[str, Any]:
     proc = subprocess.run(
-        [sys.executable, "-m", "components", "import", name, "--endpoint", emu.endpoint],
+        [sys.executable, "-m", "components", "import", name, "--endpoint", emu.endpoint, *args],
         cwd=ws.project,
         capture_output=True,
         text=True,
@@ -271,3 +324,75 @@ def test_a_job_started_elsewhere_is_taken_over(ws: Workspace, tuning: bool) -> N
         with pytest.raises(gexc.NotFound):
             (client.get_hyperparameter_tuning_job if tuning else client.get_custom_job)(name=name)
         ws.pulumi("destroy", "--yes", "--skip-preview")
+
+
+def test_a_job_another_stack_holds_is_not_taken_over(ws: Workspace) -> None:
+    """One job, one owner: stack B importing stack A's running job is refused (naming A's
+    stack and resource) unless B's entry says takeOverHeldJob; B's destroy then touches
+    nothing of A's."""
+    with emulator_for(ws, *SIMULATE) as emu:
+        client = emu.client()
+        held = _start(ws, emu, waitFor="running")
+        other = Workspace(ws.base, ws.bin_dir, stack="other")
+        entry = _import(other, emu, held, "--out", "stacks/jobs/theirs.yaml")
+        other.init_stack(local_config(emu.endpoint, [{**entry, "waitFor": "running"}]))
+
+        out = other.pulumi("up", "--yes", "--skip-preview", expect_failure=True).output
+
+        assert "is held by another resource" in out
+        assert "gpu-training--e2e--train (pulumi_owner label)" in out
+        assert "takeOverHeldJob: true" in out
+        assert other.resources(TRAINING_JOB_TYPE) == []
+        other.pulumi("destroy", "--yes", "--skip-preview")
+        assert [(j.name, j.state) for j in list_jobs(client)] == [
+            (held, JobState.JOB_STATE_RUNNING)
+        ]
+        ws.pulumi("stack", "select", ws.stack)
+        ws.pulumi("refresh", "--yes", "--skip-preview")
+        assert ws.training_jobs()["train"]["id"] == held
+
+        # Said explicitly, the takeover is done, and recorded: that stack may now cancel it.
+        other.pulumi("stack", "select", other.stack)
+        taken = {**entry, "waitFor": "running", "takeOverHeldJob": True}
+        other.write_config(local_config(emu.endpoint, [taken]))
+        other.up()
+        [resource] = other.resources(TRAINING_JOB_TYPE)
+        assert resource["id"] == held and resource["outputs"]["status"]["adopted"] is True
+        assert resource["outputs"]["status"]["taken_over_from"]
+        assert len(list_jobs(client)) == 1
+
+
+def test_pulumi_cancel_from_another_shell_stops_the_waits(ws: Workspace, tmp_path: Path) -> None:
+    """A file:// backend: ``pulumi cancel`` only removes the stack's lock; the waits notice
+    that within seconds and end as after Ctrl-C (the job keeps running, nothing is cancelled)."""
+    with emulator_for(ws, *SIMULATE) as emu:
+        client = emu.client()
+        log = tmp_path / "up.log"
+        up, job, _ = _up_waiting(ws, emu, log)
+        locks = [p for p in ws.backend_files() if "/locks/" in str(p)]
+        ended = _seconds_to_end(up, lambda: ws.pulumi("cancel", "--yes"))
+        assert locks, ws.backend_files()
+        out = log.read_text(errors="replace")
+        assert ended < 30, f"pulumi up took {ended:.1f}s to end after pulumi cancel:\n{out}"
+        assert "the stack's lock was removed" in out and "left running" in out, out
+        assert client.get_custom_job(name=job.name).state == JobState.JOB_STATE_RUNNING
+
+
+def test_a_job_taken_over_whose_labels_leave_no_room_fails_the_preview(ws: Workspace) -> None:
+    """A replacement of it could not be submitted: the preview says so before anything is
+    cancelled (before, an edit with exclusiveGpus cancelled it, then got a 400)."""
+    with emulator_for(ws, *SIMULATE) as emu:
+        client = emu.client()
+        labels = {**HANG_LABELS, **{f"team{i}": "ml" for i in range(63)}}  # 64: Vertex's most
+        source = ws.project / ws.write_job("full", python_job("full", labels=labels))
+        name = _start_elsewhere(ws, client, source, tuning=False)
+        entry = _import(ws, emu, name, "--out", "stacks/jobs/imported.yaml")
+        ws.init_stack(local_config(emu.endpoint, [{**entry, "exclusiveGpus": True}]))
+
+        out = ws.pulumi("preview", expect_failure=True).output
+
+        assert "has 64 labels" in out and "taken over with existingJob" in out
+        ws.pulumi("up", "--yes", "--skip-preview", expect_failure=True)
+        assert [(j.name, j.state) for j in list_jobs(client)] == [
+            (name, JobState.JOB_STATE_RUNNING)
+        ]

@@ -33,7 +33,10 @@ def test_a_quota_refusal_is_a_clear_error_and_is_not_retried(small):
     assert time.monotonic() - started < 10  # a retried 429 would take up to retryDeadline
     message = str(info.value)
     assert "Vertex AI refused the job for quota" in message
-    assert f"{CPUS} in us-central1: the job needs 4, the project's limit is 2" in message
+    assert (
+        f"{CPUS} in us-central1: the job needs 4, in use: 0 by the active jobs the API lists, "
+        "the project's limit is 2"
+    ) in message
     assert "--quota-id=CustomModelTrainingCPUsPerProjectPerRegion" in message
     assert "--preferred-value=4 --dimensions=region=us-central1" in message
     assert "no job was started" in message

@@ -17,6 +17,7 @@ import pytest
 from google.cloud.aiplatform_v1 import CustomJob, JobState
 
 import components._interrupt as interrupt_module
+from components import _adoption
 from components._adoption import identity_label
 from components._importing import fetch_job, imported_job
 from components._provider import TrainingJobProvider
@@ -257,6 +258,19 @@ def test_the_labels_the_provider_adds_count_towards_the_limit(provider):
     assert provider.check({}, job_inputs(labels=dict(list(labels.items())[:62]))).failures == []
 
 
+def test_the_labels_the_provider_adds_count_for_a_job_taken_over_too(provider):
+    """Every check runs for every kind of entry: a job taken over whose labels leave no room
+    for the provider's could never be replaced (with exclusiveGpus: only after it was
+    cancelled)."""
+    labels = {f"k{i}": "v" for i in range(64)}
+    name = f"{PARENT}/customJobs/1"
+    failures = provider.check({}, job_inputs(labels=labels, existing_job=name)).failures
+    assert [(f.property, "at most 62 of your own" in f.reason) for f in failures] == [
+        ("labels", True)
+    ]
+    assert "taken over with existingJob" in failures[0].reason
+
+
 @pytest.mark.parametrize("key", ["pulumi_run", "pulumi_resource"])
 def test_a_label_key_of_the_provider_is_refused(provider, key):
     failures = provider.check({}, job_inputs(labels={key: "mine"})).failures
@@ -350,6 +364,44 @@ def test_a_missing_existing_job_says_so(provider, sim):
     inputs = _checked(provider, job_inputs(existing_job=f"{PARENT}/customJobs/424242"))
     with pytest.raises(JobOperationError, match="there is no such CustomJob"):
         provider.create(inputs)
+
+
+def test_a_job_another_resource_holds_is_never_taken_over_nor_cancelled(provider, sim):
+    """One job, one owner: its identity label names its holder, whose name the owner label
+    gives; only the user's explicit leave (take_over_held_job) lets another resource take it
+    over, and only then may that resource's delete cancel it."""
+    theirs = _checked(provider, job_inputs(labels=HANG, owner="gpu-training/Team.A/train"))
+    held = provider.create(theirs)
+    job = sim.client().get_custom_job(name=held.id)
+    assert job.labels["pulumi_owner"] == "gpu-training--team_a--train"
+    mine = _checked(provider, _import_inputs(sim, held.id))
+    with pytest.raises(JobOperationError, match="is held by another resource") as raised:
+        provider.create(mine)
+    assert "gpu-training--team_a--train (pulumi_owner label)" in str(raised.value)
+    assert "takeOverHeldJob: true" in str(raised.value)
+
+    # A stack that took it over before this rule (no leave recorded): its delete drops it
+    # from that stack only; the job keeps running for its holder.
+    outs = {**mine, "status": {"job_name": held.id, "adopted": True}}
+    provider.delete(held.id, outs)
+    assert _state(sim, held.id) in ACTIVE
+
+    # With leave, the takeover is recorded, and that resource's delete cancels it.
+    taken = provider.create({**mine, "take_over_held_job": True})
+    assert taken.id == held.id
+    assert taken.outs["status"]["taken_over_from"] == theirs["identity"]
+    _adoption._adopted.clear()  # a later `pulumi destroy`: another provider process
+    provider.delete(taken.id, taken.outs)
+    assert held.id not in [j.name for j in sim.client().list_custom_jobs(parent=PARENT)]
+
+
+def test_the_owner_label_never_costs_a_label_of_the_users(provider, sim):
+    labels = {**HANG, **{f"team{i}": "ml" for i in range(61)}}  # 62 of the user's: full
+    inputs = _checked(provider, job_inputs(labels=labels, owner="gpu-training/e2e/train"))
+    created = provider.create(inputs)
+    job = sim.client().get_custom_job(name=created.id)
+    assert len(job.labels) == 64 and "pulumi_owner" not in job.labels
+    provider.delete(created.id, created.outs)
 
 
 def test_training_job_provider_is_still_the_pickled_class():

@@ -204,7 +204,10 @@ def test_vertex_s_refusal_names_its_metrics_and_the_message_gives_need_and_limit
     message = refusal_message(
         "big", _job(_pool(1, 8)), "p", "us-central1", [T4], LIMITS, load_catalog()
     )
-    assert f"{T4} in us-central1: the job needs 8, the project's limit is 4" in message
+    assert (
+        f"{T4} in us-central1: the job needs 8, in use: not known (the active jobs could not "
+        "be listed), the project's limit is 4"
+    ) in message
     assert "gcloud alpha quotas preferences create" in message and "not retried" in message
     unknown = refusal_message(
         "big", _job(_pool(1, 8)), "p", "us-central1", [T4], None, load_catalog()
