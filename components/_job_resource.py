@@ -487,12 +487,7 @@ class JobResource(pulumi.dynamic.Resource, Generic[S]):
             _preview(kind, resource_name, checked, args)
         props = _registered(checked)
         props.update(_create_only_inputs(checked, resource_name, args))
-        own = pulumi.ResourceOptions(additional_secret_outputs=[ENV_VALUES])
-        if args.exclusive_gpus is True:
-            # A replace the engine decides without asking the provider (``--replace``, a
-            # tainted resource) must cancel the old job first too, as ``diff`` says otherwise.
-            own.delete_before_replace = True
-        opts = pulumi.ResourceOptions.merge(opts, own)
+        opts = pulumi.ResourceOptions.merge(opts, _own_options(args))
         super().__init__(kind.provider(), resource_name, props, opts)
         for warning in checked.warnings:
             pulumi.log.warn(f"{warning.path}: {warning.reason}", resource=self)
@@ -745,6 +740,17 @@ def check_jobs(
 def _plan_of(kind: ResourceKind, args: JobArgs[Any]) -> Any:
     """An invalid job's spec, as far as it is read: its cost line says what it can."""
     return args.spec if isinstance(args.spec, kind.spec.model) else None
+
+
+def _own_options(args: JobArgs[Any]) -> pulumi.ResourceOptions:
+    """The options every job resource sets: env values secret in its outputs; with
+    ``exclusive_gpus``, delete before replace."""
+    own = pulumi.ResourceOptions(additional_secret_outputs=[ENV_VALUES])
+    if args.exclusive_gpus is True:
+        # A replace the engine decides without asking the provider (``--replace``, a
+        # tainted resource) must cancel the old job first too, as ``diff`` says otherwise.
+        own.delete_before_replace = True
+    return own
 
 
 def _create_only_inputs(
