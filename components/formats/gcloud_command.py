@@ -202,24 +202,14 @@ _KEPT: list[tuple[re.Pattern[str], Literal["text", "id"], str]] = [
     (re.compile(r"^displayName$"), "text", "name"),
     (re.compile(r"^baseOutputDirectory$"), "text", "output directory"),
     (re.compile(r"^workerPoolSpecs\[\d+\]\.\w+\.args\[\d+\]$"), "text", "trainer arguments"),
-    (
-        re.compile(
-            r"^workerPoolSpecs\[\d+\]\.(containerSpec\.imageUri|pythonPackageSpec\.executorImageUri)$"
-        ),
-        "text",
-        "image",
-    ),
-    (
-        re.compile(r"^workerPoolSpecs\[\d+\]\.pythonPackageSpec\.packageUris\[\d+\]$"),
-        "text",
-        "package URIs",
-    ),
     (re.compile(r"^project$"), "id", "project"),
     (re.compile(r"^serviceAccount$"), "id", "service account"),
 ]
 """Where a computed value may stand: the validator checks only the shape of these (a URI's
 scheme and bucket, a name's length); ``id`` ones are checked whole, so a computed part is
-checked as ``CHECKED_AS``."""
+checked as ``CHECKED_AS``. Never an image or a package URI: kept as written, ``$(...)`` would be
+the image pulled or the package fetched (the job fails at its start), so a computed one is an
+error naming its variable, as an unset one is."""
 
 
 def _kept_kind(where: str) -> tuple[Literal["text", "id"], str] | None:

@@ -21,7 +21,7 @@ from components.formats.shell import Part, Word, expand_word, split_commands
 
 LEGACY_TAIL = (
     " --region us-central1 --runtime-version 2.11 --python-version 3.10"
-    " --module-name trainer.task --package-path gs://b/trainer-0.1.tar.gz"
+    " --module-name trainer.task --package-path gs://bkt/trainer-0.1.tar.gz"
 )
 
 
@@ -128,9 +128,9 @@ def test_environment_supplies_what_the_script_computes(tmp_path: Path) -> None:
         ("", "--msg $'a\\tb' \"q\\\"q\" 'it'\\''s'", ["--msg", "a\tb", 'q"q', "it's"]),
         ("export A=1 B=2\ndeclare -x C=3\n", "$A$B $C", ["12", "3"]),
         (
-            "B=gs://b/d/\nN=f.tar.gz\n",
+            "B=gs://bkt/d/\nN=f.tar.gz\n",
             "${B%/} ${N%%.*} ${N%.*} ${N##*.} ${N#*.} ${#N} ${N^^}",
-            ["gs://b/d", "f", "f.tar", "gz", "tar.gz", "8", "F.TAR.GZ"],
+            ["gs://bkt/d", "f", "f.tar", "gz", "tar.gz", "8", "F.TAR.GZ"],
         ),
     ],
 )
@@ -346,12 +346,11 @@ def test_gcloud_config_get_value_reads_the_property(tmp_path: Path) -> None:
         " --worker-pool-spec=machine-type=n1-standard-4,container-image-uri=gcr.io/$PROJECT_ID/i\n"
     )
     path = write(tmp_path, script)
-    unknown = load_spec_file(path, env={})  # only the shapes of these are checked: kept
-    assert unknown.spec.project == "unknown-value"
-    image = unknown.spec.worker_pool_specs[0].container_spec
-    assert image is not None
-    assert image.image_uri == "gcr.io/$(gcloud config get-value project 2>/dev/null)/i"
-    assert any("checked as `unknown-value` in the job's project" in n for n in unknown.notes)
+    # The image would be pulled as written: an error naming what gives the value.
+    with pytest.raises(SpecFormatError, match=r"imageUri needs a value .*CLOUDSDK_CORE_PROJECT"):
+        load_spec_file(path, env={})
+    unknown = load_spec_file(path, env={"PROJECT_ID": "p"})  # a project's shape is checked
+    assert unknown.spec.project == "p"
     spec = load_spec_file(path, env={"CLOUDSDK_CORE_PROJECT": "from-env"}).spec
     container = spec.worker_pool_specs[0].container_spec
     assert spec.project == "from-env" and container is not None
@@ -468,7 +467,7 @@ IMAGE=us-central1-docker.pkg.dev/p/r/trainer:$(git rev-parse --short HEAD)
 gcloud beta ai custom-jobs create --region=$REGION --display-name="train-$(date +%s)" \\
   --worker-pool-spec=machine-type=n1-standard-8,accelerator-type=nvidia-tesla-t4,container-image-uri=$IMAGE \\
   --worker-pool-spec=machine-type=n1-standard-8,replica-count=2,container-image-uri=$IMAGE \\
-  --args=^:^--epochs=5:--data=gs://b/d --labels=team=ml
+  --args=^:^--epochs=5:--data=gs://bkt/d --labels=team=ml
 """
 
 
@@ -619,7 +618,7 @@ def test_a_comment_inside_a_continuation_ends_the_command(tmp_path: Path) -> Non
         "  --scale-tier custom --master-machine-type n1-standard-8 \\\n"
         "  # --master-accelerator count=1,type=nvidia-tesla-t4 \\\n"
         "  --module-name trainer.task \\\n"
-        "  --package-path gs://b/trainer-0.1.tar.gz\n"
+        "  --package-path gs://bkt/trainer-0.1.tar.gz\n"
     )
     loaded = load_spec_file(write(tmp_path, script), env={})
     cut = (
@@ -647,7 +646,7 @@ def test_an_early_end_is_said_with_the_error_it_causes(tmp_path: Path) -> None:
     legacy = write(
         tmp_path,
         "gcloud ai-platform jobs submit training j --scale-tier basic-gpu" + LEGACY_TAIL + " \\\n"
-        "  # --labels=team=ml \\\n  --job-dir gs://b/out\n",
+        "  # --labels=team=ml \\\n  --job-dir gs://bkt/out\n",
         name="legacy.sh",
     )
     with pytest.raises(SpecError) as invalid:
@@ -740,7 +739,10 @@ def test_a_makefile_recipe_is_read_with_make_variables(tmp_path: Path) -> None:
         MAKEFILE.replace("$(subst $(space),$(comma),$(ARGS))", "--out=$$BUCKET/o"),
         name="Makefile",
     )
-    loaded = load_spec_file(path, env={"PROJECT": "env-project", "MACHINE": "n1-highmem-2"})
+    env = {"PROJECT": "env-project", "MACHINE": "n1-highmem-2"}
+    with pytest.raises(SpecFormatError, match=r"imageUri needs a value the script computes"):
+        load_spec_file(path, env=env)  # the image tag runs git: never kept as written
+    loaded = load_spec_file(path, env={**env, "TAG": "abc123"})
     spec = loaded.spec
     assert loaded.format == "gcloud-command"
     assert (spec.project, spec.region) == ("env-project", "us-central1")  # ?= yields to env
@@ -748,22 +750,19 @@ def test_a_makefile_recipe_is_read_with_make_variables(tmp_path: Path) -> None:
     (pool,) = spec.worker_pool_specs
     assert pool.machine_spec is not None and pool.machine_spec.machine_type == "n1-standard-8"
     assert pool.container_spec is not None
-    assert pool.container_spec.image_uri == (
-        "us-central1-docker.pkg.dev/env-project/trainer:$(git rev-parse --short HEAD)"
-    )
+    assert pool.container_spec.image_uri == "us-central1-docker.pkg.dev/env-project/trainer:abc123"
     assert pool.container_spec.args == ["--out=gs://env-project-ml/o"]  # exported to the shell
     assert loaded.notes[:2] == [
         "read the gcloud command at line 19 (`gcloud ai custom-jobs create`)",
         "read as a Makefile: the recipe of `train` (line 19), Make variables expanded; each "
         "recipe line runs in a shell of its own",
     ]
-    assert any("`$(git rev-parse --short HEAD)` (line 21)" in n for n in loaded.notes)
     assert validate(spec, region="us-central1") == []
 
 
 def test_a_makefile_function_is_a_value_make_computes(tmp_path: Path) -> None:
     path = write(tmp_path, MAKEFILE, name="train.mk")
-    container = load_spec_file(path, env={}).spec.worker_pool_specs[0].container_spec
+    container = load_spec_file(path, env={"TAG": "v1"}).spec.worker_pool_specs[0].container_spec
     assert container is not None  # trainer arguments: kept as written
     # its arguments expanded by make (an undefined one handed on as the shell's ${NAME})
     assert container.args == ["$(subst ${space},${comma},--epochs=5 --batch=64)"]
