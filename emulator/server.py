@@ -51,7 +51,18 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from emulator import _validation, errors, filters, names, paths, protos, quotas, runner, tuning
+from emulator import (
+    _validation,
+    cluster,
+    errors,
+    filters,
+    names,
+    paths,
+    protos,
+    quotas,
+    runner,
+    tuning,
+)
 from emulator.config import Faults, Settings
 from emulator.errors import ApiError
 from emulator.protos import Kind
@@ -742,9 +753,13 @@ class _Handler(BaseHTTPRequestHandler):
             if job is None:
                 raise errors.not_found(f"No job with id {_printable(job_id)}.")
             if m["rest"] == "/replicas" and method == "GET":
-                return self._send_json(
-                    {"replicas": [r.to_dict() for r in svc.store.replicas(job_id)]}
-                )
+                # A GPU replica's record says what it runs on (a GPU, or the CPU and why).
+                said = cluster.hardware_said(svc.runner.job_dir(job_id))
+                replicas = [
+                    {**r.to_dict(), **({"hardware": said[r.replica]} if r.replica in said else {})}
+                    for r in svc.store.replicas(job_id)
+                ]
+                return self._send_json({"replicas": replicas})
             if m["rest"] == ":maintenance" and method == "POST":
                 data = _json_body(body) if body.strip() else {}
                 replica = data.get("replica", "workerpool0-0") if isinstance(data, dict) else None
