@@ -172,10 +172,13 @@ def _settle_unknowns(loaded: LoadedSpec, found: ScriptCommand) -> LoadedSpec:
     tuning = loaded.tuning
     document = tuning.to_document() if tuning is not None else loaded.spec.to_document()
     for where, value in _strings(document, ""):
+        # A computed bucket is never kept: the bucket's name is checked whole.
+        bucket = value[len("gs://") :].split("/", 1)[0] if value.startswith("gs://") else ""
         for mark in MARK.finditer(value):
             unknown = found.unknowns[int(mark.group(1))]
-            if not unknown.keepable or _kept_kind(where) is None:
-                what = f"the job's {MARK.sub('…', where)}"
+            in_bucket = mark.group() in bucket
+            if not unknown.keepable or _kept_kind(where) is None or in_bucket:
+                what = f"the job's {MARK.sub('…', where)}" + (" (its bucket)" if in_bucket else "")
                 raise SpecFormatError(unresolved_message(found.line, unknown, what))
 
     def settled(where: str, value: Any) -> Any:

@@ -445,10 +445,13 @@ class ScriptCommand:
         ``CHECKED_AS`` (``kind`` id: a project or service account, whose whole text is checked);
         ``label`` names the place in the note. A value not keepable stays marked."""
 
+        # A computed bucket stays marked (an error): a bucket's name is checked whole.
+        bucket_end = (text.find("/", 5) % (len(text) + 1)) if text.startswith("gs://") else 0
+
         def settled(match: re.Match[str]) -> str:
             index = int(match.group(1))
             unknown = self.unknowns[index]
-            if not unknown.keepable:
+            if not unknown.keepable or match.start() < bucket_end:
                 return match.group()
             places = self.kept if kind == "text" else self.checked
             places.setdefault(index, {})[label] = None

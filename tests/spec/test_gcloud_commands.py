@@ -760,3 +760,49 @@ def test_a_computed_value_elsewhere_is_still_an_error(tmp_path: Path) -> None:
             f"{PROJECT_SCRIPT}{CREATE} --labels=owner=$PROJECT_ID"
             f" --worker-pool-spec=machine-type=n1-standard-4,container-image-uri={IMAGE}\n",
         )
+
+
+LEGACY_SUBMIT = (
+    "gcloud ai-platform jobs submit training j --region us-central1 --module-name trainer.task"
+    " --scale-tier basic"
+)
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        # A legacy command's package and image: never kept as written either.
+        (
+            " --packages $BUCKET/t.tar.gz --job-dir gs://fixed-ml/o"
+            " --runtime-version 2.11 --python-version 3.10",
+            r"packageUris\[0\].* needs a value the script computes: .*set PROJECT_ID in the",
+        ),
+        (
+            " --master-image-uri gcr.io/$PROJECT_ID/img:1 --job-dir gs://fixed-ml/o",
+            r"needs a value the script computes: .*set PROJECT_ID in the environment",
+        ),
+        # An output directory is kept as written, but not a computed bucket: its name is
+        # checked whole.
+        (
+            " --packages gs://fixed-ml/t.tar.gz --job-dir $BUCKET/out"
+            " --runtime-version 2.11 --python-version 3.10",
+            r"baseOutputDirectory \(its bucket\) needs a value the script computes: .*"
+            r"set PROJECT_ID in the environment",
+        ),
+    ],
+)
+def test_a_legacy_command_never_keeps_a_computed_package_image_or_bucket(
+    tmp_path: Path, flags: str, says: str
+) -> None:
+    with pytest.raises(SpecFormatError, match=says):
+        loaded(tmp_path, f"{PROJECT_SCRIPT}{LEGACY_SUBMIT}{flags}\n")
+
+
+def test_a_computed_output_path_under_a_known_bucket_is_still_kept(tmp_path: Path) -> None:
+    script = (
+        "RUN=run_$(date +%s)\n" + LEGACY_SUBMIT + " --packages gs://fixed-ml/t.tar.gz"
+        " --runtime-version 2.11 --python-version 3.10 --job-dir gs://fixed-ml/$RUN\n"
+    )
+    result = loaded(tmp_path, script)
+    assert result.spec.base_output_directory == "gs://fixed-ml/run_$(date +%s)"
+    assert any("kept as written" in n and "output directory" in n for n in result.notes)
