@@ -109,11 +109,13 @@ def _table(rows: Sequence[Sequence[str]], out: TextIO) -> None:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip(), file=out)
 
 
-def _check(loaded: LoadedSpec, region: str | None, target: Target) -> list[Violation]:
-    """Every violation of the job (of a tuning job: of its study and its trial's job)."""
+def _check(loaded: LoadedSpec, region: str | None, target: Target, base: Path) -> list[Violation]:
+    """Every violation of the job (of a tuning job: of its study and its trial's job); its
+    relative local paths are read from ``base``, the file's directory, as the resources do."""
     if loaded.tuning is None:
-        return validate(loaded.spec, region=region, target=target)
-    return loaded.in_input_terms(validate_tuning(loaded.tuning, region=region, target=target))
+        return validate(loaded.spec, region=region, target=target, base=base)
+    found = validate_tuning(loaded.tuning, region=region, target=target, base=base)
+    return loaded.in_input_terms(found)
 
 
 def _what(loaded: LoadedSpec) -> str:
@@ -137,7 +139,7 @@ def cmd_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             _print_violations(violations, out)
         return code
     region = args.region or loaded.spec.region
-    violations = _check(loaded, region, args.target)
+    violations = _check(loaded, region, args.target, Path(args.file).parent)
     errors = errors_only(violations)
     notes = [*loaded.notes, *_fragment_hint(loaded, errors)]
     if region is None:

@@ -25,6 +25,7 @@ __all__ = [
     "LEGACY_IMAGE_PREFIXES",
     "ExecutorImage",
     "executor_image",
+    "image_for_hardware",
     "registry_uri",
     "settled_pools",
 ]
@@ -151,3 +152,25 @@ def settled_pools(
             notes[late] = None
         settled.append(pool)
     return settled, list(notes)
+
+
+def image_for_hardware(
+    catalog: Catalog, image: TrainingImage, accelerator: str
+) -> TrainingImage | None:
+    """The catalog's image built for ``accelerator`` (``cpu``, ``gpu``, ``tpu``) nearest to
+    ``image``: the same framework, version and Python (``tf-cpu.2-17`` → ``tf-gpu.2-17``),
+    else that framework's newest for ``accelerator``; None when the framework has none."""
+    same = [
+        i
+        for i in catalog.training_images
+        if i.framework == image.framework and i.accelerator == accelerator
+    ]
+    twins = [
+        i
+        for i in same
+        if (i.framework_version, i.python_version)
+        == (image.framework_version, image.python_version)
+    ]
+    if twins:
+        return twins[0]
+    return max(same, key=lambda i: (i.end_of_availability or "", i.image_path), default=None)

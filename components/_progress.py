@@ -16,7 +16,9 @@ the job: its display name (the resource's name unless the spec sets one) and its
 local emulator (``training:endpoint`` on this machine) a line also carries the last line of the
 chief replica's log, which the emulator's admin API locates (``GET
 /emulator/v1/jobs/{id}/replicas``: each replica's ``logPath``; the file is read only if it
-lies in the emulator's state directory, from ``GET /emulator/v1/health``). Every line goes
+lies in the emulator's state directory, from ``GET /emulator/v1/health``), after what the
+chief of a GPU job runs on, as the emulator says it (``[on the CPU: no GPU on this machine, 4 x
+NVIDIA_TESLA_T4 asked]``, ``[on GPU 0,1]``). Every line goes
 through the caller's ``scrub`` (env values and the endpoint's credentials taken out) before it
 is written.
 """
@@ -180,9 +182,13 @@ def local_chief_log(endpoint: Endpoint) -> Callable[[Any], str] | None:
         log_path = chief.get("logPath") if chief else None
         if not isinstance(log_path, str):
             return ""
+        # What a GPU chief runs on: a GPU job run on the CPU never passes for a GPU run.
+        hardware = chief.get("hardware") if chief else None
+        short = hardware.get("short") if isinstance(hardware, dict) else None
+        said = f"[{short}] " if isinstance(short, str) and short else ""
         path = Path(log_path).resolve()
         if not path.is_relative_to(state_dirs[0]):
-            return ""  # only the emulator's own files are read
-        return _last_line(path)
+            return said.strip()  # only the emulator's own files are read
+        return said + _last_line(path)
 
     return last_line

@@ -13,6 +13,7 @@ import dataclasses
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from components._catalog import Catalog, load_catalog
@@ -96,14 +97,18 @@ def validate_tuning(
     region: str | None = None,
     target: Target = "vertex",
     catalog: Catalog | None = None,
+    base: Path | None = None,
 ) -> list[Violation]:
     """Every violation in ``spec``; an empty list means Vertex AI should accept it.
 
     ``region`` overrides ``spec.region``; with neither, region rules are skipped.
-    ``target="local"`` also accepts local paths where Vertex needs ``gs://`` URIs.
+    ``target="local"`` also accepts local paths where Vertex needs ``gs://`` URIs; relative
+    ones are looked for under ``base`` (the spec file's directory; default the current one).
     """
     return guarded(
-        lambda: _tuning_violations(spec, catalog or load_catalog(), region or spec.region, target)
+        lambda: _tuning_violations(
+            spec, catalog or load_catalog(), region or spec.region, target, base
+        )
     )
 
 
@@ -129,13 +134,14 @@ def validate_tuning_document(
 
 
 def _tuning_violations(
-    spec: TuningJobSpec, catalog: Catalog, region: str | None, target: Target
+    spec: TuningJobSpec, catalog: Catalog, region: str | None, target: Target, base: Path | None
 ) -> Iterator[Violation]:
     yield from _metrics(spec.study_spec.metrics)
     yield from _parameters(spec.study_spec)
     yield from _study(spec.study_spec)
     yield from _trial_counts(spec)
-    for violation in validate(spec.trial_job(), catalog=catalog, region=region, target=target):
+    trial = spec.trial_job()
+    for violation in validate(trial, catalog=catalog, region=region, target=target, base=base):
         top = re.split(r"[.\[]", violation.path, maxsplit=1)[0]
         yield (
             violation

@@ -10,6 +10,7 @@ import ipaddress
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from components._catalog import (
@@ -24,7 +25,7 @@ from components._catalog import (
     zones_offering,
 )
 from components._errors import SpecError
-from components._images import executor_image, registry_uri
+from components._images import executor_image, image_for_hardware, registry_uri
 from components._spec import (
     AUTOPACKAGE_ENV,
     RESERVATION_AFFINITY_TYPES,
@@ -33,11 +34,18 @@ from components._spec import (
     PythonPackageSpec,
     WorkerPoolSpec,
 )
-from components._violations import Violation, did_you_mean, did_you_mean_one_of, nearest
+from components._violations import (
+    Violation,
+    clipped,
+    did_you_mean,
+    did_you_mean_one_of,
+    nearest,
+)
 
 __all__ = [
     "BOOT_DISK_GB",
     "BOOT_DISK_TYPES",
+    "BUCKET_NAME_RULES",
     "MAX_DISPLAY_NAME",
     "MAX_LABELS",
     "MAX_LABEL_CHARS",
@@ -45,6 +53,7 @@ __all__ = [
     "RESERVATION_NAME_KEY",
     "STRATEGIES",
     "Target",
+    "bucket_name_problem",
     "guarded",
     "project_violation",
     "validate",
@@ -124,6 +133,7 @@ class _Context:
     target: Target
     strategy: str | None = None
     on_persistent_resource: bool = False
+    base: Path | None = None
 
 
 def validate(
@@ -132,11 +142,13 @@ def validate(
     catalog: Catalog | None = None,
     region: str | None = None,
     target: Target = "vertex",
+    base: Path | None = None,
 ) -> list[Violation]:
     """Every violation in ``spec``; an empty list means Vertex AI should accept it.
 
     ``region`` overrides ``spec.region``; with neither, region rules are skipped.
-    ``target="local"`` also accepts local paths where Vertex needs ``gs://`` URIs.
+    ``target="local"`` also accepts local paths where Vertex needs ``gs://`` URIs; relative
+    ones are looked for under ``base`` (the spec file's directory; default the current one).
     """
     context = _Context(
         catalog or load_catalog(),
@@ -144,6 +156,7 @@ def validate(
         target,
         strategy=spec.scheduling.strategy if spec.scheduling else None,
         on_persistent_resource=bool(spec.persistent_resource_id),
+        base=base,
     )
     return guarded(lambda: _job_violations(spec, context))
 
@@ -420,12 +433,88 @@ def _regional_name(
         yield Violation(path, reason, suggestion, rule="references")
 
 
+BUCKET_NAME_RULES = (
+    "3-63 characters (up to 222 when it holds dots, each dot-separated part at most 63)",
+    "only lowercase letters, digits, dashes (-), underscores (_) and dots (.)",
+    "starts and ends with a letter or digit",
+    "not an IP address in dotted-decimal notation (192.168.5.4)",
+    'does not begin with "goog"',
+    'does not contain "google" or a close misspelling of it ("g00gle")',
+)
+"""Cloud Storage's bucket naming requirements, as "Bucket names" lists them:
+https://cloud.google.com/storage/docs/buckets#naming (read 2026-11). Vertex AI refuses a job
+whose ``gs://`` URI names a bucket that breaks one (``'b' is not a valid bucket name``)."""
+_BUCKET_CHARS = re.compile(r"^[a-z0-9._-]+$")
+_GOOGLE_LIKE = re.compile(r"g[o0]{2}g[l1]e")
+
+
+def bucket_name_problem(bucket: str) -> str | None:
+    """Which of ``BUCKET_NAME_RULES`` ``bucket`` breaks, as a reason, or None."""
+    dotted = "." in bucket
+    longest = 222 if dotted else 63
+    if not 3 <= len(bucket) <= longest:
+        return (
+            f"the bucket name is {len(bucket)} characters long; it must be {BUCKET_NAME_RULES[0]}"
+        )
+    if not _BUCKET_CHARS.match(bucket):
+        return f"the bucket name must hold {BUCKET_NAME_RULES[1]}"
+    if not (bucket[0].isalnum() and bucket[-1].isalnum()):
+        return "the bucket name must start and end with a letter or digit"
+    if dotted and max(len(part) for part in bucket.split(".")) > 63:
+        return "each dot-separated part of a bucket name is at most 63 characters"
+    if _is_ip(bucket):
+        return "a bucket name cannot be an IP address"
+    if bucket.startswith("goog"):
+        return 'a bucket name cannot begin with "goog"'
+    if _GOOGLE_LIKE.search(bucket):
+        return 'a bucket name cannot contain "google" or a close misspelling of it'
+    return None
+
+
+def _bucket(
+    path: str, uri: str, severity: Literal["error", "warning"] = "error"
+) -> Iterator[Violation]:
+    """The bucket of a ``gs://`` URI (``BUCKET_NAME_RULES``)."""
+    bucket = uri[len("gs://") :].split("/", 1)[0]
+    problem = bucket_name_problem(bucket)
+    if problem is not None:
+        yield Violation(
+            path,
+            f"{clipped(bucket)!r} is not a valid Cloud Storage bucket name: {problem}",
+            "name the job's bucket, e.g. gs://my-project-training/PATH",
+            rule="uris",
+            severity=severity,
+        )
+
+
+def _local_path_missing(path: str, uri: str, base: Path | None) -> Iterator[Violation]:
+    """A local trainer path that is not there: staging (or the local stack) would fail late."""
+    local = uri.removeprefix("file://")
+    try:
+        there = ((base or Path()) / local).exists()
+    except (OSError, ValueError):  # a name no file can have (too long, a NUL)
+        there = False
+    if not there:
+        yield Violation(
+            path,
+            f"{clipped(local, 240)!r} does not exist",
+            "give the path of the trainer's package directory or archive (relative to the "
+            "spec file)",
+            rule="uris",
+        )
+
+
 def _uri(path: str, uri: str, ctx: _Context) -> Iterator[Violation]:
     if uri.startswith("gs://"):
         if len(uri) <= len("gs://") or uri[5] == "/":
             yield Violation(path, "names no bucket", "gs://BUCKET/PATH", rule="uris")
+        else:
+            yield from _bucket(path, uri)
         return
     if ctx.target == "local" and (uri.startswith(_LOCAL_SCHEMES) or "://" not in uri):
+        # The local stack runs the package from this path (an output directory is made).
+        if path.endswith("]"):
+            yield from _local_path_missing(path, uri, ctx.base)
         return
     if ctx.target == "vertex" and "://" not in uri:
         yield Violation(
@@ -515,6 +604,7 @@ def _pool(index: int, pool: WorkerPoolSpec, ctx: _Context) -> Iterator[Violation
             rule="pools",
         )
     yield from _trainer(base, pool, ctx)
+    yield from _image_hardware(base, pool, ctx)
     yield from _disk(base, pool)
     yield from _mounts(base, pool)
     if pool.machine_spec is None or not pool.machine_spec.machine_type:
@@ -614,6 +704,77 @@ def _executor_image(
             "(imageUri, command: [python, -m, MODULE])",
             rule="trainer",
         )
+
+
+_HARDWARE_WORDS = {"cpu": "CPU", "gpu": "GPU", "tpu": "TPU"}
+
+
+def _pool_compute(pool: WorkerPoolSpec, catalog: Catalog) -> tuple[str, str] | None:
+    """What a pool's replicas compute on (``_pool_hardware``: cpu, gpu or tpu) and how to say
+    it (``4 x NVIDIA_TESLA_T4``, ``n1-standard-8``); None when the catalog cannot tell."""
+    spec = pool.machine_spec
+    if spec is None or not spec.machine_type:
+        return None
+    machine = catalog.machine_types.get(spec.machine_type)
+    name = spec.accelerator_type or (machine.fixed_accelerator if machine else None)
+    if not name:
+        return (_pool_hardware(pool, catalog), spec.machine_type) if machine is not None else None
+    if catalog.accelerators.get(name) is None:
+        return None
+    count = spec.accelerator_count or (machine.fixed_accelerator_count if machine else 0)
+    return _pool_hardware(pool, catalog), f"{count} x {name}"
+
+
+def _image_hardware(base: str, pool: WorkerPoolSpec, ctx: _Context) -> Iterator[Violation]:
+    """A prebuilt image built for other hardware than the pool's: a CPU image leaves the
+    GPUs (or TPU) idle while they are paid for, a TPU image needs a TPU, and a GPU image on a
+    CPU-only machine trains on the CPU (catalog ``training_images.csv``, column
+    ``accelerator``). The suggestion is the image's build for the pool's hardware."""
+    package, container = pool.python_package_spec, pool.container_spec
+    if package is not None and package.executor_image_uri:
+        path, uri = f"{base}.pythonPackageSpec.executorImageUri", package.executor_image_uri
+    elif container is not None and container.image_uri:
+        path, uri = f"{base}.containerSpec.imageUri", container.image_uri
+    else:
+        return
+    found = executor_image(ctx.catalog, uri, ctx.region)
+    hardware = _pool_compute(pool, ctx.catalog)
+    image = found.image
+    if image is None or found.kind == "unknown" or hardware is None:
+        return
+    kind, shown = hardware
+    # One image may be listed for several: Google's table gives pytorch-gpu.1-13 for CPU too.
+    serves = {
+        i.accelerator for i in ctx.catalog.training_images if i.image_path == image.image_path
+    }
+    if kind in serves or kind not in _HARDWARE_WORDS:
+        return
+    name = image.image_path.rsplit("/", 1)[-1].split(":", 1)[0]
+    built, wanted = _HARDWARE_WORDS.get(image.accelerator, image.accelerator), _HARDWARE_WORDS[kind]
+    if kind == "cpu":
+        reason = f"{name} is a {built} image, and {shown} has no {built}" + (
+            ": the trainer runs on the CPU" if image.accelerator == "gpu" else ""
+        )
+        fix = f"add a {built} to the pool (acceleratorType, acceleratorCount)"
+    else:
+        reason = (
+            f"{name} is a {built} image: on {shown} the trainer would not use the {wanted}s, "
+            "which are paid for all the same"
+        )
+        fix = "remove the accelerator"
+    match = image_for_hardware(ctx.catalog, image, kind)
+    suggestion = (
+        f"use its {wanted} build, {registry_uri(ctx.catalog, match, ctx.region)}, or {fix}"
+        if match is not None
+        else f"{image.framework} has no {wanted} image in the catalog: {fix}"
+    )
+    yield Violation(
+        path,
+        reason,
+        suggestion,
+        rule="trainer",
+        severity="warning" if (kind, image.accelerator) == ("cpu", "gpu") else "error",
+    )
 
 
 def _newest_prebuilt(ctx: _Context, hardware: str = "cpu") -> str:
@@ -813,7 +974,10 @@ def _machine_type(
     path: str, name: str, machine: MachineType | None, catalog: Catalog
 ) -> Iterator[Violation]:
     """An unknown machine type, or one Vertex AI training refuses: the nearest it accepts."""
-    if machine is None:
+    custom = _CUSTOM_MACHINE.match(name.strip().lower()) if machine is None else None
+    if custom is not None:
+        yield _custom_machine(path, name, custom, catalog)
+    elif machine is None:
         yield Violation(
             path,
             f"unknown machine type {name!r}",
@@ -841,6 +1005,40 @@ def _machine_type(
             else "see `python -m components catalog`",
             rule="machine",
         )
+
+
+_CUSTOM_MACHINE = re.compile(r"^(?:([a-z][a-z0-9]*)-)?custom-(\d{1,4})-(\d{1,9})(-ext)?$")
+"""A Compute Engine custom machine type, ``[FAMILY-]custom-VCPUS-MEMORY_MB[-ext]`` (no family:
+N1): https://cloud.google.com/compute/docs/instances/creating-instance-with-custom-machine-type
+(read 2026-11)."""
+
+
+def _custom_machine(path: str, name: str, custom: re.Match[str], catalog: Catalog) -> Violation:
+    """Vertex AI training takes predefined machine types only (``MachineSpec.machine_type``:
+    https://cloud.google.com/vertex-ai/docs/training/configure-compute, read 2026-11): the
+    smallest predefined type of the family with at least the vCPUs and memory asked."""
+    family = custom.group(1) or "n1"
+    vcpus, memory_gb = int(custom.group(2)), int(custom.group(3)) / 1024
+    same = [m for m in catalog.machine_types.values() if m.training and m.family == family]
+    fits = sorted(
+        (m for m in same if m.vcpus >= vcpus and m.memory_gb >= memory_gb),
+        key=lambda m: (m.vcpus, m.memory_gb, m.name),
+    )
+    asked = f"{vcpus} vCPUs and {memory_gb:g} GB"
+    if fits:
+        suggestion = f"use {fits[0].name} ({fits[0].vcpus} vCPUs, {fits[0].memory_gb:g} GB), the smallest predefined {family} type with at least {asked}"
+    elif same:
+        largest = max(same, key=lambda m: (m.memory_gb, m.vcpus))
+        suggestion = f"no predefined {family} type has {asked}; the largest is {largest.name} ({largest.vcpus} vCPUs, {largest.memory_gb:g} GB)"
+    else:
+        suggestion = "see `python -m components catalog` for the predefined machine types"
+    return Violation(
+        path,
+        f"{name} is a custom machine type ({asked}); Vertex AI training takes predefined "
+        "machine types only",
+        suggestion,
+        rule="machine",
+    )
 
 
 def _machine_suggestion(name: str, catalog: Catalog) -> str:

@@ -25,11 +25,14 @@ from google.cloud.aiplatform_v1 import types as aip
 from emulator import protos
 
 __all__ = [
+    "HARDWARE_FILE",
     "ReplicaPlan",
     "TrialContext",
     "assign_gpus",
     "detect_gpus",
     "gpus_wanted",
+    "hardware_of",
+    "hardware_said",
     "plan_replicas",
     "replica_env",
     "too_many_gpus",
@@ -169,6 +172,65 @@ def too_many_gpus(job: Any, devices: Sequence[int], listed: bool) -> str | None:
     return (
         f"The job needs {wanted} GPU(s) in total but {where} ({per_pool}). "
         "Start the emulator with --gpus=ignore to run GPU jobs on the CPU."
+    )
+
+
+HARDWARE_FILE = "hardware.json"
+"""In a job's directory: what each GPU replica runs on (``hardware_of``), by replica name."""
+_HARDWARE_FILE_BYTES = 1 << 16
+
+
+def hardware_said(job_dir: Path) -> dict[str, dict[str, str]]:
+    """What the job's ``HARDWARE_FILE`` says, by replica; empty when it says nothing."""
+    path = job_dir / HARDWARE_FILE
+    try:
+        with path.open("rb") as handle:
+            said = json.loads(handle.read(_HARDWARE_FILE_BYTES))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(said, dict):
+        return {}
+    return {
+        str(k): {str(a): str(b) for a, b in v.items()}
+        for k, v in said.items()
+        if isinstance(v, dict)
+    }
+
+
+def hardware_of(
+    job: Any, plan: ReplicaPlan, *, mode: str, machine_gpus: int
+) -> tuple[str, str] | None:
+    """What a replica whose pool asks for GPUs computes on, said short (for progress lines)
+    and whole (for its log); None for a replica that asks for none.
+
+    ``mode`` is ``--gpus`` (``auto``/``ignore``), ``machine_gpus`` how many GPUs ``nvidia-smi``
+    lists. A GPU job runs on the CPU here only with ``--gpus ignore``: where the machine has no
+    GPU that is the only way it runs at all, and it must never pass for a GPU run.
+    """
+    pool = job.job_spec.worker_pool_specs[plan.pool]
+    asked = gpus_per_replica(pool)
+    if not asked:
+        return None
+    name = aip.AcceleratorType(pool.machine_spec.accelerator_type).name
+    wanted = f"{asked} x {name} asked"
+    if plan.gpus and mode != "ignore":
+        devices = ",".join(map(str, plan.gpus))
+        return (
+            f"on GPU {devices}",
+            f"{plan.name} runs on GPU device(s) {devices} of this machine ({wanted})",
+        )
+    if machine_gpus:
+        why = (
+            f"the emulator ignores GPU requests (--gpus ignore), though this machine has "
+            f"{machine_gpus} GPU(s): start it with --gpus auto to use them"
+        )
+        short = "on the CPU: GPUs ignored (--gpus ignore)"
+    else:
+        why = "this machine has no GPU (nvidia-smi lists none)"
+        short = "on the CPU: no GPU on this machine"
+    return (
+        f"{short}, {wanted}",
+        f"{plan.name} runs on the CPU, not on a GPU ({wanted}): {why}",
     )
 
 

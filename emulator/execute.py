@@ -34,6 +34,7 @@ Stopping a replica means SIGTERM to its process group, then SIGKILL after ``grac
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import queue
 import signal
@@ -79,12 +80,15 @@ class ExecuteDriver:
         self.settings = control.settings
         self._workers: dict[str, _JobWorker] = {}
         self._lock = threading.Lock()
+        detected = cluster.detect_gpus() if self.settings.gpu_devices is None else 0
         if self.settings.gpus == "ignore":
             devices: tuple[int, ...] = ()
         elif self.settings.gpu_devices is not None:
             devices = self.settings.gpu_devices
         else:
-            devices = tuple(range(cluster.detect_gpus()))
+            devices = tuple(range(detected))
+        # How many GPUs this machine has, for what a GPU job is told it runs on.
+        self.machine_gpus = len(self.settings.gpu_devices or ()) or detected
         self.admission = Admission(self.settings.max_running_jobs, devices)
 
     # -- Driver -------------------------------------------------------------------------------
@@ -358,6 +362,9 @@ class _JobWorker(threading.Thread):
         cmd = self.launch.commands[plan.name]
         shown = " ".join(cmd[:3] if cmd[0] != "docker" else cmd[:2])
         logf.write(f"[emulator] {note} {plan.name} (restart {restarts}): {shown} ...\n".encode())
+        hardware = self._hardware(plan)
+        if hardware is not None:
+            logf.write(f"[emulator] {hardware}\n".encode())
         logf.flush()
         container = cmd[cmd.index("--name") + 1] if cmd[0] == "docker" else None
         try:
@@ -397,6 +404,27 @@ class _JobWorker(threading.Thread):
         self.store.put_replica(record)
         self.running[plan.name] = _Running(plan, proc, logf, record, container)
         log.info("job %s: started %s (pid %d)", self.job_id, plan.name, proc.pid)
+
+    def _hardware(self, plan: cluster.ReplicaPlan) -> str | None:
+        """Say what a GPU replica runs on, in its log and in the job's ``hardware.json`` (the
+        admin API's ``replicas`` give it, and the provider's progress lines show the chief's):
+        a GPU job run on the CPU must never pass for a GPU run."""
+        job = self.store.get_job(self.job_id)
+        found = (
+            cluster.hardware_of(
+                job, plan, mode=self.settings.gpus, machine_gpus=self.driver.machine_gpus
+            )
+            if job is not None
+            else None
+        )
+        if found is None:
+            return None
+        short, whole = found
+        said = cluster.hardware_said(self.job_dir)
+        said[plan.name] = {"short": short, "note": whole}
+        (self.job_dir / cluster.HARDWARE_FILE).write_text(json.dumps(said))
+        log.info("job %s: %s", self.job_id, whole)
+        return whole
 
     def _record_exit(self, r: _Running, rc: int, state: str | None = None) -> None:
         r.record.exit_code = rc

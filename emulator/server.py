@@ -54,6 +54,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from emulator import (
     _validation,
     billing,
+    cluster,
     errors,
     filters,
     names,
@@ -755,9 +756,13 @@ class _Handler(BaseHTTPRequestHandler):
             if job is None:
                 raise errors.not_found(f"No job with id {_printable(job_id)}.")
             if m["rest"] == "/replicas" and method == "GET":
-                return self._send_json(
-                    {"replicas": [r.to_dict() for r in svc.store.replicas(job_id)]}
-                )
+                # A GPU replica's record says what it runs on (a GPU, or the CPU and why).
+                said = cluster.hardware_said(svc.runner.job_dir(job_id))
+                replicas = [
+                    {**r.to_dict(), **({"hardware": said[r.replica]} if r.replica in said else {})}
+                    for r in svc.store.replicas(job_id)
+                ]
+                return self._send_json({"replicas": replicas})
             if m["rest"] == ":maintenance" and method == "POST":
                 data = _json_body(body) if body.strip() else {}
                 replica = data.get("replica", "workerpool0-0") if isinstance(data, dict) else None

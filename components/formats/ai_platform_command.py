@@ -285,15 +285,14 @@ def _config_training_input(
     return document["trainingInput"], config.note
 
 
-# trainingInput keys whose computed values are kept (``ScriptCommand.keep``): kind, place
+# trainingInput keys whose computed values are kept (``ScriptCommand.keep``): kind, place.
+# Never a package or an image: kept as written, `$(...)` would be what is fetched or pulled.
 _KEPT_KEYS: dict[str, tuple[Literal["text", "id"], str]] = {
     "jobDir": ("text", "output directory"),
-    "packageUris": ("text", "package URIs"),
     "args": ("text", "trainer arguments"),
     "serviceAccount": ("id", "service account"),
 }
 _KEPT_IN_CONFIGS: dict[str, tuple[Literal["text", "id"], str]] = {
-    "imageUri": ("text", "image"),
     "containerArgs": ("text", "trainer arguments"),
 }
 

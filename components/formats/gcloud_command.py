@@ -172,10 +172,13 @@ def _settle_unknowns(loaded: LoadedSpec, found: ScriptCommand) -> LoadedSpec:
     tuning = loaded.tuning
     document = tuning.to_document() if tuning is not None else loaded.spec.to_document()
     for where, value in _strings(document, ""):
+        # A computed bucket is never kept: the bucket's name is checked whole.
+        bucket = value[len("gs://") :].split("/", 1)[0] if value.startswith("gs://") else ""
         for mark in MARK.finditer(value):
             unknown = found.unknowns[int(mark.group(1))]
-            if not unknown.keepable or _kept_kind(where) is None:
-                what = f"the job's {MARK.sub('…', where)}"
+            in_bucket = mark.group() in bucket
+            if not unknown.keepable or _kept_kind(where) is None or in_bucket:
+                what = f"the job's {MARK.sub('…', where)}" + (" (its bucket)" if in_bucket else "")
                 raise SpecFormatError(unresolved_message(found.line, unknown, what))
 
     def settled(where: str, value: Any) -> Any:
@@ -202,24 +205,14 @@ _KEPT: list[tuple[re.Pattern[str], Literal["text", "id"], str]] = [
     (re.compile(r"^displayName$"), "text", "name"),
     (re.compile(r"^baseOutputDirectory$"), "text", "output directory"),
     (re.compile(r"^workerPoolSpecs\[\d+\]\.\w+\.args\[\d+\]$"), "text", "trainer arguments"),
-    (
-        re.compile(
-            r"^workerPoolSpecs\[\d+\]\.(containerSpec\.imageUri|pythonPackageSpec\.executorImageUri)$"
-        ),
-        "text",
-        "image",
-    ),
-    (
-        re.compile(r"^workerPoolSpecs\[\d+\]\.pythonPackageSpec\.packageUris\[\d+\]$"),
-        "text",
-        "package URIs",
-    ),
     (re.compile(r"^project$"), "id", "project"),
     (re.compile(r"^serviceAccount$"), "id", "service account"),
 ]
 """Where a computed value may stand: the validator checks only the shape of these (a URI's
 scheme and bucket, a name's length); ``id`` ones are checked whole, so a computed part is
-checked as ``CHECKED_AS``."""
+checked as ``CHECKED_AS``. Never an image or a package URI: kept as written, ``$(...)`` would be
+the image pulled or the package fetched (the job fails at its start), so a computed one is an
+error naming its variable, as an unset one is."""
 
 
 def _kept_kind(where: str) -> tuple[Literal["text", "id"], str] | None:

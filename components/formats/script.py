@@ -23,6 +23,15 @@ Where a value comes from:
 - an unset variable is an error naming it, except in the trainer arguments (after ``--``, in
   ``--args``), where it expands to nothing as bash does, with a note (not under ``set -u``).
 
+Commands are assembled as bash assembles them: an array (``cmd=(gcloud ai ...)``,
+``cmd+=(--flag)``, ``declare -a``) holds each element's value as it was assigned, and
+``"${cmd[@]}"`` runs its elements as the command's words (``${cmd[N]}``, ``${cmd[*]}`` and ``$cmd``
+as bash reads them); an array set under a condition is unknown as a whole. A ``case`` whose
+word is known (``case "${1:-small}" in``) is followed into the branch bash takes (the others
+are skipped); one on the script's arguments makes what it sets depend on them (said so in the
+error). In a ``while getopts`` loop an assignment keeps the value the variable had before it
+(the script's default, with a note), or, with none, depends on the arguments.
+
 Files the script writes before its submission are remembered (``WrittenFile``): a
 ``--config`` file written by a here-document (``cat > F <<EOF``, ``tee F <<EOF``) is read
 from the here-document's body, expanded as bash would; one written another way (``echo >``,
@@ -173,6 +182,9 @@ class Scope:
     notes: dict[str, None] = field(default_factory=dict)
     properties: dict[str, str] = field(default_factory=dict)
     """gcloud properties set by ``gcloud config set`` lines read so far."""
+    arrays: dict[str, list[str | Unresolved] | Unresolved] = field(default_factory=dict)
+    """Bash arrays (``cmd=(gcloud ai ...)``, ``cmd+=(...)``): each element's value as it was
+    when assigned, as a plain variable's (bash expands an array's words when it assigns them)."""
 
     def get(self, name: str) -> str | Unresolved | None:
         value = self.values.get(name)
@@ -228,6 +240,12 @@ class Scope:
                 text=f"${{{name}...}}",
                 keepable=False,
             )
+        if part.op in ("[@]", "[*]", "[]") and _NAME.fullmatch(name):
+            return self.count(self.elements(part))
+        if name in self.arrays and _NAME.fullmatch(name):
+            # `$cmd` of an array is its first element, as in bash.
+            element = self.element(name, 0)
+            return self.count(self.operate(part, name, element))
         if not _NAME.fullmatch(name):
             if name in _ARGUMENTS and name not in "#0" and part.op in (":-", "-"):
                 default = self.operand(part)
@@ -239,6 +257,31 @@ class Scope:
             what = "script argument" if name in _ARGUMENTS else "shell-set parameter"
             raise Unresolvable(f"the {what} ${name} would have to be given", text=f"${name}")
         return self.count(self.operate(part, name, self.get(name)))
+
+    def element(self, name: str, index: int) -> str | Unresolved | None:
+        """Element ``index`` of the array ``name`` (a plain variable is its element 0)."""
+        found = self.arrays.get(name)
+        if isinstance(found, Unresolved):
+            return found
+        if found is None:
+            return self.get(name) if index == 0 else None
+        return found[index] if index < len(found) else None
+
+    def elements(self, part: Part) -> str:
+        """``${cmd[@]}``/``${cmd[*]}`` as one text (elements joined by blanks; a quoted
+        ``"${cmd[@]}"`` in a command is read element by element: ``_Walker.spliced``), or
+        ``${cmd[N]}``."""
+        name = part.value
+        if part.op == "[]":
+            index = int(part.word[0].value) if part.word else 0
+            return self.operate(replace(part, op=""), name, self.element(name, index))
+        found = self.arrays.get(name)
+        if isinstance(found, Unresolved):
+            raise found.error()
+        if found is None:
+            return self.operate(replace(part, op=""), name, self.get(name))
+        plain = replace(part, op="")
+        return " ".join(self.operate(plain, name, value) for value in found)
 
     def count(self, text: str) -> str:
         """``text``, counted against ``MAX_EXPANDED_CHARS``."""
@@ -402,10 +445,13 @@ class ScriptCommand:
         ``CHECKED_AS`` (``kind`` id: a project or service account, whose whole text is checked);
         ``label`` names the place in the note. A value not keepable stays marked."""
 
+        # A computed bucket stays marked (an error): a bucket's name is checked whole.
+        bucket_end = (text.find("/", 5) % (len(text) + 1)) if text.startswith("gs://") else 0
+
         def settled(match: re.Match[str]) -> str:
             index = int(match.group(1))
             unknown = self.unknowns[index]
-            if not unknown.keepable:
+            if not unknown.keepable or match.start() < bucket_end:
                 return match.group()
             places = self.kept if kind == "text" else self.checked
             places.setdefault(index, {})[label] = None
@@ -590,6 +636,34 @@ _FD = re.compile(r"^\d*$")
 
 
 @dataclass
+class _Case:
+    """A ``case`` block being read: its depth among blocks, line, word (None: not known),
+    whether that word is the script's arguments, and where the reading is."""
+
+    depth: int
+    line: int
+    subject: str | None
+    arguments: bool
+    state: Literal["pattern", "body"] = "pattern"
+    patterns: list[str] = field(default_factory=list)
+    active: bool = False
+    taken: bool = False
+
+    def choose(self, branch_end: bool) -> None:
+        """The pattern list just read ends (``)``): its branch runs if it is the first whose
+        pattern matches the known word."""
+        subject = self.subject
+        self.active = (
+            subject is not None
+            and not self.taken
+            and any(p and fnmatch.fnmatchcase(subject, p) for p in self.patterns)
+        )
+        self.taken = self.taken or self.active
+        self.patterns = []
+        self.state = "pattern" if branch_end else "body"
+
+
+@dataclass
 class _Walker:
     scope: Scope
     directory: Path | None
@@ -603,6 +677,13 @@ class _Walker:
     written: list[tuple[str, WrittenFile]] = field(default_factory=list)
     required: list[str] = field(default_factory=list)
     """Errors of ``${NAME:?}`` with NAME unset, met before the submission (bash stops there)."""
+    cases: list[_Case] = field(default_factory=list)
+    """The ``case`` blocks the walk is in, innermost last."""
+    options_loop: int = 0
+    """The line of the ``while getopts`` loop the walk is in (0: none), at ``options_depth``."""
+    options_depth: int = 0
+    array_programs: dict[str, str] = field(default_factory=dict)
+    """The first word each array held when last known (``gcloud`` for a command built in it)."""
 
     def walk(self, commands: list[Command], *, mode: _Mode) -> None:
         for index, command in enumerate(commands):
@@ -626,16 +707,28 @@ class _Walker:
                 f"refused: the script holds more than {MAX_COMMANDS} commands "
                 "(with those in $(...) and sourced files)"
             )
-        words = list(command.words)
+        words = self.spliced(list(command.words))
         self.substitutions(words)
-        first = words[0].literal()
+        first = words[0].literal() if words else None
+        if self.case_step(command, first):
+            return
         if first in _BLOCK_CLOSE:
             self.blocks = max(0, self.blocks - 1)
+            if first == "esac" and self.cases and self.cases[-1].depth > self.blocks:
+                self.cases.pop()
+            if first == "done" and self.options_depth > self.blocks:
+                self.options_loop = self.options_depth = 0
         elif first in _BLOCK_OPEN:
             self.blocks += 1
+            if first == "case":
+                self.open_case(words, command)
+            elif len(words) > 1 and words[1].literal() == "getopts" and not self.options_loop:
+                self.options_loop, self.options_depth = command.line, self.blocks
         while words and words[0].literal() in _PREFIX_WORDS:
             words.pop(0)
-        conditional = command.conditional or self.blocks > 0
+        # A branch of a `case` whose word is known is followed as bash would: not a condition.
+        known = sum(1 for frame in self.cases if frame.subject is not None and frame.active)
+        conditional = command.conditional or self.blocks - known > 0
         head = words[0].literal() if words else None
         if mode != "substitution":
             self.defaults(words, command.line, conditional)
@@ -652,7 +745,7 @@ class _Walker:
         if head == "set":
             self.options(words[1:])
         assignments = 0
-        while assignments < len(words) and words[assignments].assignment():
+        while assignments < len(words) and words[assignments].assigned():
             assignments += 1
         if assignments == len(words):
             if mode != "substitution":
@@ -663,6 +756,48 @@ class _Walker:
             program.rsplit("/", 1)[-1] == "gcloud" or self.submits(program, words[assignments:])
         ):
             self.gcloud(words[assignments:], command)
+
+    def open_case(self, words: list[Word], command: Command) -> None:
+        """``case WORD in``: WORD's value when it is known (a script argument's default
+        included), so that only the branch bash takes is read."""
+        subject: str | None = None
+        arguments = False
+        if len(words) > 1:
+            try:
+                subject = expand_word(words[1], self.scope.lookup, split=False)[0]
+            except Unresolvable as exc:
+                arguments = "script argument" in exc.message or "arguments" in exc.message
+            except SpecFormatError:
+                pass
+        frame = _Case(self.blocks, command.line, subject, arguments)
+        self.cases.append(frame)
+        if command.ended_by == ")":  # `case $x in a) ...` on one line: its first pattern
+            frame.patterns.extend(w.literal() or "" for w in words[3:])
+            frame.choose(command.branch_end)
+
+    def case_step(self, command: Command, first: str | None) -> bool:
+        """Follow a ``case`` block: its pattern lists are no commands, and a branch bash does
+        not take is skipped (only its blocks are counted). True if the command is consumed."""
+        frame = self.cases[-1] if self.cases else None
+        if frame is None or (first == "esac" and self.blocks == frame.depth):
+            return False
+        if frame.state == "pattern" and self.blocks == frame.depth:
+            frame.patterns.extend(w.literal() or "" for w in command.words)
+            if command.ended_by == ")":
+                frame.choose(command.branch_end)
+            return True
+        ending = command.branch_end and self.blocks == frame.depth
+        if frame.subject is not None and not frame.active:
+            if first in _BLOCK_CLOSE and self.blocks > frame.depth:
+                self.blocks -= 1
+            elif first in _BLOCK_OPEN:
+                self.blocks += 1
+            if ending:
+                frame.state = "pattern"
+            return True
+        if ending:
+            frame.state = "pattern"  # after this command, which is visited
+        return False
 
     def submits(self, program: str, words: list[Word]) -> bool:
         """A command word whose value is not known (``$GCLOUD`` unset) before a job
@@ -681,6 +816,8 @@ class _Walker:
         literal = word.literal()
         if literal is not None:
             return literal
+        if self.unknown_array(word) is not None:
+            return self.array_programs.get(word.parts[0].value, "")
         try:
             fields = expand_word(word, self.scope.preview)
         except (Unresolvable, SpecFormatError):
@@ -762,13 +899,34 @@ class _Walker:
             if head == "unset":
                 if literal and _NAME.fullmatch(literal):
                     self.scope.values.pop(literal, None)
+                    self.scope.arrays.pop(literal, None)
                     self.scope.unset.add(literal)
                 continue
-            found = word.assignment()
+            found = word.assigned()
             if found is not None:
-                self.assign(found[0], found[1], line, conditional)
+                self.assign(found[0], found[1], line, conditional, append=found[2])
 
-    def assign(self, name: str, value: Word, line: int, conditional: bool) -> None:
+    def assign(
+        self, name: str, value: Word, line: int, conditional: bool, *, append: bool = False
+    ) -> None:
+        """``NAME=value``, ``NAME+=value``, ``NAME=(...)`` and ``NAME+=(...)`` as bash applies
+        them; set under a condition, or from the script's options, as ``condition`` says."""
+        scope = self.scope
+        if conditional and self.options_loop and self.from_options(name, line):
+            return
+        if len(value.parts) == 1 and value.parts[0].op == "array":
+            self.assign_array(name, value.parts[0], line, conditional, append)
+            return
+        if append:  # `NAME+=x` is `NAME="${NAME}"x` (an unset NAME is empty)
+            value = Word((Part("param", name, True, ":-", (), line), *value.parts))
+        scope.arrays.pop(name, None)
+        scope.assign(name, self.value_of(name, value, line, conditional), line)
+
+    def value_of(
+        self, name: str, value: Word, line: int, conditional: bool, *, array: bool = False
+    ) -> str | Unresolved:
+        """What ``NAME=value`` gives ``NAME``: its text, or why it cannot be known (an
+        ``array`` element's: the environment sets no array, so its name is no hint)."""
         scope = self.scope
         unknown: list[Unresolvable] = []
 
@@ -784,19 +942,132 @@ class _Walker:
         try:
             text = expand_word(value, self.lenient(value, readable, line), split=False)[0]
         except Unresolvable as exc:
-            names = exc.names if name in exc.names else (*exc.names, name)
-            scope.assign(name, Unresolved(exc.message, names, True, f"${name}"), line)
-            return
+            names = exc.names if name in exc.names or array else (*exc.names, name)
+            return Unresolved(exc.message, names, True, f"${name}")
         if conditional:
-            reason = f"${name} is set under a condition (line {line}), which is not evaluated"
-            scope.assign(name, Unresolved(reason, (name,), False, text), line)
-        elif unknown:
-            message, names = _why_unknown(unknown[0], name, line)
+            return Unresolved(self.condition(name, line), (name,), False, text)
+        if unknown:
+            message, names = _why_unknown(unknown[0], name, line, offer=not array)
             keepable = all(u.keepable for u in unknown)
-            marked = self.marked(value, name, line) if keepable else None
-            scope.assign(name, Unresolved(message, names, False, text, keepable, marked), line)
-        else:
-            scope.assign(name, text, line)
+            marked = self.marked(value, name, line, offer=not array) if keepable else None
+            return Unresolved(message, names, False, text, keepable, marked)
+        return text
+
+    def assign_array(
+        self, name: str, part: Part, line: int, conditional: bool, append: bool
+    ) -> None:
+        """``NAME=(a b c)`` / ``NAME+=(...)``: each word's value as bash assigns it (``"${x[@]}"``
+        copies x's elements, an unquoted ``$X`` splits into several)."""
+        scope = self.scope
+        before = scope.arrays.get(name)
+        if isinstance(before, list) and before and isinstance(before[0], str):
+            # What the array ran as a command, remembered: an error then names the unknown.
+            self.array_programs[name] = before[0]
+        if conditional:
+            # Never kept as written: `"${cmd[@]}"` stands for several words.
+            reason = self.condition(name, line)
+            scope.arrays[name] = Unresolved(reason, (), False, f"${name}", keepable=False)
+            return
+        try:
+            words = [w for c in split_commands(part.value, part.line) for w in c.words]
+        except SpecFormatError as exc:
+            scope.arrays[name] = Unresolved(str(exc), (name,), False, f"${name}", keepable=False)
+            return
+        before = scope.arrays.get(name) if append else None
+        if isinstance(before, Unresolved):
+            return  # still unknown: appending to it cannot make it known
+        if append and before is None and isinstance(scope.get(name), str | Unresolved):
+            before = [scope.get(name) or ""]
+        # Appended in place: `cmd+=(...)` in a long script must not copy the array each time.
+        elements: list[str | Unresolved] = before if isinstance(before, list) else []
+        for word in words:
+            elements.extend(self.element_values(name, word, line))
+            if len(elements) > MAX_FIELDS:
+                raise SpecFormatError(
+                    f"line {line}: the array ${name} would hold more than {MAX_FIELDS} elements"
+                )
+        if name not in scope.arrays and len(scope.arrays) + len(scope.values) >= MAX_VARIABLES:
+            raise SpecFormatError(
+                f"line {line}: the script sets more than {MAX_VARIABLES} variables"
+            )
+        scope.values.pop(name, None)
+        scope.arrays[name] = elements
+        if elements and isinstance(elements[0], str):
+            self.array_programs[name] = elements[0]
+
+    def element_values(self, name: str, word: Word, line: int) -> list[str | Unresolved]:
+        """The elements one word of an array assignment gives."""
+        scope = self.scope
+        parts = word.parts
+        if len(parts) == 1 and parts[0].op == "[@]" and parts[0].quoted:
+            copied = scope.arrays.get(parts[0].value)
+            if isinstance(copied, list):
+                return list(copied)
+        if any(p.kind != "text" and not p.quoted for p in parts):
+            try:  # an unquoted expansion is split into several elements, as bash does
+                return [scope.count(f) for f in expand_word(word, scope.lookup)]
+            except Unresolvable:
+                pass
+        value = self.value_of(name, word, line, False, array=True)
+        if isinstance(value, str) and len(value) > MAX_VALUE_CHARS:
+            raise SpecFormatError(
+                f"line {line}: ${name} would hold more than {MAX_VALUE_CHARS} characters"
+            )
+        return [value]
+
+    def spliced(self, words: list[Word]) -> list[Word]:
+        """The command's words with each ``"${cmd[@]}"`` of a known array replaced by one word
+        per element (``"${cmd[0]}" "${cmd[1]}" ...``): a command built in an array is read as
+        the words it runs, each expanded when the command is read."""
+        out: list[Word] = []
+        for word in words:
+            parts = word.parts
+            found = (
+                self.scope.arrays.get(parts[0].value)
+                if len(parts) == 1 and parts[0].op == "[@]" and parts[0].quoted
+                else None
+            )
+            if isinstance(found, list):
+                name, line = parts[0].value, parts[0].line
+                out.extend(
+                    Word((Part("param", name, True, "[]", (Part("text", str(i), True),), line),))
+                    for i in range(len(found))
+                )
+            else:
+                out.append(word)
+        return out
+
+    def condition(self, name: str, line: int) -> str:
+        """Why a value set under a condition is not known."""
+        on_arguments = next((f for f in reversed(self.cases) if f.arguments), None)
+        if on_arguments is not None:
+            return (
+                f"${name} is set in a `case` on the script's arguments (line "
+                f"{on_arguments.line}): it depends on the arguments, which are not known here"
+            )
+        return f"${name} is set under a condition (line {line}), which is not evaluated"
+
+    def from_options(self, name: str, line: int) -> bool:
+        """An assignment in a ``while getopts`` loop: the script's options are not known, so
+        the value before the loop (the script's default) stands, with a note; with none, the
+        variable depends on the arguments (an error once a command uses it). True if handled."""
+        scope = self.scope
+        before = scope.get(name)
+        loop = self.options_loop
+        if isinstance(before, str):
+            scope.notes[
+                f"line {line}: ${name} is set from the script's options (getopts, line {loop}), "
+                f"which are not known here: its default {clipped(before)!r} is used"
+            ] = None
+            return True
+        if before is None:
+            reason = (
+                f"${name} is set from the script's options (getopts, line {loop}) and has no "
+                "default: it depends on the script's arguments, which are not known here"
+            )
+            scope.assign(name, Unresolved(reason, (name,), False, f"${name}"), line)
+            return True
+        return True  # already unknown: it stays so
 
     def lenient(self, word: Word, lookup: Lookup, line: int) -> Lookup:
         """``lookup`` for the value of an assignment, where an unset variable inside a larger
@@ -825,7 +1096,7 @@ class _Walker:
 
         return inner
 
-    def marked(self, value: Word, name: str, line: int) -> str | None:
+    def marked(self, value: Word, name: str, line: int, *, offer: bool = True) -> str | None:
         """A computed value with only its unknown parts marked (``gs://b/m_MARK``)."""
         scope = self.scope
 
@@ -835,7 +1106,7 @@ class _Walker:
             except Unresolvable as exc:
                 if exc.marked is not None:
                     return exc.marked
-                message, names = _why_unknown(exc, name, line)
+                message, names = _why_unknown(exc, name, line, offer=offer)
                 return scope.mark(Unresolvable(message, names, text=exc.text))
 
         try:
@@ -856,6 +1127,8 @@ class _Walker:
         copies = heredoc is not None and (program == "tee" or all(a == "-" for a in args))
         copies = copies and program in ("cat", "tee")
         for redirect in command.redirects:
+            if any(p.op == "process" for p in redirect.target.parts):
+                continue  # `> >(tee -a "$LOG")`: output into a process, no file of its own
             if redirect.op not in _WRITING or (
                 redirect.op == ">&" and _FD.match(redirect.target.literal() or "-")
             ):
@@ -924,8 +1197,8 @@ class _Walker:
         if self.depth >= _MAX_SUBSTITUTION_DEPTH:
             return
         for part in _parts_of(words, "command"):
-            if "gcloud" not in part.value:
-                continue
+            if "gcloud" not in part.value or part.op == "array":
+                continue  # an array's words are values (a command built in one runs later)
             self.depth += 1
             blocks, self.blocks = self.blocks, 0
             try:
@@ -936,9 +1209,31 @@ class _Walker:
                 self.depth -= 1
                 self.blocks = blocks
 
+    def unknown_array(self, word: Word) -> Unresolved | None:
+        """Why the array ``word`` (``"${cmd[@]}"``) runs is not known, or None."""
+        parts = word.parts
+        if len(parts) != 1 or parts[0].op not in ("[@]", "[*]"):
+            return None
+        found = self.scope.arrays.get(parts[0].value)
+        return found if isinstance(found, Unresolved) else None
+
     def gcloud(self, words: list[Word], command: Command) -> None:
         scope = self.scope
         line = command.line
+        unknown = self.unknown_array(words[0])
+        if unknown is not None:  # a command built in an array that is not known here
+            self.submissions.append(
+                _Found(
+                    line,
+                    invocation(["gcloud"]),
+                    unknown.error(),
+                    self.blocks > 0,
+                    scope,
+                    len(self.written),
+                    command.cut,
+                )
+            )
+            return
         preview = invocation(expand_words(words, scope.preview))
         if preview.form not in SUBMISSIONS:
             self.others.append((line, preview.name))
@@ -1085,13 +1380,17 @@ def _written_by(program: str, args: list[str]) -> list[tuple[str, str]]:
     return [(t, by) for t in targets]
 
 
-def _why_unknown(cause: Unresolvable, name: str, line: int) -> tuple[str, tuple[str, ...]]:
-    """The message and names of a variable set from a value that cannot be known."""
+def _why_unknown(
+    cause: Unresolvable, name: str, line: int, *, offer: bool = True
+) -> tuple[str, tuple[str, ...]]:
+    """The message and names of a variable set from a value that cannot be known (``offer``:
+    the variable itself is named as one the environment may set)."""
     message = cause.message
     if not cause.names:
         message += f" to set ${name}" + ("" if "(line " in message else f" (line {line})")
-    names = cause.names if name in cause.names else (*cause.names, name)
-    return message, names
+    if not offer or name in cause.names:
+        return message, cause.names
+    return message, (*cause.names, name)
 
 
 def _parts_of(words: list[Word], kind: str) -> list[Part]:

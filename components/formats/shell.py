@@ -70,6 +70,7 @@ _HEREDOC_SPECIALS = re.compile(r"[\\$`]")
 _DIGITS = re.compile(r"\d+")
 _BLANKS = re.compile(r"[ \t\r]+")
 _ARRAY_START = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\+?=$")
+_SUBSCRIPT = re.compile(r"\[([@*]|\d{1,6})\]\}")
 _ONE = re.compile(r".", re.DOTALL)
 _DOUBLE_QUOTE_ESCAPES = frozenset('$`"\\\n')
 _HEREDOC_ESCAPES = frozenset("$`\\\n")
@@ -112,15 +113,23 @@ class Word:
 
     def assignment(self) -> tuple[str, Word] | None:
         """``(NAME, value)`` when the word is ``NAME=value`` (the ``NAME=`` unquoted)."""
+        found = self.assigned()
+        return (found[0], found[1]) if found is not None and not found[2] else None
+
+    def assigned(self) -> tuple[str, Word, bool] | None:
+        """``(NAME, value, append)`` when the word is ``NAME=value`` or ``NAME+=value``."""
         if not self.parts or self.parts[0].kind != "text" or self.parts[0].quoted:
             return None
         first = self.parts[0].value
         match = _NAME.match(first)
-        if match is None or first[match.end() : match.end() + 1] != "=":
+        if match is None:
             return None
-        rest = first[match.end() + 1 :]
+        append = first.startswith("+=", match.end())
+        if not append and first[match.end() : match.end() + 1] != "=":
+            return None
+        rest = first[match.end() + 1 + append :]
         head = (Part("text", rest, False),) if rest else ()
-        return match.group(), Word(head + self.parts[1:])
+        return match.group(), Word(head + self.parts[1:]), append
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +157,7 @@ class Command:
     ``conditional``: it follows ``&&`` or ``||``, so whether it runs depends on another.
     ``cut``: a sentence saying that bash ended the command where its writer likely meant it
     to go on (a comment line inside a ``\\`` continuation, an unquoted ``;`` inside a word).
+    ``ended_by`` and ``branch_end`` let a reader follow ``case`` blocks.
     """
 
     words: tuple[Word, ...]
@@ -155,6 +165,10 @@ class Command:
     conditional: bool = False
     redirects: tuple[Redirect, ...] = ()
     cut: str = ""
+    ended_by: str = ""
+    """The operator that ended it: ``)`` ends a ``case`` pattern list (``small)``)."""
+    branch_end: bool = False
+    """A ``;;`` follows it: the end of a ``case`` branch (its last command, or its pattern)."""
 
 
 class Unresolvable(Exception):
@@ -246,7 +260,7 @@ class _Lexer:
         index = self.pos + offset
         return self.text[index] if index < len(self.text) else ""
 
-    def end_command(self) -> None:
+    def end_command(self, ended_by: str = "") -> None:
         index = len(self.found) if self.words else -2  # a command of redirections only
         for pending in self.heredocs:
             if pending.command == -1:
@@ -260,6 +274,7 @@ class _Lexer:
                 self.conditional,
                 tuple(self.redirects),
                 self.cut,
+                ended_by,
             )
             self.found.append(command)
             self.conditional = False  # `a &&` then a newline: the next command still depends
@@ -278,6 +293,12 @@ class _Lexer:
                 self.pos += 2
                 self.line += 1
                 self.continued = self.line if self.words else 0
+            elif char == "\\" and self.pos + 1 == len(text):
+                self.pos += 1  # a backslash that ends the file: bash drops it
+            elif char in "<>" and self.peek(1) == "(":
+                if not self.words:
+                    self.start_line = self.line
+                self.words.append(self.word())  # `diff <(a) <(b)`: a word, not a redirection
             elif char == "\n":
                 self.end_command()
                 self.pos += 1
@@ -291,9 +312,14 @@ class _Lexer:
             elif self.redirection():
                 continue
             elif char in ";&|()":
-                if char == ";":
+                if char == ";" and self.peek(1) != ";":
                     self.glued_semicolon()
-                self.end_command()
+                self.end_command(char)
+                if char == ";" and self.peek(1) == ";" and self.found:
+                    # `;;` ends a case branch: said on the command before it (its pattern, for
+                    # an empty branch).
+                    self.found[-1] = replace(self.found[-1], branch_end=True)
+                    self.pos += 1
                 doubled = char in "&|" and self.peek(1) == char
                 self.pos += 2 if doubled else 1
                 self.conditional = doubled
@@ -349,6 +375,13 @@ class _Lexer:
         while self.peek() in (" ", "\t"):
             self.pos += 1
         op = match.group(1)
+        if op in ("<", ">") and match.group() == op and self.text.startswith("(", match.end()):
+            self.pos = match.start()  # `<(cmd)` / `>(cmd)` itself: a word (see commands)
+            return False
+        if self.text.startswith((">(", "<("), self.pos):
+            target = self.word()  # `exec > >(tee -a "$LOG")`: output into a process
+            self.redirects.append(Redirect(op, match.group()[: -len(op)], target, line))
+            return True
         if self.pos >= len(self.text) or self.peek() in _WORD_END:
             if op in (">&", "<&") and self.peek() == "-":
                 self.pos += 1
@@ -443,6 +476,9 @@ class _Lexer:
         text = self.text
         while self.pos < len(text):
             char = text[self.pos]
+            if not close and char in "<>" and self.peek(1) == "(" and not parts and not buffer:
+                parts.append(self.process_substitution())
+                continue
             if (char == close) if close else (char in _WORD_END):
                 break
             if char == "\\":
@@ -487,7 +523,7 @@ class _Lexer:
             self.continued = self.line
             return []
         if not following:
-            return [Part("text", "\\", quoted)]
+            return []  # a backslash that ends the file: bash drops it
         return [Part("text", following, True)]
 
     def single_quoted(self) -> Part:
@@ -561,6 +597,17 @@ class _Lexer:
         self.pos = after
         return Part("command", source, quoted, line=start_line)
 
+    def process_substitution(self) -> Part:
+        """``<(cmd)`` / ``>(cmd)``: a command bash runs, named by a path (op ``process``)."""
+        start_line = self.line
+        end = _closing_paren(self.text, self.pos + 2)
+        if end < 0:
+            raise self.fail(f"a {self.text[self.pos]}( process substitution is never closed")
+        source = self.text[self.pos + 2 : end]
+        self.line += source.count("\n")
+        self.pos = end + 1
+        return Part("command", source, False, "process", line=start_line)
+
     def braced(self, quoted: bool) -> Part:
         start_line = self.line
         self.depth += 1
@@ -579,6 +626,15 @@ class _Lexer:
         else:
             name = ""
         self.pos += len(name)
+        subscript = _SUBSCRIPT.match(self.text, self.pos) if match and not length else None
+        if subscript is not None:
+            # `${cmd[@]}`, `${cmd[*]}`, `${cmd[0]}`: an array's elements, or one of them.
+            self.pos = subscript.end()
+            self.depth -= 1
+            index = subscript.group(1)
+            op = f"[{index}]" if index in "@*" else "[]"
+            word = () if index in "@*" else (Part("text", index, True),)
+            return Part("param", name, quoted, op, word, start_line)
         op = next((o for o in _PARAM_OPS if self.text.startswith(o, self.pos)), "")
         if name and self.peek() == "}":
             op = "length" if length and not match else ""

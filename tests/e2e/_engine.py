@@ -155,7 +155,9 @@ def python_job(
     if accelerator is not None:
         machine.update(acceleratorType=accelerator, acceleratorCount=accelerator_count)
     package: dict[str, Any] = {
-        "executorImageUri": "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-15.py310:latest",
+        # The build for the pool's hardware: a CPU image on GPUs is refused before launch.
+        "executorImageUri": "us-docker.pkg.dev/vertex-ai/training/"
+        f"tf-{'gpu' if accelerator else 'cpu'}.2-15.py310:latest",
         "packageUris": ["../../examples/trainer"],
         "pythonModule": "trainer.task",
         "args": list(args),

@@ -7,9 +7,12 @@ the trainer only records the ``CUDA_VISIBLE_DEVICES`` it was given.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from google.cloud.aiplatform_v1 import types as aip
@@ -17,7 +20,7 @@ from google.cloud.aiplatform_v1 import types as aip
 from emulator.gpus import Admission, parse_gpus_flag
 from emulator.testing import EmulatorProcess, running_emulator, wait_for_state
 
-from .conftest import PARENT, TERMINAL, S, job_id, make_job, trainer_pool, unique
+from .conftest import PARENT, TERMINAL, S, job_id, make_job, raw_http, trainer_pool, unique
 
 T4 = aip.AcceleratorType.NVIDIA_TESLA_T4
 LONG_RUN = ["--epochs", "1", "--steps-per-epoch", "2000", "--step-sleep", "0.05"]
@@ -328,3 +331,79 @@ def test_a_failed_prepare_gives_its_gpus_back(gpus2: EmulatorProcess) -> None:
     done = wait_for_state(client, after.name, TERMINAL, timeout=60)
     assert done.state == S.JOB_STATE_SUCCEEDED, done.error.message
     assert devices_seen(gpus2, out) == "0,1"
+
+
+# -- what a GPU job runs on, said (issue 35) ------------------------------------------------------
+
+
+def _fake_nvidia_smi(folder: Path, gpus: int) -> None:
+    """An ``nvidia-smi`` that lists ``gpus`` GPUs (none: prints nothing), first on PATH."""
+    folder.mkdir(parents=True, exist_ok=True)
+    listed = "".join(f'echo "GPU {i}: Tesla T4 (UUID: GPU-{i:08d})"\n' for i in range(gpus))
+    tool = folder / "nvidia-smi"
+    tool.write_text(f"#!/bin/sh\n{listed}exit 0\n")
+    tool.chmod(0o755)
+
+
+def _said(emu: EmulatorProcess, job: aip.CustomJob) -> tuple[str, dict[str, Any]]:
+    """The chief's log and its replica record from the admin API, once the job is over."""
+    done = wait_for_state(emu.client(), job.name, TERMINAL, timeout=60)
+    assert done.state == S.JOB_STATE_SUCCEEDED, done.error.message
+    status, body = raw_http(emu, "GET", f"/emulator/v1/jobs/{job_id(job)}/replicas")
+    assert status == 200
+    chief = next(r for r in body["replicas"] if r["replica"] == "workerpool0-0")
+    return Path(chief["logPath"]).read_text(), chief
+
+
+@pytest.mark.parametrize(
+    ("flag", "machine_gpus", "short", "note"),
+    [
+        # No GPU here: the job runs on the CPU, and says so.
+        (
+            "ignore",
+            0,
+            "on the CPU: no GPU on this machine, 1 x NVIDIA_TESLA_T4 asked",
+            "workerpool0-0 runs on the CPU, not on a GPU (1 x NVIDIA_TESLA_T4 asked): this "
+            "machine has no GPU (nvidia-smi lists none)",
+        ),
+        # GPUs here, ignored by the flag: said, with how to use them.
+        (
+            "ignore",
+            2,
+            "on the CPU: GPUs ignored (--gpus ignore), 1 x NVIDIA_TESLA_T4 asked",
+            "though this machine has 2 GPU(s): start it with --gpus auto to use them",
+        ),
+        # GPUs here and used: which ones.
+        (
+            "auto",
+            2,
+            "on GPU 0",
+            "workerpool0-0 runs on GPU device(s) 0 of this machine (1 x NVIDIA_TESLA_T4 asked)",
+        ),
+    ],
+)
+def test_a_gpu_job_says_what_it_runs_on_in_its_log_and_its_replicas_record(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    flag: str,
+    machine_gpus: int,
+    short: str,
+    note: str,
+) -> None:
+    _fake_nvidia_smi(tmp_path / "bin", machine_gpus)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    with running_emulator("--gpus", flag, "--grace-seconds", "1") as emu:
+        out = f"gs://bucket/{unique()}"
+        job = emu.client().create_custom_job(
+            parent=PARENT, custom_job=gpu_job("gpu", out, 1, SHORT_RUN)
+        )
+        log, chief = _said(emu, job)
+        assert "[emulator] workerpool0-0 runs on " in log and note in log
+        assert chief["hardware"]["short"] == short
+        assert note in chief["hardware"]["note"]
+        # A job that asks for no GPU is told nothing about GPUs.
+        plain = emu.client().create_custom_job(
+            parent=PARENT, custom_job=make_job("cpu", pools=[trainer_pool(args=SHORT_RUN)])
+        )
+        log, chief = _said(emu, plain)
+        assert "hardware" not in chief and "GPU" not in log

@@ -87,7 +87,7 @@ def test_an_existing_job_entry_is_taken_over_as_written(tmp_path):
     document = yaml.safe_load((REPO / "stacks/jobs/dev-t4-spot.yaml").read_text())
     # What `python -m components import` writes has the job's own package.
     package = document["jobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]
-    package["packageUris"] = ["gs://b/t.tar.gz"]
+    package["packageUris"] = ["gs://bkt/t.tar.gz"]
     spec_file.write_text(yaml.safe_dump(document))
     existing = "projects/gpu-training-dev/locations/us-central1/customJobs/42"
     jobs = [{"name": "t4-spot", "spec": str(spec_file), "existingJob": existing}]
@@ -96,7 +96,7 @@ def test_an_existing_job_entry_is_taken_over_as_written(tmp_path):
     assert job.inputs["existing_job"] == existing
     spec = job.inputs["spec"]
     assert "gs://planned" not in spec and "baseOutputDirectory" not in spec
-    assert "gs://b/t.tar.gz" in spec
+    assert "gs://bkt/t.tar.gz" in spec
 
 
 @pytest.mark.parametrize(

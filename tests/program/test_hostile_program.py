@@ -51,7 +51,7 @@ def _files(tmp: Path) -> dict[str, tuple[str, str]]:
         "huge-legacy-bound": (
             "trainingInput:\n  scaleTier: BASIC\n  region: us-central1\n"
             "  runtimeVersion: '2.11'\n  pythonVersion: '3.7'\n  pythonModule: trainer.task\n"
-            "  packageUris: [gs://b/t.tar.gz]\n  hyperparameters:\n    goal: MINIMIZE\n"
+            "  packageUris: [gs://bkt/t.tar.gz]\n  hyperparameters:\n    goal: MINIMIZE\n"
             "    hyperparameterMetricTag: loss\n    maxTrials: 2\n    maxParallelTrials: 1\n"
             "    params:\n    - {parameterName: lr, type: DOUBLE, minValue: 0.001, maxValue: "
             + "9" * 400

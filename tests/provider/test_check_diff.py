@@ -25,7 +25,7 @@ DEV_SPEC = REPO / "stacks" / "jobs" / "dev-t4-spot.yaml"
 def _dev_inputs(region: str = "us-central1") -> dict[str, Any]:
     prepared = prepare_spec(DEV_SPEC)
     spec = prepared.spec
-    spec["workerPoolSpecs"][0]["pythonPackageSpec"]["packageUris"] = ["gs://b/trainer.tar.gz"]
+    spec["workerPoolSpecs"][0]["pythonPackageSpec"]["packageUris"] = ["gs://bkt/trainer.tar.gz"]
     return {
         **job_inputs(),
         "spec": spec,
@@ -139,6 +139,22 @@ def test_local_paths_fail_for_vertex_only_as_warnings_and_pass_locally():
     inputs["spec"]["baseOutputDirectory"] = "/tmp/out"
     assert [f.property for f in TrainingJobProvider().check({}, inputs).failures] == [
         "baseOutputDirectory"
+    ]
+
+
+def test_a_local_trainer_path_that_is_gone_fails_the_local_stacks_check_naming_the_field(
+    tmp_path,
+):
+    inputs = job_inputs()
+    package = inputs["spec"]["workerPoolSpecs"][0]["pythonPackageSpec"]
+    package["packageUris"] = [str(tmp_path / "trainer-moved-away")]
+    failures = configured("http://127.0.0.1:8642").check({}, inputs).failures
+    assert [(f.property, f.reason) for f in failures] == [
+        (
+            "workerPoolSpecs[0].pythonPackageSpec.packageUris[0]",
+            f"'{tmp_path / 'trainer-moved-away'}' does not exist (give the path of the "
+            "trainer's package directory or archive (relative to the spec file))",
+        )
     ]
 
 

@@ -16,7 +16,7 @@ import pytest
 from components._progress import LOG_LINE_CHARS, WaitProgress, local_chief_log
 from components._redaction import redact
 from components._settings import Endpoint
-from emulator.testing import EmulatorProcess
+from emulator.testing import EmulatorProcess, running_emulator
 from tests.provider.conftest import SECRET, configured, job_inputs
 
 JOB = "projects/p/locations/us-central1/customJobs/123"
@@ -172,6 +172,19 @@ def test_the_chiefs_last_log_line_is_read_where_the_emulator_says(fake_emulator)
     assert last_line(_Job("JOB_STATE_RUNNING", name=JOB.replace("123", "9"))) == ""
 
 
+def test_a_gpu_chief_says_what_it_runs_on_before_its_last_log_line(fake_emulator) -> None:
+    url, state_dir, routes = fake_emulator
+    log = state_dir / "chief.log"
+    log.write_text("epoch 2 loss 0.1\n")
+    replicas = _replicas(log)
+    short = "on the CPU: no GPU on this machine, 4 x NVIDIA_TESLA_T4 asked"
+    replicas["replicas"][0]["hardware"] = {"short": short, "note": "..."}
+    routes["/emulator/v1/jobs/123/replicas"] = replicas
+    last_line = local_chief_log(Endpoint(url))
+    assert last_line is not None
+    assert last_line(_Job("JOB_STATE_RUNNING")) == f"[{short}] epoch 2 loss 0.1"
+
+
 def test_a_log_path_outside_the_emulators_state_dir_is_not_read(
     fake_emulator, tmp_path: Path
 ) -> None:
@@ -226,3 +239,33 @@ def test_a_waiting_create_prints_its_states(sim: EmulatorProcess, capsys: Any) -
     quick = provider.create(provider.check({}, job_inputs()).inputs)
     provider.delete(quick.id, quick.outs)
     assert capsys.readouterr().err == ""
+
+
+def test_a_gpu_job_on_a_machine_without_gpus_says_so_in_the_progress_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    # An nvidia-smi that lists no GPU, first on PATH: this machine has none, whatever it has.
+    tool = tmp_path / "bin" / "nvidia-smi"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\nexit 0\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tool.parent}{os.pathsep}{os.environ['PATH']}")
+    with running_emulator("--gpus", "ignore", "--grace-seconds", "1") as emu:
+        provider = configured(emu.endpoint, cancelTimeout="20", retryDeadline="30")
+        inputs = job_inputs(wait_for="succeeded", wait_timeout=120)
+        pool = inputs["spec"]["workerPoolSpecs"][0]
+        pool["machineSpec"] = {
+            "machineType": "n1-standard-4",
+            "acceleratorType": "NVIDIA_TESLA_T4",
+            "acceleratorCount": 1,
+        }
+        pool["pythonPackageSpec"]["executorImageUri"] = (
+            "us-docker.pkg.dev/vertex-ai/training/tf-gpu.2-15.py310:latest"
+        )
+        created = provider.create(provider.check({}, inputs).inputs)
+        err = capsys.readouterr().err
+        provider.delete(created.id, created.outs)
+    job_id = created.id.rsplit("/", 1)[-1]
+    lines = [line for line in err.splitlines() if f"(job {job_id})" in line]
+    assert "-> JOB_STATE_SUCCEEDED after " in lines[-1]
+    assert "| chief: [on the CPU: no GPU on this machine, 1 x NVIDIA_TESLA_T4 asked]" in lines[-1]

@@ -109,6 +109,10 @@ def test_grpc_check_diff_create_read_delete(
                 "pythonPackageSpec": {
                     **inputs["spec"]["workerPoolSpecs"][0]["pythonPackageSpec"],
                     "packageUris": [rpc.UNKNOWN],
+                    # The GPU build, for the T4 (a CPU build on it is a failure of its own).
+                    "executorImageUri": (
+                        "us-docker.pkg.dev/vertex-ai/training/tf-gpu.2-15.py310:latest"
+                    ),
                 },
             }
         ],

@@ -6,6 +6,18 @@ from typing import Any
 
 from components import JobSpec
 
+_IMAGES = {
+    "cpu": "tf-cpu.2-15.py310:latest",
+    "gpu": "tf-gpu.2-15.py310:latest",
+    "tpu": "tf-tpu.2-15.cp310:latest",
+}
+
+
+def _kind(accelerator: str | None) -> str:
+    if not accelerator:
+        return "cpu"
+    return "tpu" if accelerator.upper().startswith(("TPU", "CT")) else "gpu"
+
 
 def pool(
     machine: str = "n1-standard-8",
@@ -22,7 +34,10 @@ def pool(
     result: dict[str, Any] = {
         "machineSpec": machine_spec,
         "pythonPackageSpec": {
-            "executorImageUri": "us-docker.pkg.dev/vertex-ai/training/tf-gpu.2-15.py310:latest",
+            # The image's build matches the pool's hardware (a GPU image on a CPU-only pool is
+            # a warning of its own).
+            "executorImageUri": "us-docker.pkg.dev/vertex-ai/training/"
+            + _IMAGES[_kind(accelerator)],
             "packageUris": ["gs://bucket/trainer-0.1.tar.gz"],
             "pythonModule": "trainer.task",
         },

@@ -33,7 +33,7 @@ package = st.fixed_dictionaries(
             ["us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-15.py310:latest", ""]
         ),
         "packageUris": st.lists(
-            st.sampled_from(["gs://b/t.tgz", "./local", "http://x/y", "gs://"]), max_size=2
+            st.sampled_from(["gs://bkt/t.tgz", "./local", "http://x/y", "gs://"]), max_size=2
         ),
         "pythonModule": st.sampled_from(["trainer.task", "bad module", ""]),
         "args": st.lists(text, max_size=3),
@@ -81,7 +81,7 @@ job_document = st.fixed_dictionaries(
         "scheduling": scheduling,
         "serviceAccount": st.sampled_from(["sa@p.iam.gserviceaccount.com", "nope"]),
         "network": st.sampled_from(["projects/1/global/networks/n", "default"]),
-        "baseOutputDirectory": st.sampled_from(["gs://b/o", "/tmp/x"]),
+        "baseOutputDirectory": st.sampled_from(["gs://bkt/o", "/tmp/x"]),
         "enableWebAccess": st.booleans(),
     },
 )
@@ -153,7 +153,7 @@ def convertible_spec(draw: st.DrawFn) -> dict[str, Any]:
         }
     for key, value in (
         ("serviceAccount", "sa@p.iam.gserviceaccount.com"),
-        ("baseOutputDirectory", "gs://b/o"),
+        ("baseOutputDirectory", "gs://bkt/o"),
         ("network", "projects/1/global/networks/n"),
         ("tensorboard", "projects/p/locations/us-central1/tensorboards/1"),
     ):

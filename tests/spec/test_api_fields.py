@@ -390,7 +390,7 @@ _SINGLE_VALUES: dict[tuple[str, str], tuple[Any, list[Any]]] = {
         {"instanceIp": "i", "volumeHandle": "v", "filesystem": "f", "mountPoint": "m"},
         [{"instanceIp": "i", "volumeHandle": "v", "filesystem": "f", "mountPoint": "m"}],
     ),
-    ("PythonPackageSpec", "package_uris"): ("gs://b/x.tar.gz", ["gs://b/x.tar.gz"]),
+    ("PythonPackageSpec", "package_uris"): ("gs://bkt/x.tar.gz", ["gs://bkt/x.tar.gz"]),
     ("PythonPackageSpec", "args"): ("--epochs=3", ["--epochs=3"]),
     ("PythonPackageSpec", "env"): ({"name": "A", "value": "1"}, [{"name": "A", "value": "1"}]),
     ("ContainerSpec", "command"): ("python", ["python"]),

@@ -89,9 +89,9 @@ def test_convert_gcloud_command_prints_valid_custom_job_spec(
 ) -> None:
     for name, value in {
         "JOB_NAME": "census_1",
-        "APP_PACKAGE_PATH": "gs://s/t.tgz",
+        "APP_PACKAGE_PATH": "gs://src-bkt/t.tgz",
         "MAIN_APP_MODULE": "trainer.task",
-        "JOB_DIR": "gs://o/j",
+        "JOB_DIR": "gs://out-bkt/j",
     }.items():
         monkeypatch.setenv(name, value)
     code, out, _ = run("convert", str(DATA / "seed001_submit_flags.sh"))
@@ -266,7 +266,7 @@ def test_cli_silences_future_warnings_raised_by_client_libraries(
 def test_estimate_prices_a_retired_legacy_job_as_written_and_says_why(tmp_path: Path) -> None:
     path = tmp_path / "config.yaml"
     path.write_text(
-        "trainingInput:\n  scaleTier: BASIC_GPU\n  region: asia-east1\n  packageUris: [gs://b/t.tgz]\n"
+        "trainingInput:\n  scaleTier: BASIC_GPU\n  region: asia-east1\n  packageUris: [gs://bkt/t.tgz]\n"
         "  pythonModule: trainer.task\n  scheduling: {maxRunningTime: 43200s}\n"
     )
     code, out, err = run("estimate", str(path))

@@ -167,7 +167,7 @@ def test_camel_and_snake_case_give_the_same_spec() -> None:
         {
             "displayName": "j",
             "workerPoolSpecs": [pool()],
-            "baseOutputDirectory": {"outputUriPrefix": "gs://b/o"},
+            "baseOutputDirectory": {"outputUriPrefix": "gs://bkt/o"},
         }
     )
     snake = JobSpec.parse(
@@ -178,13 +178,13 @@ def test_camel_and_snake_case_give_the_same_spec() -> None:
                     "machine_spec": {"machine_type": "n1-standard-8"},
                     "replica_count": 1,
                     "python_package_spec": {
-                        "executor_image_uri": "us-docker.pkg.dev/vertex-ai/training/tf-gpu.2-15.py310:latest",
+                        "executor_image_uri": "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-15.py310:latest",
                         "package_uris": ["gs://bucket/trainer-0.1.tar.gz"],
                         "python_module": "trainer.task",
                     },
                 }
             ],
-            "base_output_directory": "gs://b/o",
+            "base_output_directory": "gs://bkt/o",
         }
     )
     assert camel == snake
@@ -259,7 +259,7 @@ def _legacy(name: str) -> str:
 def test_scale_tiers(tmp_path: Path, tier: str, pools: list[tuple[str, str | None, int]]) -> None:
     path = tmp_path / "config.yaml"
     path.write_text(
-        f"trainingInput:\n  scaleTier: {tier}\n  runtimeVersion: '2.15'\n  packageUris: [gs://b/t.tgz]\n  pythonModule: trainer.task\n  region: europe-west4\n"
+        f"trainingInput:\n  scaleTier: {tier}\n  runtimeVersion: '2.15'\n  packageUris: [gs://bkt/t.tgz]\n  pythonModule: trainer.task\n  region: europe-west4\n"
     )
     spec = load_spec_file(path).spec
     got = [
@@ -307,7 +307,7 @@ def test_an_earlier_executor_image_name_is_read_as_vertex_ais(tmp_path: Path) ->
         "region: europe-west4\nworkerPoolSpecs:\n- machineSpec: {machineType: n1-standard-4}\n"
         "  replicaCount: 1\n  pythonPackageSpec:\n"
         "    executorImageUri: gcr.io/cloud-aiplatform/training/tf-cpu.2-17.py310:latest\n"
-        "    packageUris: [gs://b/t.tgz]\n    pythonModule: trainer.task\n"
+        "    packageUris: [gs://bkt/t.tgz]\n    pythonModule: trainer.task\n"
     )
     loaded = load_spec_file(path)
     package = loaded.spec.worker_pool_specs[0].python_package_spec

@@ -74,7 +74,7 @@ def test_pools_in_flag_order_with_gcloud_defaults_and_a_skipped_pool(tmp_path: P
         "  --worker-pool-spec= \\\n"
         f"  --worker-pool-spec=machine-type=n1-highmem-8,replica-count=2,"
         f"executor-image-uri={TF_GPU},python-module=trainer.task \\\n"
-        "  --python-package-uris=gs://b/trainer-0.1.tar.gz,gs://b/dep.whl\n",
+        "  --python-package-uris=gs://bkt/trainer-0.1.tar.gz,gs://bkt/dep.whl\n",
     )
     chief, skipped, servers = spec.worker_pool_specs
     assert chief.machine_spec is not None
@@ -87,7 +87,7 @@ def test_pools_in_flag_order_with_gcloud_defaults_and_a_skipped_pool(tmp_path: P
     for pool in (chief, servers):
         package = pool.python_package_spec
         assert package is not None
-        assert package.package_uris == ["gs://b/trainer-0.1.tar.gz", "gs://b/dep.whl"]
+        assert package.package_uris == ["gs://bkt/trainer-0.1.tar.gz", "gs://bkt/dep.whl"]
         assert (package.executor_image_uri, package.python_module) == (TF_GPU, "trainer.task")
     assert spec.labels == {"team": "vision", "env": "prod"}
 
@@ -108,7 +108,7 @@ def test_args_and_command_go_to_every_pool_as_gcloud_does(tmp_path: Path) -> Non
         tmp_path,
         f"{CREATE} --worker-pool-spec=machine-type=n1-standard-4,container-image-uri={IMAGE}"
         f" --worker-pool-spec=machine-type=n1-standard-4,executor-image-uri={TF_GPU},"
-        "python-module=t.task --python-package-uris=gs://b/t.tgz"
+        "python-module=t.task --python-package-uris=gs://bkt/t.tgz"
         " --command=python,-m,trainer.task --args=--epochs=10 --args=^:^--lr=0.1,0.2:--x\n",
     )
     container = spec.worker_pool_specs[0].container_spec
@@ -128,7 +128,7 @@ workerPoolSpecs:
 serviceAccount: config-sa@p.iam.gserviceaccount.com
 network: projects/1/global/networks/config-net
 scheduling: {timeout: 7200s}
-baseOutputDirectory: {outputUriPrefix: gs://b/out}
+baseOutputDirectory: {outputUriPrefix: gs://bkt/out}
 """
 
 
@@ -146,7 +146,7 @@ def test_flags_override_the_config_file_field_by_field(tmp_path: Path) -> None:
     assert spec.network == "projects/1/global/networks/config-net"  # no flag: the file's
     assert spec.scheduling is not None and spec.scheduling.timeout is not None
     assert spec.scheduling.timeout.total_seconds() == 7200
-    assert spec.base_output_directory == "gs://b/out"
+    assert spec.base_output_directory == "gs://bkt/out"
     assert spec.enable_web_access and spec.enable_dashboard_access
     assert spec.persistent_resource_id == "shared"
     container = spec.worker_pool_specs[0].container_spec
@@ -411,7 +411,7 @@ LEGACY_HP = (
 def test_legacy_submit_with_tuning_config_is_never_one_job(tmp_path: Path) -> None:
     command = (
         "gcloud ai-platform jobs submit training j --region us-central1 --config hp.yaml"
-        " --module-name trainer.task --package-path gs://b/t.tgz\n"
+        " --module-name trainer.task --package-path gs://bkt/t.tgz\n"
     )
     with pytest.raises(TuningJobFileError):
         loaded(tmp_path, command, hp__yaml=LEGACY_HP)
@@ -439,7 +439,7 @@ def test_legacy_violations_speak_of_the_flags(
     command = (
         f"gcloud ai-platform jobs submit training j --region us-central1 {flags}"
         " --runtime-version 2.11 --python-version 3.10 --module-name trainer.task"
-        " --package-path gs://b/t.tgz\n"
+        " --package-path gs://bkt/t.tgz\n"
     )
     if not path:  # a machine type is the validator's to judge, at the spec's path
         spec = load(tmp_path, command)
@@ -458,7 +458,7 @@ def test_legacy_violation_of_a_config_value_keeps_the_config_path(tmp_path: Path
         loaded(
             tmp_path,
             "gcloud ai-platform jobs submit training j --region us-central1 --config c.yaml"
-            " --module-name trainer.task --package-path gs://b/t.tgz\n",
+            " --module-name trainer.task --package-path gs://bkt/t.tgz\n",
             c__yaml="trainingInput:\n  scaleTier: BASIC_GPUX\n",
         )
     assert "trainingInput.scaleTier" in {v.path for v in info.value.violations}
@@ -499,7 +499,7 @@ def test_gcloud_list_and_dict_syntax() -> None:
 
 LEGACY = (
     "gcloud ai-platform jobs submit training hp_1 --region us-central1 --module-name trainer.task"
-    " --packages gs://b/t.tar.gz --runtime-version 2.11 --python-version 3.10"
+    " --packages gs://bkt/t.tar.gz --runtime-version 2.11 --python-version 3.10"
 )
 HP_BODY = (
     "trainingInput:\n  hyperparameters:\n    goal: MAXIMIZE\n    maxTrials: 20\n    params:\n"
@@ -587,17 +587,26 @@ def test_what_a_heredoc_needs_is_named(tmp_path: Path, assignment: str, message:
         loaded(tmp_path, script, config__yaml=STALE)
 
 
-def test_a_heredoc_custom_job_config_keeps_a_computed_image_as_written(tmp_path: Path) -> None:
+def test_a_heredoc_custom_job_config_with_a_computed_image_names_its_variable(
+    tmp_path: Path,
+) -> None:
+    # Kept as written, `$(git ...)` would be the image pulled: an error, as an unset one is.
     script = (
         "IMAGE=gcr.io/p/trainer:$(git rev-parse --short HEAD)\n"
         "cat > job.yaml <<EOF\nworkerPoolSpecs:\n- machineSpec: {machineType: n1-standard-4}\n"
         "  replicaCount: 1\n  containerSpec: {imageUri: $IMAGE}\nEOF\n"
         f"{CREATE} --config=job.yaml\n"
     )
-    result = loaded(tmp_path, script, job__yaml=CONFIG)
+    with pytest.raises(
+        SpecFormatError,
+        match=r"containerSpec\.imageUri needs a value the script computes: "
+        r"`\$\(git rev-parse --short HEAD\)` .*set IMAGE in the environment",
+    ):
+        loaded(tmp_path, script, job__yaml=CONFIG)
+    path = written(tmp_path, script, {"job__yaml": CONFIG})
+    result = load_spec_file(path, env={"IMAGE": "gcr.io/p/trainer:abc123"})
     container = result.spec.worker_pool_specs[0].container_spec
-    assert container is not None
-    assert container.image_uri == "gcr.io/p/trainer:$(git rev-parse --short HEAD)"
+    assert container is not None and container.image_uri == "gcr.io/p/trainer:abc123"
     assert result.spec.service_account is None  # nothing of the file on disk
     assert "--config job.yaml: written by the heredoc at line 2; flags override its values" in (
         result.notes
@@ -629,9 +638,9 @@ def test_a_heredoc_tuning_job_is_never_a_single_job(tmp_path: Path, command: str
     [
         ("echo 'trainingInput: {scaleTier: BASIC}' > config.yaml\n", 1, "`echo ... >"),
         ("python gen_config.py --tier basic > config.yaml\n", 1, "`python ... >"),
-        ("gsutil cp gs://b/configs/config.yaml .\n", 1, "`gsutil cp`"),
-        ("gsutil -m cp gs://b/c.yaml ./config.yaml\n", 1, "`gsutil cp`"),
-        ("gcloud storage cp gs://b/c.yaml config.yaml\n", 1, "`gcloud storage cp`"),
+        ("gsutil cp gs://bkt/configs/config.yaml .\n", 1, "`gsutil cp`"),
+        ("gsutil -m cp gs://bkt/c.yaml ./config.yaml\n", 1, "`gsutil cp`"),
+        ("gcloud storage cp gs://bkt/c.yaml config.yaml\n", 1, "`gcloud storage cp`"),
         ("curl -sSfo x -o config.yaml https://example.com/c.yaml\n", 1, "`curl -o`"),
         ("envsubst < config.tmpl > config.yaml\n", 1, "`envsubst ... >"),
         ("cat > config.yaml <<EOF\nx: 1\nEOF\nsed -i 's/1/2/' config.yaml\n", 4, "`sed -i`"),
@@ -679,7 +688,7 @@ def test_a_computed_output_directory_does_not_hide_or_add_a_problem(tmp_path: Pa
             tmp_path,
             "JOB_DIR=gs://bkt/m_$(date +%s)\n"
             "gcloud ai-platform jobs submit training j1 --job-dir $JOB_DIR --region us-central1"
-            " --scale-tier basic-gpu --module-name trainer.task --packages gs://b/t.tar.gz"
+            " --scale-tier basic-gpu --module-name trainer.task --packages gs://bkt/t.tar.gz"
             " --runtime-version 2.1 --python-version 3.7\n",
         )
     assert [v.path for v in info.value.violations] == ["--scale-tier"]
@@ -697,13 +706,14 @@ BUCKET=gs://${PROJECT_ID}-ml
     [
         "gcloud ai custom-jobs create --project=$PROJECT_ID --region=us-central1 --display-name=d"
         " --service-account=trainer@$PROJECT_ID.iam.gserviceaccount.com"
-        " --worker-pool-spec=machine-type=n1-standard-4,executor-image-uri=gcr.io/$PROJECT_ID/"
-        "img:1,python-module=trainer.task --python-package-uris=$BUCKET/t.tar.gz",
+        " --worker-pool-spec=machine-type=n1-standard-4,executor-image-uri=us-docker.pkg.dev/vertex-ai/training/"
+        "tf-cpu.2-17.py310:latest,python-module=trainer.task --python-package-uris=gs://fixed-ml/t.tar.gz",
         "gcloud ai-platform jobs submit training j --project $PROJECT_ID --region us-central1"
         " --service-account trainer@$PROJECT_ID.iam.gserviceaccount.com"
-        " --master-image-uri gcr.io/$PROJECT_ID/img:1 --module-name trainer.task"
-        " --packages $BUCKET/t.tar.gz --staging-bucket $BUCKET --job-dir $BUCKET/out"
-        " --scale-tier basic",
+        " --master-image-uri us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-17.py310:latest"
+        " --module-name trainer.task"
+        " --packages gs://fixed-ml/t.tar.gz --staging-bucket gs://fixed-ml"
+        " --job-dir gs://fixed-ml/out --scale-tier basic",
     ],
 )
 def test_a_computed_project_is_kept_where_only_its_shape_is_checked(
@@ -711,19 +721,36 @@ def test_a_computed_project_is_kept_where_only_its_shape_is_checked(
 ) -> None:
     result = loaded(tmp_path, f"{PROJECT_SCRIPT}{command}\n")
     spec = result.spec
-    written = '$(gcloud config list project --format "value(core.project)")'
     assert spec.project == "unknown-value"
     assert spec.service_account == "trainer@unknown-value.iam.gserviceaccount.com"
-    package = spec.worker_pool_specs[0].python_package_spec
-    assert package is not None
-    assert package.executor_image_uri == f"gcr.io/{written}/img:1"
-    assert package.package_uris == [f"gs://{written}-ml/t.tar.gz"]
     assert validate(spec, region="us-central1") == []
     notes = " ".join(result.notes)
     checked = next(n for n in result.notes if "checked as `unknown-value`" in n)
     assert "to set $PROJECT_ID" in checked and "project" in checked and "service account" in checked
-    assert "to set $PROJECT_ID: kept as written" in notes and "image" in notes
     assert "\x01" not in repr(spec.to_document()) + notes
+
+
+@pytest.mark.parametrize(
+    ("place", "field"),
+    [
+        ("executor-image-uri=gcr.io/$PROJECT_ID/img:1", "executorImageUri"),
+        ("executor-image-uri=gcr.io/$(gcloud config get-value project)/img:1", "executorImageUri"),
+        ("executor-image-uri=gcr.io/p/img:`git rev-parse HEAD`", "executorImageUri"),
+        ("executor-image-uri=gcr.io/p/img:1 --python-package-uris=$BUCKET/t.tgz", "packageUris"),
+    ],
+)
+def test_a_computed_image_or_package_is_an_error_naming_it_never_kept_as_written(
+    tmp_path: Path, place: str, field: str
+) -> None:
+    command = (
+        f"{CREATE} --worker-pool-spec=machine-type=n1-standard-4,python-module=trainer.task,{place}"
+    )
+    if field == "executorImageUri":
+        command += " --python-package-uris=gs://fixed-ml/t.tar.gz"
+    with pytest.raises(
+        SpecFormatError, match=rf"pythonPackageSpec\.{field}.* needs a value the script computes"
+    ):
+        loaded(tmp_path, f"{PROJECT_SCRIPT}{command}\n")
 
 
 def test_a_computed_value_elsewhere_is_still_an_error(tmp_path: Path) -> None:
@@ -733,3 +760,49 @@ def test_a_computed_value_elsewhere_is_still_an_error(tmp_path: Path) -> None:
             f"{PROJECT_SCRIPT}{CREATE} --labels=owner=$PROJECT_ID"
             f" --worker-pool-spec=machine-type=n1-standard-4,container-image-uri={IMAGE}\n",
         )
+
+
+LEGACY_SUBMIT = (
+    "gcloud ai-platform jobs submit training j --region us-central1 --module-name trainer.task"
+    " --scale-tier basic"
+)
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        # A legacy command's package and image: never kept as written either.
+        (
+            " --packages $BUCKET/t.tar.gz --job-dir gs://fixed-ml/o"
+            " --runtime-version 2.11 --python-version 3.10",
+            r"packageUris\[0\].* needs a value the script computes: .*set PROJECT_ID in the",
+        ),
+        (
+            " --master-image-uri gcr.io/$PROJECT_ID/img:1 --job-dir gs://fixed-ml/o",
+            r"needs a value the script computes: .*set PROJECT_ID in the environment",
+        ),
+        # An output directory is kept as written, but not a computed bucket: its name is
+        # checked whole.
+        (
+            " --packages gs://fixed-ml/t.tar.gz --job-dir $BUCKET/out"
+            " --runtime-version 2.11 --python-version 3.10",
+            r"baseOutputDirectory \(its bucket\) needs a value the script computes: .*"
+            r"set PROJECT_ID in the environment",
+        ),
+    ],
+)
+def test_a_legacy_command_never_keeps_a_computed_package_image_or_bucket(
+    tmp_path: Path, flags: str, says: str
+) -> None:
+    with pytest.raises(SpecFormatError, match=says):
+        loaded(tmp_path, f"{PROJECT_SCRIPT}{LEGACY_SUBMIT}{flags}\n")
+
+
+def test_a_computed_output_path_under_a_known_bucket_is_still_kept(tmp_path: Path) -> None:
+    script = (
+        "RUN=run_$(date +%s)\n" + LEGACY_SUBMIT + " --packages gs://fixed-ml/t.tar.gz"
+        " --runtime-version 2.11 --python-version 3.10 --job-dir gs://fixed-ml/$RUN\n"
+    )
+    result = loaded(tmp_path, script)
+    assert result.spec.base_output_directory == "gs://fixed-ml/run_$(date +%s)"
+    assert any("kept as written" in n and "output directory" in n for n in result.notes)

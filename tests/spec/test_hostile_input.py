@@ -66,11 +66,11 @@ LEGACY_EVERY_FIELD = {
         "evaluatorType": "n1-standard-4",
         "evaluatorCount": 1,
         "evaluatorConfig": {"tpuTfVersion": "2.15"},
-        "packageUris": ["gs://b/p.tar.gz"],
+        "packageUris": ["gs://bkt/p.tar.gz"],
         "pythonModule": "trainer.task",
         "args": ["--epochs", 3],
         "region": "us-central1",
-        "jobDir": "gs://b/out",
+        "jobDir": "gs://bkt/out",
         "runtimeVersion": "2.15",
         "pythonVersion": "3.10",
         "scheduling": {"maxRunningTime": "3600s"},
@@ -99,7 +99,7 @@ CUSTOM_JOB_EVERY_FIELD = {
                 "diskSpec": {"bootDiskType": "pd-ssd", "bootDiskSizeGb": 100},
                 "pythonPackageSpec": {
                     "executorImageUri": "us-docker.pkg.dev/vertex-ai/training/tf-gpu.2-15.py310:latest",
-                    "packageUris": ["gs://b/p.tar.gz"],
+                    "packageUris": ["gs://bkt/p.tar.gz"],
                     "pythonModule": "trainer.task",
                     "args": ["--epochs", "3"],
                     "env": [{"name": "TOKEN", "value": "v"}],
@@ -126,7 +126,7 @@ CUSTOM_JOB_EVERY_FIELD = {
         "serviceAccount": "sa@p.iam.gserviceaccount.com",
         "network": "projects/1/global/networks/n",
         "reservedIpRanges": ["r1"],
-        "baseOutputDirectory": {"outputUriPrefix": "gs://b/out"},
+        "baseOutputDirectory": {"outputUriPrefix": "gs://bkt/out"},
         "tensorboard": "projects/p/locations/us-central1/tensorboards/1",
         "enableWebAccess": True,
         "enableDashboardAccess": False,
@@ -249,6 +249,17 @@ def _hostile_scripts() -> Iterator[tuple[str, str]]:
     yield "script-many-assignments", "".join(f"V{i}=x\n" for i in range(60000)) + submit
     yield "script-endless-heredoc", "#!/bin/bash\ncat > c.yaml <<EOF\n" + "x: 1\n" * 50000
     yield "script-many-submissions", "J=j\n" + submit * 5000
+    # Arrays, process substitutions and case blocks (issue 35): bounded as the rest.
+    doubled = 'a=("${a[@]}" "${a[@]}")\n' * 64
+    yield "script-doubling-array", f"a=(x)\n{doubled}J=${{a[*]}}\n{submit}"
+    appends = "c+=(--region us-central1)\n" * 20000
+    yield (
+        "script-array-appends",
+        f"c=(gcloud ai-platform jobs submit training j)\n{appends}" + ('"${c[@]}"\n'),
+    )
+    nested = "<(" * 20000 + "x" + ")" * 20000
+    yield "script-deep-process-substitution", f"cat {nested}\n{submit}"
+    yield "script-many-case-branches", "case $1 in\n" + "a) J=x ;;\n" * 20000 + "esac\n" + submit
     flags = " ".join(
         f"--worker-pool-spec=machine-type=n1-standard-4,replica-count={i}" for i in range(3000)
     )
@@ -459,7 +470,7 @@ def test_wrong_types_name_the_field(results: dict[str, Any]) -> None:
 def test_hostile_scripts_end_quickly_with_short_messages(results: dict[str, Any]) -> None:
     finished = results["finished"]
     scripts = [case_id for case_id in finished if case_id.startswith("script-")]
-    assert len(scripts) == 7
+    assert len(scripts) == 11
     # Unbounded expansions are refused; a huge `$(...)` is kept as the text it is, and the
     # job named by it is then invalid (exit 1): either way each message stays short.
     refused = [s for s in scripts if s != "script-deep-substitution"]

@@ -212,7 +212,7 @@ def test_runtime_2_1_written_as_a_number_is_2_1(tmp_path: Path) -> None:
 
 def test_a_plain_float_from_python_is_used_with_a_note() -> None:
     conversion = convert_training_input(
-        {"runtimeVersion": 2.1, "packageUris": ["gs://b/t.tgz"], "pythonModule": "t.task"}
+        {"runtimeVersion": 2.1, "packageUris": ["gs://bkt/t.tgz"], "pythonModule": "t.task"}
     )
     assert _image(conversion.spec.worker_pool_specs[0]).endswith("/tf-cpu.2-1:latest")
     assert any("write versions as text" in n for n in conversion.notes)
@@ -406,7 +406,7 @@ TRAINING_INPUT: dict[str, Any] = {
     "scaleTier": "BASIC",
     "runtimeVersion": "2.11",
     "region": "us-central1",
-    "packageUris": ["gs://b/t.tgz"],
+    "packageUris": ["gs://bkt/t.tgz"],
     "pythonModule": "trainer.task",
 }
 

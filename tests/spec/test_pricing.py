@@ -103,7 +103,7 @@ def test_seed_003_basic_gpu_asia_pacific_twelve_hours(tmp_path: Path) -> None:
     path = tmp_path / "config.yaml"
     path.write_text(
         "trainingInput:\n  scaleTier: BASIC_GPU\n  region: asia-east1\n  runtimeVersion: '2.11'\n"
-        "  packageUris: [gs://b/t.tgz]\n"
+        "  packageUris: [gs://bkt/t.tgz]\n"
         "  pythonModule: trainer.task\n  scheduling: {maxRunningTime: 43200s}\n"
     )
     # BASIC_GPU ran on a K80, which Vertex AI retired: the legacy converter refuses the job

@@ -21,7 +21,7 @@ from components.formats.shell import Part, Word, expand_word, split_commands
 
 LEGACY_TAIL = (
     " --region us-central1 --runtime-version 2.11 --python-version 3.10"
-    " --module-name trainer.task --package-path gs://b/trainer-0.1.tar.gz"
+    " --module-name trainer.task --package-path gs://bkt/trainer-0.1.tar.gz"
 )
 
 
@@ -128,9 +128,9 @@ def test_environment_supplies_what_the_script_computes(tmp_path: Path) -> None:
         ("", "--msg $'a\\tb' \"q\\\"q\" 'it'\\''s'", ["--msg", "a\tb", 'q"q', "it's"]),
         ("export A=1 B=2\ndeclare -x C=3\n", "$A$B $C", ["12", "3"]),
         (
-            "B=gs://b/d/\nN=f.tar.gz\n",
+            "B=gs://bkt/d/\nN=f.tar.gz\n",
             "${B%/} ${N%%.*} ${N%.*} ${N##*.} ${N#*.} ${#N} ${N^^}",
-            ["gs://b/d", "f", "f.tar", "gz", "tar.gz", "8", "F.TAR.GZ"],
+            ["gs://bkt/d", "f", "f.tar", "gz", "tar.gz", "8", "F.TAR.GZ"],
         ),
     ],
 )
@@ -200,14 +200,17 @@ def test_script_value_wins_over_environment_and_unset_wins_over_both(tmp_path: P
             r"\$MACHINE is set under a condition \(line 4\).*set MACHINE in the environment",
         ),
         (
-            "ARGS=(--epochs 5\n  --lr 0.1)\n"
-            "gcloud ai-platform jobs submit training j" + LEGACY_TAIL + ' -- "${ARGS[@]}"\n',
-            r"pythonPackageSpec\.args\[0\] needs .*\$\{ARGS\.\.\.\} would have to be evaluated",
+            "cmd=(gcloud ai custom-jobs create --region=us-central1 --display-name=d\n"
+            "  --worker-pool-spec=machine-type=n1-standard-4,container-image-uri=gcr.io/p/i:"
+            "$(git rev-parse HEAD))\n"
+            '"${cmd[@]}"\n',
+            r"imageUri needs a value the script computes: `\$\(git rev-parse HEAD\)` \(line 2\) "
+            r"would have to run to set \$cmd; write the value in the script",
         ),
         (
-            "ARGS=(--epochs 5)\n"
-            "gcloud ai-platform jobs submit training j" + LEGACY_TAIL + " -- $ARGS\n",
-            r"the array \(--epochs 5\) \(line 1\) would have to be expanded .* to set \$ARGS",
+            'if [ -n "$GPU" ]; then ARGS=(--epochs 5); fi\n'
+            "gcloud ai-platform jobs submit training j" + LEGACY_TAIL + ' -- "${ARGS[@]}"\n',
+            r"\$ARGS is set under a condition \(line 1\), which is not evaluated; write",
         ),
         (
             "gcloud ai-platform jobs submit training j --job-dir ${OUT:?set OUT}" + LEGACY_TAIL,
@@ -346,12 +349,11 @@ def test_gcloud_config_get_value_reads_the_property(tmp_path: Path) -> None:
         " --worker-pool-spec=machine-type=n1-standard-4,container-image-uri=gcr.io/$PROJECT_ID/i\n"
     )
     path = write(tmp_path, script)
-    unknown = load_spec_file(path, env={})  # only the shapes of these are checked: kept
-    assert unknown.spec.project == "unknown-value"
-    image = unknown.spec.worker_pool_specs[0].container_spec
-    assert image is not None
-    assert image.image_uri == "gcr.io/$(gcloud config get-value project 2>/dev/null)/i"
-    assert any("checked as `unknown-value` in the job's project" in n for n in unknown.notes)
+    # The image would be pulled as written: an error naming what gives the value.
+    with pytest.raises(SpecFormatError, match=r"imageUri needs a value .*CLOUDSDK_CORE_PROJECT"):
+        load_spec_file(path, env={})
+    unknown = load_spec_file(path, env={"PROJECT_ID": "p"})  # a project's shape is checked
+    assert unknown.spec.project == "p"
     spec = load_spec_file(path, env={"CLOUDSDK_CORE_PROJECT": "from-env"}).spec
     container = spec.worker_pool_specs[0].container_spec
     assert spec.project == "from-env" and container is not None
@@ -468,7 +470,7 @@ IMAGE=us-central1-docker.pkg.dev/p/r/trainer:$(git rev-parse --short HEAD)
 gcloud beta ai custom-jobs create --region=$REGION --display-name="train-$(date +%s)" \\
   --worker-pool-spec=machine-type=n1-standard-8,accelerator-type=nvidia-tesla-t4,container-image-uri=$IMAGE \\
   --worker-pool-spec=machine-type=n1-standard-8,replica-count=2,container-image-uri=$IMAGE \\
-  --args=^:^--epochs=5:--data=gs://b/d --labels=team=ml
+  --args=^:^--epochs=5:--data=gs://bkt/d --labels=team=ml
 """
 
 
@@ -619,7 +621,7 @@ def test_a_comment_inside_a_continuation_ends_the_command(tmp_path: Path) -> Non
         "  --scale-tier custom --master-machine-type n1-standard-8 \\\n"
         "  # --master-accelerator count=1,type=nvidia-tesla-t4 \\\n"
         "  --module-name trainer.task \\\n"
-        "  --package-path gs://b/trainer-0.1.tar.gz\n"
+        "  --package-path gs://bkt/trainer-0.1.tar.gz\n"
     )
     loaded = load_spec_file(write(tmp_path, script), env={})
     cut = (
@@ -647,7 +649,7 @@ def test_an_early_end_is_said_with_the_error_it_causes(tmp_path: Path) -> None:
     legacy = write(
         tmp_path,
         "gcloud ai-platform jobs submit training j --scale-tier basic-gpu" + LEGACY_TAIL + " \\\n"
-        "  # --labels=team=ml \\\n  --job-dir gs://b/out\n",
+        "  # --labels=team=ml \\\n  --job-dir gs://bkt/out\n",
         name="legacy.sh",
     )
     with pytest.raises(SpecError) as invalid:
@@ -740,7 +742,10 @@ def test_a_makefile_recipe_is_read_with_make_variables(tmp_path: Path) -> None:
         MAKEFILE.replace("$(subst $(space),$(comma),$(ARGS))", "--out=$$BUCKET/o"),
         name="Makefile",
     )
-    loaded = load_spec_file(path, env={"PROJECT": "env-project", "MACHINE": "n1-highmem-2"})
+    env = {"PROJECT": "env-project", "MACHINE": "n1-highmem-2"}
+    with pytest.raises(SpecFormatError, match=r"imageUri needs a value the script computes"):
+        load_spec_file(path, env=env)  # the image tag runs git: never kept as written
+    loaded = load_spec_file(path, env={**env, "TAG": "abc123"})
     spec = loaded.spec
     assert loaded.format == "gcloud-command"
     assert (spec.project, spec.region) == ("env-project", "us-central1")  # ?= yields to env
@@ -748,22 +753,19 @@ def test_a_makefile_recipe_is_read_with_make_variables(tmp_path: Path) -> None:
     (pool,) = spec.worker_pool_specs
     assert pool.machine_spec is not None and pool.machine_spec.machine_type == "n1-standard-8"
     assert pool.container_spec is not None
-    assert pool.container_spec.image_uri == (
-        "us-central1-docker.pkg.dev/env-project/trainer:$(git rev-parse --short HEAD)"
-    )
+    assert pool.container_spec.image_uri == "us-central1-docker.pkg.dev/env-project/trainer:abc123"
     assert pool.container_spec.args == ["--out=gs://env-project-ml/o"]  # exported to the shell
     assert loaded.notes[:2] == [
         "read the gcloud command at line 19 (`gcloud ai custom-jobs create`)",
         "read as a Makefile: the recipe of `train` (line 19), Make variables expanded; each "
         "recipe line runs in a shell of its own",
     ]
-    assert any("`$(git rev-parse --short HEAD)` (line 21)" in n for n in loaded.notes)
     assert validate(spec, region="us-central1") == []
 
 
 def test_a_makefile_function_is_a_value_make_computes(tmp_path: Path) -> None:
     path = write(tmp_path, MAKEFILE, name="train.mk")
-    container = load_spec_file(path, env={}).spec.worker_pool_specs[0].container_spec
+    container = load_spec_file(path, env={"TAG": "v1"}).spec.worker_pool_specs[0].container_spec
     assert container is not None  # trainer arguments: kept as written
     # its arguments expanded by make (an undefined one handed on as the shell's ${NAME})
     assert container.args == ["$(subst ${space},${comma},--epochs=5 --batch=64)"]
@@ -960,3 +962,213 @@ def test_an_unset_variable_as_the_command_word_is_named(tmp_path: Path) -> None:
         load_spec_file(write(tmp_path, script), env={})
     loaded = load_spec_file(write(tmp_path, script), env={"GCLOUD": "/opt/sdk/bin/gcloud"})
     assert loaded.format == "gcloud-command"
+
+
+# -- bash constructs scripts use to assemble and run a command (issue 35) -----------------------
+
+CREATE_WORDS = (
+    "gcloud ai custom-jobs create --region=us-central1 --display-name=arrayed\n"
+    "  --worker-pool-spec=machine-type=n1-standard-4,container-image-uri=gcr.io/p/i:1"
+)
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        # The whole command in an array, run as "${cmd[@]}".
+        f"cmd=(\n  {CREATE_WORDS}\n  --args=--epochs=5\n)\n" + '"${cmd[@]}"\n',
+        # Built up with +=, a flag per line, comments between.
+        "cmd=(gcloud ai custom-jobs create)\n"
+        "cmd+=(--region=us-central1)  # where\n"
+        "cmd+=(--display-name=arrayed\n"
+        "  # the one pool\n"
+        "  --worker-pool-spec=machine-type=n1-standard-4,container-image-uri=gcr.io/p/i:1)\n"
+        'ARGS=(--epochs=5)\ncmd+=("--args=${ARGS[0]}")\n' + '"${cmd[@]}"\n',
+        # Flags in an array spliced into a written command, values from variables read when
+        # the array is assigned (bash expands an array's words then).
+        'IMAGE=gcr.io/p/i:1\nFLAGS=(--region=us-central1 "--display-name=arrayed")\n'
+        'POOL=(--worker-pool-spec=machine-type=n1-standard-4,container-image-uri="$IMAGE")\n'
+        "IMAGE=gcr.io/p/changed-later\n"
+        'POOL=("${FLAGS[@]}" "${POOL[@]}")\n'
+        'gcloud ai custom-jobs create "${POOL[@]}" --args=--epochs=5\n',
+        # `declare -a` / `local -a`, and an unquoted array ($FLAGS is its first element).
+        "declare -a cmd=(gcloud ai custom-jobs create --region=us-central1)\n"
+        "FLAGS=(--display-name=arrayed)\n"
+        f"${{cmd[@]}} $FLAGS {CREATE_WORDS.split(chr(10))[1].strip()} --args=--epochs=5\n",
+    ],
+)
+def test_a_command_built_in_a_bash_array_is_read_as_the_words_it_runs(
+    tmp_path: Path, script: str
+) -> None:
+    loaded = load_spec_file(write(tmp_path, script), env={})
+    spec = loaded.spec
+    assert (spec.region, spec.display_name) == ("us-central1", "arrayed")
+    container = spec.worker_pool_specs[0].container_spec
+    assert container is not None
+    assert container.image_uri == "gcr.io/p/i:1"
+    if "--args" in script:
+        assert container.args == ["--epochs=5"]
+
+
+def test_an_array_that_cannot_be_known_is_an_error_naming_why(tmp_path: Path) -> None:
+    appended = (
+        "cmd=(gcloud ai custom-jobs create --region=us-central1 --display-name=d)\n"
+        'if [ -n "$GPU" ]; then cmd+=(--worker-pool-spec=machine-type=n1-standard-8); fi\n'
+        '"${cmd[@]}"\n'
+    )
+    with pytest.raises(SpecFormatError, match=r"\$cmd is set under a condition \(line 2\)"):
+        load_spec_file(write(tmp_path, appended), env={})
+    # A growing array is bounded: doubling it in a loop ends in an error, not in memory.
+    doubling = "a=(x)\n" + 'a=("${a[@]}" "${a[@]}")\n' * 20 + '"${a[@]}"\n'
+    started = time.monotonic()
+    with pytest.raises(SpecFormatError, match="more than 10000 elements"):
+        load_spec_file(write(tmp_path, doubling), env={})
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize(
+    "top",
+    [
+        'LOG=logs/submit.log\nexec > >(tee -a "$LOG") 2>&1\n',
+        "exec 3>&1 1>>submit.log 2>&1\n",
+        'exec 2> >(while read -r l; do echo "[err] $l"; done)\n',
+        "diff <(sort a.txt) <(sort b.txt) > /dev/null || echo differ\n",
+    ],
+)
+def test_process_substitutions_and_exec_redirections_do_not_stop_the_reader(
+    tmp_path: Path, top: str
+) -> None:
+    script = f"#!/bin/bash\nset -e\n{top}{CREATE_WORDS.replace(chr(10), ' ')}\n"
+    spec = load_spec_file(write(tmp_path, script), env={}).spec
+    assert spec.display_name == "arrayed"
+
+
+def test_a_backslash_that_ends_the_file_is_dropped_as_bash_drops_it(tmp_path: Path) -> None:
+    for ending in ("\\", " \\", " --args=--epochs=5\\"):
+        script = CREATE_WORDS.replace("\n", " ") + ending
+        container = load_spec_file(write(tmp_path, script), env={}).spec.worker_pool_specs[0]
+        assert container.container_spec is not None
+        assert container.container_spec.image_uri == "gcr.io/p/i:1"
+        assert container.container_spec.args == (["--epochs=5"] if "args" in ending else [])
+
+
+GETOPTS = """\
+REGION=us-central1
+MACHINE=n1-standard-4
+usage() { echo "usage: $0 [-r region] [-m machine] [-g]"; exit 1; }
+while getopts "r:m:g" opt; do
+  case "$opt" in
+    r) REGION="$OPTARG" ;;
+    m) MACHINE=$OPTARG ;;
+    g) GPU=1 ;;
+    *) usage ;;
+  esac
+done
+shift $((OPTIND - 1))
+gcloud ai custom-jobs create --region=$REGION --display-name=d \\
+  --worker-pool-spec=machine-type=$MACHINE,container-image-uri=gcr.io/p/i:1
+"""
+
+
+def test_values_set_by_getopts_are_the_scripts_defaults_with_a_note(tmp_path: Path) -> None:
+    loaded = load_spec_file(write(tmp_path, GETOPTS), env={})
+    pool = loaded.spec.worker_pool_specs[0]
+    assert loaded.spec.region == "us-central1"
+    assert pool.machine_spec is not None and pool.machine_spec.machine_type == "n1-standard-4"
+    assert any(
+        "$REGION is set from the script's options (getopts, line 4)" in n
+        and "its default 'us-central1' is used" in n
+        for n in loaded.notes
+    )
+    # No default before the loop: it depends on the arguments, said so.
+    no_default = GETOPTS.replace("MACHINE=n1-standard-4\n", "")
+    with pytest.raises(
+        SpecFormatError,
+        match=r"\$MACHINE is set from the script's options \(getopts, line 3\) and has no "
+        r"default: it depends on the script's arguments",
+    ):
+        load_spec_file(write(tmp_path, no_default), env={})
+
+
+CASE = """\
+MODE=${1:-small}
+case "$MODE" in
+  tiny|small)
+    MACHINE=n1-standard-4
+    ;;
+  big) MACHINE=n1-standard-16; GPUS=2 ;;
+  *) echo "unknown mode"; exit 1 ;;
+esac
+gcloud ai custom-jobs create --region=us-central1 --display-name=d \\
+  --worker-pool-spec=machine-type=$MACHINE,container-image-uri=gcr.io/p/i:1
+"""
+
+
+def test_a_case_on_a_known_word_takes_the_branch_bash_would(tmp_path: Path) -> None:
+    loaded = load_spec_file(write(tmp_path, CASE), env={})
+    machine = loaded.spec.worker_pool_specs[0].machine_spec
+    assert machine is not None and machine.machine_type == "n1-standard-4"
+    assert any("its default 'small' is used" in n for n in loaded.notes)
+    big = load_spec_file(write(tmp_path, CASE.replace("${1:-small}", "big")), env={})
+    machine = big.spec.worker_pool_specs[0].machine_spec
+    assert machine is not None and machine.machine_type == "n1-standard-16"
+    # Nothing matches and the `*)` branch exits: the machine is never set.
+    with pytest.raises(SpecFormatError, match=r"\$MACHINE is not set"):
+        load_spec_file(write(tmp_path, CASE.replace("${1:-small}", "huge")), env={})
+
+
+def test_a_case_written_on_one_line_is_followed_too(tmp_path: Path) -> None:
+    script = (
+        'MODE=big; case "$MODE" in small) MACHINE=n1-standard-4 ;; big) MACHINE=n1-standard-16'
+        " ;; esac\n" + CASE.split("esac\n", 1)[1]
+    )
+    machine = load_spec_file(write(tmp_path, script), env={}).spec.worker_pool_specs[0]
+    assert machine.machine_spec is not None
+    assert machine.machine_spec.machine_type == "n1-standard-16"
+    first = script.replace("MODE=big", "MODE=small")
+    machine = load_spec_file(write(tmp_path, first), env={}).spec.worker_pool_specs[0]
+    assert machine.machine_spec is not None
+    assert machine.machine_spec.machine_type == "n1-standard-4"
+
+
+def test_a_case_on_the_scripts_arguments_says_the_value_depends_on_them(
+    tmp_path: Path,
+) -> None:
+    script = CASE.replace("MODE=${1:-small}\n", "").replace('"$MODE"', '"$1"')
+    with pytest.raises(
+        SpecFormatError,
+        match=r"\$MACHINE is set in a `case` on the script's arguments \(line 1\): it depends "
+        r"on the arguments",
+    ):
+        load_spec_file(write(tmp_path, script), env={})
+    env = load_spec_file(write(tmp_path, script), env={"MACHINE": "n1-highmem-2"}).spec
+    machine = env.worker_pool_specs[0].machine_spec
+    assert machine is not None and machine.machine_type == "n1-highmem-2"
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        # One array run twice.
+        f"cmd=({CREATE_WORDS})\n" + '"${cmd[@]}"\n"${cmd[@]}"\n',
+        # A submission per case branch, the word not known: both are read.
+        'case "$1" in\n  a) '
+        + CREATE_WORDS.replace("\n", " ")
+        + " ;;\n  b) "
+        + CREATE_WORDS.replace("\n", " ")
+        + " ;;\nesac\n",
+    ],
+)
+def test_several_submissions_are_refused_naming_their_lines(tmp_path: Path, script: str) -> None:
+    with pytest.raises(SpecFormatError, match=r"the script submits 2 jobs \(gcloud commands at"):
+        load_spec_file(write(tmp_path, script), env={})
+
+
+def test_a_case_on_a_known_word_reads_only_the_submission_of_its_branch(tmp_path: Path) -> None:
+    script = (
+        "MODE=${MODE:-train}\ncase $MODE in\n  train) "
+        + CREATE_WORDS.replace("\n", " ")
+        + " ;;\n  tune) gcloud ai hp-tuning-jobs create --region=us-central1 --config=x.yaml ;;"
+        "\nesac\n"
+    )
+    assert load_spec_file(write(tmp_path, script), env={}).spec.display_name == "arrayed"

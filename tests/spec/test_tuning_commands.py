@@ -47,8 +47,8 @@ LEGACY_HP = (
 )
 LEGACY = (
     "gcloud ai-platform jobs submit training census_hpt --region us-central1 "
-    "--module-name trainer.task --packages gs://b/trainer-0.1.tar.gz "
-    "--runtime-version 2.11 --python-version 3.7 --job-dir gs://b/census"
+    "--module-name trainer.task --packages gs://bkt/trainer-0.1.tar.gz "
+    "--runtime-version 2.11 --python-version 3.7 --job-dir gs://bkt/census"
 )
 
 
@@ -175,14 +175,19 @@ def test_a_heredoc_config_with_computed_values(tmp_path: Path) -> None:
         f"{CREATE} --max-trial-count=4\n"
     )
     stale = "studySpec: {}\ntrialJobSpec: {}\n"  # a file on disk: never what the command reads
-    tuning, notes = tuning_of(tmp_path, script, hpt__yaml=stale)
+    # A computed image tag is never kept as written (it would be the image pulled).
+    with pytest.raises(SpecFormatError, match=r"imageUri needs a value .*set TAG in the env"):
+        tuning_of(tmp_path, script, hpt__yaml=stale)
+    path = tmp_path / "submit.sh"
+    result = load_spec_file(path, env={"TAG": "abc123"}, tuning=True)
+    tuning, notes = result.tuning, result.notes
+    assert tuning is not None
     (pool,) = tuning.trial_job_spec.worker_pool_specs
     assert pool.machine_spec is not None and pool.machine_spec.machine_type == "n1-highmem-8"
     assert pool.container_spec is not None
-    assert pool.container_spec.image_uri == "gcr.io/p/trainer:$(git rev-parse --short HEAD)"
+    assert pool.container_spec.image_uri == "gcr.io/p/trainer:abc123"
     assert [p.parameter_id for p in tuning.study_spec.parameters] == ["lr", "batch_size"]
     assert "--config hpt.yaml: written by the heredoc at line 5; flags override its values" in notes
-    assert any("kept as written" in n and "image" in n for n in notes)
 
 
 def test_a_computed_value_where_the_validator_checks_it_whole_is_refused(tmp_path: Path) -> None:

@@ -614,7 +614,7 @@ def test_a_trials_earlier_executor_image_name_is_read_as_vertex_ais(tmp_path: Pa
     text = VERTEX_CONFIG.replace(
         "containerSpec: {imageUri: gcr.io/my-project/trainer:v3}",
         "pythonPackageSpec: {executorImageUri: gcr.io/cloud-ml-public/training/pytorch-gpu.1-13,"
-        " packageUris: [gs://b/t.tgz], pythonModule: trainer.task}",
+        " packageUris: [gs://bkt/t.tgz], pythonModule: trainer.task}",
     )
     loaded = load_spec_file(write(tmp_path, text), tuning=True)
     assert loaded.tuning is not None

@@ -342,14 +342,18 @@ def test_zone_rule_with_tiny_catalog() -> None:
         ({"displayName": "a\x00b"}, "displayName"),
         ({"labels": {"team": "m\x00l"}}, "labels.team"),
         (
-            {"workerPoolSpecs": [{"pythonPackageSpec": {"packageUris": ["gs://b/p\x00.tar.gz"]}}]},
+            {
+                "workerPoolSpecs": [
+                    {"pythonPackageSpec": {"packageUris": ["gs://bkt/p\x00.tar.gz"]}}
+                ]
+            },
             "workerPoolSpecs[0].pythonPackageSpec.packageUris[0]",
         ),
         (
             {"workerPoolSpecs": [{"containerSpec": {"imageUri": "i", "env": {"A": "x\x00"}}}]},
             "workerPoolSpecs[0].containerSpec.env[0].value",
         ),
-        ({"baseOutputDirectory": "gs://b/o\x00ut"}, "baseOutputDirectory"),
+        ({"baseOutputDirectory": "gs://bkt/o\x00ut"}, "baseOutputDirectory"),
     ],
 )
 def test_nul_bytes_are_refused_at_their_field(document, path):
@@ -362,7 +366,7 @@ def test_nul_bytes_are_refused_at_their_field(document, path):
 
 def test_a_package_runs_only_on_a_prebuilt_executor_image() -> None:
     def image_violations(uri: str) -> list[str]:
-        package = {"executorImageUri": uri, "packageUris": ["gs://b/t.tgz"], "pythonModule": "t"}
+        package = {"executorImageUri": uri, "packageUris": ["gs://bkt/t.tgz"], "pythonModule": "t"}
         found = validate(spec(pool(pythonPackageSpec=package)), region="us-central1")
         return [v.reason + " / " + (v.suggestion or "") for v in found if "executorImage" in v.path]
 
@@ -374,3 +378,182 @@ def test_a_package_runs_only_on_a_prebuilt_executor_image() -> None:
     assert "us-docker.pkg.dev/vertex-ai/training/pytorch-cpu.1-4:latest" in legacy
     (untagged,) = image_violations("us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-17.py310")
     assert "tf-cpu.2-17.py310:latest" in untagged
+
+
+# --- issue 35: what would make a job fail late or train nothing ---------------------------
+
+_TRAINING = "us-docker.pkg.dev/vertex-ai/training/"
+
+
+def _with_image(image: str, machine: str, accelerator: str | None, count: int) -> JobSpec:
+    chosen = pool(machine, accelerator, count)
+    chosen["pythonPackageSpec"]["executorImageUri"] = _TRAINING + image
+    return spec(chosen)
+
+
+@pytest.mark.parametrize(
+    ("image", "machine", "accelerator", "count", "severity", "suggested"),
+    [
+        # A CPU build on paid GPUs (or a TPU): they would sit idle. An error.
+        (
+            "tf-cpu.2-17.py310:latest",
+            "n1-standard-8",
+            "NVIDIA_TESLA_T4",
+            4,
+            "error",
+            "tf-gpu.2-17.py310",
+        ),
+        (
+            "pytorch-xla.2-4.py310:latest",
+            "a2-highgpu-1g",
+            "NVIDIA_TESLA_A100",
+            1,
+            "error",
+            "pytorch-gpu.2-4.py310",
+        ),
+        # A GPU build where there is no GPU: it runs, on the CPU. A warning.
+        ("tf-gpu.2-17.py310:latest", "n1-standard-8", None, 0, "warning", "tf-cpu.2-17.py310"),
+        ("xgboost-gpu.2-1:latest", "n1-highmem-8", None, 0, "warning", "xgboost-cpu.2-1"),
+    ],
+)
+def test_a_prebuilt_image_built_for_other_hardware_than_the_pool_is_named(
+    image: str,
+    machine: str,
+    accelerator: str | None,
+    count: int,
+    severity: str,
+    suggested: str,
+) -> None:
+    found = validate(_with_image(image, machine, accelerator, count), region="us-central1")
+    v = by_path(found, "workerPoolSpecs[0].pythonPackageSpec.executorImageUri")
+    assert v.severity == severity
+    assert ("CPU image" if "cpu" in image or "xla" in image else "GPU image") in v.reason
+    assert v.suggestion is not None and f"{_TRAINING}{suggested}:latest" in v.suggestion
+
+
+def test_an_image_for_the_pools_hardware_passes_and_a_container_image_is_judged_too() -> None:
+    # pytorch-gpu.1-13 is listed for CPU and GPU alike in Google's table: both pass.
+    for accelerator, count in (("NVIDIA_TESLA_T4", 1), (None, 0)):
+        on = _with_image("pytorch-gpu.1-13.py310:latest", "n1-standard-8", accelerator, count)
+        assert validate(on, region="us-central1") == []
+    container = pool("n1-standard-8", "NVIDIA_TESLA_T4", 2)
+    del container["pythonPackageSpec"]
+    container["containerSpec"] = {"imageUri": _TRAINING + "tf-cpu.2-17.py310:latest"}
+    v = by_path(validate(spec(container)), "workerPoolSpecs[0].containerSpec.imageUri")
+    assert v.severity == "error" and "tf-gpu.2-17.py310" in (v.suggestion or "")
+
+
+@pytest.mark.parametrize(
+    ("bucket", "says"),
+    [
+        ("b", "1 characters long"),
+        ("ab", "2 characters long"),
+        ("a" * 64, "64 characters long"),
+        ("My-Bucket", "lowercase"),
+        ("has space", "lowercase"),
+        ("-starts-with-dash", "start and end"),
+        ("ends-with-dot.", "start and end"),
+        ("192.168.5.4", "IP address"),
+        ("goog-data", '"goog"'),
+        ("my-google-data", '"google"'),
+        ("my-g00gle-data", '"google"'),
+        (("a" * 64) + ".example.com", "dot-separated part"),
+        ("a." * 112 + "a", "225 characters long"),
+    ],
+)
+def test_every_gs_uri_bucket_follows_cloud_storage_naming(bucket: str, says: str) -> None:
+    job = spec(
+        pool(
+            pythonPackageSpec={
+                "executorImageUri": _TRAINING + "tf-cpu.2-17.py310:latest",
+                "packageUris": [f"gs://{bucket}/t.tar.gz"],
+                "pythonModule": "trainer.task",
+            }
+        ),
+        baseOutputDirectory=f"gs://{bucket}/j",
+    )
+    found = validate(job)
+    for path in ("baseOutputDirectory", "workerPoolSpecs[0].pythonPackageSpec.packageUris[0]"):
+        v = by_path(found, path)
+        assert v.severity == "error" and "not a valid Cloud Storage bucket name" in v.reason
+        assert says in v.reason
+
+
+@pytest.mark.parametrize(
+    "bucket", ["abc", "my_bucket-1", "a" * 63, "data.example.com", ("a" * 63 + ".") * 3 + "abc"]
+)
+def test_valid_bucket_names_pass(bucket: str) -> None:
+    assert validate(spec(pool(), baseOutputDirectory=f"gs://{bucket}/j")) == []
+
+
+def test_the_bucket_rules_cite_their_public_source() -> None:
+    import components._validation as module
+
+    assert len(module.BUCKET_NAME_RULES) == 6
+    assert "cloud.google.com/storage/docs/buckets#naming" in Path(module.__file__).read_text()
+    assert module.bucket_name_problem("\x00" * 10) is not None  # hostile text: a reason
+
+
+def test_a_local_trainer_path_that_does_not_exist_is_refused_naming_the_field(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "trainer").mkdir()
+    for uri, there in (
+        ("./trainer", True),
+        (str(tmp_path / "trainer"), True),
+        ("./nope", False),
+        (f"file://{tmp_path}/nope.tar.gz", False),
+        ("x" * 5000, False),  # too long for a file name: said missing, never a traceback
+    ):
+        job = spec(
+            pool(
+                pythonPackageSpec={
+                    "executorImageUri": _TRAINING + "tf-cpu.2-17.py310:latest",
+                    "packageUris": [uri],
+                    "pythonModule": "trainer.task",
+                }
+            )
+        )
+        found = validate(job, target="local", base=tmp_path)
+        if there:
+            assert found == []
+        else:
+            v = by_path(found, "workerPoolSpecs[0].pythonPackageSpec.packageUris[0]")
+            assert v.severity == "error" and "does not exist" in v.reason
+
+
+def test_the_cli_reads_a_relative_trainer_path_from_the_spec_files_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from components._cli import main
+
+    (tmp_path / "trainer").mkdir()
+    job = tmp_path / "job.yaml"
+    body = (
+        "workerPoolSpecs:\n- machineSpec: {machineType: n1-standard-4}\n  replicaCount: 1\n"
+        "  pythonPackageSpec:\n    executorImageUri: "
+        + _TRAINING
+        + "tf-cpu.2-17.py310:latest\n    packageUris: [%s]\n    pythonModule: trainer.task\n"
+    )
+    job.write_text(body % "./trainer")
+    assert main(["validate", str(job), "--target", "local"]) == 0
+    job.write_text(body % "./trainer-gone")
+    assert main(["validate", str(job), "--target", "local"]) == 1
+    assert "packageUris[0]: './trainer-gone' does not exist" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("custom", "suggested"),
+    [
+        ("n1-custom-4-204800", "n1-highmem-32"),  # 4 vCPUs, 200 GB: memory decides
+        ("custom-6-20480", "n1-standard-8"),  # no family: N1; 6 vCPUs, 20 GB
+        ("n2-custom-8-16384", "n2-standard-8"),
+        ("n1-custom-96-10240000-ext", "no predefined n1 type"),
+    ],
+)
+def test_a_custom_machine_type_gets_the_smallest_predefined_type_that_holds_it(
+    custom: str, suggested: str
+) -> None:
+    v = by_path(validate(spec(pool(custom))), "workerPoolSpecs[0].machineSpec.machineType")
+    assert "custom machine type" in v.reason and "predefined" in v.reason
+    assert v.suggestion is not None and suggested in v.suggestion
