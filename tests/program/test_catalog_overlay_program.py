@@ -51,7 +51,7 @@ def test_a_job_taken_over_keeps_an_image_the_catalog_lacks(tmp_path: Path) -> No
     does not know: taken over with a warning; the same file as a new job is refused."""
     document = yaml.safe_load((REPO / "stacks/jobs/dev-t4-spot.yaml").read_text())
     package = document["jobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]
-    package["packageUris"] = ["gs://b/t.tar.gz"]
+    package["packageUris"] = ["gs://bkt/t.tar.gz"]
     package["executorImageUri"] = "gcr.io/team/old-trainer:2019"
     spec_file = tmp_path / "imported.yaml"
     spec_file.write_text(yaml.safe_dump(document))

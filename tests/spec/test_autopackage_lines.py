@@ -67,7 +67,7 @@ def test_a_line_break_in_a_job_files_build_is_refused_naming_the_key(tmp_path: P
                     "replicaCount": 1,
                     "pythonPackageSpec": {
                         "executorImageUri": TF_GPU,
-                        "packageUris": ["gs://b/trainer.tar.gz"],
+                        "packageUris": ["gs://bkt/trainer.tar.gz"],
                         "pythonModule": "trainer.task",
                         "env": [{"name": AUTOPACKAGE_ENV, "value": json.dumps(build)}],
                     },
