@@ -26,7 +26,7 @@ workerPoolSpecs:
   containerSpec: {imageUri: us-docker.pkg.dev/p/r/trainer:1}
 """
 _RUN = (
-    "import sys; {before}from components._cli import main; "
+    "import sys; {before}from components.cli._cli import main; "
     "code = main(['convert', sys.argv[1]], open('/dev/null', 'w'), open('/dev/null', 'w')); "
     "print(int('google.cloud.aiplatform_v1.services.job_service.client' in sys.modules)); "
     "sys.exit(code)"

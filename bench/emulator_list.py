@@ -44,7 +44,7 @@ sys.path.insert(0, str(REPO))
 from google.cloud.aiplatform_v1 import types as aip  # noqa: E402
 
 from bench.emulator import job as bench_job  # noqa: E402
-from components._wire import IDENTITY_LABEL, RUN_LABEL  # noqa: E402
+from components.lifecycle._wire import IDENTITY_LABEL, RUN_LABEL  # noqa: E402
 from emulator import protos  # noqa: E402
 from emulator.store import Store  # noqa: E402
 from emulator.testing import EmulatorProcess, running_emulator  # noqa: E402

@@ -34,13 +34,13 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from components._wire import (  # noqa: E402
+from components.formats import spec_from_document  # noqa: E402
+from components.lifecycle._wire import (  # noqa: E402
     INPUT_PROPERTIES,
     OUTPUT_PROPERTIES,
     encode_spec,
     is_default_input,
 )
-from components.formats import spec_from_document  # noqa: E402
 from components.training_job import prepare_spec, resolve_local_paths  # noqa: E402
 from tests.e2e._engine import (  # noqa: E402
     GCP_PROJECT,

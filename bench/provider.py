@@ -22,9 +22,9 @@ sys.path.insert(0, str(REPO))
 
 from pulumi.dynamic.dynamic import serialize_provider  # noqa: E402
 
-from components._adoption import identity_label  # noqa: E402
 from components._provider import TrainingJobProvider  # noqa: E402
-from components._wire import encode_spec  # noqa: E402
+from components.lifecycle._adoption import identity_label  # noqa: E402
+from components.lifecycle._wire import encode_spec  # noqa: E402
 from components.training_job import prepare_spec  # noqa: E402
 
 SPECS = {

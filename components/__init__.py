@@ -8,7 +8,15 @@ use), the GCP infrastructure component in ``components.infra``.
 
 from typing import TYPE_CHECKING, Any
 
-from components._catalog import (
+from ._errors import (
+    CatalogError,
+    SpecError,
+    SpecFormatError,
+    SpecInvalidError,
+    TrainingJobError,
+)
+from .formats import LoadedSpec, load_spec_file, spec_from_document
+from .rules._catalog import (
     Accelerator,
     Catalog,
     Combination,
@@ -20,14 +28,7 @@ from components._catalog import (
     regions_offering,
     zones_offering,
 )
-from components._errors import (
-    CatalogError,
-    SpecError,
-    SpecFormatError,
-    SpecInvalidError,
-    TrainingJobError,
-)
-from components._spec import (
+from .rules._spec import (
     ContainerSpec,
     DiskSpec,
     EncryptionSpec,
@@ -38,14 +39,13 @@ from components._spec import (
     Scheduling,
     WorkerPoolSpec,
 )
-from components._tuning_spec import StudySpec, TrialJobSpec, TuningJobSpec
-from components._tuning_validation import validate_tuning, validate_tuning_document
-from components._validation import validate, validate_document
-from components._violations import Violation, did_you_mean, errors_only, nearest
-from components.formats import LoadedSpec, load_spec_file, spec_from_document
+from .rules._tuning_spec import StudySpec, TrialJobSpec, TuningJobSpec
+from .rules._tuning_validation import validate_tuning, validate_tuning_document
+from .rules._validation import validate, validate_document
+from .rules._violations import Violation, did_you_mean, errors_only, nearest
 
 if TYPE_CHECKING:
-    from components.tuning_job import HyperparameterTuningJob, HyperparameterTuningJobArgs
+    from .tuning_job import HyperparameterTuningJob, HyperparameterTuningJobArgs
 
 __all__ = [
     "Accelerator",
@@ -96,7 +96,7 @@ _RESOURCES = ("HyperparameterTuningJob", "HyperparameterTuningJobArgs")
 def __getattr__(name: str) -> Any:
     """The Pulumi resources, imported on first use (they import ``pulumi``)."""
     if name in _RESOURCES:
-        from components import tuning_job
+        from . import tuning_job
 
         return getattr(tuning_job, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

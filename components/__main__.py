@@ -2,6 +2,6 @@
 
 import sys
 
-from components._cli import main
+from .cli._cli import main
 
 sys.exit(main())

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 __all__ = ["CatalogError", "SpecError", "SpecFormatError", "SpecInvalidError", "TrainingJobError"]
 
 if TYPE_CHECKING:
-    from components._violations import Violation
+    from .rules._violations import Violation
 
 
 class TrainingJobError(Exception):

@@ -14,13 +14,13 @@ provider holds no client, socket or secret on ``self``; the API client is the pr
 (``components.vertex.api.shared_client``), made on the first API call.
 
 The provider process serves many operations at once, in threads: ``configure`` lifts the
-dynamic provider host's limit of four (``components._host``, ``training:maxConcurrentOperations``),
+dynamic provider host's limit of four (``components.lifecycle._host``, ``training:maxConcurrentOperations``),
 and nothing here holds a lock across an API call. While a create or a delete waits for a job,
-progress lines go to stderr, which the engine shows (``components._progress``).
+progress lines go to stderr, which the engine shows (``components.lifecycle._progress``).
 
 ``check`` and ``diff`` run on every preview and never import the Vertex client library.
 
-What may happen to a running job, and when, is ``components._adoption``'s (adoption, held
+What may happen to a running job, and when, is ``components.lifecycle._adoption``'s (adoption, held
 jobs, imports) and this class's: a create cancels its job only when the job's wait timed out
 (``waitTimeout``); a job that ended badly has nothing to cancel; an API that cannot be reached,
 the engine's Cancel (Ctrl-C, ``pulumi cancel``) or a stopping provider process leave the job
@@ -46,7 +46,9 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
-from components._adoption import (
+from ._redaction import redact
+from .costs._pricing import cost_outputs
+from .lifecycle._adoption import (
     ADOPTABLE_ACTIVE,
     RunLabels,
     adopted_here,
@@ -59,23 +61,19 @@ from components._adoption import (
     record_adopted,
     without_plain_run_hash,
 )
-from components._check import CUSTOM_JOB_SPEC, SpecKind, check_inputs, diff_inputs
-from components._engine_watch import watch_engine
-from components._host import (
+from .lifecycle._check import CUSTOM_JOB_SPEC, SpecKind, check_inputs, diff_inputs
+from .lifecycle._engine_watch import watch_engine
+from .lifecycle._host import (
     install_cancel_handler,
     install_error_handlers,
     profiled,
     widen_host_pool,
 )
-from components._interrupt import Interrupted, interrupted
-from components._lock_watch import watch_lock
-from components._pricing import cost_outputs
-from components._progress import WaitProgress, local_chief_log, write_line
-from components._redaction import redact
-from components._settings import Endpoint, ProviderSettings, public_url
-from components._spec import JobSpec
-from components._validation import MAX_LABELS
-from components._wire import (
+from .lifecycle._interrupt import Interrupted, interrupted
+from .lifecycle._lock_watch import watch_lock
+from .lifecycle._progress import WaitProgress, local_chief_log, write_line
+from .lifecycle._settings import Endpoint, ProviderSettings, public_url
+from .lifecycle._wire import (
     DEFAULT_WAIT_TIMEOUT,
     ENV_VALUES,
     EXCLUSIVE_GPUS,
@@ -103,7 +101,9 @@ from components._wire import (
     parse_job_name,
     status_of,
 )
-from components.vertex.api import (
+from .rules._spec import JobSpec
+from .rules._validation import MAX_LABELS
+from .vertex.api import (
     CUSTOM_JOB,
     TERMINAL_STATES,
     ApiUnreachable,
@@ -158,13 +158,13 @@ class JobResourceKind:
 
 def _custom_job(document: dict[str, Any]) -> Any:
     aiplatform()  # first import here, with the library's version warnings silenced
-    from components.vertex.convert import to_custom_job
+    from .vertex.convert import to_custom_job
 
     return to_custom_job(JobSpec.parse(document))
 
 
 def _described_custom_job(document: dict[str, Any]) -> JobSpec:
-    from components.formats import spec_from_document
+    from .formats import spec_from_document
 
     return spec_from_document(document, "(existing job)").spec
 
@@ -232,8 +232,8 @@ class JobProvider(ResourceProvider):
         self._settings = ProviderSettings.read(req.config.get)
         if self._settings.catalog_overlay:
             # The program checked the jobs against the overlaid catalog; `check` here must too.
-            from components._catalog import use_catalog_overlay
-            from components.config import PROJECT_ROOT
+            from .config import PROJECT_ROOT
+            from .rules._catalog import use_catalog_overlay
 
             use_catalog_overlay(PROJECT_ROOT / self._settings.catalog_overlay)
         # The host calls this in one of its worker threads, before the first operation.
@@ -347,9 +347,9 @@ class JobProvider(ResourceProvider):
         """Vertex refused the job for quota: the job's need, what the active jobs hold and the
         project's limit for each metric it named, and how to request more (the limits and the
         jobs read best-effort)."""
-        from components._catalog import load_catalog
-        from components._quota import refusal_message
-        from components.vertex.quotas import QuotaUnavailable, read_limits
+        from .costs._quota import refusal_message
+        from .rules._catalog import load_catalog
+        from .vertex.quotas import QuotaUnavailable, read_limits
 
         try:
             limits = read_limits(self.endpoint, run.project)
@@ -674,13 +674,13 @@ IN_USE_SCAN = 1000
 
 
 def _active_needs(api: JobApi, parent: str) -> list[Any] | None:
-    """What the active jobs (custom and tuning) in ``parent`` hold (``components._quota.Need``
+    """What the active jobs (custom and tuning) in ``parent`` hold (``components.costs._quota.Need``
     of each), for a quota refusal's message; None when they cannot be listed. One listing of
     each kind, at most ``IN_USE_SCAN`` jobs each; a job whose spec cannot be read is skipped."""
-    from components._catalog import load_catalog
-    from components._quota import job_needs, load_quota_metrics
-    from components.formats import spec_from_document
-    from components.vertex.api import TUNING_JOB
+    from .costs._quota import job_needs, load_quota_metrics
+    from .formats import spec_from_document
+    from .rules._catalog import load_catalog
+    from .vertex.api import TUNING_JOB
 
     catalog, table = load_catalog(), load_quota_metrics()
     found: list[Any] = []

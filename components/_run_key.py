@@ -1,6 +1,6 @@
 """The stack's run key: a random secret that keys every TrainingJob's run hash.
 
-A run hash (``components._adoption.run_hash``) covers a job's env values, so that a changed
+A run hash (``components.lifecycle._adoption.run_hash``) covers a job's env values, so that a changed
 secret is a new run. Unkeyed, it let anyone who reads the state (or a job's labels, which
 reach billing exports) test guesses of an env value offline. Keyed with this secret, it
 cannot be recomputed without the key.
@@ -22,7 +22,7 @@ import pulumi
 import pulumi.dynamic
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider
 
-from components._engine_watch import watch_engine
+from .lifecycle._engine_watch import watch_engine
 
 __all__ = ["KEY", "RUN_KEY_RESOURCE_NAME", "RunKey", "RunKeyProvider", "stack_run_key"]
 

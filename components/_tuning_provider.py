@@ -15,19 +15,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from components._check import TUNING_JOB_SPEC
-from components._pricing import tuning_cost_outputs
-from components._provider import JobProvider, JobResourceKind
-from components._tuning_spec import TuningJobSpec
-from components._wire import parse_tuning_job_name
-from components.vertex.api import TUNING_JOB as TUNING_JOB_API
-from components.vertex.api import aiplatform, tuning_job_outputs
+from ._provider import JobProvider, JobResourceKind
+from .costs._pricing import tuning_cost_outputs
+from .lifecycle._check import TUNING_JOB_SPEC
+from .lifecycle._wire import parse_tuning_job_name
+from .rules._tuning_spec import TuningJobSpec
+from .vertex.api import TUNING_JOB as TUNING_JOB_API
+from .vertex.api import aiplatform, tuning_job_outputs
 
 __all__ = ["TUNING_JOB", "TuningJobProvider"]
 
 
 def _described_tuning_job(document: dict[str, Any]) -> TuningJobSpec:
-    from components.formats import spec_from_document
+    from .formats import spec_from_document
 
     tuning = spec_from_document(document, "(existing job)", tuning=True).tuning
     if tuning is None:  # the API returned a tuning job: it reads as one
@@ -37,7 +37,7 @@ def _described_tuning_job(document: dict[str, Any]) -> TuningJobSpec:
 
 def _tuning_job(document: dict[str, Any]) -> Any:
     aiplatform()  # first import here, with the library's version warnings silenced
-    from components.vertex.tuning_convert import to_tuning_job
+    from .vertex.tuning_convert import to_tuning_job
 
     return to_tuning_job(TuningJobSpec.parse(document))
 

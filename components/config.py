@@ -6,7 +6,7 @@ Keys (``Pulumi.<stack>.yaml``)::
     gcp:region: us-central1           # required
     training:endpoint: http://127.0.0.1:8642   # optional: the local emulator
     training:emulatorStateDir: .local/emulator  # optional: the local emulator of that state
-                                       # dir, at the port it runs now (components._settings)
+                                       # dir, at the port it runs now (components.lifecycle._settings)
     training:trainerSource: examples/trainer   # optional: package source to stage
     training:jobs:                     # or training:job with one entry
       - name: t4-spot                  # the resource name
@@ -26,7 +26,7 @@ Keys (``Pulumi.<stack>.yaml``)::
                                        # the prices.csv schema, a discount in percent (12.5),
                                        # or {sheet: ..., discountPercent: ...}
     training:quota: error              # error (default) | warn | off: the jobs' Vertex training
-                                       # quotas checked at preview (components._quota)
+                                       # quotas checked at preview (components.costs._quota)
     training:livePrices: true          # true (default) | false: the preview's cost lines
                                        # price from the Cloud Billing Catalog API (cached per
                                        # day) over the catalog's dated snapshot
@@ -52,20 +52,20 @@ from typing import Any, cast
 
 import pulumi
 
-from components._catalog import Catalog, load_catalog, use_catalog_overlay
-from components._check import wait_timeout_seconds
-from components._errors import CatalogError
-from components._files import is_regular_file
-from components._price_sheet import PriceSetting, PriceSheetError, apply_prices, parse_price_setting
-from components._quota import QUOTA_MODES
-from components._settings import (
+from ._errors import CatalogError
+from ._files import is_regular_file
+from .costs._price_sheet import PriceSetting, PriceSheetError, apply_prices, parse_price_setting
+from .costs._quota import QUOTA_MODES
+from .lifecycle._check import wait_timeout_seconds
+from .lifecycle._settings import (
     CATALOG_OVERLAY_KEY,
     ProviderSettings,
     SettingError,
     target_for_endpoint,
 )
-from components._validation import Target
-from components._wire import WAIT_FOR_VALUES, WaitFor
+from .lifecycle._wire import WAIT_FOR_VALUES, WaitFor
+from .rules._catalog import Catalog, load_catalog, use_catalog_overlay
+from .rules._validation import Target
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 

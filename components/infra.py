@@ -13,7 +13,7 @@ Children (all with ``parent=self``):
   ``roles/aiplatform.user`` is what the *submitter* needs, not the job. Whoever runs
   ``pulumi up`` must be able to act as the account: pass ``deployer`` (e.g.
   ``user:me@example.com``) to grant ``roles/iam.serviceAccountUser`` on this account only;
-- the trainer package, built deterministically from source (``components._packaging``) and
+- the trainer package, built deterministically from source (``components.lifecycle._packaging``) and
   uploaded as ``packages/<sha256[:16]>/<name>-<version>.tar.gz``: a code change is a new
   object name, so the job's spec changes and the job is replaced.
 """
@@ -27,7 +27,7 @@ from pathlib import Path
 import pulumi
 import pulumi_gcp as gcp
 
-from components._packaging import build_sdist, write_sdist
+from .lifecycle._packaging import build_sdist, write_sdist
 
 __all__ = ["TrainingInfra", "TrainingInfraArgs"]
 

@@ -3,7 +3,7 @@
 ``__main__.py`` only calls ``run()``. This module reads ``training:jobs`` (and the spec files
 it names, once each) and declares the resources a program of one's own would declare with the
 same arguments; what a job gets besides its spec is the resource's doing
-(``components._job_preview``): cloud stacks (no local endpoint) get a ``TrainingInfra`` (API,
+(``components.lifecycle._job_preview``): cloud stacks (no local endpoint) get a ``TrainingInfra`` (API,
 bucket, service account, staged trainer package) passed to each job as ``infra``, which fills
 in the package URI, the service account and an output directory where the spec file leaves
 them out; on the local stack the emulator runs packages from local paths, ``trainerSource``
@@ -23,22 +23,22 @@ from typing import Any
 
 import pulumi
 
-from components import config as _config_module
-from components._errors import SpecError
-from components._job_preview import PreviewSettings, package_digests, planned_infra
-from components._job_resource import ResourceKind, check_jobs
-from components._packaging import PackagingError
-from components._spec import JobSpec
-from components._tuning_spec import TuningJobSpec
-from components.config import ConfigError, JobConfig, StackConfig, load_stack_config
-from components.formats import load_spec_file
-from components.training_job import (
+from . import config as _config_module
+from ._errors import SpecError
+from .config import ConfigError, JobConfig, StackConfig, load_stack_config
+from .formats import load_spec_file
+from .lifecycle._job_preview import PreviewSettings, package_digests, planned_infra
+from .lifecycle._job_resource import ResourceKind, check_jobs
+from .lifecycle._packaging import PackagingError
+from .rules._spec import JobSpec
+from .rules._tuning_spec import TuningJobSpec
+from .training_job import (
     TRAINING_JOB_RESOURCE,
     TrainingJob,
     TrainingJobArgs,
     resolve_local_paths,
 )
-from components.tuning_job import (
+from .tuning_job import (
     TUNING_JOB_RESOURCE,
     HyperparameterTuningJob,
     HyperparameterTuningJobArgs,
@@ -152,7 +152,7 @@ def _declare(config: StackConfig) -> Program:
     program = Program(config)
     depends: list[pulumi.Resource] = []
     if config.target == "vertex":
-        from components.infra import TrainingInfra, TrainingInfraArgs
+        from .infra import TrainingInfra, TrainingInfraArgs
 
         try:
             program.infra = TrainingInfra(

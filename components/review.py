@@ -6,11 +6,11 @@
     python -m components.review preview.json > comment.md
 
 One table row per TrainingJob that changes (create, replace, update, delete) with its
-machines, GPUs, region and price per hour from the catalog (``components._pricing.estimate``;
+machines, GPUs, region and price per hour from the catalog (``components.costs._pricing.estimate``;
 "unknown" when the catalog has no price, never a guess); a second table has one row per
 HyperparameterTuningJob that changes, with its trials (in all, at once), the machines and GPUs
 of one trial, its region, the price per hour of all its parallel trials and the ceiling of all
-its trials (``components._pricing.estimate_tuning``). A training job's row also has its
+its trials (``components.costs._pricing.estimate_tuning``). A training job's row also has its
 ceiling (timeout x $/h). Prices are the catalog's with the stack's organisation prices
 (``training:prices``, from the preview's config) over them. Then the cost change of the whole
 preview ($/h and ceiling), where each job's prices came from (``Price.label``), then per
@@ -37,10 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from components._catalog import Catalog, load_catalog
-from components._errors import SpecError
-from components._price_sheet import PriceSheetError, apply_prices, parse_price_setting
-from components._pricing import (
+from ._errors import SpecError
+from .costs._price_sheet import PriceSheetError, apply_prices, parse_price_setting
+from .costs._pricing import (
     Estimate,
     TuningEstimate,
     capacity_word,
@@ -48,9 +47,7 @@ from components._pricing import (
     estimate,
     estimate_tuning,
 )
-from components._spec import JobSpec
-from components._tuning_spec import TuningJobSpec
-from components._wire import (
+from .lifecycle._wire import (
     HIDDEN_INPUTS,
     IDENTITY,
     PROVIDER_KEY,
@@ -61,6 +58,9 @@ from components._wire import (
     decode_spec,
     is_secret_envelope,
 )
+from .rules._catalog import Catalog, load_catalog
+from .rules._spec import JobSpec
+from .rules._tuning_spec import TuningJobSpec
 
 __all__ = [
     "JobChange",

@@ -2,7 +2,7 @@
 
 ::
 
-    from components.training_job import TrainingJob
+    from .training_job import TrainingJob
 
     job = TrainingJob("train", spec="stacks/jobs/dev-t4-spot.yaml", wait_for="running")
     pulumi.export("job", job.job_name)
@@ -16,7 +16,7 @@ replaces it: the new job starts, then the old one is cancelled, or the other way
 kept out of ``spec`` in the secret ``env_values`` property.
 
 The arguments, their checks and the resource's common outputs are shared with
-``HyperparameterTuningJob`` (``components._job_resource``); the type token is
+``HyperparameterTuningJob`` (``components.lifecycle._job_resource``); the type token is
 ``pulumi-python:dynamic/vertex:TrainingJob``.
 """
 
@@ -30,7 +30,9 @@ from typing import Any
 
 import pulumi
 
-from components._job_resource import (
+from ._provider import TrainingJobProvider
+from .formats import load_spec_file
+from .lifecycle._job_resource import (
     DefaultInput,
     JobArgs,
     JobResource,
@@ -42,10 +44,8 @@ from components._job_resource import (
     prepare,
     resolve_pool_paths,
 )
-from components._provider import TrainingJobProvider
-from components._spec import JobSpec
-from components._wire import WaitFor
-from components.formats import load_spec_file
+from .lifecycle._wire import WaitFor
+from .rules._spec import JobSpec
 
 __all__ = [
     "TRAINING_JOB_RESOURCE",

@@ -2,7 +2,7 @@
 
 ::
 
-    from components.tuning_job import HyperparameterTuningJob
+    from .tuning_job import HyperparameterTuningJob
 
     tune = HyperparameterTuningJob("tune", spec="stacks/jobs/local-tuning.yaml", wait_for="succeeded")
     pulumi.export("best", tune.best_trial)
@@ -11,7 +11,7 @@ The spec is a ``TuningJobSpec``, a mapping (camelCase or snake_case, values may 
 ``pulumi.Output``), or the path of a Vertex ``HyperparameterTuningJob`` YAML/JSON file (the
 document ``gcloud ai hp-tuning-jobs create --config`` reads: ``studySpec``, ``trialJobSpec``,
 ``maxTrialCount``...; relative local package paths are relative to the file). It is the same
-resource as ``TrainingJob`` in every other respect (``components._job_resource``): the same
+resource as ``TrainingJob`` in every other respect (``components.lifecycle._job_resource``): the same
 inputs, the same validation before any API call, a replace for any change of the job, the
 provider's adoption of a job it submitted after a lost response or a crash, waits that cancel
 the job when they fail, and env values (``trialJobSpec.workerPoolSpecs[i]...env[j].value``)
@@ -33,8 +33,10 @@ from typing import Any
 
 import pulumi
 
-from components._errors import SpecFormatError
-from components._job_resource import (
+from ._errors import SpecFormatError
+from ._tuning_provider import TuningJobProvider
+from .formats import load_spec_file
+from .lifecycle._job_resource import (
     JobArgs,
     JobResource,
     PreparedSpec,
@@ -44,10 +46,8 @@ from components._job_resource import (
     prepare,
     resolve_pool_paths,
 )
-from components._tuning_provider import TuningJobProvider
-from components._tuning_spec import TuningJobSpec
-from components._wire import TRIAL_JOB_SPEC
-from components.formats import load_spec_file
+from .lifecycle._wire import TRIAL_JOB_SPEC
+from .rules._tuning_spec import TuningJobSpec
 
 __all__ = [
     "TUNING_JOB_RESOURCE",
@@ -103,7 +103,7 @@ def prepare_tuning_spec(
     spec: TuningJobSpec | Mapping[str, Any] | str | os.PathLike[str],
 ) -> PreparedSpec:
     """Normalise a tuning spec input (not an Output) to the resource's form (see
-    ``components._job_resource.prepare``)."""
+    ``components.lifecycle._job_resource.prepare``)."""
     return prepare(TUNING_JOB_RESOURCE, spec)
 
 

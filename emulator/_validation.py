@@ -37,11 +37,11 @@ from typing import Any, TypeAlias
 
 from google.cloud.aiplatform_v1 import types as aip
 
-from emulator import errors
-from emulator.fieldbehavior import clear_output_only, missing_required
-from emulator.hardware import hardware
-from emulator.redaction import redact as _redact
-from emulator.studyspec import study_violations
+from . import errors
+from .fieldbehavior import clear_output_only, missing_required
+from .hardware import hardware
+from .redaction import redact as _redact
+from .studyspec import study_violations
 
 __all__ = [
     "check_service_rules",

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, cast
 
-from emulator.config import DEFAULT_MAX_UNPACKED_MB
-from emulator.paths import PackageError, is_under, real_path
+from .config import DEFAULT_MAX_UNPACKED_MB
+from .paths import PackageError, is_under, real_path
 
 __all__ = ["MAX_FILES", "Budget", "Limits", "extract_tar", "extract_zip"]
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from emulator import paths
+from . import paths
 
 __all__ = [
     "ENV",

@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from emulator import errors, hardware
-from emulator.quotas import _page
+from . import errors, hardware
+from .quotas import _page
 
 __all__ = ["SNAPSHOT_FILE", "Billing"]
 

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from emulator import config, gpus, names, quotas
+from . import config, gpus, names, quotas
 
 __all__ = ["build_parser", "main", "wait_ready"]
 
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     # argparse's subparsers action is generic only for type checkers.
     Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
 
-    from emulator.store import StateUnavailable, Store
+    from .store import StateUnavailable, Store
 
 
 def _state_dir(arg: str | None) -> Path:
@@ -311,8 +311,8 @@ def _serve(args: argparse.Namespace, argv: list[str]) -> int:
         return 2
     # Imported late: loading the aiplatform protos takes a second or two, and flag errors above
     # should come back at once.
-    from emulator.server import Service
-    from emulator.store import StateUnavailable
+    from .server import Service
+    from .store import StateUnavailable
 
     try:
         service = Service(
@@ -442,7 +442,7 @@ def _daemonize(args: argparse.Namespace, argv: list[str], state_dir: Path) -> in
         with open(log_file, "ab") as out:
             logged_before = out.tell()
             proc = subprocess.Popen(
-                [sys.executable, "-m", "emulator", *child_args],
+                [sys.executable, "-m", __package__ or "emulator", *child_args],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -537,7 +537,7 @@ def _stop(args: argparse.Namespace) -> int:
 def _with_store(state_dir: Path, read: Callable[[Store], int]) -> int:
     """``read(store)`` on the state dir's database, opened read-only; a database that cannot be
     read is one line and status 1."""
-    from emulator.store import DB_NAME, StateUnavailable, Store
+    from .store import DB_NAME, StateUnavailable, Store
 
     if not os.path.exists(state_dir / DB_NAME):
         print(f"no emulator state in {state_dir}", file=sys.stderr)
@@ -563,7 +563,7 @@ def _jobs(args: argparse.Namespace) -> int:
 
 
 def _print_jobs(store: Store) -> int:
-    from emulator import protos
+    from . import protos
 
     rows = [("ID", "STATE", "DISPLAY NAME", "CREATED (UTC)", "ERROR")]
     for job_id, job in store.all_jobs():

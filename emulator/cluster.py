@@ -22,7 +22,7 @@ from typing import Any
 
 from google.cloud.aiplatform_v1 import types as aip
 
-from emulator import protos
+from . import protos
 
 __all__ = [
     "HARDWARE_FILE",

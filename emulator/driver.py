@@ -14,10 +14,10 @@ from typing import Any, Protocol
 
 from google.cloud.aiplatform_v1 import types as aip
 
-from emulator import errors
-from emulator.cluster import TrialContext
-from emulator.config import Settings
-from emulator.store import Store
+from . import errors
+from .cluster import TrialContext
+from .config import Settings
+from .store import Store
 
 __all__ = [
     "CANCELLED",

@@ -44,12 +44,12 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from emulator import cluster, errors, procs, protos, pyenv
-from emulator.driver import CANCELLED, JobControl, max_wait_seconds, timeout_seconds
-from emulator.errors import ApiError
-from emulator.gpus import Admission
-from emulator.launch import JobFailure, Launch, prepare_launch
-from emulator.store import Replica
+from . import cluster, errors, procs, protos, pyenv
+from .driver import CANCELLED, JobControl, max_wait_seconds, timeout_seconds
+from .errors import ApiError
+from .gpus import Admission
+from .launch import JobFailure, Launch, prepare_launch
+from .store import Replica
 
 __all__ = ["ExecuteDriver", "restarts_job_on_worker_restart"]
 

@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from emulator import protos
+from . import protos
 
 __all__ = [
     "And",

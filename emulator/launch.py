@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from emulator import autopackage, cluster, errors, packages, paths, pyenv
-from emulator.config import Settings
+from . import autopackage, cluster, errors, packages, paths, pyenv
+from .config import Settings
 
 __all__ = ["JobFailure", "Launch", "prepare_launch"]
 

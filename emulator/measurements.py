@@ -31,7 +31,7 @@ from typing import Any
 
 from google.cloud.aiplatform_v1 import types as aip
 
-from emulator.studyspec import Param, ParamValue, walk
+from .studyspec import Param, ParamValue, walk
 
 __all__ = ["MAX_READ", "Measured", "from_reports", "read_reports", "simulated"]
 

@@ -35,8 +35,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from emulator.archives import Budget, Limits, extract_tar, extract_zip
-from emulator.paths import PackageError, is_under, real_path
+from .archives import Budget, Limits, extract_tar, extract_zip
+from .paths import PackageError, is_under, real_path
 
 # PackageError and Limits are re-exported: they are part of install()'s contract.
 __all__ = [

@@ -20,7 +20,7 @@ from google.cloud.aiplatform_v1 import types as aip
 from google.protobuf import json_format
 from google.protobuf.descriptor import FieldDescriptor
 
-from emulator import errors
+from . import errors
 
 __all__ = [
     "CUSTOM_JOB",

@@ -92,10 +92,10 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from emulator import packages
-from emulator.config import Settings
-from emulator.hardware import TrainingImage, hardware
-from emulator.requirements import (
+from . import packages
+from .config import Settings
+from .hardware import TrainingImage, hardware
+from .requirements import (
     RequirementError,
     TomlError,
     check_reference,

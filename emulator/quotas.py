@@ -40,11 +40,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from emulator import errors, hardware
-from emulator.protos import json_integer, query_integer
+from . import errors, hardware
+from .protos import json_integer, query_integer
 
 if TYPE_CHECKING:
-    from emulator.protos import Kind
+    from .protos import Kind
 
 __all__ = [
     "DEFAULT_CPU_LIMIT",
@@ -207,8 +207,8 @@ def job_need(job: Any, kind: Kind, table: MetricTable) -> dict[str, int]:
     # Imported here: `python -m emulator stop|jobs` read this module's flags, not jobs.
     from google.cloud import aiplatform_v1 as aip
 
-    from emulator import tuning
-    from emulator.protos import CUSTOM_JOB, TUNING_JOB
+    from . import tuning
+    from .protos import CUSTOM_JOB, TUNING_JOB
 
     if kind is TUNING_JOB:
         trials = max(job.parallel_trial_count, 1)

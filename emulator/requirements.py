@@ -33,7 +33,7 @@ from urllib.parse import unquote, urlsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from emulator.paths import PackageError, check_allowed
+from .paths import PackageError, check_allowed
 
 __all__ = [
     "MAX_KEY_PARTS",

@@ -32,14 +32,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from emulator import errors, procs, protos
-from emulator.cluster import TrialContext, web_access_uris
-from emulator.config import Settings
-from emulator.driver import CANCELLED, Driver, JobControl
-from emulator.execute import ExecuteDriver, restarts_job_on_worker_restart
-from emulator.simulate import OUTCOME_LABEL, OUTCOMES, RUN_MS_LABEL, SimulateDriver
-from emulator.store import StateUnavailable, Store
-from emulator.tuning import TuningScheduler
+from . import errors, procs, protos
+from .cluster import TrialContext, web_access_uris
+from .config import Settings
+from .driver import CANCELLED, Driver, JobControl
+from .execute import ExecuteDriver, restarts_job_on_worker_restart
+from .simulate import OUTCOME_LABEL, OUTCOMES, RUN_MS_LABEL, SimulateDriver
+from .store import StateUnavailable, Store
+from .tuning import TuningScheduler
 
 # The simulate labels are re-exported: the server checks them at create, in either mode.
 __all__ = ["OUTCOMES", "OUTCOME_LABEL", "RUN_MS_LABEL", "Runner"]

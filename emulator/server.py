@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from emulator import (
+from . import (
     _validation,
     billing,
     cluster,
@@ -64,10 +64,10 @@ from emulator import (
     runner,
     tuning,
 )
-from emulator.config import Faults, Settings
-from emulator.errors import ApiError
-from emulator.protos import Kind
-from emulator.store import StateUnavailable, Store
+from .config import Faults, Settings
+from .errors import ApiError
+from .protos import Kind
+from .store import StateUnavailable, Store
 
 __all__ = ["BODY_TIMEOUT_SECONDS", "Service"]
 

@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from emulator import errors, protos
-from emulator.driver import CANCELLED, JobControl, timeout_seconds
+from . import errors, protos
+from .driver import CANCELLED, JobControl, timeout_seconds
 
 __all__ = ["OUTCOMES", "OUTCOME_LABEL", "RUN_MS_LABEL", "SimulateDriver"]
 

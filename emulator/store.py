@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from emulator import filters, names, protos
+from . import filters, names, protos
 
 __all__ = ["DB_NAME", "Replica", "StateUnavailable", "Store"]
 

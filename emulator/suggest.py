@@ -30,7 +30,7 @@ from typing import Any, Protocol
 from google.cloud.aiplatform_v1 import types as aip
 from google.protobuf import struct_pb2
 
-from emulator.studyspec import Param, ParamValue, active_children, search_space, walk
+from .studyspec import Param, ParamValue, active_children, search_space, walk
 
 __all__ = ["Past", "Suggester", "format_arg", "from_value", "make_suggester", "to_value"]
 

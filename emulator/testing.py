@@ -25,10 +25,10 @@ from typing import Any
 
 from google.cloud.aiplatform_v1 import JobServiceClient
 
-from emulator import procs, protos
-from emulator.cli import wait_ready
-from emulator.client import job_service_client
-from emulator.store import DB_NAME, Store
+from . import procs, protos
+from .cli import wait_ready
+from .client import job_service_client
+from .store import DB_NAME, Store
 
 __all__ = ["EmulatorProcess", "running_emulator", "wait_for_state"]
 

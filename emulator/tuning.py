@@ -45,12 +45,12 @@ from typing import Any, Protocol
 
 from google.cloud.aiplatform_v1 import types as aip
 
-from emulator import errors, measurements, protos
-from emulator.cluster import TrialContext
-from emulator.driver import CANCELLED
-from emulator.store import StateUnavailable, Store
-from emulator.studyspec import Param, ParamValue, search_space, walk
-from emulator.suggest import Past, Suggester, format_arg, from_value, make_suggester, to_value
+from . import errors, measurements, protos
+from .cluster import TrialContext
+from .driver import CANCELLED
+from .store import StateUnavailable, Store
+from .studyspec import Param, ParamValue, search_space, walk
+from .suggest import Past, Suggester, format_arg, from_value, make_suggester, to_value
 
 __all__ = ["TuningControl", "TuningScheduler", "custom_job_view"]
 

@@ -1,6 +1,6 @@
 """CrossGuard policy pack for TrainingJob and HyperparameterTuningJob resources.
 
-The rules are plain functions in ``components._policies`` (unit-tested without the
+The rules are plain functions in ``components.costs._policies`` (unit-tested without the
 engine); this file only hands them to ``pulumi_policy``. A tuning job counts as all its
 parallel trials at once (GPUs and dollars per hour), judged on its trial spec. Thresholds come from the policy
 config file (``policy/dev.json``, ``policy/prod.json``):
@@ -27,7 +27,8 @@ from pulumi_policy import (
 )
 
 from components import Catalog, load_catalog
-from components._policies import (
+from components.config import ConfigError, load_price_setting, priced_catalog
+from components.costs._policies import (
     JOB_RULES,
     QUOTA_RULE,
     STACK_COST_RULE,
@@ -37,7 +38,6 @@ from components._policies import (
     max_cost_per_stack,
     quota_fits,
 )
-from components.config import ConfigError, load_price_setting, priced_catalog
 
 
 def _catalog() -> Catalog:

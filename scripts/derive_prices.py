@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/derive_prices.py ../shared/reference/prices/compute-engine-list-prices.csv
 
-Every cell the catalog accepts for Vertex training (``components._catalog.price_cells``) gets
+Every cell the catalog accepts for Vertex training (``components.rules._catalog.price_cells``) gets
 one row, with a price per capacity, each priced the way Vertex bills it (``catalog/README.md``,
 "How Vertex bills"):
 
@@ -48,9 +48,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from components._billing import Sku, billing_prices, read_snapshot, sku_capacity, sku_resource
-from components._catalog import CATALOG_DIR, Catalog, Price, load_catalog_from, price_cells
-from components._price_sheet import PRICE_COLUMNS
+from components.costs._billing import Sku, billing_prices, read_snapshot, sku_capacity, sku_resource
+from components.costs._price_sheet import PRICE_COLUMNS
+from components.rules._catalog import CATALOG_DIR, Catalog, Price, load_catalog_from, price_cells
 
 UPLIFT = 1.15
 """Vertex custom-training price / Compute Engine list price, checked on n1-standard-4 and the

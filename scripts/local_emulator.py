@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: the checkout
 
-from components._settings import emulator_health, running_emulator, same_dir
+from components.lifecycle._settings import emulator_health, running_emulator, same_dir
 
 DEFAULT_PORT = 8642
 HOST = "127.0.0.1"

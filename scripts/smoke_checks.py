@@ -58,7 +58,7 @@ def main(repo: Path) -> None:
     assert failures == [], [(f.property, f.reason) for f in failures]
 
     # The client library's job service, as refresh and destroy import it.
-    from components._settings import Endpoint
+    from components.lifecycle._settings import Endpoint
     from components.vertex.api import job_service_client
 
     client = job_service_client(Endpoint(endpoint), "us-central1")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from components._violations import RULES
+from components.rules._violations import RULES
 
 REPO = Path(__file__).resolve().parents[1]
 COMPONENTS = REPO / "components"
@@ -34,16 +34,54 @@ def _modules(root: Path) -> dict[str, Path]:
     return found
 
 
+def _package_of(path: Path) -> list[str]:
+    """The package a module's relative imports start from (its own folder for ``__init__``)."""
+    return list(path.relative_to(REPO).parent.parts)
+
+
 def _all_imports(path: Path) -> set[str]:
-    """Every module and ``from`` name imported anywhere in ``path`` (``google.cloud.x``)."""
+    """Every module and ``from`` name imported anywhere in ``path`` (``google.cloud.x``).
+
+    Relative imports are resolved to absolute names (``from ..rules import _spec`` in
+    ``components/lifecycle/_check.py`` is ``components.rules._spec``)."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
-            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = _package_of(path)
+            if node.level:
+                base = base[: len(base) - (node.level - 1)]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            elif node.module:
+                module = node.module
+            else:
+                continue
+            found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)
     return found
+
+
+@pytest.mark.parametrize("root", ["components", "emulator"])
+def test_a_package_imports_itself_relatively(root):
+    """The folders install under other names (``gpu_training``, ``gpu_training_emulator``):
+    an absolute import of the folder's own name would break the installed package."""
+    absolute = sorted(
+        f"{path.relative_to(REPO)}:{node.lineno}"
+        for path in (REPO / root).rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 0
+            and node.module
+            and node.module.split(".")[0] == root
+        )
+        or (
+            isinstance(node, ast.Import)
+            and any(alias.name.split(".")[0] == root for alias in node.names)
+        )
+    )
+    assert absolute == []
 
 
 def test_only_the_vertex_package_imports_the_client_library():
@@ -110,11 +148,11 @@ def test_every_module_declares_all_and_defines_what_it_lists():
 @pytest.mark.parametrize(
     ("literal", "home"),
     [
-        ("04da6b54-80e4-46f7-96ec-b56ff0331ba9", "components/_wire.py"),
-        ('":TrainingJob"', "components/_wire.py"),
-        ("customJobs/([^/]+)", "components/_wire.py"),
-        ("did you mean", "components/_violations.py"),
-        ('"training:endpoint"', "components/_settings.py"),
+        ("04da6b54-80e4-46f7-96ec-b56ff0331ba9", "components/lifecycle/_wire.py"),
+        ('":TrainingJob"', "components/lifecycle/_wire.py"),
+        ("customJobs/([^/]+)", "components/lifecycle/_wire.py"),
+        ("did you mean", "components/rules/_violations.py"),
+        ('"training:endpoint"', "components/lifecycle/_settings.py"),
         # The emulator stands on its own (it imports nothing from components): its helper that
         # points a client at it makes that client itself.
         ("JobServiceClient(", ("components/vertex/api.py", "emulator/client.py")),
@@ -137,3 +175,30 @@ def test_the_catalog_readme_names_every_rule():
     first_cells = [row.split("|")[1] for row in table.splitlines() if row.startswith("| `")]
     named = set(re.findall(r"`([a-z-]+)`", "\n".join(first_cells)))
     assert named == set(RULES)
+
+
+def test_every_error_the_package_defines_is_under_its_root_error():
+    """One error tree (``components/_errors.py`` draws it): ``except TrainingJobError`` catches
+    whatever the package raises on purpose, whatever else each error also is."""
+    from components._errors import TrainingJobError
+
+    defined = []
+    for name in _modules(COMPONENTS):
+        if name.endswith("__main__"):
+            continue
+        module = importlib.import_module(name)
+        defined += [
+            value
+            for value in vars(module).values()
+            if isinstance(value, type)
+            and issubclass(value, BaseException)
+            and value.__module__ == module.__name__
+        ]
+    assert len(defined) >= 15, defined  # the walk found the package's errors
+    outside = sorted(
+        f"{e.__module__}.{e.__qualname__}" for e in defined if not issubclass(e, TrainingJobError)
+    )
+    assert outside == []
+    text = (COMPONENTS / "_errors.py").read_text()
+    undrawn = sorted(e.__qualname__ for e in defined if e.__qualname__ not in text)
+    assert undrawn == [], "the tree in components/_errors.py names every error"

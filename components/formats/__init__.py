@@ -34,9 +34,9 @@ local stack runs such a pool, and the image ``convert`` says Vertex AI needs.
 read a file's text and document within bounds; ``request`` reads the job of a create request.
 """
 
-from components.formats.load import detect_format, load_spec_file, spec_from_document
-from components.formats.result import Format, Kind, LoadedSpec, TuningJobFileError
-from components.formats.tuning import tuning_from_document
+from .load import detect_format, load_spec_file, spec_from_document
+from .result import Format, Kind, LoadedSpec, TuningJobFileError
+from .tuning import tuning_from_document
 
 __all__ = [
     "Format",

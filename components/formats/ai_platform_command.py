@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from components._catalog import Catalog
-from components._errors import SpecFormatError, SpecInvalidError
-from components._violations import Violation, did_you_mean
-from components.formats.gcloud_flags import (
+from .._errors import SpecFormatError, SpecInvalidError
+from ..rules._catalog import Catalog
+from ..rules._violations import Violation, did_you_mean
+from .gcloud_flags import (
     GLOBAL_SWITCHES,
     GLOBAL_VALUE_FLAGS,
     split_dict,
@@ -29,9 +29,9 @@ from components.formats.gcloud_flags import (
     split_list,
     whole_number,
 )
-from components.formats.legacy_config import LegacyConversionError, convert_training_input
-from components.formats.result import LoadedSpec
-from components.formats.script import ScriptCommand, locate
+from .legacy_config import LegacyConversionError, convert_training_input
+from .result import LoadedSpec
+from .script import ScriptCommand, locate
 
 __all__ = [
     "GcloudCommand",

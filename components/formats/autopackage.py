@@ -40,9 +40,9 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from components._errors import SpecFormatError
-from components._spec import AUTOPACKAGE_ENV
-from components.formats.gcloud_flags import shown
+from .._errors import SpecFormatError
+from ..rules._spec import AUTOPACKAGE_ENV
+from .gcloud_flags import shown
 
 __all__ = [
     "AUTOPACKAGE_ENV",

@@ -32,13 +32,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from components._catalog import Catalog
-from components._errors import SpecFormatError, SpecInvalidError
-from components._spec import JobSpec
-from components._violations import Violation, did_you_mean
-from components.formats.ai_platform_command import kms_key_name
-from components.formats.autopackage import AUTOPACKAGE_ENV, CONTAINER_WORKDIR, Autopackage
-from components.formats.gcloud_flags import (
+from .._errors import SpecFormatError, SpecInvalidError
+from ..rules._catalog import Catalog
+from ..rules._spec import JobSpec
+from ..rules._violations import Violation, did_you_mean
+from .ai_platform_command import kms_key_name
+from .autopackage import AUTOPACKAGE_ENV, CONTAINER_WORKDIR, Autopackage
+from .gcloud_flags import (
     GLOBAL_SWITCHES,
     GLOBAL_VALUE_FLAGS,
     KMS_FLAGS,
@@ -49,8 +49,8 @@ from components.formats.gcloud_flags import (
     split_list,
     whole_number,
 )
-from components.formats.result import LoadedSpec
-from components.formats.script import ScriptCommand, locate
+from .result import LoadedSpec
+from .script import ScriptCommand, locate
 
 __all__ = ["CreateCommand", "parse_custom_job_create", "read_custom_job_create"]
 

@@ -37,16 +37,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from components._catalog import Catalog
-from components._errors import SpecFormatError, SpecInvalidError
-from components._spec import JobSpec
-from components._tuning_spec import TuningJobSpec
-from components._violations import Violation
-from components.formats.ai_platform_command import read_submit_training
-from components.formats.custom_jobs_command import read_custom_job_create
-from components.formats.legacy_config import LegacyConversionError
-from components.formats.result import LoadedSpec
-from components.formats.script import (
+from .._errors import SpecFormatError, SpecInvalidError
+from ..rules._catalog import Catalog
+from ..rules._spec import JobSpec
+from ..rules._tuning_spec import TuningJobSpec
+from ..rules._violations import Violation
+from .ai_platform_command import read_submit_training
+from .custom_jobs_command import read_custom_job_create
+from .legacy_config import LegacyConversionError
+from .result import LoadedSpec
+from .script import (
     MARK,
     MAX_EXPANDED_CHARS,
     ScriptCommand,
@@ -54,8 +54,8 @@ from components.formats.script import (
     find_submission_in,
     unresolved_message,
 )
-from components.formats.text import clipped
-from components.formats.tuning_command import read_hp_tuning_create
+from .text import clipped
+from .tuning_command import read_hp_tuning_create
 
 __all__ = ["is_gcloud_command", "is_makefile", "read_gcloud_command"]
 

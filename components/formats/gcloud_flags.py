@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from components._errors import SpecFormatError
+from .._errors import SpecFormatError
 
 __all__ = [
     "GLOBAL_SWITCHES",

@@ -29,7 +29,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from components._catalog import (
+from .._errors import SpecError, SpecInvalidError
+from ..rules._catalog import (
     Catalog,
     LegacyMachineType,
     accepted_accelerators,
@@ -37,29 +38,28 @@ from components._catalog import (
     load_catalog,
     resolve_accelerator,
 )
-from components._errors import SpecError, SpecInvalidError
-from components._images import executor_image
-from components._spec import JobSpec
-from components._tuning_spec import TuningJobSpec
-from components._tuning_validation import validate_tuning
-from components._validation import validate
-from components._violations import Rule, Violation, did_you_mean, errors_only
-from components.formats.bounded_yaml import SourceFloat
-from components.formats.legacy_images import (
+from ..rules._images import executor_image
+from ..rules._spec import JobSpec
+from ..rules._tuning_spec import TuningJobSpec
+from ..rules._tuning_validation import validate_tuning
+from ..rules._validation import validate
+from ..rules._violations import Rule, Violation, did_you_mean, errors_only
+from .bounded_yaml import SourceFloat
+from .legacy_images import (
     accelerator_kind,
     choose_image,
     other_frameworks_hint,
     version_text,
 )
-from components.formats.legacy_tuning import (
+from .legacy_tuning import (
     LEGACY_TUNING_RENAMES,
     LegacyStudy,
     convert_hyperparameters,
     tuning_document,
     tuning_summary,
 )
-from components.formats.result import Format, LoadedSpec, in_input_terms
-from components.formats.text import clipped
+from .result import Format, LoadedSpec, in_input_terms
+from .text import clipped
 
 __all__ = [
     "DEFAULT_RUNTIME_VERSION",
@@ -576,7 +576,7 @@ class _Converter:
         has_package = bool(ti.get("packageUris") or ti.get("pythonModule"))
         if image_uri and has_package:
             # The legacy service ran the package inside the image given (item 3 of issue 12);
-            # Vertex AI runs a package only on a prebuilt image (components._images).
+            # Vertex AI runs a package only on a prebuilt image (components.rules._images).
             image_uri = self.executor(role if config.get("imageUri") else "master", str(image_uri))
             self.notes.append(
                 f"{role}: the package runs in the image {role}Config.imageUri gives "

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from components._catalog import Catalog, TrainingImage
-from components._images import ExecutorImage, registry_uri
-from components._violations import Violation
-from components.formats.bounded_yaml import SourceFloat
-from components.formats.text import clipped
+from ..rules._catalog import Catalog, TrainingImage
+from ..rules._images import ExecutorImage, registry_uri
+from ..rules._violations import Violation
+from .bounded_yaml import SourceFloat
+from .text import clipped
 
 __all__ = [
     "FRAMEWORK_NAMES",
@@ -229,7 +229,7 @@ def _lifecycle_notes(wanted: _Wanted, image: TrainingImage, today: date) -> list
     support, available = image.end_of_support, image.end_of_availability
     past = ExecutorImage("prebuilt", image).lifecycle(today)
     if past is not None:
-        return [past]  # the one sentence every reader gives (``components._images``)
+        return [past]  # the one sentence every reader gives (``components.rules._images``)
     if support and today.isoformat() >= support:
         return [
             f"Google's {wanted.what} training image ({image.image_path}) is deprecated: end of "

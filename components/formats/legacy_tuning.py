@@ -37,10 +37,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from components._violations import Violation, did_you_mean
-from components.formats.bounded_yaml import SourceFloat
-from components.formats.result import PathRenames
-from components.formats.text import clipped
+from ..rules._violations import Violation, did_you_mean
+from .bounded_yaml import SourceFloat
+from .result import PathRenames
+from .text import clipped
 
 __all__ = [
     "DEFAULT_METRIC_TAG",

@@ -10,17 +10,17 @@ from typing import Any
 
 from pydantic.alias_generators import to_camel
 
-from components._catalog import Catalog, load_catalog
-from components._errors import SpecFormatError
-from components._images import settled_pools
-from components._spec import CUSTOM_JOB_OUTPUT_ONLY, JobSpec
-from components.formats.gcloud_command import is_gcloud_command, read_gcloud_command
-from components.formats.legacy_config import read_legacy_config
-from components.formats.legacy_tuning import is_legacy_tuning, tuning_summary
-from components.formats.request import RequestShape, job_from_request
-from components.formats.result import Format, LoadedSpec, TuningJobFileError
-from components.formats.text import parse_document, read_text
-from components.formats.tuning import tuning_format, tuning_from_document, tuning_job_summary
+from .._errors import SpecFormatError
+from ..rules._catalog import Catalog, load_catalog
+from ..rules._images import settled_pools
+from ..rules._spec import CUSTOM_JOB_OUTPUT_ONLY, JobSpec
+from .gcloud_command import is_gcloud_command, read_gcloud_command
+from .legacy_config import read_legacy_config
+from .legacy_tuning import is_legacy_tuning, tuning_summary
+from .request import RequestShape, job_from_request
+from .result import Format, LoadedSpec, TuningJobFileError
+from .text import parse_document, read_text
+from .tuning import tuning_format, tuning_from_document, tuning_job_summary
 
 __all__ = [
     "detect_format",
@@ -153,7 +153,7 @@ def with_prebuilt_images(
     loaded: LoadedSpec, catalog: Catalog, region: str | None = None
 ) -> LoadedSpec:
     """``loaded`` with earlier names of prebuilt executor images replaced by Vertex AI's, and
-    a note for each, or for an image past its end of availability (``components._images``)."""
+    a note for each, or for an image past its end of availability (``components.rules._images``)."""
     tuning = loaded.tuning
     job = tuning.trial_job_spec if tuning is not None else loaded.spec
     pools, notes = settled_pools(list(job.worker_pool_specs), catalog, region or loaded.spec.region)

@@ -8,9 +8,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from components._errors import SpecInvalidError
-from components._violations import Violation, did_you_mean
-from components.formats.text import clipped
+from .._errors import SpecInvalidError
+from ..rules._violations import Violation, did_you_mean
+from .text import clipped
 
 __all__ = ["RequestShape", "job_from_request"]
 

@@ -16,10 +16,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from components._errors import SpecFormatError
-from components._spec import JobSpec
-from components._tuning_spec import TuningJobSpec
-from components._violations import Violation
+from .._errors import SpecFormatError
+from ..rules._spec import JobSpec
+from ..rules._tuning_spec import TuningJobSpec
+from ..rules._violations import Violation
 
 __all__ = ["Format", "Kind", "LoadedSpec", "PathRenames", "TuningJobFileError", "in_input_terms"]
 

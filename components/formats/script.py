@@ -54,10 +54,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from components._errors import SpecFormatError
-from components._files import FileReadError, read_text_capped
-from components.formats.gcloud_flags import SUBMISSIONS, UNDERSTOOD, Invocation, invocation
-from components.formats.shell import (
+from .._errors import SpecFormatError
+from .._files import FileReadError, read_text_capped
+from .gcloud_flags import SUBMISSIONS, UNDERSTOOD, Invocation, invocation
+from .shell import (
     MAX_COMMANDS,
     MAX_FIELDS,
     PLACEHOLDER,
@@ -71,7 +71,7 @@ from components.formats.shell import (
     expand_words,
     split_commands,
 )
-from components.formats.text import MAX_SPEC_BYTES, clipped, parse_document, read_text
+from .text import MAX_SPEC_BYTES, clipped, parse_document, read_text
 
 __all__ = [
     "CHECKED_AS",

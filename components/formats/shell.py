@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from components._errors import SpecFormatError
+from .._errors import SpecFormatError
 
 __all__ = [
     "MAX_COMMANDS",

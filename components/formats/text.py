@@ -12,10 +12,10 @@ from typing import Any
 
 import yaml
 
-from components._errors import SpecFormatError
-from components._files import FileReadError, read_text_capped
-from components._violations import clipped
-from components.formats.bounded_yaml import YamlBoundsError, load_documents
+from .._errors import SpecFormatError
+from .._files import FileReadError, read_text_capped
+from ..rules._violations import clipped
+from .bounded_yaml import YamlBoundsError, load_documents
 
 __all__ = ["MAX_SPEC_BYTES", "clipped", "parse_document", "read_text"]
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from components._errors import SpecFormatError
-from components._tuning_spec import TuningJobSpec, output_only_fields
-from components.formats.request import RequestShape, job_from_request
-from components.formats.result import Format, LoadedSpec
+from .._errors import SpecFormatError
+from ..rules._tuning_spec import TuningJobSpec, output_only_fields
+from .request import RequestShape, job_from_request
+from .result import Format, LoadedSpec
 
 __all__ = ["TUNING_KEYS", "tuning_format", "tuning_from_document", "tuning_job_summary"]
 

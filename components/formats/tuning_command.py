@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from components._errors import SpecFormatError, SpecInvalidError
-from components._violations import did_you_mean
-from components.formats.ai_platform_command import kms_key_name
-from components.formats.gcloud_flags import (
+from .._errors import SpecFormatError, SpecInvalidError
+from ..rules._violations import did_you_mean
+from .ai_platform_command import kms_key_name
+from .gcloud_flags import (
     GLOBAL_SWITCHES,
     GLOBAL_VALUE_FLAGS,
     KMS_FLAGS,
@@ -41,9 +41,9 @@ from components.formats.gcloud_flags import (
     split_flags,
     whole_number,
 )
-from components.formats.result import LoadedSpec, PathRenames, in_input_terms
-from components.formats.script import ConfigFile, ScriptCommand
-from components.formats.tuning import tuning_from_document
+from .result import LoadedSpec, PathRenames, in_input_terms
+from .script import ConfigFile, ScriptCommand
+from .tuning import tuning_from_document
 
 __all__ = ["TuningCommand", "parse_hp_tuning_create", "read_hp_tuning_create"]
 

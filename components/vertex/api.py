@@ -34,14 +34,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from components._adoption import Lookup, RunLabels, find_adoptable, identity_filter
-from components._interrupt import Interrupted, pause
-from components._settings import (
+from ..lifecycle._adoption import Lookup, RunLabels, find_adoptable, identity_filter
+from ..lifecycle._interrupt import Interrupted, pause
+from ..lifecycle._settings import (
     DEFAULT_MAX_CONCURRENT_OPERATIONS,
     DEFAULT_RETRY_DEADLINE,
     Endpoint,
 )
-from components.vertex._library import job_service, whole_library
+from ._library import job_service, whole_library
 
 __all__ = [
     "ACTIVE_STATES",
@@ -307,7 +307,7 @@ def quota_refusal(exc: BaseException) -> list[str]:
 
     if not isinstance(exc, gexc.TooManyRequests | gexc.ResourceExhausted):
         return []
-    from components._quota import refused_metrics
+    from ..costs._quota import refused_metrics
 
     return refused_metrics(str(exc))
 
@@ -378,7 +378,7 @@ class Backoff:
     deadline are used up. The delays are the client library's own (``google.api_core.retry``'s
     truncated exponential backoff with full jitter); the loop around them is ours, because
     ``google.api_core.retry.Retry`` does not fit here: its sleeps cannot be cut short (ours end
-    at once when the engine cancels, ``components._interrupt``), and a create is not idempotent
+    at once when the engine cancels, ``components.lifecycle._interrupt``), and a create is not idempotent
     (each retry first looks for the job a lost response may have created, ``submit_or_adopt``).
     """
 
@@ -426,7 +426,7 @@ def with_retries(
     """Run ``call``; retry transient errors with jittered exponential backoff.
 
     Raises ``ApiUnreachable`` when they outlast the policy; the default ``sleep`` raises
-    ``components._interrupt.Interrupted`` when the process is asked to stop.
+    ``components.lifecycle._interrupt.Interrupted`` when the process is asked to stop.
     """
     backoff = Backoff(policy, sleep)
     while True:
@@ -479,7 +479,7 @@ class Submission:
     adopted: bool
     attempts: int
     strays: list[Any] = field(default_factory=list)
-    """Active jobs of the resource's other runs, not in the stack (``components._adoption``)."""
+    """Active jobs of the resource's other runs, not in the stack (``components.lifecycle._adoption``)."""
 
 
 # -- the lifecycle ---------------------------------------------------------------------------
@@ -502,7 +502,7 @@ class JobApi:
     policy: RetryPolicy
     sleep: Callable[[float], None] = pause
     """How waits sleep: by default they end at once, raising ``Interrupted``, when the process
-    is asked to stop (``components._interrupt``)."""
+    is asked to stop (``components.lifecycle._interrupt``)."""
 
     def retried(self, what: str, call: Callable[[], T]) -> T:
         """``call`` with transient errors retried under this API's policy."""
@@ -513,7 +513,7 @@ class JobApi:
         return self.retried(f"reading {name}", lambda: self.kind.get(self.client, name))
 
     def look_up(self, parent: str, labels: RunLabels) -> Lookup:
-        """What one identity's jobs in ``parent`` offer this run (``components._adoption``).
+        """What one identity's jobs in ``parent`` offer this run (``components.lifecycle._adoption``).
 
         One list call per page of the identity's jobs (the filter is the one form the API
         documents for labels, ``labels.key="value"``); the rules are applied here.

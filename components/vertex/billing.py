@@ -2,7 +2,7 @@
 
 ``read_skus(endpoint)`` lists the services (``CloudCatalogClient.list_services``), then the SKUs
 (``list_skus``, every page) of Vertex AI and Compute Engine, and keeps those that price training
-capacity (``components._billing``: Vertex's training and management-fee SKUs, Compute Engine's
+capacity (``components.costs._billing``: Vertex's training and management-fee SKUs, Compute Engine's
 GPU, core and RAM SKUs). The client is made as the quota client is
 (``components.vertex.quotas``): REST transport; an explicit endpoint (the local emulator, which
 serves the same API from its snapshot) is the API's address, and an ``http://`` one gets
@@ -30,8 +30,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from components._billing import COMPUTE_SERVICE, VERTEX_SERVICE, Sku, sku_capacity, sku_resource
-from components._settings import Endpoint, public_url
+from ..costs._billing import COMPUTE_SERVICE, VERTEX_SERVICE, Sku, sku_capacity, sku_resource
+from ..lifecycle._settings import Endpoint, public_url
 
 __all__ = [
     "BILLING_API",

@@ -17,8 +17,9 @@ from google.cloud.aiplatform_v1 import types as aiplatform_v1
 from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
 
-from components._errors import SpecInvalidError
-from components._spec import (
+from .._errors import SpecInvalidError
+from ..lifecycle._wire import parse_job_name
+from ..rules._spec import (
     EnvVar,
     JobSpec,
     MachineSpec,
@@ -27,9 +28,8 @@ from components._spec import (
     WorkerPoolSpec,
     violations_from_pydantic,
 )
-from components._validation import Target, validate
-from components._violations import Violation
-from components._wire import parse_job_name
+from ..rules._validation import Target, validate
+from ..rules._violations import Violation
 
 __all__ = ["custom_job_spec_document", "from_custom_job", "to_custom_job", "validate_custom_job"]
 

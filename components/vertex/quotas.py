@@ -18,8 +18,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from components._quota import SERVICE, QuotaLimits
-from components._settings import Endpoint, public_url
+from ..costs._quota import SERVICE, QuotaLimits
+from ..lifecycle._settings import Endpoint, public_url
 
 __all__ = ["QUOTA_API", "QuotaUnavailable", "quota_client", "read_limits"]
 

@@ -10,8 +10,9 @@ from typing import Any
 
 from google.cloud.aiplatform_v1 import types as aiplatform_v1  # the types, not the clients
 
-from components._errors import SpecInvalidError
-from components._tuning_spec import (
+from .._errors import SpecInvalidError
+from ..lifecycle._wire import parse_tuning_job_name
+from ..rules._tuning_spec import (
     ConditionalParameterSpec,
     ParameterSpec,
     StudySpec,
@@ -20,11 +21,10 @@ from components._tuning_spec import (
     TrialJobSpec,
     TuningJobSpec,
 )
-from components._tuning_validation import validate_tuning
-from components._validation import Target
-from components._violations import Violation
-from components._wire import parse_tuning_job_name
-from components.vertex.convert import (
+from ..rules._tuning_validation import validate_tuning
+from ..rules._validation import Target
+from ..rules._violations import Violation
+from .convert import (
     _camel_keys,
     _enum_name,
     custom_job_spec_document,

@@ -23,7 +23,7 @@ import yaml
 from google.api_core import exceptions as gexc
 from google.cloud.aiplatform_v1 import JobState
 
-from components._wire import TUNING_JOB_TYPE
+from components.lifecycle._wire import TUNING_JOB_TYPE
 from tests.e2e._engine import (
     HANG_LABELS,
     PARENT,

@@ -6,7 +6,7 @@ import json
 import uuid
 from typing import Any
 
-from components._adoption import run_hash
+from components.lifecycle._adoption import run_hash
 from tests.e2e._engine import (
     HANG_LABELS,
     SIMULATE,

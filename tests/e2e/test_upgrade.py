@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from components._provider import TrainingJobProvider
-from components._wire import decode_spec, env_path
+from components.lifecycle._wire import decode_spec, env_path
 from tests.e2e._engine import Workspace
 
 DATA = Path(__file__).parent / "data" / "state-before-layout"
@@ -143,7 +143,7 @@ def test_running_jobs_from_before_refresh_replace_and_destroy(ws: Workspace) -> 
     from google.api_core import exceptions as gexc
     from google.cloud.aiplatform_v1 import JobState
 
-    from components._wire import TUNING_JOB_TYPE
+    from components.lifecycle._wire import TUNING_JOB_TYPE
     from tests.e2e._engine import emulator_for, list_jobs
 
     with emulator_for(ws, "--mode", "simulate") as emu:

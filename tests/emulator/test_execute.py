@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from google.cloud.aiplatform_v1 import types as aip
 
-from components._packaging import build_sdist
+from components.lifecycle._packaging import build_sdist
 from emulator.names import derived_number
 from emulator.testing import EmulatorProcess, running_emulator, wait_for_state
 

@@ -48,15 +48,15 @@ def test_the_walk_finds_imports_at_any_depth(tmp_path: Path) -> None:
     sample.write_text(
         "import os\n"
         "def f():\n"
-        "    from components._spec import X\n"
+        "    from components.rules._spec import X\n"
         "    import components.vertex.api as api\n"
-        "    importlib.import_module('components._catalog')\n"
+        "    importlib.import_module('components.rules._catalog')\n"
     )
     assert [m for _, m in _imported_modules(sample)] == [
         "os",
-        "components._spec",
+        "components.rules._spec",
         "components.vertex.api",
-        "components._catalog",
+        "components.rules._catalog",
     ]
 
 

@@ -1,5 +1,5 @@
 """The pack's opt-in ``quota-fits`` rule: the stack's jobs against the quotas the last preview
-read (``components._quota`` snapshot), without the engine and without the quota client."""
+read (``components.costs._quota`` snapshot), without the engine and without the quota client."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from components import load_catalog
-from components._policies import PolicyJob, job_from_props, quota_fits
-from components._quota import QuotaLimits, write_snapshot
+from components.costs._policies import PolicyJob, job_from_props, quota_fits
+from components.costs._quota import QuotaLimits, write_snapshot
 
 TYPE = "pulumi-python:dynamic/vertex:TrainingJob"
 TUNING = "pulumi-python:dynamic/vertex:HyperparameterTuningJob"

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from components import Catalog, JobSpec, load_catalog
-from components._catalog import Accelerator, MachineType, Price, Region, Zone
-from components._policies import PolicyJob, evaluate, hourly_cost_bound, job_from_props
+from components.costs._policies import PolicyJob, evaluate, hourly_cost_bound, job_from_props
+from components.rules._catalog import Accelerator, MachineType, Price, Region, Zone
 
 POLICY_DIR = Path(__file__).parents[2] / "policy"
 TYPE = "pulumi-python:dynamic/vertex:TrainingJob"

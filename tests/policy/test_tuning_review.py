@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from components import load_catalog
-from components._wire import TRAINING_JOB_TYPE, TUNING_JOB_TYPE, encode_spec
+from components.lifecycle._wire import TRAINING_JOB_TYPE, TUNING_JOB_TYPE, encode_spec
 from components.review import parse_preview, render_markdown
 from tests.spec.tuning_helpers import config as sweep_config
 

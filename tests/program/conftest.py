@@ -11,7 +11,7 @@ import pulumi
 import pytest
 
 from components import config
-from components._quota import QuotaLimits
+from components.costs._quota import QuotaLimits
 from components.vertex import quotas
 
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
-from components._adoption import identity_label
-from components._stack_state import jobs_by_identity
-from components._wire import TRAINING_JOB_TYPE, TUNING_JOB_TYPE
+from components.lifecycle._adoption import identity_label
+from components.lifecycle._stack_state import jobs_by_identity
+from components.lifecycle._wire import TRAINING_JOB_TYPE, TUNING_JOB_TYPE
 from tests.program.harness import JOB_TYPE, REPO, TUNING_TYPE, run_stack
 
 HELD = "projects/local-training/locations/us-central1/customJobs/777"

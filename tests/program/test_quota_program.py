@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from components._quota import QuotaLimits
+from components.costs._quota import QuotaLimits
 from components.training_job import TrainingJobInputError
 from components.vertex import quotas
 from tests.program.harness import JOB_TYPE, TUNING_TYPE, StackRun, run_stack

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from components import errors_only, validate
-from components._settings import target_for_endpoint
-from components._spec import JobSpec
-from components._wire import TUNING_JOB_TYPE, encode_spec, merge_env
 from components.config import ConfigError
+from components.lifecycle._settings import target_for_endpoint
+from components.lifecycle._wire import TUNING_JOB_TYPE, encode_spec, merge_env
+from components.rules._spec import JobSpec
 from components.training_job import TrainingJobInputError
 from tests.program.harness import (
     JOB_TYPE,
@@ -89,7 +89,7 @@ def test_env_values_are_a_secret_input_and_absent_from_the_spec():
 
 
 def test_identity_is_a_hash_of_project_stack_and_name():
-    from components._adoption import identity_label
+    from components.lifecycle._adoption import identity_label
 
     local = run_stack("local").one(JOB_TYPE)
     assert local.inputs["identity"] == identity_label("gpu-training", "local", "example-trainer")
@@ -188,7 +188,7 @@ def test_job_fields_and_the_jobs_output_come_from_the_one_status_output():
 
 
 def test_every_status_field_and_every_default_input_is_an_attribute():
-    from components._wire import INPUT_DEFAULTS, STATUS_FIELDS
+    from components.lifecycle._wire import INPUT_DEFAULTS, STATUS_FIELDS
     from components.training_job import TrainingJob, _DefaultInput, _StatusField
 
     # Some are the class's own, the others every job resource's (its base class).

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from components import _packaging
-from components._packaging import PackagingError, source_digest, source_files
+from components.lifecycle import _packaging
+from components.lifecycle._packaging import PackagingError, source_digest, source_files
 
 
 def _trainer(root: Path) -> Path:

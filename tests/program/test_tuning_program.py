@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from components import TuningJobSpec, errors_only, validate_tuning
-from components._wire import TUNING_STATUS_FIELDS, encode_spec, merge_env
+from components.lifecycle._wire import TUNING_STATUS_FIELDS, encode_spec, merge_env
 from components.training_job import TrainingJobInputError
 from tests.program.harness import (
     JOB_TYPE,
@@ -80,8 +80,8 @@ def test_its_fields_and_the_jobs_output_come_from_its_status():
 
 
 def test_every_status_field_is_an_attribute():
-    from components._job_resource import DefaultInput, StatusField
-    from components._wire import INPUT_DEFAULTS
+    from components.lifecycle._job_resource import DefaultInput, StatusField
+    from components.lifecycle._wire import INPUT_DEFAULTS
     from components.tuning_job import HyperparameterTuningJob
 
     attributes = {n: v for k in HyperparameterTuningJob.__mro__ for n, v in vars(k).items()}

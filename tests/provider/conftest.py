@@ -17,9 +17,9 @@ from pulumi.dynamic import ConfigureRequest
 from pulumi.dynamic.config import Config
 from pulumi.runtime.proto import provider_pb2_grpc
 
-from components._adoption import identity_label
 from components._provider import JobProvider, TrainingJobProvider
-from components._wire import TRIAL_JOB_SPEC, env_path
+from components.lifecycle._adoption import identity_label
+from components.lifecycle._wire import TRIAL_JOB_SPEC, env_path
 from components.training_job import prepare_spec
 from components.tuning_job import prepare_tuning_spec
 from emulator.testing import EmulatorProcess, running_emulator

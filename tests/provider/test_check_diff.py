@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pulumi.output import UNKNOWN
 
-from components._check import check_inputs
 from components._provider import TrainingJobProvider
-from components._wire import decode_spec, encode_spec
+from components.lifecycle._check import check_inputs
+from components.lifecycle._wire import decode_spec, encode_spec
 from components.training_job import prepare_spec
 from tests.provider.conftest import REPO, configured, job_inputs
 

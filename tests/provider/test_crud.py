@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from google.cloud.aiplatform_v1 import JobState
 
-from components._adoption import run_hash
 from components._provider import TrainingJobProvider
-from components._wire import STATUS_FIELDS, encode_spec, merge_env
+from components.lifecycle._adoption import run_hash
+from components.lifecycle._wire import STATUS_FIELDS, encode_spec, merge_env
 from components.vertex.api import JobOperationError
 from emulator.names import derived_number
 from emulator.testing import wait_for_state

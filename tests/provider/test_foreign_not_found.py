@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from google.cloud.aiplatform_v1 import JobState
 
-from components._importing import JobImportError, fetch_job
-from components._settings import Endpoint
+from components.lifecycle._importing import JobImportError, fetch_job
+from components.lifecycle._settings import Endpoint
 from components.vertex.api import JobOperationError, RetryPolicy
 from emulator.testing import EmulatorProcess, wait_for_state
 from tests.provider.conftest import configured, job_inputs

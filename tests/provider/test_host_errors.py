@@ -12,10 +12,10 @@ from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime import rpc
 from pulumi.runtime.proto import provider_pb2
 
-from components._host import MAX_ERROR_CHARS, error_message
 from components._provider import TrainingJobProvider
-from components._settings import SettingError
-from components._wire import encode_spec
+from components.lifecycle._host import MAX_ERROR_CHARS, error_message
+from components.lifecycle._settings import SettingError
+from components.lifecycle._wire import encode_spec
 from components.vertex.api import JobOperationError
 from emulator.testing import EmulatorProcess
 from tests.provider.conftest import (

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-import components._interrupt as interrupt_module
-import components._lock_watch as lock_watch
-from components._lock_watch import file_backend, stack_locks, watch_lock
+import components.lifecycle._interrupt as interrupt_module
+import components.lifecycle._lock_watch as lock_watch
+from components.lifecycle._lock_watch import file_backend, stack_locks, watch_lock
 
 
 @pytest.fixture(autouse=True)

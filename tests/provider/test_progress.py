@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from components._progress import LOG_LINE_CHARS, WaitProgress, local_chief_log
 from components._redaction import redact
-from components._settings import Endpoint
+from components.lifecycle._progress import LOG_LINE_CHARS, WaitProgress, local_chief_log
+from components.lifecycle._settings import Endpoint
 from emulator.testing import EmulatorProcess, running_emulator
 from tests.provider.conftest import SECRET, configured, job_inputs
 

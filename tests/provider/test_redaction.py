@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from components._progress import WaitProgress
 from components._redaction import MIN_INLINE, REDACTED, redact
+from components.lifecycle._progress import WaitProgress
 from emulator import _validation
 
 PEM = (

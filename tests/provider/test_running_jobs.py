@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 from google.cloud.aiplatform_v1 import CustomJob, JobState
 
-import components._interrupt as interrupt_module
-from components import _adoption
-from components._adoption import identity_label
-from components._importing import fetch_job, imported_job
+import components.lifecycle._interrupt as interrupt_module
 from components._provider import TrainingJobProvider
-from components._settings import Endpoint, ProviderSettings
 from components._tuning_provider import TuningJobProvider
-from components._wire import TRAINING_JOB_TYPE, TUNING_JOB_TYPE, split_env
+from components.lifecycle import _adoption
+from components.lifecycle._adoption import identity_label
+from components.lifecycle._importing import fetch_job, imported_job
+from components.lifecycle._settings import Endpoint, ProviderSettings
+from components.lifecycle._wire import TRAINING_JOB_TYPE, TUNING_JOB_TYPE, split_env
 from components.vertex.api import JobOperationError
 from emulator.testing import EmulatorProcess
 from tests.provider.conftest import SECRET, configured, job_inputs, jobs_with_identity
@@ -290,7 +290,7 @@ def test_a_tuning_job_and_a_training_job_of_one_name_have_different_identities()
     ("value", "seconds"), [("2s", 2.0), ("2", 2.0), (2, 2.0), ("5m", 300.0), ("1.5h", 5400.0)]
 )
 def test_every_duration_setting_takes_the_same_forms(value, seconds):
-    from components._check import wait_timeout_seconds
+    from components.lifecycle._check import wait_timeout_seconds
 
     settings = ProviderSettings.read(
         {"training:retryDeadline": value, "training:cancelTimeout": value}.get
@@ -304,8 +304,8 @@ def test_every_duration_setting_takes_the_same_forms(value, seconds):
 
 def _started_elsewhere(sim: EmulatorProcess, inputs: dict[str, Any]) -> Any:
     """A job as gcloud would start it: the same spec, none of the provider's labels."""
-    from components._spec import JobSpec
-    from components._wire import merge_env
+    from components.lifecycle._wire import merge_env
+    from components.rules._spec import JobSpec
     from components.vertex.convert import to_custom_job
 
     document = merge_env(inputs["spec"], inputs["env_values"])

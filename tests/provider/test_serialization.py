@@ -19,7 +19,7 @@ from pulumi.runtime import rpc
 from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
 
 from components._provider import TrainingJobProvider
-from components._wire import encode_spec
+from components.lifecycle._wire import encode_spec
 from emulator.testing import EmulatorProcess
 from tests.provider.conftest import (
     REPO,

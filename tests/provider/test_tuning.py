@@ -20,9 +20,9 @@ from google.api_core import exceptions as gexc
 from google.cloud.aiplatform_v1 import JobState
 from pulumi.dynamic.dynamic import serialize_provider
 
-from components._check import TUNING_JOB_SPEC, check_inputs
 from components._tuning_provider import TuningJobProvider
-from components._wire import TUNING_STATUS_FIELDS, decode_spec, encode_spec
+from components.lifecycle._check import TUNING_JOB_SPEC, check_inputs
+from components.lifecycle._wire import TUNING_STATUS_FIELDS, decode_spec, encode_spec
 from components.vertex.api import JobOperationError, best_trial
 from emulator.names import derived_number
 from emulator.testing import EmulatorProcess, wait_for_state

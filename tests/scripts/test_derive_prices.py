@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from components._catalog import CATALOG_DIR
+from components.rules._catalog import CATALOG_DIR
 from scripts.derive_prices import COLUMNS, FEE, UPLIFT, derive
 
 HEADER = "region,kind,name,accelerator_count,vcpus,memory_gib,on_demand_usd_per_hour,spot_usd_per_hour,zones\n"

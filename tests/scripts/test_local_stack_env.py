@@ -18,7 +18,7 @@ from typing import ClassVar
 
 import pytest
 
-from components._settings import running_emulator
+from components.lifecycle._settings import running_emulator
 from tests.e2e._engine import REPO, venv_dir
 
 _COPIED = ("Pulumi.yaml", "__main__.py", "components", "emulator", "examples", "scripts", "stacks")
@@ -142,14 +142,14 @@ def test_one_line_sets_up_the_shell_and_the_stack_talks_to_this_checkout_s_emula
 
 @pytest.mark.parametrize("value", [7, "", "a\0b"])
 def test_a_state_dir_that_is_no_path_is_named(value: object) -> None:
-    from components._settings import ProviderSettings, SettingError
+    from components.lifecycle._settings import ProviderSettings, SettingError
 
     with pytest.raises(SettingError, match="training:emulatorStateDir: expected a directory"):
         ProviderSettings.read({"training:emulatorStateDir": value}.get)
 
 
 def test_a_state_dir_whose_emulator_is_gone_is_refused_not_replaced(tmp_path: Path) -> None:
-    from components._settings import ProviderSettings, SettingError
+    from components.lifecycle._settings import ProviderSettings, SettingError
 
     # server.json of an emulator that stopped, whose port something else may hold now.
     (tmp_path / "server.json").write_text('{"endpoint": "http://127.0.0.1:9"}')

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from components._catalog import use_catalog_overlay
+from components.rules._catalog import use_catalog_overlay
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
     python -m tests.spec.hostile_driver CASES.json LIMIT_BYTES
 
 Each case is ``{"id": ..., "argv": [...], "env": {...}}``; the driver calls
-``components._cli.main`` in-process (so a case costs milliseconds, not a Python start-up) and
+``components.cli._cli.main`` in-process (so a case costs milliseconds, not a Python start-up) and
 prints ``{"start": id}`` before and a result line after it. A crash of the interpreter (a
 segfault in a C parser) leaves a ``start`` line without its result, which names the case.
 """
@@ -22,7 +22,7 @@ from typing import Any
 
 
 def run_case(case: dict[str, Any]) -> dict[str, Any]:
-    from components._cli import main as cli
+    from components.cli._cli import main as cli
 
     saved = dict(os.environ)
     os.environ.update(case.get("env", {}))

@@ -19,10 +19,10 @@ from pydantic import BaseModel
 from pydantic.alias_generators import to_camel
 
 from components import JobSpec, SpecFormatError, SpecInvalidError, TuningJobSpec, load_spec_file
-from components import _spec as spec_module
-from components._wire import encode_spec
 from components.formats import spec_from_document
+from components.lifecycle._wire import encode_spec
 from components.review import render_markdown
+from components.rules import _spec as spec_module
 from tests.spec.helpers import pool
 
 with warnings.catch_warnings():

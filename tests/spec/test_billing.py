@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from components._billing import (
+from components.cli._cli import main
+from components.costs._billing import (
     SNAPSHOT_FILE,
     Sku,
     apply_billing,
@@ -24,9 +25,8 @@ from components._billing import (
     read_snapshot,
     sku_capacity,
 )
-from components._catalog import load_catalog
-from components._cli import main
-from components._settings import Endpoint
+from components.lifecycle._settings import Endpoint
+from components.rules._catalog import load_catalog
 from components.vertex import billing
 from components.vertex.billing import BillingUnavailable, read_skus
 from emulator.testing import EmulatorProcess, running_emulator

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from components import CatalogError, load_catalog, load_catalog_from
-from components._catalog import CATALOG_DIR, combinations, regions_offering, zones_offering
+from components.rules._catalog import CATALOG_DIR, combinations, regions_offering, zones_offering
 
 
 def test_every_row_of_every_file_has_a_source() -> None:

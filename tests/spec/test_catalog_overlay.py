@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from components import CatalogError, load_catalog, validate
-from components._catalog import CATALOG_DIR, load_catalog_from
-from components._check import check_inputs
-from components._cli import main
+from components.cli._cli import main
 from components.config import ConfigError, load_catalog_overlay
+from components.lifecycle._check import check_inputs
+from components.rules._catalog import CATALOG_DIR, load_catalog_from
 from tests.spec.catalog_fixtures import packaged_catalog  # noqa: F401 (a fixture)
 from tests.spec.helpers import pool, spec
 

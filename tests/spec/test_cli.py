@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from components import JobSpec, validate
-from components._cli import main
+from components.cli._cli import main
 
 DATA = Path(__file__).parent / "data"
 REPO = Path(__file__).parents[2]
@@ -245,7 +245,7 @@ def test_cli_silences_future_warnings_raised_by_client_libraries(
 ) -> None:
     import warnings
 
-    import components._cli as cli
+    import components.cli._cli as cli
 
     real_validate = getattr(cli, "validate")  # noqa: B009 (not exported, patched below)
 
@@ -343,7 +343,7 @@ def test_convert_imports_the_message_types_not_the_clients(tmp_path: Path) -> No
         "  replicaCount: 1\n  containerSpec: {imageUri: gcr.io/p/i:1}\n"
     )
     code = (
-        "import io, sys; from components._cli import main; "
+        "import io, sys; from components.cli._cli import main; "
         "rc = main(['convert', sys.argv[1]], io.StringIO(), io.StringIO()); "
         "print(rc, sorted(m for m in sys.modules if m.endswith('_service.client')))"
     )

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from components import JobSpec, SpecFormatError, SpecInvalidError, load_spec_file, validate
-from components._catalog import load_catalog
 from components.formats.legacy_config import LegacyConversionError
+from components.rules._catalog import load_catalog
 from tests.spec.helpers import pool
 
 DATA = Path(__file__).parent / "data"

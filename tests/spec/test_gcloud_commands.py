@@ -12,11 +12,11 @@ import pytest
 import yaml
 
 from components import JobSpec, SpecFormatError, SpecInvalidError, load_spec_file, validate
-from components._cli import main
-from components._spec import AUTOPACKAGE_ENV
+from components.cli._cli import main
 from components.formats import LoadedSpec, TuningJobFileError
 from components.formats.autopackage import Autopackage
 from components.formats.gcloud_flags import invocation, split_dict, split_list
+from components.rules._spec import AUTOPACKAGE_ENV
 
 IMAGE = "gcr.io/p/img:latest"
 TF_GPU = "us-docker.pkg.dev/vertex-ai/training/tf-gpu.2-12.py310:latest"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from components._cli import main
+from components.cli._cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 NAME = "projects/p/locations/us-central1/customJobs/1"

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from components import load_spec_file
-from components._catalog import load_catalog
-from components._spec import JobSpec, WorkerPoolSpec
-from components._violations import Violation
 from components.formats.legacy_config import LegacyConversionError, convert_training_input
 from components.formats.result import LoadedSpec
+from components.rules._catalog import load_catalog
+from components.rules._spec import JobSpec, WorkerPoolSpec
+from components.rules._violations import Violation
 
 PACKAGE = (
     "  packageUris: [gs://my-bucket/packages/trainer-0.1.tar.gz]\n  pythonModule: trainer.task\n"

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from components._catalog import CATALOG_DIR, TrainingImage, load_catalog, load_catalog_from
 from components._errors import CatalogError
 from components.formats.bounded_yaml import SourceFloat, load_documents
 from components.formats.legacy_images import (
@@ -19,6 +18,7 @@ from components.formats.legacy_images import (
     parse_version,
     version_text,
 )
+from components.rules._catalog import CATALOG_DIR, TrainingImage, load_catalog, load_catalog_from
 
 CATALOG = load_catalog()
 IMAGES = CATALOG.training_images

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from components import load_spec_file, validate
-from components._catalog import load_catalog
-from components._spec import JobSpec, WorkerPoolSpec
 from components.formats.legacy_config import LegacyConversionError
 from components.formats.result import LoadedSpec
+from components.rules._catalog import load_catalog
+from components.rules._spec import JobSpec, WorkerPoolSpec
 
 PACKAGE = (
     "  packageUris: [gs://my-bucket/packages/trainer-0.1.tar.gz]\n  pythonModule: trainer.task\n"

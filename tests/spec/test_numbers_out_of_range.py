@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components._cli import main
 from components._errors import SpecInvalidError
-from components._spec import JobSpec
-from components._tuning_validation import MAX_TRIALS
+from components.cli._cli import main
 from components.formats import load_spec_file
+from components.rules._spec import JobSpec
+from components.rules._tuning_validation import MAX_TRIALS
 
 HUGE = int("9" * 400)
 """An integer YAML reads as it is, and no float can hold (float(HUGE) overflows)."""

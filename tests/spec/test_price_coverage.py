@@ -13,18 +13,18 @@ from typing import Any
 import pytest
 
 from components import Catalog, load_catalog
-from components._catalog import CATALOG_DIR, Price, load_catalog_from, price_cells
-from components._cli import main
 from components._errors import CatalogError
-from components._policies import evaluate, job_from_props
-from components._price_sheet import (
+from components.cli._cli import main
+from components.costs._policies import evaluate, job_from_props
+from components.costs._price_sheet import (
     PriceSetting,
     PriceSheetError,
     apply_prices,
     parse_price_setting,
 )
-from components._pricing import estimate, gpu_offers
+from components.costs._pricing import estimate, gpu_offers
 from components.review import render_markdown
+from components.rules._catalog import CATALOG_DIR, Price, load_catalog_from, price_cells
 from tests.spec.helpers import pool, spec
 
 README = (CATALOG_DIR / "README.md").read_text()

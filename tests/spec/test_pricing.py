@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from components import Catalog, load_catalog, load_spec_file
-from components._catalog import Accelerator, MachineType, Price, Region, Zone
-from components._cli import main
-from components._pricing import compare_regions, duration_text, estimate, gpu_offers, summary
+from components.cli._cli import main
+from components.costs._pricing import compare_regions, duration_text, estimate, gpu_offers, summary
 from components.formats.legacy_config import LegacyConversionError
+from components.rules._catalog import Accelerator, MachineType, Price, Region, Zone
 from tests.spec.helpers import pool, spec
 
 
@@ -160,7 +160,7 @@ def test_cli_estimate_table_and_unknowns() -> None:
 
 
 def test_cost_outputs_and_summary_line() -> None:
-    from components._pricing import cost_outputs, summary
+    from components.costs._pricing import cost_outputs, summary
 
     known = {
         "workerPoolSpecs": [pool("n1-standard-4", "NVIDIA_TESLA_T4", 1)],

@@ -1,4 +1,4 @@
-"""The quota table (``components._quota``): needs per job and metric, limits as the Cloud Quotas API
+"""The quota table (``components.costs._quota``): needs per job and metric, limits as the Cloud Quotas API
 lists them, shortfalls with how to request more and where the job fits, and the catalog data."""
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from components._catalog import CATALOG_DIR, load_catalog
-from components._quota import (
+from components.costs._quota import (
     QuotaLimits,
     compare,
     job_needs,
@@ -19,8 +18,9 @@ from components._quota import (
     refusal_message,
     refused_metrics,
 )
-from components._spec import JobSpec
-from components._tuning_spec import TuningJobSpec
+from components.rules._catalog import CATALOG_DIR, load_catalog
+from components.rules._spec import JobSpec
+from components.rules._tuning_spec import TuningJobSpec
 
 T4 = "aiplatform.googleapis.com/custom_model_training_nvidia_t4_gpus"
 T4_SPOT = "aiplatform.googleapis.com/custom_model_training_preemptible_nvidia_t4_gpus"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from components._cli import main
+from components.cli._cli import main
 from emulator.testing import EmulatorProcess, running_emulator
 
 REPO = Path(__file__).resolve().parents[2]

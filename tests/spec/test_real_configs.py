@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from components._cli import main
+from components.cli._cli import main
 
 REAL = Path(__file__).parent / "data" / "real"
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from components import Catalog, Violation, load_catalog, validate
-from components._catalog import Accelerator, MachineType
+from components.rules._catalog import Accelerator, MachineType
 from tests.spec.helpers import pool, spec
 
 MS = "workerPoolSpecs[0].machineSpec"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from components import Catalog, Violation, load_catalog, validate
-from components._catalog import (
+from components.rules._catalog import (
     Accelerator,
     MachineType,
     Region,

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from components import Violation, load_catalog, validate
-from components._catalog import (
+from components.rules._catalog import (
     Accelerator,
     Catalog,
     MachineType,

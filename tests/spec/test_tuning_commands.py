@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from components import SpecFormatError, SpecInvalidError, TuningJobSpec, load_spec_file
-from components._cli import main
+from components.cli._cli import main
 from components.formats import LoadedSpec, TuningJobFileError
 from components.formats.tuning_command import parse_hp_tuning_create
 from tests.spec.test_gcloud_commands import written

@@ -17,10 +17,7 @@ import pytest
 import yaml
 
 from components import SpecError, SpecFormatError, SpecInvalidError, TuningJobSpec
-from components._catalog import load_catalog
-from components._cli import main
-from components._tuning_validation import validate_tuning
-from components._violations import Violation, errors_only
+from components.cli._cli import main
 from components.formats import (
     TuningJobFileError,
     load_spec_file,
@@ -30,6 +27,9 @@ from components.formats import (
 from components.formats.legacy_config import LegacyConversionError, convert_training_input
 from components.formats.legacy_tuning import DEFAULT_METRIC_TAG, LEGACY_TUNING_RENAMES
 from components.formats.result import in_input_terms
+from components.rules._catalog import load_catalog
+from components.rules._tuning_validation import validate_tuning
+from components.rules._violations import Violation, errors_only
 
 REAL = Path(__file__).parent / "data" / "real"
 

@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 from components import Catalog, TuningJobSpec, load_catalog
-from components._catalog import Accelerator, MachineType, Price, Region, Zone
-from components._pricing import (
+from components.costs._pricing import (
     DEFAULT_TIMEOUT,
     concurrent_trials,
     estimate,
@@ -17,6 +16,7 @@ from components._pricing import (
     tuning_cost_outputs,
     tuning_summary,
 )
+from components.rules._catalog import Accelerator, MachineType, Price, Region, Zone
 from tests.spec.tuning_helpers import config
 
 # us-central1 on-demand prices of the catalog (components/catalog/prices.csv).

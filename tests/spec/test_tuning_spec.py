@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from components import JobSpec, SpecInvalidError, TrialJobSpec, TuningJobSpec
-from components._tuning_spec import TUNING_JOB_OUTPUT_ONLY, output_only_fields
+from components.rules._tuning_spec import TUNING_JOB_OUTPUT_ONLY, output_only_fields
 from tests.spec.tuning_helpers import config, tuning
 
 

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from components import TuningJobSpec, Violation, validate_tuning, validate_tuning_document
-from components._tuning_validation import MAX_DISCRETE_VALUES
+from components.rules._tuning_validation import MAX_DISCRETE_VALUES
 from tests.spec.strategies import anything
 from tests.spec.tuning_helpers import config, loose_tuning, tuning, with_parameters
 
@@ -654,7 +654,7 @@ def test_a_document_is_parsed_then_validated():
 
 
 def test_a_validator_bug_is_reported_not_raised(monkeypatch):
-    import components._tuning_validation as module
+    import components.rules._tuning_validation as module
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from components import Catalog, JobSpec, SpecInvalidError, Violation, load_catalog_from, validate
-from components._catalog import Accelerator, MachineType, Region, Zone
+from components.rules._catalog import Accelerator, MachineType, Region, Zone
 from tests.spec.helpers import pool, spec
 
 
@@ -93,7 +93,7 @@ def test_host_limits_from_data_with_tiny_catalog() -> None:
         accelerators={"P": Accelerator("P")},
         attachable_counts={("n1-big", "P"): (4,), ("n1-ok", "P"): (4,)},
         host_limits={
-            ("P", 4): __import__("components._catalog", fromlist=["HostLimit"]).HostLimit(
+            ("P", 4): __import__("components.rules._catalog", fromlist=["HostLimit"]).HostLimit(
                 "P", 4, 64, 208
             )
         },
@@ -487,7 +487,7 @@ def test_valid_bucket_names_pass(bucket: str) -> None:
 
 
 def test_the_bucket_rules_cite_their_public_source() -> None:
-    import components._validation as module
+    import components.rules._validation as module
 
     assert len(module.BUCKET_NAME_RULES) == 6
     assert "cloud.google.com/storage/docs/buckets#naming" in Path(module.__file__).read_text()
@@ -525,7 +525,7 @@ def test_a_local_trainer_path_that_does_not_exist_is_refused_naming_the_field(
 def test_the_cli_reads_a_relative_trainer_path_from_the_spec_files_folder(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from components._cli import main
+    from components.cli._cli import main
 
     (tmp_path / "trainer").mkdir()
     job = tmp_path / "job.yaml"

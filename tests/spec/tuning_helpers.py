@@ -10,7 +10,7 @@ import yaml
 from hypothesis import strategies as st
 
 from components import TuningJobSpec
-from components._tuning_spec import GOALS, MEASUREMENT_SELECTION_TYPES, SCALE_TYPES
+from components.rules._tuning_spec import GOALS, MEASUREMENT_SELECTION_TYPES, SCALE_TYPES
 from tests.spec.strategies import anything, convertible_spec, names, text
 
 # A config as `gcloud ai hp-tuning-jobs create --config` takes it: a CIFAR-10 sweep on one T4.

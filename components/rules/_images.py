@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Literal
 
-from components._catalog import Catalog, TrainingImage
-from components._spec import WorkerPoolSpec
+from ._catalog import Catalog, TrainingImage
+from ._spec import WorkerPoolSpec
 
 __all__ = [
     "LEGACY_IMAGE_PREFIXES",

@@ -20,8 +20,8 @@ in the ``pulumi up`` output); ``tests/e2e/test_concurrency.py`` fails in that ca
 
 ``install_cancel_handler`` makes the host's ``Cancel`` call (which the engine sends when
 ``pulumi up`` gets Ctrl-C; a file:// backend's ``pulumi cancel`` only removes the lock, which
-``components._lock_watch`` notices), and which the host as it ships answers without
-doing anything) stop every wait of the process (``components._interrupt``), and so does the
+``components.lifecycle._lock_watch`` notices), and which the host as it ships answers without
+doing anything) stop every wait of the process (``components.lifecycle._interrupt``), and so does the
 interpreter's shutdown (SIGINT to the host ends its ``main()``; its worker threads are then
 joined, which would otherwise wait out every job being waited for). It swaps the handler of
 that one method in the gRPC server's table, found the same way as the pool. Without it a
@@ -154,7 +154,7 @@ def widen_host_pool(workers: int) -> int | None:
     provider host) when no pool serves this thread or the executor's internals are not the
     ones this relies on.
     """
-    from components._engine_watch import in_provider_host
+    from ._engine_watch import in_provider_host
 
     pool = serving_pool()
     if pool is None:
@@ -202,7 +202,7 @@ def _interrupting(handler: Any) -> Any:
     """``handler`` (a unary RPC handler) that first stops this process's waits, served by a
     thread of its own so that it never queues behind busy workers."""
     global _cancel_pool
-    from components._interrupt import interrupt
+    from ._interrupt import interrupt
 
     behaviour = handler.unary_unary
 
@@ -225,7 +225,7 @@ def install_cancel_handler() -> bool:
     provider host (tests calling the provider directly) nothing is changed.
     """
     global _cancel_installed
-    from components._engine_watch import in_provider_host
+    from ._engine_watch import in_provider_host
 
     if not in_provider_host():
         return False
@@ -306,8 +306,8 @@ def error_message(exc: BaseException, secrets: Iterable[str] = ()) -> str:
     """What the user is told of a failed operation: the error's message (its type too where it
     is no error of this package's: those are written for the user), without env values or
     endpoint credentials, bounded, with control characters escaped; never a traceback."""
-    from components._redaction import redact
-    from components._violations import terminal_safe
+    from .._redaction import redact
+    from ..rules._violations import terminal_safe
 
     text = str(exc)
     ours = type(exc).__module__.split(".")[0] == __name__.split(".")[0]
@@ -348,7 +348,7 @@ def install_error_handlers(scrub: Callable[[str], str] | None = None) -> bool:
     endpoint's, taking its credentials out) applies to every message. Idempotent; True when
     in place. Outside the host nothing is changed.
     """
-    from components._engine_watch import in_provider_host
+    from ._engine_watch import in_provider_host
 
     if scrub is not None and scrub not in _error_scrubs:
         _error_scrubs.append(scrub)
@@ -370,7 +370,7 @@ def install_error_handlers(scrub: Callable[[str], str] | None = None) -> bool:
 
 def _on_shutdown() -> None:
     """Stop the waits when the interpreter shuts down (before it joins the worker threads)."""
-    from components._interrupt import interrupt
+    from ._interrupt import interrupt
 
     register = getattr(threading, "_register_atexit", None)
     if register is None:

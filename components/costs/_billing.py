@@ -30,8 +30,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from components._catalog import CATALOG_DIR, Catalog, MachineType, Price, capacity_of
-from components._errors import CatalogError
+from .._errors import CatalogError
+from ..rules._catalog import CATALOG_DIR, Catalog, MachineType, Price, capacity_of
 
 __all__ = [
     "COMPUTE_SERVICE",

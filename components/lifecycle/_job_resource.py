@@ -22,10 +22,16 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast, overloa
 import pulumi
 import pulumi.dynamic
 
-from components._adoption import identity_label
-from components._check import SpecKind, check_inputs
-from components._errors import SpecError, SpecInvalidError
-from components._job_preview import (
+from .._errors import SpecError, SpecInvalidError
+from .._provider import JobProvider
+from .._run_key import stack_run_key
+from ..rules._spec import JobSpec, WorkerPoolSpec
+from ..rules._tuning_spec import TuningJobSpec
+from ..rules._validation import Target
+from ..rules._violations import Violation
+from ._adoption import identity_label
+from ._check import SpecKind, check_inputs
+from ._job_preview import (
     PreviewSettings,
     add_triggers,
     cost_message,
@@ -36,16 +42,10 @@ from components._job_preview import (
     quota_problem,
     wire_infra,
 )
-from components._packaging import PackagingError
-from components._provider import JobProvider
-from components._run_key import stack_run_key
-from components._settings import SettingError, parse_endpoint, target_for_endpoint
-from components._spec import JobSpec, WorkerPoolSpec
-from components._stack_state import held_jobs
-from components._tuning_spec import TuningJobSpec
-from components._validation import Target
-from components._violations import Violation
-from components._wire import (
+from ._packaging import PackagingError
+from ._settings import SettingError, parse_endpoint, target_for_endpoint
+from ._stack_state import held_jobs
+from ._wire import (
     ENV_VALUES,
     EXCLUSIVE_GPUS,
     EXISTING_JOB,
@@ -456,7 +456,7 @@ class JobResource(pulumi.dynamic.Resource, Generic[S]):
         """Declare a job; pass ``args`` or the same fields as keywords.
 
         Before it is registered the job is checked, its spec's notes and its estimated cost
-        are logged, and its Vertex training quotas are checked (``components._job_preview``).
+        are logged, and its Vertex training quotas are checked (``components.lifecycle._job_preview``).
         ``validate=False`` skips all that for inputs the caller already passed through
         ``check_jobs``; the provider's ``check`` validates them anyway.
         """

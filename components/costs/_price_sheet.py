@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components._catalog import Catalog, Price, price_problem
-from components._files import FileReadError, read_text_capped
-from components._violations import clipped
+from .._files import FileReadError, read_text_capped
+from ..rules._catalog import Catalog, Price, price_problem
+from ..rules._violations import clipped
 
 __all__ = [
     "MAX_SHEET_BYTES",

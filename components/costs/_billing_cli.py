@@ -1,7 +1,7 @@
 """Live billing prices for the CLI and the program, and ``python -m components catalog check``.
 
 ``live_catalog`` puts the prices that Vertex AI's and Compute Engine's billing SKUs make
-(``components._billing``, read by ``components.vertex.billing``, cached per day) over the
+(``components.costs._billing``, read by ``components.vertex.billing``, cached per day) over the
 catalog's dated snapshot; when the SKUs cannot be read (no credentials, no access, no network)
 it keeps the snapshot and says why, so pricing never fails for want of the live API.
 
@@ -15,9 +15,9 @@ import argparse
 from collections.abc import Callable
 from typing import TextIO
 
-from components._billing import apply_billing, billing_prices, differences
-from components._catalog import Catalog, load_catalog
-from components._settings import Endpoint, parse_endpoint
+from ..lifecycle._settings import Endpoint, parse_endpoint
+from ..rules._catalog import Catalog, load_catalog
+from ._billing import apply_billing, billing_prices, differences
 
 __all__ = ["cmd_catalog_check", "live_catalog", "snapshot_date"]
 
@@ -30,7 +30,7 @@ def snapshot_date(catalog: Catalog) -> str:
 def live_catalog(catalog: Catalog, endpoint: Endpoint, note: Callable[[str], None]) -> Catalog:
     """``catalog`` with the live billing SKUs' prices over its own; itself (and a note saying
     why) when they cannot be read."""
-    from components.vertex.billing import BillingUnavailable, read_skus
+    from ..vertex.billing import BillingUnavailable, read_skus
 
     try:
         skus = read_skus(endpoint)
@@ -48,7 +48,7 @@ def live_catalog(catalog: Catalog, endpoint: Endpoint, note: Callable[[str], Non
 
 def cmd_catalog_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Print where the catalog's prices differ from the live billing SKUs; see the exit codes."""
-    from components.vertex.billing import BillingUnavailable, read_skus
+    from ..vertex.billing import BillingUnavailable, read_skus
 
     try:
         endpoint = Endpoint(parse_endpoint(args.endpoint))

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from components._validation import Target
+from ..rules._validation import Target
 
 __all__ = [
     "CATALOG_OVERLAY_KEY",
@@ -53,7 +53,7 @@ CANCEL_TIMEOUT_KEY = "training:cancelTimeout"
 RETRY_DEADLINE_KEY = "training:retryDeadline"
 MAX_CONCURRENT_OPERATIONS_KEY = "training:maxConcurrentOperations"
 CATALOG_OVERLAY_KEY = "training:catalogOverlay"
-"""A folder of catalog CSV rows over the packaged catalog (``components._catalog``)."""
+"""A folder of catalog CSV rows over the packaged catalog (``components.rules._catalog``)."""
 
 DEFAULT_CANCEL_TIMEOUT = 600.0
 """Seconds ``delete`` (and a failed create) wait for a cancelled job to stop."""
@@ -187,7 +187,7 @@ def duration_seconds(value: Any) -> float:
     Raises ``ValueError`` (its message meant for the user) for anything else. The bounds are
     each setting's own.
     """
-    from components._spec import parse_duration
+    from ..rules._spec import parse_duration
 
     if isinstance(value, bool):
         raise ValueError(f"expected {DURATION_FORMS}, not {value!r}")

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from components._catalog import (
+from .._errors import SpecError
+from ._catalog import (
     Catalog,
     MachineType,
     accepted_accelerators,
@@ -24,9 +25,8 @@ from components._catalog import (
     training_regions,
     zones_offering,
 )
-from components._errors import SpecError
-from components._images import executor_image, image_for_hardware, registry_uri
-from components._spec import (
+from ._images import executor_image, image_for_hardware, registry_uri
+from ._spec import (
     AUTOPACKAGE_ENV,
     RESERVATION_AFFINITY_TYPES,
     JobSpec,
@@ -34,7 +34,7 @@ from components._spec import (
     PythonPackageSpec,
     WorkerPoolSpec,
 )
-from components._violations import (
+from ._violations import (
     Violation,
     clipped,
     did_you_mean,
@@ -659,7 +659,7 @@ def _boot_disk(base: str, pool: WorkerPoolSpec, machine: MachineType) -> Iterato
 def _executor_image(
     path: str, uri: str, ctx: _Context, hardware: str = "cpu"
 ) -> Iterator[Violation]:
-    """A Python package runs only on a prebuilt training image (``components._images``).
+    """A Python package runs only on a prebuilt training image (``components.rules._images``).
 
     ``hardware`` is what the pool runs on (cpu, gpu or tpu): an image suggested to it is one
     built for that, never a CPU image for a GPU pool.

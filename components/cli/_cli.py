@@ -17,16 +17,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO, TypeVar
 
-from components._catalog import (
-    Catalog,
-    combinations,
-    load_catalog,
-    resolve_accelerator,
-    use_catalog_overlay,
-)
-from components._errors import CatalogError, SpecFormatError, SpecInvalidError, TrainingJobError
-from components._price_sheet import PriceSheetError, apply_prices, parse_price_setting
-from components._pricing import (
+from .._errors import CatalogError, SpecFormatError, SpecInvalidError, TrainingJobError
+from ..costs._price_sheet import PriceSheetError, apply_prices, parse_price_setting
+from ..costs._pricing import (
     Estimate,
     TuningEstimate,
     capacity_word,
@@ -36,21 +29,28 @@ from components._pricing import (
     estimate,
     gpu_offers,
 )
-from components._quota_cli import add_quota_parser
-from components._spec import AUTOPACKAGE_ENV, JobSpec
-from components._tuning_spec import TuningJobSpec
-from components._tuning_validation import validate_tuning
-from components._validation import Target, validate
-from components._violations import (
+from ..formats import LoadedSpec, load_spec_file
+from ..formats.autopackage import IMAGE_PLACEHOLDER, VertexBuild, for_vertex
+from ..formats.legacy_config import LegacyConversionError
+from ..rules._catalog import (
+    Catalog,
+    combinations,
+    load_catalog,
+    resolve_accelerator,
+    use_catalog_overlay,
+)
+from ..rules._spec import AUTOPACKAGE_ENV, JobSpec
+from ..rules._tuning_spec import TuningJobSpec
+from ..rules._tuning_validation import validate_tuning
+from ..rules._validation import Target, validate
+from ..rules._violations import (
     Violation,
     clipped,
     did_you_mean,
     errors_only,
     terminal_safe,
 )
-from components.formats import LoadedSpec, load_spec_file
-from components.formats.autopackage import IMAGE_PLACEHOLDER, VertexBuild, for_vertex
-from components.formats.legacy_config import LegacyConversionError
+from ._quota_cli import add_quota_parser
 
 __all__ = [
     "build_parser",
@@ -288,10 +288,10 @@ def cmd_convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         _print_violations(violations, err)
         return EXIT_INVALID
     # Converting needs the client library's message types, not its clients (issue 26).
-    from components.vertex._library import types_only
+    from ..vertex._library import types_only
 
     types_only()
-    from components.vertex.convert import custom_job_spec_document
+    from ..vertex.convert import custom_job_spec_document
 
     command, notes = _create_command(spec, args.file)
     try:
@@ -319,10 +319,10 @@ def _convert_tuning(
     if errors_only(violations):
         _print_violations(violations, err)
         return EXIT_INVALID
-    from components.vertex._library import types_only
+    from ..vertex._library import types_only
 
     types_only()
-    from components.vertex.tuning_convert import tuning_job_document
+    from ..vertex.tuning_convert import tuning_job_document
 
     try:
         document = tuning_job_document(spec)
@@ -335,7 +335,7 @@ def _convert_tuning(
 
 
 def _import_client_library() -> None:
-    from components.vertex.api import aiplatform
+    from ..vertex.api import aiplatform
 
     aiplatform()  # imported first without the library's version warnings on stderr
 
@@ -375,7 +375,7 @@ def _check_packages(spec: JobSpec, err: TextIO, *, tuning: bool = False) -> int:
 
 def cmd_catalog(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.action == "check":
-        from components._billing_cli import cmd_catalog_check
+        from ..costs._billing_cli import cmd_catalog_check
 
         return cmd_catalog_check(args, out, err)
     catalog = load_catalog()
@@ -588,8 +588,8 @@ def _priced_catalog(args: argparse.Namespace, err: TextIO) -> Catalog | int:
             return EXIT_UNREADABLE
     base = load_catalog()
     if args.live_prices:
-        from components._billing_cli import live_catalog
-        from components._settings import Endpoint, SettingError, parse_endpoint
+        from ..costs._billing_cli import live_catalog
+        from ..lifecycle._settings import Endpoint, SettingError, parse_endpoint
 
         try:
             endpoint = Endpoint(parse_endpoint(args.endpoint))
@@ -713,8 +713,8 @@ def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Write a job file that is the existing job, and print the entry that takes it over."""
     import yaml
 
-    from components._importing import JobImportError, fetch_job, imported_job
-    from components._settings import Endpoint, SettingError, parse_endpoint
+    from ..lifecycle._importing import JobImportError, fetch_job, imported_job
+    from ..lifecycle._settings import Endpoint, SettingError, parse_endpoint
 
     try:
         endpoint = Endpoint(parse_endpoint(args.endpoint))

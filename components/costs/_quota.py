@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from components._catalog import CATALOG_DIR, Catalog, training_regions_for
-from components._pricing import concurrent_trials
-from components._spec import CustomJobSpec, JobSpec
-from components._tuning_spec import TuningJobSpec
+from ..rules._catalog import CATALOG_DIR, Catalog, training_regions_for
+from ..rules._spec import CustomJobSpec, JobSpec
+from ..rules._tuning_spec import TuningJobSpec
+from ._pricing import concurrent_trials
 
 __all__ = [
     "QUOTA_KEY",

@@ -1,6 +1,6 @@
 """``python -m components quota FILE --project P [--region R]``: the job's quota table.
 
-The table the preview logs for a stack (``components._quota``), for one job file in any
+The table the preview logs for a stack (``components.costs._quota``), for one job file in any
 accepted form: what the job needs at once per Vertex training metric, the project's limit in
 the region, and for a shortfall how to request more and where the job fits now.
 
@@ -13,12 +13,12 @@ from __future__ import annotations
 import argparse
 from typing import Any, TextIO
 
-from components._catalog import load_catalog
-from components._errors import SpecError
-from components._quota import compare, job_needs, load_quota_metrics
-from components._settings import Endpoint, SettingError, parse_endpoint
-from components._validation import project_violation
-from components.formats import load_spec_file
+from .._errors import SpecError
+from ..costs._quota import compare, job_needs, load_quota_metrics
+from ..formats import load_spec_file
+from ..lifecycle._settings import Endpoint, SettingError, parse_endpoint
+from ..rules._catalog import load_catalog
+from ..rules._validation import project_violation
 
 __all__ = ["DEFAULT_REGION", "add_quota_parser", "cmd_quota"]
 
@@ -45,7 +45,7 @@ def add_quota_parser(sub: Any) -> None:
 
 def cmd_quota(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Print the quota table of one job file; see the module's exit statuses."""
-    from components.vertex.quotas import QuotaUnavailable, read_limits
+    from ..vertex.quotas import QuotaUnavailable, read_limits
 
     if (bad := project_violation("--project", args.project)) is not None:
         print(f"error: {bad}", file=err)

@@ -1,7 +1,7 @@
 """What a job costs: per hour, and at most (for its ``scheduling.timeout``).
 
 Prices come from ``catalog/prices.csv``, over which a stack's organisation prices apply
-(``components._price_sheet``). An unknown price is reported as unknown, never guessed: the
+(``components.costs._price_sheet``). An unknown price is reported as unknown, never guessed: the
 estimate then has no total, and ``missing`` says which prices are lacking, and why when the
 catalog knows. Every price says where it came from (``price_labels``: ``Vertex price``,
 ``derived``, ``derived, unverified``, ``org sheet x.csv``, a discount), and a pool's price is
@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from components._catalog import Catalog, Price, capacity_of, combinations, load_catalog
-from components._errors import SpecError
-from components._spec import JobSpec, WorkerPoolSpec
-from components._tuning_spec import TuningJobSpec
-from components._validation import POOL_ROLES, validate
+from .._errors import SpecError
+from ..rules._catalog import Catalog, Price, capacity_of, combinations, load_catalog
+from ..rules._spec import JobSpec, WorkerPoolSpec
+from ..rules._tuning_spec import TuningJobSpec
+from ..rules._validation import POOL_ROLES, validate
 
 __all__ = [
     "DEFAULT_TIMEOUT",

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from components._settings import Endpoint, public_url
+from ._settings import Endpoint, public_url
 
 __all__ = ["EVERY", "WaitProgress", "local_chief_log", "write_line"]
 

@@ -1,6 +1,6 @@
 """The tuning job spec model: a typed mirror of Vertex AI ``HyperparameterTuningJob`` (v1).
 
-Same conventions as ``components._spec``: snake_case names of ``google.cloud.aiplatform_v1``,
+Same conventions as ``components.rules._spec``: snake_case names of ``google.cloud.aiplatform_v1``,
 camelCase accepted as well, unknown fields refused, gcloud's one-value-for-a-list reading.
 Enum values stay strings (``*_UNSPECIFIED`` reads as unset): ``validate_tuning`` says what is
 wrong with a misspelt one. The trial spec is a ``CustomJobSpec``; the project, region, display
@@ -16,8 +16,8 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BeforeValidator, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
-from components._errors import SpecInvalidError
-from components._spec import (
+from .._errors import SpecInvalidError
+from ._spec import (
     CustomJobSpec,
     Duration,
     EncryptionSpec,

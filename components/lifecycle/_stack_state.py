@@ -1,6 +1,6 @@
 """What the stack's last checkpoint holds: the job of each job resource, by its identity.
 
-A create never adopts a job the stack holds (``components._adoption``, rule 3), but the
+A create never adopts a job the stack holds (``components.lifecycle._adoption``, rule 3), but the
 provider cannot see the state: a replace the engine decides by itself (``pulumi up
 --replace``, ``--target-replace``, a tainted resource) calls neither ``diff`` nor ``check``
 with the old resource, and ``create`` gets only the new inputs. The program can: the engine's
@@ -12,7 +12,7 @@ and passes each job resource the names of the jobs the state holds for its ident
 
 If the state cannot be read (a backend that refuses, a program run under mocks), nothing is
 held: one warning says so, and the provider's own guard keeps the running job in a replace
-(``components._adoption.adopted_here``).
+(``components.lifecycle._adoption.adopted_here``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 
 import pulumi
 
-from components._wire import (
+from ._wire import (
     IDENTITY,
     TRAINING_JOB_TYPE_SUFFIX,
     TUNING_JOB_TYPE_SUFFIX,

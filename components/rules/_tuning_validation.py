@@ -2,7 +2,7 @@
 
 ``validate_tuning`` returns every violation it finds and never raises. The study's rules come
 from ``study.proto`` and ``hyperparameter_tuning_job.proto`` (v1); the trial's job is checked
-by ``components._validation.validate``, with every CustomJob rule, its paths under
+by ``components.rules._validation.validate``, with every CustomJob rule, its paths under
 ``trialJobSpec.`` (the tuning job's labels, display name, project, region and encryption key
 keep their own paths). Each rule is listed in ``catalog/README.md``.
 """
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components._catalog import Catalog, load_catalog
-from components._errors import SpecError
-from components._tuning_spec import (
+from .._errors import SpecError
+from ._catalog import Catalog, load_catalog
+from ._tuning_spec import (
     ALGORITHMS,
     GOALS,
     MEASUREMENT_SELECTION_TYPES,
@@ -35,8 +35,8 @@ from components._tuning_spec import (
     StudyTimeConstraint,
     TuningJobSpec,
 )
-from components._validation import Target, guarded, validate
-from components._violations import (
+from ._validation import Target, guarded, validate
+from ._violations import (
     Rule,
     Severity,
     Violation,

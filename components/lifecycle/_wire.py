@@ -7,12 +7,12 @@ Type tokens, property names and defaults, the ``status`` output, the job labels,
 wire form (canonical JSON text, env values split out into their own secret property), the
 value Pulumi sends for "not known yet", and the form of a job's resource name. The program
 (``components.training_job``), the provider (``components._provider``), the PR renderer
-(``components.review``) and the policy pack (``components._policies``) all read it from here.
+(``components.review``) and the policy pack (``components.costs._policies``) all read it from here.
 
 It imports neither ``pulumi`` nor the Vertex client, so the preview path stays fast: values
 Pulumi leaves unknown at preview are recognised by their type name, not by importing the SDK.
 ``training:endpoint`` and the provider's other stack settings are read in
-``components._settings``.
+``components.lifecycle._settings``.
 """
 
 from __future__ import annotations
@@ -160,7 +160,7 @@ KNOB_PROPERTIES = (WAIT_FOR, WAIT_TIMEOUT, EXCLUSIVE_GPUS, KEEP_RECORD, IDENTITY
 
 ``identity`` is here because renaming a stack or aliasing a resource does not change the job
 that already runs; only ``create`` uses it. So is ``existing_job`` (the job a create takes
-over instead of submitting one, ``components._adoption``): once the resource holds a job,
+over instead of submitting one, ``components.lifecycle._adoption``): once the resource holds a job,
 naming another or none changes nothing.
 """
 
@@ -171,11 +171,11 @@ HIDDEN_INPUTS = (RUN_KEY, HELD_JOBS, OWNER, TAKE_OVER_HELD_JOB)
 identity is a hash: no one can tell from it who holds a job). ``take_over_held_job``
 (``training:jobs[].takeOverHeldJob``) is the user's explicit leave to take over an
 ``existing_job`` whose identity label names another resource or stack
-(``components._adoption`` rule 6).
+(``components.lifecycle._adoption`` rule 6).
 
 ``run_key`` (the stack's secret, ``components._run_key``) keys the run hash of a new job; a
 new key changes nothing about a job that already runs. ``held_jobs``: the jobs the stack's last
-checkpoint holds for the resource (``components._stack_state``), which a create never adopts.
+checkpoint holds for the resource (``components.lifecycle._stack_state``), which a create never adopts.
 """
 
 INPUT_PROPERTIES = JOB_PROPERTIES + KNOB_PROPERTIES

@@ -27,8 +27,8 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from components._errors import SpecInvalidError
-from components._violations import Violation, did_you_mean
+from .._errors import SpecInvalidError
+from ._violations import Violation, did_you_mean
 
 __all__ = [
     "CUSTOM_JOB_OUTPUT_ONLY",

@@ -17,14 +17,14 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from components._errors import SpecError
-from components._settings import duration_seconds
-from components._spec import MAX_DURATION_SECONDS, JobSpec
-from components._tuning_spec import TuningJobSpec
-from components._tuning_validation import validate_tuning
-from components._validation import MAX_LABELS, Target, validate
-from components._violations import Violation
-from components._wire import (
+from .._errors import SpecError
+from ..rules._spec import MAX_DURATION_SECONDS, JobSpec
+from ..rules._tuning_spec import TuningJobSpec
+from ..rules._tuning_validation import validate_tuning
+from ..rules._validation import MAX_LABELS, Target, validate
+from ..rules._violations import Violation
+from ._settings import duration_seconds
+from ._wire import (
     ENV_VALUES,
     EXCLUSIVE_GPUS,
     EXISTING_JOB,
@@ -87,7 +87,7 @@ class SpecKind(Generic[M]):
     """The last collection of such a name (for messages)."""
     pools_under: str | None = None
     """The field holding the custom job spec that has the worker pools (and so the env vars,
-    ``components._wire.split_env``): a tuning job's ``trialJobSpec``; None: the top level."""
+    ``components.lifecycle._wire.split_env``): a tuning job's ``trialJobSpec``; None: the top level."""
 
     def split_env(self, document: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         return split_env(document, under=self.pools_under)
@@ -124,7 +124,7 @@ class CheckOutcome:
 
 def wait_timeout_seconds(value: Any) -> float | None:
     """``wait_timeout`` as seconds, in the forms every duration setting takes
-    (``components._settings.duration_seconds``: numbers, ``"600"``, ``"90m"``...).
+    (``components.lifecycle._settings.duration_seconds``: numbers, ``"600"``, ``"90m"``...).
 
     Raises ``ValueError`` with a message meant for the user.
     """

@@ -7,12 +7,12 @@ it. ``watch_lock`` closes that gap for this process: the first create that waits
 finds the stack's lock files (the backend from ``PULUMI_BACKEND_URL``, else the
 ``current`` backend of ``$PULUMI_HOME/credentials.json``) and, while any was there, a thread
 checks them twice a second; once every one of them is gone, it stops every wait of the
-process (``components._interrupt``), as the engine's Cancel does: the jobs keep running for
+process (``components.lifecycle._interrupt``), as the engine's Cancel does: the jobs keep running for
 the next ``pulumi up`` to adopt.
 
 Other backends (Pulumi Cloud, s3://, gs://, azblob://) are not watched, and what their
 ``pulumi cancel`` does to a running ``up`` is not tested here: Ctrl-C (the engine's
-``Cancel``, ``components._host``) holds on every backend.
+``Cancel``, ``components.lifecycle._host``) holds on every backend.
 Nothing is watched when no lock file is found (a provider driven by tests, a backend whose
 layout differs): the waits then behave as before, ending on Ctrl-C or ``waitTimeout``.
 """
@@ -63,7 +63,7 @@ def stack_locks(backend: Path, project: str, stack: str) -> list[Path]:
 
 def watch_lock(project: str, stack: str) -> bool:
     """Watch the lock of ``project``/``stack`` (once per process); True when a watch runs."""
-    from components._interrupt import interrupt
+    from ._interrupt import interrupt
 
     with _lock:
         if (project, stack) in _watched:

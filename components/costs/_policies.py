@@ -20,10 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components._catalog import Catalog, load_catalog
-from components._errors import SpecError
-from components._pricing import capacity_word, concurrent_trials, estimate, labels_text
-from components._quota import (
+from .._errors import SpecError
+from ..lifecycle._wire import TRAINING_JOB_TYPE_SUFFIX, TUNING_JOB_TYPE_SUFFIX, decode_spec
+from ..rules._catalog import Catalog, load_catalog
+from ..rules._spec import JobSpec
+from ..rules._tuning_spec import TuningJobSpec
+from ._pricing import capacity_word, concurrent_trials, estimate, labels_text
+from ._quota import (
     Need,
     compare,
     job_needs,
@@ -31,9 +34,6 @@ from components._quota import (
     read_snapshot,
     trials_needs,
 )
-from components._spec import JobSpec
-from components._tuning_spec import TuningJobSpec
-from components._wire import TRAINING_JOB_TYPE_SUFFIX, TUNING_JOB_TYPE_SUFFIX, decode_spec
 
 __all__ = [
     "JOB_RULES",
@@ -57,7 +57,7 @@ __all__ = [
 ]
 
 
-PROJECT_DIR = Path(__file__).resolve().parents[1]
+PROJECT_DIR = Path(__file__).resolve().parents[2]
 """The project directory: where the program records the quotas it read (``quota_fits``)."""
 
 
@@ -66,7 +66,7 @@ class PolicyJob:
     """One training job, or one tuning job, as a policy sees it.
 
     For a tuning job ``spec`` is the custom job one trial runs and ``parallel_trials`` how
-    many trials run at once (``components._pricing.concurrent_trials``).
+    many trials run at once (``components.costs._pricing.concurrent_trials``).
     """
 
     name: str
@@ -286,7 +286,7 @@ def quota_fits(
     now: float | None = None,
 ) -> list[str]:
     """With ``enabled``: the stack's jobs together fit the Vertex training quotas of their
-    project and region, as the last preview read them (``components._quota.SNAPSHOT_DIR``; the
+    project and region, as the last preview read them (``components.costs._quota.SNAPSHOT_DIR``; the
     pack has no Cloud Quotas client). Limits older than ``maxSnapshotAgeMinutes`` (default 60),
     or none recorded, are a violation too: the fit cannot be known."""
     if not config.get("enabled"):

@@ -28,16 +28,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pulumi
 
-from components._catalog import Catalog
-from components._errors import SpecError
-from components._packaging import source_digest
-from components._price_sheet import PriceSetting
-from components._pricing import estimate, estimate_tuning, summary, tuning_summary
-from components._quota import QUOTA_KEY, QUOTA_MODES
-from components._settings import Endpoint, ProviderSettings, SettingError
-from components._spec import JobSpec
-from components._tuning_spec import TrialJobSpec, TuningJobSpec
-from components._wire import (
+from .._errors import SpecError
+from ..costs._price_sheet import PriceSetting
+from ..costs._pricing import estimate, estimate_tuning, summary, tuning_summary
+from ..costs._quota import QUOTA_KEY, QUOTA_MODES
+from ..rules._catalog import Catalog
+from ..rules._spec import JobSpec
+from ..rules._tuning_spec import TrialJobSpec, TuningJobSpec
+from ._packaging import source_digest
+from ._settings import Endpoint, ProviderSettings, SettingError
+from ._wire import (
     PROJECT,
     REGION,
     SPEC,
@@ -49,7 +49,7 @@ from components._wire import (
 )
 
 if TYPE_CHECKING:
-    from components._check import SpecKind
+    from ._check import SpecKind
 
 __all__ = [
     "PreviewSettings",
@@ -99,7 +99,7 @@ class PreviewSettings:
     """``training:livePrices``: price from the live billing SKUs where readable (the local
     stack reads the emulator's Catalog API) over the catalog's snapshot."""
     root: Path = Path()
-    """Where the quota snapshot for the policy pack goes (``components._quota.SNAPSHOT_DIR``)."""
+    """Where the quota snapshot for the policy pack goes (``components.costs._quota.SNAPSHOT_DIR``)."""
 
     @classmethod
     def from_stack(cls, project: Any, region: Any) -> PreviewSettings:
@@ -108,7 +108,7 @@ class PreviewSettings:
         applies to the program's catalog from here on); raises ``ConfigError`` naming the key.
         ``project`` and ``region`` are the job's, or None where they are not known at preview
         (an Output)."""
-        from components.config import (
+        from ..config import (
             ConfigError,
             load_catalog_overlay,
             load_live_prices,
@@ -155,15 +155,15 @@ def _billed_catalog(settings: PreviewSettings) -> Catalog | None:
     """The catalog with the live billing SKUs' prices over its snapshot; None: the snapshot."""
     if not settings.live_prices:
         return None
-    from components._billing_cli import live_catalog
-    from components._catalog import load_catalog
+    from ..costs._billing_cli import live_catalog
+    from ..rules._catalog import load_catalog
 
     return live_catalog(load_catalog(), Endpoint(settings.endpoint), pulumi.log.info)
 
 
 def cost_message(jobs: Sequence[tuple[str, Spec | None]], settings: PreviewSettings) -> str:
     """One message for every job's estimated cost: ``pulumi preview`` shows it to reviewers."""
-    from components.config import priced_catalog
+    from ..config import priced_catalog
 
     catalog = priced_catalog(settings.prices, _billed_catalog(settings))
     lines = [_cost_line(name, spec, settings.region, catalog) for name, spec in jobs]
@@ -185,9 +185,9 @@ def quota_problem(jobs: Sequence[tuple[str, Spec]], settings: PreviewSettings) -
             "the jobs' quotas were not checked: their project or region is not known at preview"
         )
         return None
-    from components._catalog import load_catalog
-    from components._quota import compare, job_needs, load_quota_metrics, write_snapshot
-    from components.vertex import quotas
+    from ..costs._quota import compare, job_needs, load_quota_metrics, write_snapshot
+    from ..rules._catalog import load_catalog
+    from ..vertex import quotas
 
     catalog, metrics = load_catalog(), load_quota_metrics()
     needs, unchecked = [], []
@@ -200,7 +200,7 @@ def quota_problem(jobs: Sequence[tuple[str, Spec]], settings: PreviewSettings) -
     except quotas.QuotaUnavailable as exc:
         pulumi.log.warn(f"{exc}; the jobs' quotas were not checked ({QUOTA_KEY}: off skips this)")
         return None
-    try:  # for the policy pack, which has no client (components._quota.SNAPSHOT_DIR)
+    try:  # for the policy pack, which has no client (components.costs._quota.SNAPSHOT_DIR)
         write_snapshot(settings.root, settings.project, limits, time.time())
     except (OSError, ValueError) as exc:
         pulumi.log.warn(f"the quota snapshot for the policy pack was not written: {exc}")
@@ -290,8 +290,8 @@ def image_notes(spec: Spec, region: str | None) -> list[str]:
 def _late_image(uri: str, region: str | None) -> str | None:
     """The note for a prebuilt image past its end of availability (once per image and run:
     a stack's jobs mostly share one)."""
-    from components._catalog import load_catalog
-    from components._images import executor_image
+    from ..rules._catalog import load_catalog
+    from ..rules._images import executor_image
 
     found = executor_image(load_catalog(), uri, region)
     return found.lifecycle() if found.kind == "prebuilt" else None
@@ -389,9 +389,9 @@ def held_while_replaced(
     (``--replace``), which the program does not see. ``exclusiveGpus`` cancels first: the
     caller does not ask then.
     """
-    from components._adoption import ADOPTABLE_ACTIVE
-    from components._check import diff_inputs
-    from components._stack_state import held_outputs
+    from ._adoption import ADOPTABLE_ACTIVE
+    from ._check import diff_inputs
+    from ._stack_state import held_outputs
 
     tuning = isinstance(plan, TuningJobSpec)
     new, _ = kind.split_env(plan.to_document())

@@ -18,8 +18,8 @@ from datetime import date
 from functools import cached_property
 from pathlib import Path
 
-from components._errors import CatalogError
-from components._files import FileReadError, read_text_capped
+from .._errors import CatalogError
+from .._files import FileReadError, read_text_capped
 
 __all__ = [
     "CAPACITIES",
@@ -56,7 +56,7 @@ __all__ = [
     "zones_offering",
 ]
 
-CATALOG_DIR = Path(__file__).parent / "catalog"
+CATALOG_DIR = Path(__file__).resolve().parents[1] / "catalog"
 
 CAPACITY_OPTIONS = ("ON_DEMAND", "RESERVATION", "FLEX_START", "SPOT")
 """How capacity for a machine can be obtained (``machine_types.csv`` column ``capacity``)."""

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from components._files import FileReadError, read_bytes_capped, read_text_capped
+from .._files import FileReadError, read_bytes_capped, read_text_capped
 
 __all__ = [
     "FIXED_MTIME",

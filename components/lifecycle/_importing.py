@@ -3,7 +3,7 @@
 ``pulumi import`` does not work for dynamic resources (pulumi/pulumi#16175), so the job is
 taken over by its own resource's create instead: ``python -m components import JOB`` reads the
 job through the API and writes its spec as a job file, exactly as the job is (so the provider
-finds it equal and adopts it, ``components._adoption`` rule 6), and prints the
+finds it equal and adopts it, ``components.lifecycle._adoption`` rule 6), and prints the
 ``training:jobs`` entry that names it (``existingJob``). The next ``pulumi up`` takes the job
 over without starting another; from then on it is an ordinary resource: a change of its file
 replaces it (a new job starts, this one is cancelled), ``destroy`` cancels it.
@@ -18,10 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from components._adoption import holder_text, job_id, without_managed_labels
-from components._settings import Endpoint
-from components._wire import MANAGED_LABELS, parse_job_name, parse_tuning_job_name
-from components.vertex.api import (
+from ..vertex.api import (
     CUSTOM_JOB,
     TUNING_JOB,
     JobApi,
@@ -32,6 +29,9 @@ from components.vertex.api import (
     shared_client,
     state_name,
 )
+from ._adoption import holder_text, job_id, without_managed_labels
+from ._settings import Endpoint
+from ._wire import MANAGED_LABELS, parse_job_name, parse_tuning_job_name
 
 __all__ = ["ImportedJob", "JobImportError", "fetch_job", "imported_job", "job_reference"]
 
@@ -122,8 +122,8 @@ def imported_job(job: Any, kind: JobKind) -> ImportedJob:
     The file is the job's spec as the spec models read a described job (what the provider
     compares it with when it takes the job over); raises ``JobImportError`` if they cannot.
     """
-    from components._errors import SpecError
-    from components.formats import spec_from_document
+    from .._errors import SpecError
+    from ..formats import spec_from_document
 
     described = job_document(job)
     try:
