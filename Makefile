@@ -6,7 +6,7 @@ STACK ?= dev
 
 # The requirement sets, by role (README, "Dependencies"), all pinned by constraints.txt; the
 # interpreter is scripts/find-python's (the newest of Python 3.13 and 3.12, else python3).
-RUNTIME := requirements.txt
+RUNTIME := requirements.txt requirements-gcp.txt
 EMULATOR := requirements-emulator.txt
 DEV := requirements-dev.txt
 VENV_SCRIPTS := scripts/make-venv scripts/find-python
@@ -14,7 +14,7 @@ RUN_STAMP := $(VENV)/.installed-runtime-emulator
 DEV_STAMP := $(VENV)/.installed-dev
 POLICY_STAMP := policy/.venv/.installed
 
-.PHONY: venv dev-venv policy pulumi up down lint test unit smoke dist bench preview-md clean
+.PHONY: venv dev-venv policy pulumi up down lint test unit smoke smoke-ranges dist bench preview-md clean
 
 # runtime + emulator: what `make up` needs
 venv: $(RUN_STAMP)
@@ -54,18 +54,24 @@ lint: dev-venv
 	$(VENV)/bin/mypy components emulator tests bench examples/trainer scripts/local_outputs.py scripts/smoke_checks.py __main__.py
 	$(VENV)/bin/mypy policy/__main__.py
 
-# The full suite on the project's interpreter, and the installed package on the lowest
-# supported Python (scripts/smoke-runtime).
-test: lint pulumi policy smoke
+# The full suite on the project's interpreter, and the installed package: on the lowest
+# supported Python at this repo's pins, and with its extras at both ends of its ranges
+# (scripts/smoke-runtime).
+test: lint pulumi policy smoke smoke-ranges
 	$(PY) -m pytest
 
 unit: dev-venv
 	$(PY) -m pytest tests --ignore=tests/e2e
 
 smoke: venv
-	scripts/smoke-runtime
+	scripts/smoke-runtime pinned
 
-# A wheel of the package (components/ with its catalog data; runtime dependencies pinned).
+smoke-ranges: venv
+	scripts/smoke-runtime lowest
+	scripts/smoke-runtime newest
+
+# A wheel of the package: gpu_training (components/, with its catalog data) and
+# gpu_training_emulator (emulator/); requirements as ranges, extras [gcp] and [emulator].
 dist: venv
 	$(PY) -m pip wheel --quiet --no-deps -w dist .
 	@ls dist/*.whl

@@ -1,15 +1,35 @@
-"""Errors raised by the components package.
+"""Errors raised by the package: one tree under one root.
 
-The tree::
+The tree (each error is also what it says after the dash, so ``except ValueError`` still
+catches the input errors)::
 
-    TrainingJobError                  base of everything raised here
-    ├── CatalogError                  catalog data is missing or malformed
-    └── SpecError (also ValueError)   a job spec cannot be read or built
-        ├── SpecFormatError           the file is unreadable or in no known format
-        └── SpecInvalidError          the spec parsed, but has violations
+    TrainingJobError                     base of everything raised here
+    ├── CatalogError                     catalog data is missing or malformed
+    ├── SpecError (ValueError)           a job spec cannot be read or built
+    │   ├── SpecFormatError              the file is unreadable or in no known format
+    │   │   └── TuningJobFileError       a tuning job where a single custom job was wanted
+    │   └── SpecInvalidError             the spec parsed, but has violations
+    │       └── LegacyConversionError    a legacy job with problems, in the input's terms
+    ├── YamlBoundsError (ValueError)     a document crosses a size or depth bound
+    ├── Unresolvable                     a script's value that only running it would give
+    ├── FileReadError (ValueError)       a file is not a regular file within the cap
+    ├── PackagingError (ValueError)      a trainer source cannot be packaged
+    ├── ConfigError (RunError, ValueError)            the stack configuration is invalid
+    ├── TrainingJobInputError (RunError, ValueError)  a job resource's inputs are invalid
+    ├── SettingError (ValueError)        a provider stack setting is malformed
+    ├── PriceSheetError (ValueError)     ``training:prices`` or its sheet is invalid
+    ├── JobImportError (ValueError)      a job cannot be imported
+    ├── ReviewError (ValueError)         not the JSON ``pulumi preview --json`` prints
+    ├── QuotaUnavailable (RuntimeError)  the project's quotas cannot be read
+    ├── BillingUnavailable (RuntimeError)  the billing SKUs cannot be read (prices: the snapshot)
+    ├── Interrupted                      the provider process was asked to stop mid-wait
+    └── JobOperationError (RuntimeError) an API operation failed
+        ├── ApiUnreachable               transient errors outlasted the retry deadline
+        └── WaitFailed                   the job did not reach the wanted state
 
 Validation itself never raises: ``validate`` returns violations. ``SpecInvalidError``
 is for callers that need a spec that is valid (e.g. before submitting a job).
+tests/test_layout.py checks that every error the package defines is under the root and drawn here.
 """
 
 from __future__ import annotations

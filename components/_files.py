@@ -15,10 +15,12 @@ import os
 import stat
 from pathlib import Path
 
+from ._errors import TrainingJobError
+
 __all__ = ["FileReadError", "is_regular_file", "read_bytes_capped", "read_text_capped"]
 
 
-class FileReadError(ValueError):
+class FileReadError(TrainingJobError, ValueError):
     """A file cannot be read as a regular file within the cap; the message names the path."""
 
 

@@ -52,7 +52,7 @@ from typing import Any, cast
 
 import pulumi
 
-from ._errors import CatalogError
+from ._errors import CatalogError, TrainingJobError
 from ._files import is_regular_file
 from .costs._price_sheet import PriceSetting, PriceSheetError, apply_prices, parse_price_setting
 from .costs._quota import QUOTA_MODES
@@ -82,7 +82,7 @@ __all__ = [
 ]
 
 
-class ConfigError(pulumi.RunError, ValueError):
+class ConfigError(TrainingJobError, pulumi.RunError, ValueError):
     """The stack configuration is invalid; the message names the key."""
 
 

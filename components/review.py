@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from ._errors import SpecError
+from ._errors import SpecError, TrainingJobError
 from .costs._price_sheet import PriceSheetError, apply_prices, parse_price_setting
 from .costs._pricing import (
     Estimate,
@@ -89,7 +89,7 @@ _MAX_VALUE = 80
 _MAX_CHANGES = 25
 
 
-class ReviewError(ValueError):
+class ReviewError(TrainingJobError, ValueError):
     """The input is not the JSON that ``pulumi preview --json`` prints."""
 
 

@@ -1,6 +1,7 @@
 """Hardware and image facts the emulator's checks use, read as data from the catalog CSVs.
 
-The CSV files under ``components/catalog/`` are data shared by the project and the emulator;
+The CSV files under ``components/catalog/`` (``gpu_training/catalog/`` once installed) are data
+shared by the project and the emulator;
 this module reads them with its own small reader (the ``csv`` module, a few columns) and keeps
 no rules: what the facts mean for a job is decided in :mod:`emulator._validation`. Without the
 files (the emulator copied elsewhere) every look-up answers "unknown", and the checks that need
@@ -23,7 +24,17 @@ __all__ = ["Accelerator", "Hardware", "TrainingImage", "catalog_dir", "catalog_r
 
 log = logging.getLogger("emulator.hardware")
 
-_DEFAULT_DIR = Path(__file__).resolve().parent.parent / "components" / "catalog"
+# The checkout's folder, else the installed package beside this one (read as files: importing
+# it would load the project's code, which the emulator never does).
+_CATALOG_HOMES = ("components", "gpu_training")
+_DEFAULT_DIR = next(
+    (
+        home
+        for name in _CATALOG_HOMES
+        if (home := Path(__file__).resolve().parent.parent / name / "catalog").is_dir()
+    ),
+    Path(__file__).resolve().parent.parent / _CATALOG_HOMES[0] / "catalog",
+)
 # The largest catalog file is a few tens of KiB: anything far larger is not the catalog.
 _MAX_FILE_BYTES = 4 * 1024 * 1024
 

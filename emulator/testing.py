@@ -72,7 +72,7 @@ class EmulatorProcess:
         cmd = [
             sys.executable,
             "-m",
-            "emulator",
+            __package__ or "emulator",  # gpu_training_emulator once installed
             "serve",
             "--port",
             str(port),

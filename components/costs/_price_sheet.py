@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._errors import TrainingJobError
 from .._files import FileReadError, read_text_capped
 from ..rules._catalog import Catalog, Price, price_problem
 from ..rules._violations import clipped
@@ -77,7 +78,7 @@ def _cell(value: Any) -> str:
     return clipped(repr(value), _CELL_CHARS)
 
 
-class PriceSheetError(ValueError):
+class PriceSheetError(TrainingJobError, ValueError):
     """``training:prices`` or its sheet is invalid; the message names the key, file, row, field."""
 
 

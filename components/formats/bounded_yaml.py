@@ -21,6 +21,8 @@ from typing import Any, cast
 
 import yaml
 
+from .._errors import TrainingJobError
+
 __all__ = [
     "MAX_ALIASES",
     "MAX_DEPTH",
@@ -68,7 +70,7 @@ MAX_NODES = 200_000
 MAX_SCALAR_CHARS = 8 << 20
 
 
-class YamlBoundsError(ValueError):
+class YamlBoundsError(TrainingJobError, ValueError):
     """The document crosses one of the bounds; the message says which and where."""
 
 

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from .._errors import SpecFormatError
+from .._errors import SpecFormatError, TrainingJobError
 
 __all__ = [
     "MAX_COMMANDS",
@@ -171,7 +171,7 @@ class Command:
     """A ``;;`` follows it: the end of a ``case`` branch (its last command, or its pattern)."""
 
 
-class Unresolvable(Exception):
+class Unresolvable(TrainingJobError):
     """A value that cannot be known without running the script.
 
     ``message`` says why (``environment variable $X is not set``, ```$(date)` would have to

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._errors import TrainingJobError
 from ..vertex.api import (
     CUSTOM_JOB,
     TUNING_JOB,
@@ -38,7 +39,7 @@ __all__ = ["ImportedJob", "JobImportError", "fetch_job", "imported_job", "job_re
 _RESOURCE_NAME = re.compile(r"[^a-z0-9-]+")
 
 
-class JobImportError(ValueError):
+class JobImportError(TrainingJobError, ValueError):
     """The job cannot be imported; the message says why (not found, unreachable, unreadable)."""
 
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import threading
 
+from .._errors import TrainingJobError
+
 __all__ = ["Interrupted", "interrupt", "interrupted", "pause", "reset"]
 
 _stop = threading.Event()
@@ -26,7 +28,7 @@ _lock = threading.Lock()
 _reason = ""
 
 
-class Interrupted(Exception):
+class Interrupted(TrainingJobError):
     """The provider process was asked to stop while an operation waited; ``reason`` says by whom."""
 
     def __init__(self, reason: str) -> None:

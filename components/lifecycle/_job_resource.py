@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast, overloa
 import pulumi
 import pulumi.dynamic
 
-from .._errors import SpecError, SpecInvalidError
+from .._errors import SpecError, SpecInvalidError, TrainingJobError
 from .._provider import JobProvider
 from .._run_key import stack_run_key
 from ..rules._spec import JobSpec, WorkerPoolSpec
@@ -89,7 +89,7 @@ S = TypeVar("S")
 T = TypeVar("T")
 
 
-class TrainingJobInputError(pulumi.RunError, ValueError):
+class TrainingJobInputError(TrainingJobError, pulumi.RunError, ValueError):
     """A job resource's inputs are invalid; the message names every bad field.
 
     A ``pulumi.RunError``, so ``pulumi preview`` prints the message without a traceback.

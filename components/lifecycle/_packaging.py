@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._errors import TrainingJobError
 from .._files import FileReadError, read_bytes_capped, read_text_capped
 
 __all__ = [
@@ -64,7 +65,7 @@ MAX_SOURCE_ENTRIES = 20_000
 walk of a folder named by mistake (``/``, a home directory) stops there."""
 
 
-class PackagingError(ValueError):
+class PackagingError(TrainingJobError, ValueError):
     """The trainer source cannot be packaged; the message names the path and the problem."""
 
 

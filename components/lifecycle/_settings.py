@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from .._errors import TrainingJobError
 from ..rules._validation import Target
 
 __all__ = [
@@ -69,7 +70,7 @@ stay a modest cost (each waiting operation holds one of each)."""
 _LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
-class SettingError(ValueError):
+class SettingError(TrainingJobError, ValueError):
     """A stack setting is malformed; the message names the key."""
 
 

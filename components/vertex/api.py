@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from .._errors import TrainingJobError
 from ..lifecycle._adoption import Lookup, RunLabels, find_adoptable, identity_filter
 from ..lifecycle._interrupt import Interrupted, pause
 from ..lifecycle._settings import (
@@ -107,7 +108,7 @@ TERMINAL_STATES = SUCCEEDED_STATES | {
 }
 
 
-class JobOperationError(RuntimeError):
+class JobOperationError(TrainingJobError, RuntimeError):
     """An API operation failed; the message says what happened to the job."""
 
 

@@ -30,6 +30,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from .._errors import TrainingJobError
 from ..costs._billing import COMPUTE_SERVICE, VERTEX_SERVICE, Sku, sku_capacity, sku_resource
 from ..lifecycle._settings import Endpoint, public_url
 
@@ -54,7 +55,7 @@ _memory: dict[tuple[str, str], list[Sku]] = {}
 _lock = threading.Lock()
 
 
-class BillingUnavailable(RuntimeError):
+class BillingUnavailable(TrainingJobError, RuntimeError):
     """The billing SKUs could not be read; the message says why."""
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from .._errors import TrainingJobError
 from ..costs._quota import SERVICE, QuotaLimits
 from ..lifecycle._settings import Endpoint, public_url
 
@@ -33,7 +34,7 @@ _cache: dict[tuple[str | None, str], QuotaLimits] = {}
 _lock = threading.Lock()
 
 
-class QuotaUnavailable(RuntimeError):
+class QuotaUnavailable(TrainingJobError, RuntimeError):
     """The quotas could not be read; the message says why and what to do."""
 
 
