@@ -219,12 +219,22 @@ class Workspace:
 
     @classmethod
     def own_project(
-        cls, base: Path, bin_dir: Path, main: str, *, name: str = "my-training", stack: str = "dev"
+        cls,
+        base: Path,
+        bin_dir: Path,
+        main: str,
+        *,
+        name: str = "my-training",
+        stack: str = "dev",
+        venv: Path | None = None,
+        files: Mapping[str, str] | None = None,
     ) -> Workspace:
         """A user's own Pulumi project under ``base/project``: ``Pulumi.yaml`` (python, the
-        ``.venv`` beside it), ``__main__.py`` holding ``main``, and ``trainer/`` (a copy of
-        examples/trainer); stack files beside ``Pulumi.yaml``. Nothing of the checkout is
-        copied: the package is imported from the checkout (``PYTHONPATH``)."""
+        ``.venv`` beside it), ``__main__.py`` holding ``main``, ``files`` (relative path →
+        text: the project's own modules) and ``trainer/`` (a copy of examples/trainer); stack
+        files beside ``Pulumi.yaml``. Nothing of the checkout is copied: ``.venv`` is ``venv``
+        (one with the package's wheel installed), else this virtualenv with the checkout on
+        ``PYTHONPATH``."""
         ws = cls(base, bin_dir, stack=stack)
         ws.stack_dir = ws.project
         ws.project.mkdir(parents=True)
@@ -241,9 +251,13 @@ class Workspace:
             )
         )
         (ws.project / "__main__.py").write_text(main)
+        for relative, text in (files or {}).items():
+            (ws.project / relative).parent.mkdir(parents=True, exist_ok=True)
+            (ws.project / relative).write_text(text)
         shutil.copytree(REPO / "examples" / "trainer", ws.project / "trainer", ignore=_IGNORE)
-        (ws.project / ".venv").symlink_to(venv_dir(), target_is_directory=True)
-        ws.env["PYTHONPATH"] = str(REPO)
+        (ws.project / ".venv").symlink_to(venv or venv_dir(), target_is_directory=True)
+        if venv is None:
+            ws.env["PYTHONPATH"] = str(REPO)
         ws.backend.mkdir()
         ws.home.mkdir()
         return ws
