@@ -74,6 +74,7 @@ from components._wire import (
     IDENTITY,
     IDENTITY_LABEL,
     KEEP_RECORD,
+    PLACEMENT,
     PROJECT,
     PROVIDER_KEY,
     REGION,
@@ -111,7 +112,13 @@ from components.vertex.api import (
 # Inside the provider process: end it when the engine that started it is gone.
 watch_engine()
 
-__all__ = ["TRAINING_JOB", "JobProvider", "JobResourceKind", "TrainingJobProvider"]
+__all__ = [
+    "TRAINING_JOB",
+    "CapacityLost",
+    "JobProvider",
+    "JobResourceKind",
+    "TrainingJobProvider",
+]
 
 CANCEL_QUIET_SECONDS = 2.0
 """A cancelled job that stops sooner prints no progress (a destroy of many jobs stays quiet)."""
@@ -167,6 +174,16 @@ TRAINING_JOB = JobResourceKind(
     gcloud_group="custom-jobs",
 )
 """A ``TrainingJob``: a CustomJob."""
+
+
+class CapacityLost(Exception):
+    """A placed job ended because its region had no machines for it (``components._placement``
+    moves it to the next candidate)."""
+
+    def __init__(self, job: Any, message: str) -> None:
+        super().__init__(message)
+        self.job = job
+        self.message = message
 
 
 def _outputs(props: dict[str, Any]) -> dict[str, Any]:
@@ -255,13 +272,26 @@ class JobProvider(ResourceProvider):
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         """Validate the inputs: one failure per violation, at its property path."""
-        outcome = check_inputs(news, target=self.endpoint.target, kind=self.kind.spec)
+        if news.get(PLACEMENT) is not None:  # candidate regions: components._placement
+            from components._placement import check_placed
+
+            outcome, _ = check_placed(news, target=self.endpoint.target, kind=self.kind.spec)
+        else:
+            outcome = check_inputs(news, target=self.endpoint.target, kind=self.kind.spec)
         failures = [CheckFailure(prop, reason) for prop, reason in outcome.failures]
         return CheckResult(outcome.inputs, failures)
 
     def diff(self, _id: str, _olds: dict[str, Any], _news: dict[str, Any]) -> DiffResult:
         """Any change of the job replaces it; provider-only settings update in place."""
         replaces, knobs = diff_inputs(_olds, _news)
+        if _news.get(PLACEMENT) or _olds.get(PLACEMENT):
+            from components._placement import placement_replaces
+
+            moved = [
+                k for k in (REGION, PLACEMENT) if k in replaces or _olds.get(k) != _news.get(k)
+            ]
+            replaces = placement_replaces(_olds, _news, replaces)
+            knobs += [k for k in moved if k not in replaces]
         if replaces:
             return DiffResult(
                 changes=True,
@@ -282,6 +312,8 @@ class JobProvider(ResourceProvider):
         kind = self.kind
         run = _Run.of(inputs, kind.spec)
         endpoint = self.endpoint
+        if run.placement:
+            return self._create_placed(run, inputs)
         with self._job_api(run.region) as api, _credentials_scrubbed(endpoint, run.secrets):
             if run.existing_job:
                 submission = self._take_over(api, run, run.existing_job)
@@ -299,6 +331,40 @@ class JobProvider(ResourceProvider):
             }
         return CreateResult(str(job.name), {**_outputs(inputs), STATUS: status})
 
+    def _create_placed(self, run: _Run, inputs: dict[str, Any]) -> CreateResult:
+        """A job with candidate regions: the first that takes it (``components._placement``)."""
+        from components._placement import PlacementFailed, place
+
+        with _credentials_scrubbed(self.endpoint, run.secrets):
+            try:
+                job, placed = place(self, run, inputs)
+            except PlacementFailed as exc:
+                raise JobOperationError(str(exc)) from None
+            region = str(placed["placed_region"])
+            status = {
+                **self.kind.outputs(job, self.endpoint, project=run.project, region=region),
+                "run_hash": run.labels.run,
+                **placed,
+            }
+        return CreateResult(str(job.name), {**_outputs(inputs), STATUS: status})
+
+    def write_placement(self, run: _Run, text: str) -> None:
+        """A progress line of a placed job's create (redacted)."""
+        write_line(self._scrubber(run.secrets)(f"{run.display_name}: placement: {text}"))
+
+    def _stop_attempt(self, api: JobApi, run: _Run, name: str) -> None:
+        """Cancel a failed attempt and wait for its end: the next attempt starts only once
+        this one can no longer run (a kill between two never leaves two jobs)."""
+        job = api.cancel_and_wait(
+            name, timeout=self.cancel_timeout, observe=self._cancel_progress(run.secrets)
+        )
+        if job is not None and state_name(job) not in TERMINAL_STATES:
+            raise JobOperationError(
+                f"job {name} failed for capacity but is still {state_name(job)} "
+                f"{self.cancel_timeout:g}s after it was cancelled; no other region was tried "
+                f"(two jobs must not run): {self._cancel_hint(name, run.region)}"
+            )
+
     def _submit(self, api: JobApi, run: _Run) -> Submission:
         reason = interrupted()
         if reason is not None:
@@ -312,6 +378,11 @@ class JobProvider(ResourceProvider):
             ) from None
         except Exception as exc:
             refused = quota_refusal(exc)
+            if run.placement:
+                from components._placement import capacity_refusal
+
+                if refused or capacity_refusal(exc):
+                    raise  # the next candidate's turn (components._placement)
             if refused:
                 raise JobOperationError(self._quota_refused(run, refused)) from None
             # The message may quote the job: _credentials_scrubbed redacts it on the way out.
@@ -379,7 +450,15 @@ class JobProvider(ResourceProvider):
                 )
             )
 
-    def _wait(self, api: JobApi, run: _Run, job: Any, inputs: dict[str, Any]) -> Any:
+    def _wait(
+        self,
+        api: JobApi,
+        run: _Run,
+        job: Any,
+        inputs: dict[str, Any],
+        *,
+        capacity_failover: bool = False,
+    ) -> Any:
         wait_for = str(inputs.get(WAIT_FOR) or "submitted")
         if wait_for == "submitted":
             return job
@@ -393,6 +472,11 @@ class JobProvider(ResourceProvider):
         try:
             return api.wait_for_state(job, wait_for, timeout=timeout, observe=progress.observe)
         except WaitFailed as exc:
+            if capacity_failover and not exc.timed_out:
+                from components._placement import insufficient_resources
+
+                if insufficient_resources(exc.job):
+                    raise CapacityLost(exc.job, str(exc)) from None
             if not exc.timed_out:
                 message = f"{exc}; nothing to cancel (its record is kept for its logs)"
             else:  # the one wait that cancels: waitTimeout is the user's limit for the job
@@ -569,6 +653,8 @@ class _Run:
     labels: RunLabels
     existing_job: str | None
     """The job to take over (``existing_job``), unless the stack holds it already."""
+    placement: list[Any] | None = None
+    """The candidate regions of a placed job (``components._placement``), or None."""
 
     @property
     def parent(self) -> str:
@@ -588,10 +674,17 @@ class _Run:
             project, region, str(document.get("displayName", ""))
         )
         held = inputs.get(HELD_JOBS)
+        placement = inputs.get(PLACEMENT)
+        if placement:
+            from components._placement import run_region
+
+            hashed_region = run_region(region, placement)
+        else:
+            hashed_region = region
         labels = RunLabels.of(
             document,
             project=project,
-            region=region,
+            region=hashed_region,
             triggers=inputs.get(TRIGGERS),
             identity=str(identity),
             key=key if isinstance(key, str) else None,
@@ -606,6 +699,7 @@ class _Run:
             secrets=secrets,
             labels=labels,
             existing_job=existing if take_over else None,
+            placement=list(placement) if isinstance(placement, list) and placement else None,
         )
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "KNOB_PROPERTIES",
     "MANAGED_LABELS",
     "OUTPUT_PROPERTIES",
+    "PLACEMENT",
     "PROJECT",
     "PROVIDER_KEY",
     "REGION",
@@ -140,6 +141,9 @@ IDENTITY = "identity"
 RUN_KEY = "run_key"
 HELD_JOBS = "held_jobs"
 EXISTING_JOB = "existing_job"
+PLACEMENT = "placement"
+"""The candidate regions (and capacity kinds) of a placed job (``components._placement``);
+absent for a job that names one region. ``diff`` decides its replaces itself."""
 
 JOB_PROPERTIES = (SPEC, ENV_VALUES, PROJECT, REGION, TRIGGERS)
 """A change of any of these is a different job: replace."""
@@ -171,6 +175,7 @@ INPUT_DEFAULTS: dict[str, Any] = {
     EXCLUSIVE_GPUS: False,
     KEEP_RECORD: False,
     EXISTING_JOB: None,
+    PLACEMENT: None,
 }
 """Inputs a program leaves out when they have these values: every property costs every job
 (see ``STATUS_FIELDS``), and ``check`` puts the defaults back, so the state, ``diff`` and the
