@@ -41,6 +41,7 @@ from components._wire import (
     IDENTITY,
     INPUT_DEFAULTS,
     KEEP_RECORD,
+    PLACEMENT,
     PROJECT,
     REGION,
     RUN_KEY,
@@ -120,6 +121,12 @@ class JobArgs(Generic[S]):
     :param existing_job: the resource name of a job started elsewhere (gcloud, the SDK) to take
         over instead of submitting one: its spec must be ``spec`` (``python -m components
         import`` writes it). Ignored once the resource holds a job.
+    :param regions: candidate regions, in order (each a region or ``{"region": R, "capacity":
+        [...]}``) instead of one ``region``: the job runs in the first that takes it
+        (``components._placement``); ``region`` is then the first candidate.
+    :param capacity: the capacity kinds every candidate without its own accepts, in order
+        (``on-demand``, ``spot``, ``flex-start``, ``reservation``, ``reservation:NAME``);
+        none: the spec's own.
     """
 
     spec: S
@@ -131,6 +138,8 @@ class JobArgs(Generic[S]):
     exclusive_gpus: pulumi.Input[bool] = False
     keep_record_on_delete: pulumi.Input[bool] = False
     existing_job: pulumi.Input[str] | None = None
+    regions: Sequence[str | Mapping[str, Any]] | None = None
+    capacity: Sequence[str] | None = None
 
 
 @dataclass
@@ -395,6 +404,8 @@ class JobResource(pulumi.dynamic.Resource, Generic[S]):
         exclusive_gpus: pulumi.Input[bool] = False,
         keep_record_on_delete: pulumi.Input[bool] = False,
         existing_job: pulumi.Input[str] | None = None,
+        regions: Sequence[str | Mapping[str, Any]] | None = None,
+        capacity: Sequence[str] | None = None,
         validate: bool = True,
     ) -> None:
         """Declare a job; pass ``args`` or the same fields as keywords.
@@ -416,6 +427,8 @@ class JobResource(pulumi.dynamic.Resource, Generic[S]):
                 exclusive_gpus=exclusive_gpus,
                 keep_record_on_delete=keep_record_on_delete,
                 existing_job=existing_job,
+                regions=regions,
+                capacity=capacity,
             )
         elif spec is not None:
             raise TrainingJobInputError(
@@ -512,6 +525,14 @@ def job_inputs(
     ``check`` would (raises ``TrainingJobInputError`` naming every problem)."""
     gcp = pulumi.Config("gcp")
     parts = _spec_parts(kind, args.spec, resource_name)
+    placement = None
+    if args.regions is not None:
+        from components._placement import declared_placement
+
+        try:
+            placement = declared_placement(args.regions, args.capacity)
+        except ValueError as exc:
+            raise TrainingJobInputError(f"{kind.name} {resource_name!r}: {exc}") from None
     props: dict[str, Any] = {
         SPEC: parts.document,
         ENV_VALUES: parts.env_values,
@@ -523,10 +544,13 @@ def job_inputs(
         EXCLUSIVE_GPUS: args.exclusive_gpus,
         KEEP_RECORD: args.keep_record_on_delete,
         EXISTING_JOB: args.existing_job,
+        PLACEMENT: placement,
         IDENTITY: identity_label(
             pulumi.get_project(), pulumi.get_stack(), resource_name, kind.type_token
         ),
     }
+    if placement:  # the first candidate is the job's region
+        props[REGION] = placement[0]["region"]
     if not validate:
         return JobInputs(props, [], parts.nested_outputs)
     # Validate now what is known now: an invalid spec fails the program (and a Mocks test)
@@ -535,7 +559,12 @@ def job_inputs(
     # The spec document (the bulk of the inputs) is walked only when Outputs sit in it.
     walk = parts.nested_outputs or isinstance(parts.document, pulumi.Output)
     view[SPEC] = _unknown_view(parts.document) if walk else parts.document
-    outcome = check_inputs(view, target=_target(), parsed=parts.model, kind=kind.spec)
+    if placement:
+        from components._placement import check_placed
+
+        outcome, _ = check_placed(view, target=_target(), kind=kind.spec)
+    else:
+        outcome = check_inputs(view, target=_target(), parsed=parts.model, kind=kind.spec)
     if outcome.failures:
         # A value read from the stack configuration is named by its key in messages.
         origins = {

@@ -68,6 +68,7 @@ __all__ = [
     "attempts_of",
     "capacity_refusal",
     "check_placed",
+    "declared_placement",
     "insufficient_resources",
     "parse_placement",
     "placement_replaces",
@@ -167,6 +168,38 @@ def parse_placement(value: Any) -> tuple[list[Candidate], list[tuple[str, str]]]
     if sum(max(len(c.capacity), 1) for c in candidates) > MAX_ATTEMPTS:
         failures.append((PLACEMENT, f"names more than {MAX_ATTEMPTS} attempts"))
     return candidates, failures
+
+
+def declared_placement(regions: Any, capacity: Any = None) -> list[dict[str, Any]]:
+    """The ``placement`` input of a job that names ``regions`` (each a region, or ``{region,
+    capacity}``) and ``capacity`` (the kinds every region without its own accepts).
+
+    Raises ``ValueError`` naming the first bad field (``regions[1].capacity[0]: ...``).
+    """
+    if capacity is not None and not isinstance(capacity, list | tuple | str):
+        raise ValueError("capacity: expected a list of capacity kinds")
+    overall = [capacity] if isinstance(capacity, str) else list(capacity or [])
+    for index, kind in enumerate(overall):
+        problem = _capacity_problem(kind)
+        if problem:
+            raise ValueError(f"capacity[{index}]: {problem}")
+    if not isinstance(regions, list | tuple):
+        raise ValueError("regions: expected a list of regions")
+    items = [
+        {"region": item, "capacity": overall}
+        if isinstance(item, str)
+        else (
+            {**item, "capacity": item.get("capacity") or overall}
+            if isinstance(item, Mapping)
+            else item
+        )
+        for item in regions
+    ]
+    candidates, failures = parse_placement(items)
+    if failures:
+        path, reason = failures[0]
+        raise ValueError(f"{path.replace(PLACEMENT, 'regions', 1)}: {reason}")
+    return [c.to_wire() for c in candidates]
 
 
 def attempts_of(candidates: Sequence[Candidate]) -> list[Attempt]:

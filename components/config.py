@@ -18,6 +18,11 @@ Keys (``Pulumi.<stack>.yaml``)::
         existingJob: projects/p/locations/us-central1/customJobs/123   # optional: take over
                                        # this job instead of submitting one (python -m
                                        # components import writes the entry)
+        regions: [us-central1, {region: us-east4, capacity: [spot]}, europe-west4]
+                                       # optional: candidate regions, in order; the job runs
+                                       # in the first that takes it (components._placement)
+        capacity: [on-demand, spot]    # optional, with regions: the capacity kinds a region
+                                       # without its own accepts, in order
     training:prices: stacks/prices/acme.csv   # optional: organisation prices, a sheet in
                                        # the prices.csv schema, a discount in percent (12.5),
                                        # or {sheet: ..., discountPercent: ...}
@@ -84,6 +89,9 @@ class JobConfig:
     triggers: list[Any] = field(default_factory=list)
     existing_job: str | None = None
     """A job started elsewhere that the resource takes over instead of submitting one."""
+    placement: list[dict[str, Any]] | None = None
+    """``regions`` (and ``capacity``): the candidate regions, as the ``placement`` input
+    (``components._placement``); None: the stack's region."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +137,8 @@ _JOB_KEYS = frozenset(
         "keepRecordOnDelete",
         "triggers",
         "existingJob",
+        "regions",
+        "capacity",
     }
 )
 _INFRA_KEYS = frozenset({"bucketName", "outputRetentionDays", "forceDestroy", "deployer"})
@@ -193,6 +203,18 @@ def _job(entry: Any, key: str, root: Path) -> JobConfig:
             f"{key}.existingJob: expected a job's resource name, "
             f"projects/PROJECT/locations/REGION/customJobs/ID (or .../hyperparameterTuningJobs/ID)"
         )
+    placement = None
+    if entry.get("regions") is not None or entry.get("capacity") is not None:
+        from components._placement import declared_placement
+
+        if existing is not None:
+            raise ConfigError(f"{key}.regions: a job taken over (existingJob) runs where it is")
+        if entry.get("regions") is None:
+            raise ConfigError(f"{key}.capacity: needs regions (the candidate regions)")
+        try:
+            placement = declared_placement(entry.get("regions"), entry.get("capacity"))
+        except ValueError as exc:
+            raise ConfigError(f"{key}.{exc}") from None
     return JobConfig(
         name=name,
         spec=spec,
@@ -204,6 +226,7 @@ def _job(entry: Any, key: str, root: Path) -> JobConfig:
         ),
         triggers=list(triggers),
         existing_job=existing,
+        placement=placement,
     )
 
 

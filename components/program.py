@@ -209,7 +209,8 @@ def _plan(config: StackConfig) -> list[_PlannedJob]:
     catalog = priced_catalog(config.prices, _billed_catalog(config))
     for job in config.jobs:
         spec = _load(job, seen)
-        costs.append(_cost_line(job.name, spec, config.region, catalog))
+        region = job.placement[0]["region"] if job.placement else config.region
+        costs.append(_cost_line(job.name, spec, region, catalog))
         triggers = list(job.triggers)
         if config.target != "vertex":
             spec, found = _wire_local(spec, config, digests)
@@ -244,6 +245,7 @@ def _check_quota(config: StackConfig, planned: list[_PlannedJob]) -> None:
     read are one warning, never a failed preview.
     """
     if config.quota == "off" or not planned:
+        _report_placements(config, planned, None)
         return
     from components._catalog import load_catalog
     from components._quota import (
@@ -260,6 +262,8 @@ def _check_quota(config: StackConfig, planned: list[_PlannedJob]) -> None:
     catalog, metrics = load_catalog(), load_quota_metrics()
     needs, unchecked = [], []
     for plan in planned:
+        if plan.job.placement:
+            continue  # its candidates are checked one by one (_report_placements)
         found, skipped = job_needs(plan.job.name, plan.spec, catalog, metrics)
         needs += found
         unchecked += skipped
@@ -267,14 +271,16 @@ def _check_quota(config: StackConfig, planned: list[_PlannedJob]) -> None:
         limits = read_limits(Endpoint(config.endpoint), config.project)
     except QuotaUnavailable as exc:
         pulumi.log.warn(f"{exc}; the jobs' quotas were not checked ({QUOTA_KEY}: off skips this)")
+        _report_placements(config, planned, None)
         return
+    placement_problems = _report_placements(config, planned, limits)
     try:  # for the policy pack, which has no client (components._quota.SNAPSHOT_DIR)
         write_snapshot(PROJECT_ROOT, config.project, limits, time.time())
     except (OSError, ValueError) as exc:
         pulumi.log.warn(f"the quota snapshot for the policy pack was not written: {exc}")
     report = compare(config.project, config.region, needs, limits, catalog, unchecked)
     pulumi.log.info("\n".join(report.table()))
-    shortfalls = report.problems(limits)
+    shortfalls = report.problems(limits) + placement_problems
     if shortfalls and config.quota == "error":
         raise TrainingJobInputError(
             "nothing was changed, because the project's Vertex training quota is short:\n"
@@ -283,6 +289,62 @@ def _check_quota(config: StackConfig, planned: list[_PlannedJob]) -> None:
         )
     for shortfall in shortfalls:
         pulumi.log.warn(shortfall)
+
+
+def _report_placements(
+    config: StackConfig, planned: list[_PlannedJob], limits: Any | None
+) -> list[str]:
+    """Log, for each job with candidate regions, where it will try first and why others are
+    skipped (``components._placement``); the problems of jobs that fit no candidate now."""
+    from components._check import CUSTOM_JOB_SPEC, TUNING_JOB_SPEC
+    from components._placement import attempts_of, parse_placement, preview_lines
+    from components._quota import load_quota_metrics
+
+    problems: list[str] = []
+    metrics = load_quota_metrics()
+    billed = priced_catalog(config.prices, _billed_catalog(config))
+    for plan in planned:
+        if not plan.job.placement:
+            continue
+        kind = TUNING_JOB_SPEC if isinstance(plan.spec, TuningJobSpec) else CUSTOM_JOB_SPEC
+        candidates, _ = parse_placement(plan.job.placement)
+        attempts, skipped = [], []
+        for attempt in attempts_of(candidates):
+            reasons = _refused_in(plan.spec, attempt, kind, config)
+            if reasons:
+                skipped.append(f"{attempt.shown}: {reasons}")
+            else:
+                attempts.append(attempt)
+        lines, fits = preview_lines(
+            plan.job.name,
+            plan.spec,
+            attempts,
+            skipped,
+            billed,
+            metrics,
+            limits,
+            under=kind.pools_under,
+        )
+        pulumi.log.info("\n".join(lines))
+        if not fits and limits is not None:
+            problems.append(f"{plan.job.name}: no candidate region fits the quota now: " + lines[0])
+    return problems
+
+
+def _refused_in(spec: Spec, attempt: Any, kind: Any, config: StackConfig) -> str:
+    """Why the validator refuses ``spec`` for ``attempt`` (its first error), or ""."""
+    from components._placement import with_capacity
+
+    try:
+        placed = type(spec).parse(
+            with_capacity(spec.to_document(), attempt.capacity, under=kind.pools_under)
+        )
+    except Exception as exc:  # a capacity kind the model refuses: that attempt is skipped
+        return str(exc).splitlines()[0]
+    errors = [
+        v for v in kind.validate(placed, attempt.region, config.target) if v.severity == "error"
+    ]
+    return f"{errors[0].path}: {errors[0].reason}" if errors else ""
 
 
 def _wired(config: StackConfig, job: JobConfig) -> bool:
@@ -310,6 +372,8 @@ def _job_args(
         keep_record_on_delete=plan.job.keep_record_on_delete,
         existing_job=plan.job.existing_job,
     )
+    if plan.job.placement:
+        knobs["regions"] = plan.job.placement
     if isinstance(plan.spec, TuningJobSpec):
         return HyperparameterTuningJobArgs(plan.spec if wired is None else wired, **knobs)
     return TrainingJobArgs(plan.spec if wired is None else wired, **knobs)
