@@ -433,6 +433,8 @@ def cmd_estimate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if isinstance(catalog, int):
         return catalog
     capacity = _capacity_flag(args)
+    if args.regions:
+        return _estimate_placement(args, loaded, catalog, out, err)
     if args.compare_regions:
         estimates = compare_regions(
             loaded.spec, catalog, scale_tier=loaded.scale_tier, capacity=capacity
@@ -465,6 +467,52 @@ def cmd_estimate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print(f"prices: {' + '.join(result.price_labels)}", file=out)
     for missing in result.missing:
         print(f"unknown price: {missing}", file=err)
+    return EXIT_VALID
+
+
+def _estimate_placement(
+    args: argparse.Namespace, loaded: LoadedSpec, catalog: Catalog, out: TextIO, err: TextIO
+) -> int:
+    """``estimate --regions``: each candidate attempt's price, the expected one (the first the
+    catalog allows; quotas are not read here) and the worst case (``components._placement``)."""
+    from components._check import CUSTOM_JOB_SPEC, TUNING_JOB_SPEC
+    from components._placement import (
+        attempts_of,
+        declared_placement,
+        parse_placement,
+        priced_attempts,
+        worst_case,
+    )
+
+    kind = CUSTOM_JOB_SPEC if loaded.tuning is None else TUNING_JOB_SPEC
+    capacity = args.capacity.split(",") if args.capacity else None
+    try:
+        placement = declared_placement(args.regions.split(","), capacity)
+    except ValueError as exc:
+        print(f"error: --{exc}", file=err)
+        return EXIT_UNREADABLE
+    attempts = attempts_of(parse_placement(placement)[0])
+    spec = loaded.tuning or loaded.spec
+    priced = priced_attempts(spec, attempts, catalog, under=kind.pools_under)
+    expected = None
+    rows = [["attempt", "$/h", "catalog"]]
+    runnable = []
+    for attempt, placed, price in priced:
+        errors = [
+            v for v in kind.validate(placed, attempt.region, "vertex") if v.severity == "error"
+        ]
+        verdict = f"{errors[0].path}: {errors[0].reason}" if errors else "allowed"
+        runnable.append(not errors)
+        if not errors and expected is None:
+            expected = (attempt, price)
+        rows.append([attempt.shown, _money(price), verdict])
+    _table(rows, out)
+    if expected is None:
+        print("no candidate can run this job", file=err)
+        return EXIT_INVALID
+    print(f"expected (first allowed, {expected[0].shown}): $/h {_money(expected[1])}", file=out)
+    allowed = [row for row, ok in zip(priced, runnable, strict=True) if ok]
+    print(f"worst case (most expensive candidate): $/h {_money(worst_case(allowed))}", file=out)
     return EXIT_VALID
 
 
@@ -706,6 +754,18 @@ def _add_pricing_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser
         "--compare-regions",
         action="store_true",
         help="every region that can run it, cheapest first",
+    )
+    p.add_argument(
+        "--regions",
+        metavar="R1,R2,...",
+        help="candidate regions, in order (placement): each attempt's price, the expected one "
+        "and the worst case",
+    )
+    p.add_argument(
+        "--capacity",
+        metavar="KIND,...",
+        help="with --regions: the capacity kinds each region accepts, in order (on-demand, spot, "
+        "flex-start, reservation)",
     )
     _price_options(p)
     p.set_defaults(handler=cmd_estimate)

@@ -73,8 +73,10 @@ __all__ = [
     "parse_placement",
     "placement_replaces",
     "preview_lines",
+    "priced_attempts",
     "run_region",
     "with_capacity",
+    "worst_case",
 ]
 
 CAPACITY_KINDS = ("on-demand", "spot", "flex-start", "reservation")
@@ -380,16 +382,11 @@ def preview_lines(
     where it will try first and why others are skipped. (lines, whether any attempt fits)."""
     from components._quota import job_needs, shortfalls_in
 
-    model = type(spec)
     first: Attempt | None = None
     lines: list[str] = []
-    prices: list[float] = []
     expected: float | None = None
-    for attempt in attempts:
-        placed = model.parse(with_capacity(spec.to_document(), attempt.capacity, under=under))
-        price = _hourly(placed, attempt, catalog)
-        if price is not None:
-            prices.append(price)
+    priced = priced_attempts(spec, attempts, catalog, under=under)
+    for attempt, placed, price in priced:
         shown = f"${price:.2f}/h" if price is not None else "price unknown"
         needs, _ = job_needs(job, placed, catalog, metrics)
         short = shortfalls_in(needs, limits, attempt.region) if limits is not None else []
@@ -404,12 +401,34 @@ def preview_lines(
         else:
             lines.append(f"  then {attempt.shown}: {fits}, {shown}")
     lines += [f"  skip {reason}" for reason in skipped]
-    worst = max(prices) if prices else None
+    worst = worst_case(priced)
     head = f"placement of {job}: " + (
         f"tries {first.shown} first" if first else "no candidate fits the quota now"
     )
     head += f"; expected {_usd(expected)}, worst case {_usd(worst)}"
     return [head, *lines], first is not None
+
+
+def priced_attempts(
+    spec: Any, attempts: Sequence[Attempt], catalog: Catalog, *, under: str | None
+) -> list[tuple[Attempt, Any, float | None]]:
+    """Each attempt with its spec (the capacity kind applied) and its price per hour (a tuning
+    job: every parallel trial at once; None: unknown)."""
+    model = type(spec)
+    found = []
+    for attempt in attempts:
+        placed = model.parse(with_capacity(spec.to_document(), attempt.capacity, under=under))
+        found.append((attempt, placed, _hourly(placed, attempt, catalog)))
+    return found
+
+
+def worst_case(priced: Sequence[tuple[Attempt, Any, float | None]]) -> float | None:
+    """The most expensive attempt's price: what the job costs wherever it lands (None: some
+    attempt's price is unknown, so no bound is known)."""
+    prices = [price for _, _, price in priced]
+    if not prices or any(price is None for price in prices):
+        return None
+    return max(price for price in prices if price is not None)
 
 
 def _usd(value: float | None) -> str:
