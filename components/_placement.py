@@ -593,7 +593,7 @@ def _try(
     with provider._job_api(run.region) as api:
         if adopted is None:
             try:
-                job = provider._submit(api, run).job
+                submission = provider._submit(api, run)
             except Exception as exc:
                 metrics = quota_refusal(exc)
                 if metrics:
@@ -602,6 +602,8 @@ def _try(
                 if capacity_refusal(exc):
                     return None, f"no capacity at create ({str(exc).splitlines()[0][:200]})"
                 raise
+            job = submission.job
+            provider._report_strays(run, submission.strays)
         else:
             job = adopted
         try:

@@ -340,6 +340,11 @@ class JobProvider(ResourceProvider):
                 job, placed = place(self, run, inputs)
             except PlacementFailed as exc:
                 raise JobOperationError(str(exc)) from None
+            except Interrupted as exc:  # between attempts, or looking for this run's job
+                raise JobOperationError(
+                    f"placing the {self.kind.what} was interrupted: {exc.reason}; a job that got "
+                    "through is adopted by the next `pulumi up`"
+                ) from None
             region = str(placed["placed_region"])
             status = {
                 **self.kind.outputs(job, self.endpoint, project=run.project, region=region),

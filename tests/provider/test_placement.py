@@ -205,3 +205,17 @@ def test_a_capacity_refusal_is_told_apart_from_quota_and_rate_limits():
     assert capacity_refusal(gexc.TooManyRequests("Resources are insufficient in region: x."))  # type: ignore[no-untyped-call]
     assert not capacity_refusal(gexc.TooManyRequests("Quota exceeded for quota metric 'x'"))  # type: ignore[no-untyped-call]
     assert not capacity_refusal(gexc.BadRequest("Resources are insufficient in region: x."))  # type: ignore[no-untyped-call]
+
+
+def test_the_provider_diff_updates_a_kept_region_and_replaces_a_dropped_one():
+    from components._provider import TrainingJobProvider
+
+    provider = TrainingJobProvider()
+    olds = placed_inputs()
+    olds["status"] = {"job_name": "projects/p/locations/us-east4/customJobs/1"}
+    kept = dict(olds, region="us-east4", placement=[{"region": "us-east4", "capacity": []}])
+    result = provider.diff("id", olds, kept)
+    assert result.changes is True and not result.replaces
+    dropped = dict(olds, region="europe-west4", placement=[{"region": "europe-west4"}])
+    assert provider.diff("id", olds, dropped).replaces == ["placement"]
+    assert provider.diff("id", olds, dict(olds)).changes is False
