@@ -26,7 +26,7 @@ def emu() -> Iterator[EmulatorProcess]:
         yield server
 
 
-def _create(emu: EmulatorProcess, accelerator: aip.AcceleratorType, parent: str = PARENT) -> str:
+def _create(emu: EmulatorProcess, accelerator: int, parent: str = PARENT) -> str:
     job = make_job("capacity", pools=[trainer_pool(accelerator=(accelerator, 1))])
     return str(emu.client().create_custom_job(parent=parent, custom_job=job).name)
 
