@@ -21,6 +21,7 @@ from components._errors import SpecFormatError, SpecInvalidError, TrainingJobErr
 from components._price_sheet import PriceSheetError, apply_prices, parse_price_setting
 from components._pricing import (
     Estimate,
+    GpuOffer,
     TuningEstimate,
     capacity_word,
     compare_regions,
@@ -649,7 +650,21 @@ def cmd_prices(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print(f"error: unknown region {clipped(args.region)!r}; {hint}".rstrip("; "), file=err)
         return EXIT_UNREADABLE
     capacity = _capacity_flag(args) or "on_demand"
+    candidates = [r for r in (args.regions or "").split(",") if r]
+    for region in candidates:
+        if region not in catalog.regions:
+            hint = did_you_mean(region, list(catalog.regions), otherwise="")
+            print(
+                f"error: --regions: unknown region {clipped(region)!r}; {hint}".rstrip("; "),
+                file=err,
+            )
+            return EXIT_UNREADABLE
     offers = gpu_offers(catalog, accelerator=accelerator, region=args.region, capacity=capacity)
+    if candidates:  # a placement's candidates, in their order (components._placement)
+        offers = sorted(
+            (o for o in offers if o.region in candidates),
+            key=lambda o: (o.accelerator, o.machine_type, o.count, candidates.index(o.region)),
+        )
     if not offers:
         print("no machine takes that GPU in that region", file=err)
         return EXIT_INVALID
@@ -667,7 +682,36 @@ def cmd_prices(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         for o in offers
     ]
     _table(rows, out)
+    if candidates:
+        _print_placement_prices(offers, pricing, out)
     return EXIT_VALID
+
+
+def _print_placement_prices(offers: Sequence[GpuOffer], pricing: str, out: TextIO) -> None:
+    """Per machine and GPU count, the price in the first candidate that offers it (expected)
+    and in the dearest (the worst case: the job may land there; unknown if any price is)."""
+    groups: dict[tuple[str, str, int], list[GpuOffer]] = {}
+    for offer in offers:  # in candidate order
+        groups.setdefault((offer.accelerator, offer.machine_type, offer.count), []).append(offer)
+    rows: list[tuple[str, ...]] = [
+        ("GPU", "COUNT", "MACHINE", f"EXPECTED {pricing}", f"WORST CASE {pricing}")
+    ]
+    for (accelerator, machine, count), found in groups.items():
+        first = found[0]
+        prices = [o.usd_per_hour for o in found]
+        worst = None if None in prices else max(p for p in prices if p is not None)
+        dearest = next((o.region for o in found if o.usd_per_hour == worst), "")
+        rows.append(
+            (
+                accelerator,
+                str(count),
+                machine,
+                f"{_money(first.usd_per_hour)} ({first.region})",
+                f"{_money(worst)} ({dearest})" if worst is not None else "unknown",
+            )
+        )
+    print("placement across the candidates, in order:", file=out)
+    _table(rows, out)
 
 
 def _capacity_flag(args: argparse.Namespace) -> str | None:
@@ -775,7 +819,14 @@ def _add_pricing_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser
         "with the source of each price",
     )
     p.add_argument("--gpu", help="accelerator type or short name, e.g. T4 or NVIDIA_TESLA_T4")
-    p.add_argument("--region")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--region")
+    where.add_argument(
+        "--regions",
+        metavar="R1,R2,...",
+        help="a placement's candidate regions, in order: their offers, and per machine the "
+        "expected price (the first candidate) and the worst case (the dearest)",
+    )
     _price_options(p)
     p.set_defaults(handler=cmd_prices)
 

@@ -56,3 +56,22 @@ def test_a_bad_capacity_kind_is_named(tmp_path: Path) -> None:
     assert code == 2
     assert "--capacity[0]: 'cheap' is not one of" in err
     assert "Traceback" not in err
+
+
+def test_prices_for_candidate_regions_give_the_expected_and_the_worst_case() -> None:
+    code, out, err = run("prices", "--gpu", "T4", "--regions", "us-east4,us-central1")
+    assert code == 0, err
+    table, summary = out.split("placement across the candidates, in order:")
+    rows = [line.split() for line in table.splitlines()[1:] if line.strip()]
+    assert {row[3] for row in rows} == {"us-east4", "us-central1"}
+    one = {row[3]: float(row[4]) for row in rows if row[1] == "1" and row[2] == "n1-standard-4"}
+    [line] = [x for x in summary.splitlines() if x.split()[1:3] == ["1", "n1-standard-4"]]
+    assert f"{one['us-east4']:.4f} (us-east4)" in line  # the first candidate: expected
+    dearest = max(one, key=lambda region: one[region])
+    assert line.rstrip().endswith(f"{one[dearest]:.4f} ({dearest})")
+
+
+def test_prices_refuse_an_unknown_candidate_region() -> None:
+    code, _, err = run("prices", "--gpu", "T4", "--regions", "us-central1,mars-1")
+    assert code == 2
+    assert "--regions: unknown region 'mars-1'" in err
