@@ -40,6 +40,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from components._wire import (
+    EXISTING_JOB,
     PLACEMENT,
     REGION,
     SPEC,
@@ -301,6 +302,10 @@ def check_placed(
     from components._check import check_inputs
 
     candidates, failures = parse_placement(news.get(PLACEMENT))
+    if isinstance(news.get(EXISTING_JOB), str):
+        failures.append(
+            (EXISTING_JOB, "a job taken over runs where it is: remove the candidate regions")
+        )
     if failures or contains_unknown(news.get(PLACEMENT)):
         outcome = check_inputs(news, target=target, kind=kind)
         outcome.failures += failures
@@ -497,6 +502,8 @@ def place(provider: JobProvider, run: _Run, inputs: dict[str, Any]) -> tuple[Any
         )
         adopted = found is not None and index == start
         job, stopped_by = _try(provider, here, inputs, found[1] if adopted and found else None)
+        if stopped_by is not None:  # kept in the state: without credentials or env values
+            stopped_by = provider._scrubber(run.secrets)(stopped_by)
         records.append(_Record(attempt, str(job.name) if job is not None else None, stopped_by))
         if stopped_by is None and job is not None:
             provider.write_placement(run, f"placed in {attempt.shown}: job {job.name}")

@@ -219,3 +219,11 @@ def test_the_provider_diff_updates_a_kept_region_and_replaces_a_dropped_one():
     dropped = dict(olds, region="europe-west4", placement=[{"region": "europe-west4"}])
     assert provider.diff("id", olds, dropped).replaces == ["placement"]
     assert provider.diff("id", olds, dict(olds)).changes is False
+
+
+def test_a_job_taken_over_cannot_name_candidates():
+    from components._check import CUSTOM_JOB_SPEC
+
+    inputs = placed_inputs(existing_job="projects/local-training/locations/us-east4/customJobs/1")
+    outcome, _ = check_placed(inputs, target="local", kind=CUSTOM_JOB_SPEC)
+    assert any(p == "existing_job" and "runs where it is" in r for p, r in outcome.failures)
