@@ -227,3 +227,18 @@ def test_a_job_taken_over_cannot_name_candidates():
     inputs = placed_inputs(existing_job="projects/local-training/locations/us-east4/customJobs/1")
     outcome, _ = check_placed(inputs, target="local", kind=CUSTOM_JOB_SPEC)
     assert any(p == "existing_job" and "runs where it is" in r for p, r in outcome.failures)
+
+
+def test_an_outage_during_placement_starts_nothing_and_the_next_create_places_it(short):
+    provider = configured(short.endpoint, cancelTimeout="20", retryDeadline="2")
+    inputs = provider.check({}, placed_inputs(wait_for="running")).inputs
+    short.set_faults(unavailable_rate=1.0)
+    try:
+        with pytest.raises(JobOperationError) as info:
+            provider.create(inputs)
+    finally:
+        short.clear_faults()
+    assert "could not be reached" in str(info.value)
+    assert _all_jobs(short, inputs["identity"]) == []
+    result = provider.create(inputs)
+    assert result.outs["status"]["placed_region"] == "europe-west4"
