@@ -183,6 +183,12 @@ def _add_limit_flags(serve: argparse.ArgumentParser) -> None:
         "RESOURCE_EXHAUSTED 'Resources are insufficient in region: ...', as on Vertex AI",
     )
     serve.add_argument(
+        "--no-capacity-at-create",
+        action="store_true",
+        help="with --no-capacity: refuse such a job at create instead (429 RESOURCE_EXHAUSTED, "
+        "the same message; nothing is stored)",
+    )
+    serve.add_argument(
         "--billing-snapshot",
         type=Path,
         default=None,
@@ -399,6 +405,7 @@ def _settings(args: argparse.Namespace, state_dir: Path) -> config.Settings:
         pip_timeout_seconds=args.pip_timeout,
         quota_limits=_quota_limits(args.quota),
         no_capacity=_no_capacity(args.no_capacity),
+        no_capacity_at_create=args.no_capacity_at_create,
         project_numbers=project_numbers,
         billing_snapshot=args.billing_snapshot,
     )

@@ -55,6 +55,9 @@ class Settings:
     no_capacity: tuple[tuple[str, str], ...] = ()
     # How long such a job stays PENDING before it fails.
     no_capacity_seconds: float = 1.0
+    # ``--no-capacity-at-create``: such a job is refused at create (429 RESOURCE_EXHAUSTED,
+    # the same message) instead, and never stored.
+    no_capacity_at_create: bool = False
     # ``--billing-snapshot FILE``: the SKUs the Cloud Billing Catalog API serves (emulator.billing;
     # None: the catalog's billing_skus.csv).
     billing_snapshot: Path | None = None

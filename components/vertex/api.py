@@ -275,6 +275,10 @@ def is_transient(exc: BaseException) -> bool:
 
     if quota_refusal(exc):
         return False  # a quota limit: retrying does not raise it
+    from components._placement import capacity_refusal
+
+    if capacity_refusal(exc):
+        return False  # no machines in the region: the next candidate's turn, not a retry
     if isinstance(
         exc,
         gexc.TooManyRequests

@@ -69,3 +69,16 @@ def test_a_bad_flag_is_named(tmp_path: Path, flag: str, message: str) -> None:
     assert result.returncode == 2
     assert message in result.stderr and "--no-capacity" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_with_at_create_the_job_is_refused_and_not_stored() -> None:
+    from google.api_core import exceptions as gexc
+
+    with running_emulator(
+        *SIMULATE_ARGS, "--no-capacity", f"NVIDIA_TESLA_T4@{REGION}", "--no-capacity-at-create"
+    ) as server:
+        with pytest.raises(gexc.TooManyRequests) as info:
+            _create(server, T4)
+        assert "Resources are insufficient in region: us-central1." in str(info.value)
+        assert list(server.client().list_custom_jobs(parent=PARENT)) == []
+        assert _create(server, V100)  # other GPUs are stored as before

@@ -4,6 +4,7 @@ active in all; adoption searches every candidate region; the outputs say where i
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -242,3 +243,19 @@ def test_an_outage_during_placement_starts_nothing_and_the_next_create_places_it
     assert _all_jobs(short, inputs["identity"]) == []
     result = provider.create(inputs)
     assert result.outs["status"]["placed_region"] == "europe-west4"
+
+
+def test_a_capacity_refusal_at_create_is_not_retried_and_moves_the_job_on():
+    with running_emulator(
+        *SIMULATE_ARGS, "--no-capacity", f"{T4}@us-central1", "--no-capacity-at-create"
+    ) as server:
+        provider = configured(server.endpoint, cancelTimeout="20", retryDeadline="60")
+        inputs = provider.check({}, placed_inputs(wait_for="running")).inputs
+        started = time.monotonic()
+        result = provider.create(inputs)
+        assert time.monotonic() - started < 20  # a retried 429 would take retryDeadline
+        first, second = result.outs["status"]["placement_attempts"][:2]
+        assert first["job_name"] is None
+        assert first["stopped_by"].startswith("no capacity at create (")
+        assert "Resources are insufficient in region: us-central1" in first["stopped_by"]
+        assert "/locations/us-east4/" in result.id and second["stopped_by"] is None
