@@ -23,8 +23,10 @@ catches the input errors)::
     ├── QuotaUnavailable (RuntimeError)  the project's quotas cannot be read
     ├── BillingUnavailable (RuntimeError)  the billing SKUs cannot be read (prices: the snapshot)
     ├── Interrupted                      the provider process was asked to stop mid-wait
+    ├── PlacementFailed (RuntimeError)   no candidate region took a placed job
     └── JobOperationError (RuntimeError) an API operation failed
         ├── ApiUnreachable               transient errors outlasted the retry deadline
+        ├── CapacityLost                 a placed job's region had no machines for it
         └── WaitFailed                   the job did not reach the wanted state
 
 Validation itself never raises: ``validate`` returns violations. ``SpecInvalidError``

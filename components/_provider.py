@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pulumi.dynamic import (
@@ -85,6 +86,7 @@ from .lifecycle._wire import (
     KEEP_RECORD,
     OWNER,
     OWNER_LABEL,
+    PLACEMENT,
     PROJECT,
     PROVIDER_KEY,
     REGION,
@@ -107,6 +109,7 @@ from .vertex.api import (
     CUSTOM_JOB,
     TERMINAL_STATES,
     ApiUnreachable,
+    CapacityLost,
     JobApi,
     JobKind,
     JobOperationError,
@@ -125,7 +128,12 @@ from .vertex.api import (
 # Inside the provider process: end it when the engine that started it is gone.
 watch_engine()
 
-__all__ = ["TRAINING_JOB", "JobProvider", "JobResourceKind", "TrainingJobProvider"]
+__all__ = [
+    "TRAINING_JOB",
+    "JobProvider",
+    "JobResourceKind",
+    "TrainingJobProvider",
+]
 
 CANCEL_QUIET_SECONDS = 2.0
 """A cancelled job that stops sooner prints no progress (a destroy of many jobs stays quiet)."""
@@ -232,10 +240,11 @@ class JobProvider(ResourceProvider):
         self._settings = ProviderSettings.read(req.config.get)
         if self._settings.catalog_overlay:
             # The program checked the jobs against the overlaid catalog; `check` here must too.
-            from .config import PROJECT_ROOT
+            # The engine starts the provider in the program's directory, which a relative
+            # overlay path is relative to (as the program reads it).
             from .rules._catalog import use_catalog_overlay
 
-            use_catalog_overlay(PROJECT_ROOT / self._settings.catalog_overlay)
+            use_catalog_overlay(Path.cwd() / self._settings.catalog_overlay)
         # The host calls this in one of its worker threads, before the first operation.
         widen_host_pool(self._settings.max_concurrent_operations)
         install_cancel_handler()
@@ -277,13 +286,26 @@ class JobProvider(ResourceProvider):
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         """Validate the inputs: one failure per violation, at its property path."""
-        outcome = check_inputs(news, target=self.endpoint.target, kind=self.kind.spec)
+        if news.get(PLACEMENT) is not None:  # candidate regions: components.lifecycle._placement
+            from .lifecycle._placement import check_placed
+
+            outcome, _ = check_placed(news, target=self.endpoint.target, kind=self.kind.spec)
+        else:
+            outcome = check_inputs(news, target=self.endpoint.target, kind=self.kind.spec)
         failures = [CheckFailure(prop, reason) for prop, reason in outcome.failures]
         return CheckResult(outcome.inputs, failures)
 
     def diff(self, _id: str, _olds: dict[str, Any], _news: dict[str, Any]) -> DiffResult:
         """Any change of the job replaces it; provider-only settings update in place."""
         replaces, knobs = diff_inputs(_olds, _news)
+        if _news.get(PLACEMENT) or _olds.get(PLACEMENT):
+            from .lifecycle._placement import placement_replaces
+
+            moved = [
+                k for k in (REGION, PLACEMENT) if k in replaces or _olds.get(k) != _news.get(k)
+            ]
+            replaces = placement_replaces(_olds, _news, replaces)
+            knobs += [k for k in moved if k not in replaces]
         if replaces:
             return DiffResult(
                 changes=True,
@@ -304,6 +326,8 @@ class JobProvider(ResourceProvider):
         kind = self.kind
         run = _Run.of(inputs, kind.spec)
         endpoint = self.endpoint
+        if run.placement:
+            return self._create_placed(run, inputs)
         with self._job_api(run.region) as api, _credentials_scrubbed(endpoint, run.secrets):
             taken_from = None
             if run.existing_job:
@@ -325,6 +349,45 @@ class JobProvider(ResourceProvider):
             }
         return CreateResult(str(job.name), {**_outputs(inputs), STATUS: status})
 
+    def _create_placed(self, run: _Run, inputs: dict[str, Any]) -> CreateResult:
+        """A job with candidate regions: the first that takes it (``components.lifecycle._placement``)."""
+        from .lifecycle._placement import PlacementFailed, place
+
+        with _credentials_scrubbed(self.endpoint, run.secrets):
+            try:
+                job, placed = place(self, run, inputs)
+            except PlacementFailed as exc:
+                raise JobOperationError(str(exc)) from None
+            except Interrupted as exc:  # between attempts, or looking for this run's job
+                raise JobOperationError(
+                    f"placing the {self.kind.what} was interrupted: {exc.reason}; a job that got "
+                    "through is adopted by the next `pulumi up`"
+                ) from None
+            region = str(placed["placed_region"])
+            status = {
+                **self.kind.outputs(job, self.endpoint, project=run.project, region=region),
+                "run_hash": run.labels.run,
+                **placed,
+            }
+        return CreateResult(str(job.name), {**_outputs(inputs), STATUS: status})
+
+    def write_placement(self, run: _Run, text: str) -> None:
+        """A progress line of a placed job's create (redacted)."""
+        write_line(self._scrubber(run.secrets)(f"{run.display_name}: placement: {text}"))
+
+    def _stop_attempt(self, api: JobApi, run: _Run, name: str) -> None:
+        """Cancel a failed attempt and wait for its end: the next attempt starts only once
+        this one can no longer run (a kill between two never leaves two jobs)."""
+        job = api.cancel_and_wait(
+            name, timeout=self.cancel_timeout, observe=self._cancel_progress(run.secrets)
+        )
+        if job is not None and state_name(job) not in TERMINAL_STATES:
+            raise JobOperationError(
+                f"job {name} failed for capacity but is still {state_name(job)} "
+                f"{self.cancel_timeout:g}s after it was cancelled; no other region was tried "
+                f"(two jobs must not run): {self._cancel_hint(name, run.region)}"
+            )
+
     def _submit(self, api: JobApi, run: _Run) -> Submission:
         reason = interrupted()
         if reason is not None:
@@ -338,6 +401,11 @@ class JobProvider(ResourceProvider):
             ) from None
         except Exception as exc:
             refused = quota_refusal(exc)
+            if run.placement:
+                from .vertex.api import capacity_refusal
+
+                if refused or capacity_refusal(exc):
+                    raise  # the next candidate's turn (components.lifecycle._placement)
             if refused:
                 raise JobOperationError(self._quota_refused(api, run, refused)) from None
             # The message may quote the job: _credentials_scrubbed redacts it on the way out.
@@ -416,7 +484,15 @@ class JobProvider(ResourceProvider):
                 )
             )
 
-    def _wait(self, api: JobApi, run: _Run, job: Any, inputs: dict[str, Any]) -> Any:
+    def _wait(
+        self,
+        api: JobApi,
+        run: _Run,
+        job: Any,
+        inputs: dict[str, Any],
+        *,
+        capacity_failover: bool = False,
+    ) -> Any:
         wait_for = str(inputs.get(WAIT_FOR) or "submitted")
         if wait_for == "submitted":
             return job
@@ -433,6 +509,11 @@ class JobProvider(ResourceProvider):
         try:
             return api.wait_for_state(job, wait_for, timeout=timeout, observe=progress.observe)
         except WaitFailed as exc:
+            if capacity_failover and not exc.timed_out:
+                from .vertex.api import insufficient_resources
+
+                if insufficient_resources(exc.job):
+                    raise CapacityLost(exc.job, str(exc)) from None
             if not exc.timed_out:
                 message = f"{exc}; nothing to cancel (its record is kept for its logs)"
             else:  # the one wait that cancels: waitTimeout is the user's limit for the job
@@ -727,6 +808,8 @@ class _Run:
     """The user's leave to take over an ``existing_job`` another resource holds."""
     owner: str | None = None
     """``project/stack/resource`` (``owner``), for the ``pulumi_owner`` label."""
+    placement: list[Any] | None = None
+    """The candidate regions of a placed job (``components.lifecycle._placement``), or None."""
 
     @property
     def parent(self) -> str:
@@ -746,10 +829,17 @@ class _Run:
             project, region, str(document.get("displayName", ""))
         )
         held = inputs.get(HELD_JOBS)
+        placement = inputs.get(PLACEMENT)
+        if placement:
+            from .lifecycle._placement import run_region
+
+            hashed_region = run_region(region, placement)
+        else:
+            hashed_region = region
         labels = RunLabels.of(
             document,
             project=project,
-            region=region,
+            region=hashed_region,
             triggers=inputs.get(TRIGGERS),
             identity=str(identity),
             key=key if isinstance(key, str) else None,
@@ -766,6 +856,7 @@ class _Run:
             existing_job=existing if take_over else None,
             take_over_held_job=inputs.get(TAKE_OVER_HELD_JOB) is True,
             owner=owner if isinstance(owner := inputs.get(OWNER), str) and owner else None,
+            placement=list(placement) if isinstance(placement, list) and placement else None,
         )
 
 

@@ -22,6 +22,11 @@ Keys (``Pulumi.<stack>.yaml``)::
                                        # components import writes the entry)
         takeOverHeldJob: false         # true: take existingJob over even when its labels
                                        # name another resource or stack (refused otherwise)
+        regions: [us-central1, {region: us-east4, capacity: [spot]}, europe-west4]
+                                       # optional: candidate regions, in order; the job runs
+                                       # in the first that takes it (components.lifecycle._placement)
+        capacity: [on-demand, spot]    # optional, with regions: the capacity kinds a region
+                                       # without its own accepts, in order
     training:prices: stacks/prices/acme.csv   # optional: organisation prices, a sheet in
                                        # the prices.csv schema, a discount in percent (12.5),
                                        # or {sheet: ..., discountPercent: ...}
@@ -101,6 +106,9 @@ class JobConfig:
     """A job started elsewhere that the resource takes over instead of submitting one."""
     take_over_held_job: bool = False
     """Take ``existing_job`` over even when its labels name another resource or stack."""
+    placement: list[dict[str, Any]] | None = None
+    """``regions`` (and ``capacity``): the candidate regions, as the ``placement`` input
+    (``components.lifecycle._placement``); None: the stack's region."""
 
 
 @dataclass(frozen=True)
@@ -149,6 +157,8 @@ _JOB_KEYS = frozenset(
         "triggers",
         "existingJob",
         "takeOverHeldJob",
+        "regions",
+        "capacity",
     }
 )
 _INFRA_KEYS = frozenset({"bucketName", "outputRetentionDays", "forceDestroy", "deployer"})
@@ -213,6 +223,18 @@ def _job(entry: Any, key: str, root: Path) -> JobConfig:
             f"{key}.existingJob: expected a job's resource name, "
             f"projects/PROJECT/locations/REGION/customJobs/ID (or .../hyperparameterTuningJobs/ID)"
         )
+    placement = None
+    if entry.get("regions") is not None or entry.get("capacity") is not None:
+        from .lifecycle._placement import declared_placement
+
+        if existing is not None:
+            raise ConfigError(f"{key}.regions: a job taken over (existingJob) runs where it is")
+        if entry.get("regions") is None:
+            raise ConfigError(f"{key}.capacity: needs regions (the candidate regions)")
+        try:
+            placement = declared_placement(entry.get("regions"), entry.get("capacity"))
+        except ValueError as exc:
+            raise ConfigError(f"{key}.{exc}") from None
     return JobConfig(
         name=name,
         spec=spec,
@@ -225,6 +247,7 @@ def _job(entry: Any, key: str, root: Path) -> JobConfig:
         triggers=list(triggers),
         existing_job=existing,
         take_over_held_job=_bool(entry.get("takeOverHeldJob"), f"{key}.takeOverHeldJob", False),
+        placement=placement,
     )
 
 

@@ -107,6 +107,7 @@ def _job_args(
         keep_record_on_delete=job.keep_record_on_delete,
         existing_job=job.existing_job,
         take_over_held_job=job.take_over_held_job,
+        regions=job.placement,
         trainer_source=config.trainer_source,
         infra=_wired(config, infra),
     )

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from . import config, gpus, names, quotas
+from . import capacity, config, gpus, names, quotas
 
 __all__ = ["build_parser", "main", "wait_ready"]
 
@@ -174,6 +174,21 @@ def _add_limit_flags(serve: argparse.ArgumentParser) -> None:
         "custom_model_training_nvidia_t4_gpus@us-central1=4 (repeatable; -1: unlimited; default "
         f"{quotas.DEFAULT_GPU_LIMIT} GPUs and {quotas.DEFAULT_CPU_LIMIT} vCPUs per metric and "
         "region); quota preferences change them while the service runs",
+    )
+    serve.add_argument(
+        "--no-capacity",
+        action="append",
+        default=[],
+        metavar="GPU@REGION",
+        help="a region without capacity for a GPU, e.g. NVIDIA_TESLA_T4@us-central1 "
+        "(repeatable): a job that asks for it there goes PENDING, then FAILED with "
+        "RESOURCE_EXHAUSTED 'Resources are insufficient in region: ...', as on Vertex AI",
+    )
+    serve.add_argument(
+        "--no-capacity-at-create",
+        action="store_true",
+        help="with --no-capacity: refuse such a job at create instead (429 RESOURCE_EXHAUSTED, "
+        "the same message; nothing is stored)",
     )
     serve.add_argument(
         "--billing-snapshot",
@@ -391,6 +406,8 @@ def _settings(args: argparse.Namespace, state_dir: Path) -> config.Settings:
         max_unpacked_mb=args.max_unpacked_mb,
         pip_timeout_seconds=args.pip_timeout,
         quota_limits=_quota_limits(args.quota),
+        no_capacity=_no_capacity(args.no_capacity),
+        no_capacity_at_create=args.no_capacity_at_create,
         project_numbers=project_numbers,
         billing_snapshot=args.billing_snapshot,
     )
@@ -401,6 +418,15 @@ def _quota_limits(flags: list[str]) -> tuple[tuple[str, str | None, int], ...]:
     table = quotas.load_table()
     try:
         return tuple(quotas.parse_limit(flag, table) for flag in flags)
+    except ValueError as exc:
+        raise _FlagError(str(exc)) from None
+
+
+def _no_capacity(flags: list[str]) -> tuple[tuple[str, str], ...]:
+    """The ``--no-capacity`` flags as (GPU, region) pairs; _FlagError names a bad one."""
+    table = quotas.load_table()
+    try:
+        return tuple(capacity.parse_gap(flag, table) for flag in flags)
     except ValueError as exc:
         raise _FlagError(str(exc)) from None
 

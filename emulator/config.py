@@ -50,6 +50,14 @@ class Settings:
     pip_timeout_seconds: float = DEFAULT_PIP_TIMEOUT_SECONDS
     # Training quota limits set at serve time: (metric, region or None for all, limit).
     quota_limits: tuple[tuple[str, str | None, int], ...] = ()
+    # ``--no-capacity GPU@REGION``: (accelerator type, region) pairs whose jobs go PENDING, then
+    # FAILED with RESOURCE_EXHAUSTED, as Vertex's do when a region has no machines (emulator.capacity).
+    no_capacity: tuple[tuple[str, str], ...] = ()
+    # How long such a job stays PENDING before it fails.
+    no_capacity_seconds: float = 1.0
+    # ``--no-capacity-at-create``: such a job is refused at create (429 RESOURCE_EXHAUSTED,
+    # the same message) instead, and never stored.
+    no_capacity_at_create: bool = False
     # ``--billing-snapshot FILE``: the SKUs the Cloud Billing Catalog API serves (emulator.billing;
     # None: the catalog's billing_skus.csv).
     billing_snapshot: Path | None = None

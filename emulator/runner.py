@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import errors, procs, protos
+from . import capacity, errors, procs, protos
 from .cluster import TrialContext, web_access_uris
 from .config import Settings
 from .driver import CANCELLED, Driver, JobControl
@@ -69,6 +69,9 @@ class Runner:
         self._stopping = threading.Event()
         self._driver = _DRIVERS[settings.mode](self)
         self.tuning = TuningScheduler(self, simulated=settings.mode == "simulate")
+        self.capacity = capacity.Capacity(settings.no_capacity)
+        # Jobs failing for want of capacity (--no-capacity): never handed to a driver.
+        self._short: set[str] = set()
 
     # -- called by the HTTP layer -------------------------------------------------------------
 
@@ -84,13 +87,44 @@ class Runner:
         except StateUnavailable:
             self._later(f"submit-{job_id}", lambda: self.submit(job_id, relaunch=relaunch))
             return
+        if not relaunch and self._fails_for_capacity(job_id, tuning):
+            return
         if tuning:
             self.tuning.submit(job_id)
         else:
             self._driver.submit(job_id, relaunch=relaunch)
 
+    def _fails_for_capacity(self, job_id: str, tuning: bool) -> bool:
+        """True when the job asks for a GPU its region has no capacity for (``--no-capacity``):
+        it goes PENDING, then FAILED with RESOURCE_EXHAUSTED, as Vertex AI's does."""
+        if not self.capacity.gaps:
+            return False
+        job = self.store.get_job(job_id)
+        if job is None:
+            return False
+        region = str(job.name).split("/")[3] if str(job.name).count("/") >= 5 else ""
+        kind = protos.TUNING_JOB if tuning else protos.CUSTOM_JOB
+        message = self.capacity.lacking(job, kind, region)
+        if message is None:
+            return False
+        self._short.add(job_id)
+        delay = self.settings.no_capacity_seconds
+
+        def pending_then_failed() -> None:
+            self.transition(job_id, S.JOB_STATE_PENDING, only_from={S.JOB_STATE_QUEUED})
+            time.sleep(delay)
+            self.finish(job_id, S.JOB_STATE_FAILED, (errors.RPC_RESOURCE_EXHAUSTED, message))
+            self._short.discard(job_id)
+
+        log.info("job %s: no capacity in %s: it will fail", job_id, region)
+        threading.Thread(target=pending_then_failed, name=f"capacity-{job_id}", daemon=True).start()
+        return True
+
     def cancel(self, job_id: str) -> None:
         """The job was just marked CANCELLING: stop it."""
+        if job_id in self._short:  # never reached a driver (--no-capacity)
+            self.finish(job_id, S.JOB_STATE_CANCELLED, CANCELLED)
+            return
         try:
             if self._is_tuning(job_id):
                 self.tuning.cancel(job_id)

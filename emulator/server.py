@@ -225,6 +225,11 @@ class Service:
         job.name = f"{parent}/{kind.collection}/{job_id}"
         protos.set_state(job, protos.JobState.JOB_STATE_QUEUED)
         protos.now_ts(job.create_time, protos.ts_seconds(job.update_time))
+        # --no-capacity with --no-capacity-at-create: refused at once, nothing stored.
+        if self.settings.no_capacity_at_create:
+            short = self.runner.capacity.lacking(job, kind, location)
+            if short is not None:
+                raise errors.resource_exhausted(short)
         # Vertex's training quotas (429 RESOURCE_EXHAUSTED): the check and the insert are one
         # step, so two creates cannot both take the last GPUs.
         with self.quotas.admitting:

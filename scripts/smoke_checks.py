@@ -41,19 +41,20 @@ def main(repo: Path, mode: str) -> None:
     ):
         command = [*cli, "validate", str(job), "--region", "europe-west4"]
         done = subprocess.run(command, capture_output=True, text=True, check=False)
-        assert done.returncode == 0, f"{command}: exit {done.returncode}: {done.stdout}{done.stderr}"
+        assert done.returncode == 0, (
+            f"{command}: exit {done.returncode}: {done.stdout}{done.stderr}"
+        )
     assert (installed.parent / "catalog" / "machine_types.csv").is_file()
 
     # The provider as the engine loads it (pickled by reference), and its check.
     import base64
 
     import dill
+    from gpu_training._provider import TrainingJobProvider
+    from gpu_training.training_job import prepare_spec
     from pulumi.dynamic import ConfigureRequest
     from pulumi.dynamic.config import Config
     from pulumi.dynamic.dynamic import serialize_provider
-
-    from gpu_training._provider import TrainingJobProvider
-    from gpu_training.training_job import prepare_spec
 
     blob = serialize_provider(TrainingJobProvider())
     provider = dill.loads(base64.b64decode(blob))
@@ -96,9 +97,11 @@ def _extras(client: object) -> None:
 
     assert "gpu_training" in str(hardware.catalog_dir()), hardware.catalog_dir()
     with running_emulator("--mode", "simulate", cwd=Path.cwd()) as emu:
-        jobs = list(emulator_client(emu.endpoint).list_custom_jobs(
-            parent="projects/local-training/locations/us-central1"
-        ))
+        jobs = list(
+            emulator_client(emu.endpoint).list_custom_jobs(
+                parent="projects/local-training/locations/us-central1"
+            )
+        )
         assert jobs == [], jobs
 
 

@@ -21,6 +21,7 @@ from .._errors import CatalogError, SpecFormatError, SpecInvalidError, TrainingJ
 from ..costs._price_sheet import PriceSheetError, apply_prices, parse_price_setting
 from ..costs._pricing import (
     Estimate,
+    GpuOffer,
     TuningEstimate,
     capacity_word,
     compare_regions,
@@ -453,6 +454,8 @@ def cmd_estimate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if isinstance(catalog, int):
         return catalog
     capacity = _capacity_flag(args)
+    if args.regions:
+        return _estimate_placement(args, loaded, catalog, out, err)
     if args.compare_regions:
         estimates = compare_regions(
             loaded.spec, catalog, scale_tier=loaded.scale_tier, capacity=capacity
@@ -485,6 +488,52 @@ def cmd_estimate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print(f"prices: {' + '.join(result.price_labels)}", file=out)
     for missing in result.missing:
         print(f"unknown price: {missing}", file=err)
+    return EXIT_VALID
+
+
+def _estimate_placement(
+    args: argparse.Namespace, loaded: LoadedSpec, catalog: Catalog, out: TextIO, err: TextIO
+) -> int:
+    """``estimate --regions``: each candidate attempt's price, the expected one (the first the
+    catalog allows; quotas are not read here) and the worst case (``components.lifecycle._placement``)."""
+    from ..lifecycle._check import CUSTOM_JOB_SPEC, TUNING_JOB_SPEC
+    from ..lifecycle._placement import (
+        attempts_of,
+        declared_placement,
+        parse_placement,
+        priced_attempts,
+        worst_case,
+    )
+
+    kind = CUSTOM_JOB_SPEC if loaded.tuning is None else TUNING_JOB_SPEC
+    capacity = args.capacity.split(",") if args.capacity else None
+    try:
+        placement = declared_placement(args.regions.split(","), capacity)
+    except ValueError as exc:
+        print(f"error: --{exc}", file=err)
+        return EXIT_UNREADABLE
+    attempts = attempts_of(parse_placement(placement)[0])
+    spec = loaded.tuning or loaded.spec
+    priced = priced_attempts(spec, attempts, catalog, under=kind.pools_under)
+    expected = None
+    rows = [["attempt", "$/h", "catalog"]]
+    runnable = []
+    for attempt, placed, price in priced:
+        errors = [
+            v for v in kind.validate(placed, attempt.region, "vertex") if v.severity == "error"
+        ]
+        verdict = f"{errors[0].path}: {errors[0].reason}" if errors else "allowed"
+        runnable.append(not errors)
+        if not errors and expected is None:
+            expected = (attempt, price)
+        rows.append([attempt.shown, _money(price), verdict])
+    _table(rows, out)
+    if expected is None:
+        print("no candidate can run this job", file=err)
+        return EXIT_INVALID
+    print(f"expected (first allowed, {expected[0].shown}): $/h {_money(expected[1])}", file=out)
+    allowed = [row for row, ok in zip(priced, runnable, strict=True) if ok]
+    print(f"worst case (most expensive candidate): $/h {_money(worst_case(allowed))}", file=out)
     return EXIT_VALID
 
 
@@ -621,7 +670,21 @@ def cmd_prices(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print(f"error: unknown region {clipped(args.region)!r}; {hint}".rstrip("; "), file=err)
         return EXIT_UNREADABLE
     capacity = _capacity_flag(args) or "on_demand"
+    candidates = [r for r in (args.regions or "").split(",") if r]
+    for region in candidates:
+        if region not in catalog.regions:
+            hint = did_you_mean(region, list(catalog.regions), otherwise="")
+            print(
+                f"error: --regions: unknown region {clipped(region)!r}; {hint}".rstrip("; "),
+                file=err,
+            )
+            return EXIT_UNREADABLE
     offers = gpu_offers(catalog, accelerator=accelerator, region=args.region, capacity=capacity)
+    if candidates:  # a placement's candidates, in their order (components.lifecycle._placement)
+        offers = sorted(
+            (o for o in offers if o.region in candidates),
+            key=lambda o: (o.accelerator, o.machine_type, o.count, candidates.index(o.region)),
+        )
     if not offers:
         print("no machine takes that GPU in that region", file=err)
         return EXIT_INVALID
@@ -639,7 +702,36 @@ def cmd_prices(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         for o in offers
     ]
     _table(rows, out)
+    if candidates:
+        _print_placement_prices(offers, pricing, out)
     return EXIT_VALID
+
+
+def _print_placement_prices(offers: Sequence[GpuOffer], pricing: str, out: TextIO) -> None:
+    """Per machine and GPU count, the price in the first candidate that offers it (expected)
+    and in the dearest (the worst case: the job may land there; unknown if any price is)."""
+    groups: dict[tuple[str, str, int], list[GpuOffer]] = {}
+    for offer in offers:  # in candidate order
+        groups.setdefault((offer.accelerator, offer.machine_type, offer.count), []).append(offer)
+    rows: list[tuple[str, ...]] = [
+        ("GPU", "COUNT", "MACHINE", f"EXPECTED {pricing}", f"WORST CASE {pricing}")
+    ]
+    for (accelerator, machine, count), found in groups.items():
+        first = found[0]
+        prices = [o.usd_per_hour for o in found]
+        worst = None if None in prices else max(p for p in prices if p is not None)
+        dearest = next((o.region for o in found if o.usd_per_hour == worst), "")
+        rows.append(
+            (
+                accelerator,
+                str(count),
+                machine,
+                f"{_money(first.usd_per_hour)} ({first.region})",
+                f"{_money(worst)} ({dearest})" if worst is not None else "unknown",
+            )
+        )
+    print("placement across the candidates, in order:", file=out)
+    _table(rows, out)
 
 
 def _capacity_flag(args: argparse.Namespace) -> str | None:
@@ -775,6 +867,18 @@ def _add_pricing_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser
         action="store_true",
         help="every region that can run it, cheapest first",
     )
+    p.add_argument(
+        "--regions",
+        metavar="R1,R2,...",
+        help="candidate regions, in order (placement): each attempt's price, the expected one "
+        "and the worst case",
+    )
+    p.add_argument(
+        "--capacity",
+        metavar="KIND,...",
+        help="with --regions: the capacity kinds each region accepts, in order (on-demand, spot, "
+        "flex-start, reservation)",
+    )
     _price_options(p)
     _overlay_option(p)
     p.set_defaults(handler=cmd_estimate)
@@ -784,7 +888,14 @@ def _add_pricing_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser
         "with the source of each price",
     )
     p.add_argument("--gpu", help="accelerator type or short name, e.g. T4 or NVIDIA_TESLA_T4")
-    p.add_argument("--region")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--region")
+    where.add_argument(
+        "--regions",
+        metavar="R1,R2,...",
+        help="a placement's candidate regions, in order: their offers, and per machine the "
+        "expected price (the first candidate) and the worst case (the dearest)",
+    )
     _price_options(p)
     _overlay_option(p)
     p.set_defaults(handler=cmd_prices)

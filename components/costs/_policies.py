@@ -16,13 +16,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from .._errors import SpecError
-from ..lifecycle._wire import TRAINING_JOB_TYPE_SUFFIX, TUNING_JOB_TYPE_SUFFIX, decode_spec
-from ..rules._catalog import Catalog, load_catalog
+from ..lifecycle._placement import Attempt, attempts_of, parse_placement, with_capacity
+from ..lifecycle._wire import (
+    PLACEMENT,
+    TRAINING_JOB_TYPE_SUFFIX,
+    TUNING_JOB_TYPE_SUFFIX,
+    decode_spec,
+)
+from ..rules._catalog import Catalog, load_catalog, regions_offering
 from ..rules._spec import JobSpec
 from ..rules._tuning_spec import TuningJobSpec
 from ._pricing import capacity_word, concurrent_trials, estimate, labels_text
@@ -76,6 +82,15 @@ class PolicyJob:
     tuning: bool = False
     project: str | None = None
     """The job's project (its ``project`` input), for rules that read the project's quotas."""
+    placement: tuple[Attempt, ...] = ()
+    """A placed job's attempts (``components.lifecycle._placement``): it may run in any of them."""
+
+    @property
+    def regions(self) -> list[str | None]:
+        """Every region the job may run in (a placed job's candidates)."""
+        if self.placement:
+            return list(dict.fromkeys(a.region for a in self.placement))
+        return [self.region]
 
     @property
     def title(self) -> str:
@@ -153,6 +168,7 @@ def job_from_props(name: str, resource_type: str, props: Mapping[str, Any]) -> P
         return None  # check() reports malformed specs; policies judge valid ones
     region = region or spec.region
     project = _item(props, "project")
+    candidates, problems = parse_placement(_plain(_item(props, PLACEMENT)) or None)
     return PolicyJob(
         name,
         spec,
@@ -160,6 +176,7 @@ def job_from_props(name: str, resource_type: str, props: Mapping[str, Any]) -> P
         parallel,
         tuning,
         project if isinstance(project, str) else None,
+        tuple(attempts_of(candidates)) if candidates and not problems else (),
     )
 
 
@@ -167,8 +184,26 @@ def hourly_cost_bound(job: PolicyJob, catalog: Catalog) -> tuple[float | None, s
     """The most the job costs per hour, and how that figure was found (spot or on-demand,
     and where its prices came from: ``; prices: derived, unverified``).
 
-    A tuning job's figure is that of all its parallel trials at once.
+    A tuning job's figure is that of all its parallel trials at once; a placed job's that of
+    its most expensive attempt (the worst case: it may land there).
     """
+    if job.placement:
+        bounds = []
+        offering = set(regions_offering(catalog, job.accelerators))
+        for attempt in job.placement:
+            if attempt.region not in offering:
+                continue  # never tried: check() skips a candidate without the job's GPUs
+            spec = JobSpec.parse(with_capacity(job.spec.to_document(), attempt.capacity))
+            one = replace(job, spec=spec, region=attempt.region, placement=())
+            cost, how = hourly_cost_bound(one, catalog)
+            if cost is None:
+                return None, f"{attempt.shown}: {how}"
+            bounds.append(
+                (cost, f"worst case of {len(job.placement)} attempts, {attempt.shown}: {how}")
+            )
+        if not bounds:
+            return None, "no candidate region offers the job's accelerators"
+        return max(bounds, key=lambda bound: bound[0])
     if job.region is None:
         return None, "no region"
     trials = f", {job.parallel_trials} trials at once" if job.tuning else ""
@@ -197,9 +232,10 @@ def _strings(config: Mapping[str, Any], key: str) -> list[str]:
 
 def allowed_regions(job: PolicyJob, config: Mapping[str, Any], catalog: Catalog) -> list[str]:
     allowed = _strings(config, "allowedRegions")
-    if not allowed or job.region in allowed:
+    if not allowed:
         return []
-    return [f"{job.title} runs in {job.region}; this stack allows {', '.join(allowed)}"]
+    outside = [region for region in job.regions if region not in allowed]
+    return [f"{job.title} runs in {r}; this stack allows {', '.join(allowed)}" for r in outside]
 
 
 def allowed_accelerators(job: PolicyJob, config: Mapping[str, Any], catalog: Catalog) -> list[str]:

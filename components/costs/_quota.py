@@ -52,6 +52,7 @@ __all__ = [
     "refusal_message",
     "refused_metrics",
     "request_hint",
+    "shortfalls_in",
     "trials_needs",
     "write_snapshot",
 ]
@@ -405,14 +406,22 @@ class QuotaReport:
 
 
 def _fits_alone(needs: list[Need], limits: QuotaLimits, region: str) -> bool:
+    return not shortfalls_in(needs, limits, region)
+
+
+def shortfalls_in(needs: Iterable[Need], limits: QuotaLimits, region: str) -> list[str]:
+    """Why ``needs`` (one job's) do not fit ``region``'s limits alone: ``metric: need N,
+    limit L`` per metric short, or with no limit known; [] when they fit."""
     totals: dict[str, int] = {}
     for need in needs:
         totals[need.metric.metric] = totals.get(need.metric.metric, 0) + need.amount
+    short = []
     for metric, amount in totals.items():
         limit = limits.limit(metric, region)
         if limit is None or (0 <= limit < amount):
-            return False
-    return True
+            shown = "unknown" if limit is None else str(limit)
+            short.append(f"{metric.rsplit('/', 1)[-1]}: need {amount}, limit {shown}")
+    return short
 
 
 def compare(

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from ._check import SpecKind
 
 __all__ = [
+    "Placed",
     "PreviewSettings",
     "add_triggers",
     "cost_message",
@@ -170,15 +171,23 @@ def cost_message(jobs: Sequence[tuple[str, Spec | None]], settings: PreviewSetti
     return "estimated cost per job:\n" + "\n".join(lines)
 
 
-def quota_problem(jobs: Sequence[tuple[str, Spec]], settings: PreviewSettings) -> str | None:
+Placed = tuple[str, "Spec", Any]
+"""A job with candidate regions: its name, spec and ``placement`` input (``_placement``)."""
+
+
+def quota_problem(
+    jobs: Sequence[tuple[str, Spec]], settings: PreviewSettings, placed: Sequence[Placed] = ()
+) -> str | None:
     """The jobs' Vertex training quotas against the project's limits (``training:quota``).
 
     One list call per project (``components.vertex.quotas``), before any resource exists; the
-    table is logged. Returns why the jobs do not fit when that fails the preview (``error``);
-    a shortfall under ``warn`` is a warning, and quotas that cannot be read are one warning,
-    never a failed preview.
+    table is logged, and for each job with candidate regions (``placed``) where it will try
+    first and why the others are skipped. Returns why the jobs do not fit when that fails the
+    preview (``error``); a shortfall under ``warn`` is a warning, and quotas that cannot be
+    read are one warning, never a failed preview.
     """
-    if settings.quota == "off" or not jobs:
+    if settings.quota == "off" or not (jobs or placed):
+        _placement_lines(placed, settings, None)
         return None
     if settings.project is None or settings.region is None:
         pulumi.log.warn(
@@ -199,14 +208,17 @@ def quota_problem(jobs: Sequence[tuple[str, Spec]], settings: PreviewSettings) -
         limits = quotas.read_limits(Endpoint(settings.endpoint), settings.project)
     except quotas.QuotaUnavailable as exc:
         pulumi.log.warn(f"{exc}; the jobs' quotas were not checked ({QUOTA_KEY}: off skips this)")
+        _placement_lines(placed, settings, None)
         return None
+    shortfalls = _placement_lines(placed, settings, limits)
     try:  # for the policy pack, which has no client (components.costs._quota.SNAPSHOT_DIR)
         write_snapshot(settings.root, settings.project, limits, time.time())
     except (OSError, ValueError) as exc:
         pulumi.log.warn(f"the quota snapshot for the policy pack was not written: {exc}")
-    report = compare(settings.project, settings.region, needs, limits, catalog, unchecked)
-    pulumi.log.info("\n".join(report.table()))
-    shortfalls = report.problems(limits)
+    if jobs:
+        report = compare(settings.project, settings.region, needs, limits, catalog, unchecked)
+        pulumi.log.info("\n".join(report.table()))
+        shortfalls = report.problems(limits) + shortfalls
     if shortfalls and settings.quota == "error":
         return (
             "nothing was changed, because the project's Vertex training quota is short:\n"
@@ -216,6 +228,58 @@ def quota_problem(jobs: Sequence[tuple[str, Spec]], settings: PreviewSettings) -
     for shortfall in shortfalls:
         pulumi.log.warn(shortfall)
     return None
+
+
+def _placement_lines(
+    placed: Sequence[Placed], settings: PreviewSettings, limits: Any | None
+) -> list[str]:
+    """Log, for each job with candidate regions, each attempt's quota fit and price, where it
+    will try first and why others are skipped (``components.lifecycle._placement``); returns
+    the problems of jobs that fit no candidate now."""
+    if not placed:
+        return []
+    from ..config import priced_catalog
+    from ..costs._quota import load_quota_metrics
+    from ._check import CUSTOM_JOB_SPEC, TUNING_JOB_SPEC
+    from ._placement import attempts_of, parse_placement, preview_lines
+    from ._settings import target_for_endpoint
+
+    problems: list[str] = []
+    metrics = load_quota_metrics()
+
+    billed = priced_catalog(settings.prices, _billed_catalog(settings))
+    target = target_for_endpoint(settings.endpoint)
+    for name, spec, placement in placed:
+        kind = TUNING_JOB_SPEC if isinstance(spec, TuningJobSpec) else CUSTOM_JOB_SPEC
+        candidates, _ = parse_placement(placement)
+        attempts, skipped = [], []
+        for attempt in attempts_of(candidates):
+            reasons = _refused_in(spec, attempt, kind, target)
+            if reasons:
+                skipped.append(f"{attempt.shown}: {reasons}")
+            else:
+                attempts.append(attempt)
+        lines, fits = preview_lines(
+            name, spec, attempts, skipped, billed, metrics, limits, under=kind.pools_under
+        )
+        pulumi.log.info("\n".join(lines))
+        if not fits and limits is not None:
+            problems.append(f"{name}: no candidate region fits the quota now: " + lines[0])
+    return problems
+
+
+def _refused_in(spec: Spec, attempt: Any, kind: Any, target: Any) -> str:
+    """Why the validator refuses ``spec`` for ``attempt`` (its first error), or ""."""
+    from ._placement import with_capacity
+
+    try:
+        placed = type(spec).parse(
+            with_capacity(spec.to_document(), attempt.capacity, under=kind.pools_under)
+        )
+    except Exception as exc:  # a capacity kind the model refuses: that attempt is skipped
+        return str(exc).splitlines()[0]
+    errors = [v for v in kind.validate(placed, attempt.region, target) if v.severity == "error"]
+    return f"{errors[0].path}: {errors[0].reason}" if errors else ""
 
 
 _digests: dict[Path, str] | None = None

@@ -54,6 +54,7 @@ from ._wire import (
     INPUT_DEFAULTS,
     KEEP_RECORD,
     OWNER,
+    PLACEMENT,
     PROJECT,
     REGION,
     RUN_KEY,
@@ -148,6 +149,12 @@ class JobArgs(Generic[S]):
         leaves out (not for an ``existing_job``, which runs as it was started).
     :param take_over_held_job: take over ``existing_job`` even when its identity label names
         another resource or stack (by default such a job is refused, naming its holder).
+    :param regions: candidate regions, in order (each a region or ``{"region": R, "capacity":
+        [...]}``) instead of one ``region``: the job runs in the first that takes it
+        (``components.lifecycle._placement``); ``region`` is then the first candidate.
+    :param capacity: the capacity kinds every candidate without its own accepts, in order
+        (``on-demand``, ``spot``, ``flex-start``, ``reservation``, ``reservation:NAME``);
+        none: the spec's own.
     """
 
     spec: S
@@ -162,6 +169,8 @@ class JobArgs(Generic[S]):
     trainer_source: str | os.PathLike[str] | None = None
     infra: Any = None
     take_over_held_job: bool = False
+    regions: Sequence[str | Mapping[str, Any]] | None = None
+    capacity: Sequence[str] | None = None
 
 
 @dataclass
@@ -451,6 +460,8 @@ class JobResource(pulumi.dynamic.Resource, Generic[S]):
         trainer_source: str | os.PathLike[str] | None = None,
         infra: Any = None,
         take_over_held_job: bool = False,
+        regions: Sequence[str | Mapping[str, Any]] | None = None,
+        capacity: Sequence[str] | None = None,
         validate: bool = True,
     ) -> None:
         """Declare a job; pass ``args`` or the same fields as keywords.
@@ -477,16 +488,14 @@ class JobResource(pulumi.dynamic.Resource, Generic[S]):
                 trainer_source=trainer_source,
                 infra=infra,
                 take_over_held_job=take_over_held_job,
+                regions=regions,
+                capacity=capacity,
             )
         elif spec is not None:
             raise TrainingJobInputError(
                 f"{kind.name} {resource_name!r}: pass either args or keyword fields, not both"
             )
-        checked = job_inputs(kind, resource_name, args, validate=validate)
-        if validate:
-            _preview(kind, resource_name, checked, args)
-        props = _registered(checked)
-        props.update(_create_only_inputs(checked, resource_name, args))
+        checked, props = _declared(kind, resource_name, args, validate=validate)
         opts = pulumi.ResourceOptions.merge(opts, _own_options(args))
         super().__init__(kind.provider(), resource_name, props, opts)
         for warning in checked.warnings:
@@ -634,6 +643,14 @@ def job_inputs(
     ``check`` would (raises ``TrainingJobInputError`` naming every problem)."""
     gcp = pulumi.Config("gcp")
     parts = _spec_parts(kind, args, resource_name)
+    placement = None
+    if args.regions is not None:
+        from ._placement import declared_placement
+
+        try:
+            placement = declared_placement(args.regions, args.capacity)
+        except ValueError as exc:
+            raise TrainingJobInputError(f"{kind.name} {resource_name!r}: {exc}") from None
     props: dict[str, Any] = {
         SPEC: parts.document,
         ENV_VALUES: parts.env_values,
@@ -645,10 +662,13 @@ def job_inputs(
         EXCLUSIVE_GPUS: args.exclusive_gpus,
         KEEP_RECORD: args.keep_record_on_delete,
         EXISTING_JOB: args.existing_job,
+        PLACEMENT: placement,
         IDENTITY: identity_label(
             pulumi.get_project(), pulumi.get_stack(), resource_name, kind.type_token
         ),
     }
+    if placement:  # the first candidate is the job's region
+        props[REGION] = placement[0]["region"]
     if not validate:
         return JobInputs(props, [], parts.nested_outputs, parts.plan, parts.notes)
     # Validate now what is known now: an invalid spec fails the program (and a Mocks test)
@@ -657,7 +677,12 @@ def job_inputs(
     # The spec document (the bulk of the inputs) is walked only when Outputs sit in it.
     walk = parts.nested_outputs or isinstance(parts.document, pulumi.Output)
     view[SPEC] = _unknown_view(parts.document) if walk else parts.document
-    outcome = check_inputs(view, target=_target(), parsed=parts.model, kind=kind.spec)
+    if placement:
+        from ._placement import check_placed
+
+        outcome, _ = check_placed(view, target=_target(), kind=kind.spec)
+    else:
+        outcome = check_inputs(view, target=_target(), parsed=parts.model, kind=kind.spec)
     if outcome.failures:
         # A value read from the stack configuration is named by its key in messages.
         origins = {
@@ -740,6 +765,19 @@ def check_jobs(
 def _plan_of(kind: ResourceKind, args: JobArgs[Any]) -> Any:
     """An invalid job's spec, as far as it is read: its cost line says what it can."""
     return args.spec if isinstance(args.spec, kind.spec.model) else None
+
+
+def _declared(
+    kind: ResourceKind, resource_name: str, args: JobArgs[Any], *, validate: bool
+) -> tuple[JobInputs, dict[str, Any]]:
+    """A job's checked inputs (with ``validate``: its preview logged and its quota checked)
+    and the properties it registers."""
+    checked = job_inputs(kind, resource_name, args, validate=validate)
+    if validate:
+        _preview(kind, resource_name, checked, args)
+    props = _registered(checked)
+    props.update(_create_only_inputs(checked, resource_name, args))
+    return checked, props
 
 
 def _own_options(args: JobArgs[Any]) -> pulumi.ResourceOptions:

@@ -40,6 +40,7 @@ __all__ = [
     "OUTPUT_PROPERTIES",
     "OWNER",
     "OWNER_LABEL",
+    "PLACEMENT",
     "PROJECT",
     "PROVIDER_KEY",
     "REGION",
@@ -151,6 +152,9 @@ HELD_JOBS = "held_jobs"
 EXISTING_JOB = "existing_job"
 OWNER = "owner"
 TAKE_OVER_HELD_JOB = "take_over_held_job"
+PLACEMENT = "placement"
+"""The candidate regions (and capacity kinds) of a placed job (``components.lifecycle._placement``);
+absent for a job that names one region. ``diff`` decides its replaces itself."""
 
 JOB_PROPERTIES = (SPEC, ENV_VALUES, PROJECT, REGION, TRIGGERS)
 """A change of any of these is a different job: replace."""
@@ -188,6 +192,7 @@ INPUT_DEFAULTS: dict[str, Any] = {
     EXCLUSIVE_GPUS: False,
     KEEP_RECORD: False,
     EXISTING_JOB: None,
+    PLACEMENT: None,
 }
 """Inputs a program leaves out when they have these values: every property costs every job
 (see ``STATUS_FIELDS``), and ``check`` puts the defaults back, so the state, ``diff`` and the

@@ -47,12 +47,14 @@ from ._library import job_service, whole_library
 __all__ = [
     "ACTIVE_STATES",
     "CUSTOM_JOB",
+    "INSUFFICIENT",
     "SUCCEEDED_STATES",
     "TERMINAL_STATES",
     "TRIAL_STATES",
     "TUNING_JOB",
     "ApiUnreachable",
     "Backoff",
+    "CapacityLost",
     "JobApi",
     "JobKind",
     "JobOperationError",
@@ -61,6 +63,8 @@ __all__ = [
     "WaitFailed",
     "aiplatform",
     "best_trial",
+    "capacity_refusal",
+    "insufficient_resources",
     "is_foreign_not_found",
     "is_not_found",
     "is_transient",
@@ -271,6 +275,16 @@ def shared_client(
 # -- errors and retries ----------------------------------------------------------------------
 
 
+class CapacityLost(JobOperationError):
+    """A placed job ended because its region had no machines for it (``components.lifecycle._placement``
+    moves it to the next candidate)."""
+
+    def __init__(self, job: Any, message: str) -> None:
+        super().__init__(message)
+        self.job = job
+        self.message = message
+
+
 def is_transient(exc: BaseException) -> bool:
     """True for errors worth retrying: rate limits, unavailability, timeouts, lost connections."""
     from google.api_core import exceptions as gexc
@@ -279,6 +293,8 @@ def is_transient(exc: BaseException) -> bool:
         return False  # a quota limit: retrying does not raise it
     if is_foreign_not_found(exc):
         return True  # the API was not reached: retried, then ApiUnreachable
+    if capacity_refusal(exc):
+        return False  # no machines in the region: the next candidate's turn, not a retry
     if isinstance(
         exc,
         gexc.TooManyRequests
@@ -298,6 +314,36 @@ def is_transient(exc: BaseException) -> bool:
     except ImportError:  # pragma: no cover - the REST transport depends on it
         return False
     return isinstance(exc, requests.exceptions.ConnectionError | requests.exceptions.Timeout)
+
+
+INSUFFICIENT = "Resources are insufficient in region"
+"""How Vertex AI's message starts when a job found no machines (``...: R. Please try a
+different region.``)."""
+_CAPACITY_REFUSALS = (
+    INSUFFICIENT.lower(),
+    "does not have enough resources available",
+    "zone_resource_pool_exhausted",
+    "stockout",
+)
+
+
+def capacity_refusal(exc: BaseException) -> bool:
+    """True for a create refused for want of machines (``RESOURCE_EXHAUSTED``, not a quota
+    metric and not a rate limit): retrying it in the same region does not help."""
+    from google.api_core import exceptions as gexc
+
+    if not isinstance(exc, gexc.TooManyRequests | gexc.ResourceExhausted):
+        return False
+    text = str(exc)[:4000].lower()
+    return any(marker in text for marker in _CAPACITY_REFUSALS)
+
+
+def insufficient_resources(job: Any) -> bool:
+    """True for a job that ended because its region had no machines for it (code 8,
+    "Resources are insufficient in region: ...")."""
+    error = getattr(job, "error", None)
+    message = str(getattr(error, "message", "") or "").lower()
+    return bool(error) and any(marker in message for marker in _CAPACITY_REFUSALS)
 
 
 def quota_refusal(exc: BaseException) -> list[str]:
