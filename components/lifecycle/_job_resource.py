@@ -32,6 +32,7 @@ from ..rules._violations import Violation
 from ._adoption import identity_label
 from ._check import SpecKind, check_inputs
 from ._job_preview import (
+    Placed,
     PreviewSettings,
     add_triggers,
     cost_message,
@@ -707,9 +708,28 @@ def _preview(kind: ResourceKind, name: str, checked: JobInputs, args: JobArgs[An
     planned = [(name, checked.plan)] if checked.plan is not None else []
     if planned:
         pulumi.log.info(cost_message(planned, settings))
-    problem = quota_problem(planned + _held_while_replaced(kind, name, checked, args), settings)
+    single, placed = _by_placement([(name, checked)])
+    held = [] if placed else _held_while_replaced(kind, name, checked, args)
+    problem = quota_problem(single + held, settings, placed)
     if problem:
         raise TrainingJobInputError(problem)
+
+
+def _by_placement(
+    checked: Sequence[tuple[str, JobInputs]],
+) -> tuple[list[tuple[str, Any]], list[Placed]]:
+    """The jobs of one region, and the jobs with candidate regions (each checked per
+    candidate by the quota step, ``components.lifecycle._placement``)."""
+    single: list[tuple[str, Any]] = []
+    placed: list[Placed] = []
+    for name, inputs in checked:
+        if inputs.plan is None:
+            continue
+        if inputs.props.get(PLACEMENT):
+            placed.append((name, inputs.plan, inputs.props[PLACEMENT]))
+        else:
+            single.append((name, inputs.plan))
+    return single, placed
 
 
 def _held_while_replaced(
@@ -748,7 +768,8 @@ def check_jobs(
             problems.append(str(exc))
             inputs = JobInputs({}, [], False, _plan_of(kind, args))
         else:
-            held += _held_while_replaced(kind, name, inputs, args)
+            if not inputs.props.get(PLACEMENT):
+                held += _held_while_replaced(kind, name, inputs, args)
         checked.append((name, inputs))
     pulumi.log.info(cost_message([(n, c.plan) for n, c in checked], settings))
     for name, inputs in checked:
@@ -756,8 +777,8 @@ def check_jobs(
             pulumi.log.warn(f"{name}: {warning.path}: {warning.reason}")
     if problems:
         raise TrainingJobInputError("nothing was changed, because:\n" + "\n".join(problems))
-    planned = [(n, c.plan) for n, c in checked if c.plan is not None]
-    problem = quota_problem(planned + held, settings)
+    single, placed = _by_placement(checked)
+    problem = quota_problem(single + held, settings, placed)
     if problem:
         raise TrainingJobInputError(problem)
 

@@ -293,3 +293,19 @@ def test_the_dev_stack_s_job_with_its_infra_is_the_same_job(monkeypatch, logs):
     spec = _spec(alone.one(JOB_TYPE))
     assert spec["baseOutputDirectory"].endswith("/jobs/t4-spot")
     assert spec["workerPoolSpecs"][0]["pythonPackageSpec"]["packageUris"][0].startswith("gs://")
+
+
+def test_a_job_with_candidate_regions_alone_says_where_it_tries_first(project, monkeypatch, logs):
+    """Placement's preview (each candidate's quota and price, where it tries first) comes from
+    the resource, as for a ``training:jobs`` entry: no candidate's quota is in the table."""
+    _serve(monkeypatch, _limits({CPUS: 8}))
+    regions = ["us-central1", "europe-west4"]
+    run = run_program_of(
+        _declare(train=lambda n: TrainingJob(n, spec=_job(["trainer"]), regions=regions)),
+        LOCAL,
+    )
+    [job] = run.by_type(JOB_TYPE)
+    assert [c["region"] for c in job.inputs["placement"]] == regions
+    [lines] = [m for m in logs["info"] if "try first" in m]
+    assert "try first us-central1" in lines and "europe-west4" in lines
+    assert not [m for m in logs["info"] if m.startswith("quota (")]

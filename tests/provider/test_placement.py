@@ -48,6 +48,9 @@ def _t4(inputs: dict[str, Any], *, tuning: bool = False) -> dict[str, Any]:
         "acceleratorType": T4,
         "acceleratorCount": 1,
     }
+    # The image built for the pool's GPUs: a CPU image on a T4 is refused before launch.
+    package = pool["pythonPackageSpec"]
+    package["executorImageUri"] = package["executorImageUri"].replace("-cpu.", "-gpu.")
     return inputs
 
 
