@@ -14,7 +14,7 @@ RUN_STAMP := $(VENV)/.installed-runtime-emulator
 DEV_STAMP := $(VENV)/.installed-dev
 POLICY_STAMP := policy/.venv/.installed
 
-.PHONY: venv dev-venv policy pulumi up down lint test unit smoke smoke-ranges dist bench preview-md clean
+.PHONY: venv dev-venv policy pulumi provider provider-schema up down lint test unit smoke smoke-ranges dist bench preview-md clean
 
 # runtime + emulator: what `make up` needs
 venv: $(RUN_STAMP)
@@ -37,9 +37,20 @@ $(POLICY_STAMP): policy/requirements.txt policy/constraints.txt $(VENV_SCRIPTS)
 	scripts/make-venv policy/.venv policy/constraints.txt policy/requirements.txt
 	@touch $@
 
-# The Pulumi CLI and Python language host, built once from Go modules into a cache.
+# The Pulumi CLI, the Python and YAML language hosts, built once from Go modules into a cache.
 pulumi:
 	scripts/install-pulumi >/dev/null
+	scripts/install-pulumi-yaml >/dev/null
+
+# The provider plugin (components/plugin) run from this checkout, where the engine finds it:
+# .tools/bin/pulumi-resource-gpu-training (on PATH in the e2e tests; docs/provider.md).
+provider: venv pulumi
+	ln -sfn ../../scripts/pulumi-resource-gpu-training .tools/bin/pulumi-resource-gpu-training
+
+# The plugin's schema, regenerated from the Vertex AI v1 types (tests/plugin/test_schema.py
+# fails when the committed one is stale).
+provider-schema: venv
+	$(PY) scripts/gen_provider_schema.py
 
 # The local stack: emulator in the background, `pulumi up` on the `local` stack.
 up: venv

@@ -1,0 +1,596 @@
+"""The plugin's provider: ``TrainingJob`` and ``HyperparameterTuningJob`` for every Pulumi language.
+
+A thin front door on the lifecycle core the dynamic provider uses
+(``components._provider.JobProvider``: ``TrainingJobProvider``, ``TuningJobProvider``): each
+operation turns the plugin's properties (the v1 REST shape, ``components.plugin._shape``) into the
+core's inputs, calls the core's own ``check``/``diff``/``create``/``read``/``update``/``delete``,
+and turns the answer back. What the core guarantees (submit or adopt, waits that cancel only
+on a timeout, a delete that waits for the job to stop, secrets out of errors) holds here as it
+is. What is the plugin's own:
+
+- **Bookkeeping stays out of the properties.** The resource's identity comes from its URN (the
+  core's dynamic resource gets it from the program), the run key from the provider's
+  ``runKey``; neither is an input, an output or a diff.
+- **Diffs name properties.** ``diff`` asks the core whether the job changes, then lists each
+  changed path the user wrote (``jobSpec.workerPoolSpecs[0].machineSpec.machineType``), a
+  replacing one marked as such.
+- **Import.** A ``read`` without properties (``pulumi import``) reads the job through the API
+  and answers its spec as the resource's inputs: the preview after it shows no change.
+- **Cancel** stops every wait of the process at once (``components.lifecycle._interrupt``).
+
+The core is synchronous (it waits for jobs); its calls run in a thread pool large enough that
+the engine's ``--parallel`` is the only limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pulumi.provider.experimental.property_value import PropertyValue
+from pulumi.provider.experimental.provider import (
+    CheckFailure,
+    CheckRequest,
+    CheckResponse,
+    ConfigureRequest,
+    ConfigureResponse,
+    CreateRequest,
+    CreateResponse,
+    DeleteRequest,
+    DiffRequest,
+    DiffResponse,
+    GetSchemaRequest,
+    GetSchemaResponse,
+    InvokeRequest,
+    InvokeResponse,
+    PropertyDiff,
+    PropertyDiffKind,
+    Provider,
+    ReadRequest,
+    ReadResponse,
+    UpdateRequest,
+    UpdateResponse,
+)
+
+from .._errors import TrainingJobError
+from .._provider import JobProvider, TrainingJobProvider
+from .._tuning_provider import TuningJobProvider
+from ..lifecycle._adoption import identity_label
+from ..lifecycle._interrupt import interrupt
+from ..lifecycle._settings import ProviderSettings, SettingError
+from ..lifecycle._wire import IDENTITY, STATUS, contains_unknown, decode_spec, is_unknown
+from ._schema import TRAINING_JOB_TOKEN, TUNING_JOB_TOKEN, load_schema
+from ._shape import (
+    KNOBS,
+    REPLACING_KNOBS,
+    TRAINING,
+    TUNING,
+    Shape,
+    core_inputs,
+    outputs_of_status,
+    plugin_path,
+    status_of_outputs,
+)
+from ._values import plain_map, secret_texts, wrap, wrap_map
+
+__all__ = ["CONFIG_KEYS", "VALIDATE_FUNCTION", "GpuTrainingProvider", "PluginError"]
+
+T = TypeVar("T")
+
+VALIDATE_FUNCTION = "gpu-training:vertex:validate"
+"""``invoke``: a TrainingJob's or tuning job's properties → the failures its check would give."""
+
+_WORKERS = 256
+"""Threads for the core's calls: the engine's ``--parallel`` bounds what runs at once."""
+
+CONFIG_KEYS = {
+    "training:endpoint": "endpoint",
+    "training:cancelTimeout": "cancelTimeout",
+    "training:retryDeadline": "retryDeadline",
+    "training:maxConcurrentOperations": "maxConcurrentOperations",
+}
+"""The core's settings (``ProviderSettings``) → the plugin's configuration keys."""
+_QUOTA_MODES = ("error", "warn", "off")
+
+
+class PluginError(TrainingJobError):
+    """An operation failed; the message is all the engine shows (``components.plugin._server``)."""
+
+
+@dataclass(frozen=True)
+class _Kind:
+    token: str
+    shape: Shape
+    core: JobProvider
+
+
+@dataclass(frozen=True)
+class _Config:
+    settings: ProviderSettings
+    project: str | None
+    region: str | None
+    run_key: str | None
+    quota: str
+
+
+def _parse_urn(urn: str) -> tuple[str, str, str]:
+    """(Pulumi project, stack, resource name) of ``urn:pulumi:STACK::PROJECT::TYPE::NAME``."""
+    parts = urn.split("::")
+    stack = parts[0].rsplit(":", 1)[-1] if parts else ""
+    project = parts[1] if len(parts) > 1 else ""
+    name = parts[-1] if len(parts) > 3 else ""
+    return project, stack, name
+
+
+def _read_config(values: Mapping[str, Any]) -> _Config:
+    """The provider configuration (plain values by plugin key); raises ``SettingError``."""
+
+    def get(key: str) -> Any:
+        return values.get(CONFIG_KEYS[key])
+
+    try:
+        settings = ProviderSettings.read(get)
+    except SettingError as exc:
+        text = str(exc)
+        for core_key, key in CONFIG_KEYS.items():
+            text = text.replace(core_key, f"gpu-training:{key}")
+        raise SettingError(text) from None
+    quota = values.get("quota") or "error"
+    if quota not in _QUOTA_MODES:
+        raise SettingError(f"gpu-training:quota: {quota!r} is not one of {', '.join(_QUOTA_MODES)}")
+
+    def text_setting(key: str) -> str | None:
+        value = values.get(key)
+        if value is not None and not isinstance(value, str):
+            raise SettingError(f"gpu-training:{key}: must be a string")
+        return value or None
+
+    return _Config(
+        settings,
+        text_setting("project"),
+        text_setting("region"),
+        text_setting("runKey"),
+        str(quota),
+    )
+
+
+class _CoreConfig:
+    """What the core's ``configure`` reads (``req.config.get``) from the plugin's settings."""
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self._values = values
+
+    def get(self, key: str) -> Any:
+        """``training:endpoint`` → the plugin's ``endpoint``."""
+        plugin_key = CONFIG_KEYS.get(key)
+        return self._values.get(plugin_key) if plugin_key else None
+
+
+class _CoreConfigureRequest:
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self.config = _CoreConfig(values)
+
+
+class GpuTrainingProvider(Provider):
+    """The ``gpu-training`` resource provider (``pulumi-resource-gpu-training``)."""
+
+    def __init__(self) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="operation")
+        self._config = _read_config({})
+        self._kinds = {
+            TRAINING_JOB_TOKEN: _Kind(TRAINING_JOB_TOKEN, TRAINING, TrainingJobProvider()),
+            TUNING_JOB_TOKEN: _Kind(TUNING_JOB_TOKEN, TUNING, TuningJobProvider()),
+        }
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    async def _run(self, call: Callable[[], T]) -> T:
+        """``call()`` in a worker thread (the core blocks while it waits for a job)."""
+        return await asyncio.get_running_loop().run_in_executor(self._pool, call)
+
+    def _kind(self, urn_or_token: str) -> _Kind:
+        token = urn_or_token.split("::")[2] if "::" in urn_or_token else urn_or_token
+        token = token.rsplit("$", 1)[-1]  # a child's type is PARENT$TYPE
+        kind = self._kinds.get(token)
+        if kind is None:
+            raise PluginError(f"unknown resource type {token!r}")
+        return kind
+
+    def _core_inputs(self, kind: _Kind, props: Mapping[str, Any], urn: str) -> dict[str, Any]:
+        _, _, name = _parse_urn(urn)
+        inputs = {k: v for k, v in props.items() if k in _input_names(kind)}
+        return core_inputs(
+            kind.shape,
+            inputs,
+            project=self._config.project,
+            region=self._config.region,
+            display_name=name,
+            run_key=self._config.run_key,
+        )
+
+    def _identity(self, kind: _Kind, urn: str) -> str:
+        project, stack, name = _parse_urn(urn)
+        return identity_label(project, stack, name, kind.token)
+
+    # -- configuration and schema -----------------------------------------------------------
+
+    async def get_schema(self, request: GetSchemaRequest) -> GetSchemaResponse:
+        return GetSchemaResponse(schema=load_schema())
+
+    async def check_config(self, request: CheckRequest) -> CheckResponse:
+        try:
+            _read_config(plain_map(request.new_inputs))
+        except SettingError as exc:
+            key, _, reason = str(exc).partition(": ")
+            return CheckResponse(
+                inputs=request.new_inputs,
+                failures=[CheckFailure(key.removeprefix("gpu-training:"), reason or str(exc))],
+            )
+        return CheckResponse(inputs=request.new_inputs)
+
+    async def configure(self, request: ConfigureRequest) -> ConfigureResponse:
+        values = plain_map(request.args)
+        for full, value in request.variables.items():
+            key = full.rsplit(":", 1)[-1]
+            if key not in values:
+                values[key] = value
+        self._config = _read_config(values)
+
+        def configure_core() -> None:
+            for kind in self._kinds.values():
+                kind.core.configure(_CoreConfigureRequest(values))  # type: ignore[arg-type]
+
+        await self._run(configure_core)
+        return ConfigureResponse(accept_secrets=True, supports_preview=False, accept_resources=True)
+
+    async def cancel(self) -> None:
+        """The engine's Cancel (Ctrl-C, ``pulumi cancel``): every wait ends now; each job is
+        left as it is (a waiting create's job is adopted by the next ``pulumi up``)."""
+        interrupt("pulumi was cancelled")
+
+    # -- preview path -----------------------------------------------------------------------
+
+    def _failures(self, kind: _Kind, urn: str, news: dict[str, Any]) -> list[CheckFailure]:
+        failures = list(_knob_type_failures(news))
+        inputs = self._core_inputs(kind, news, urn)
+        result = kind.core.check({}, inputs)
+        failures += [
+            CheckFailure(plugin_path(kind.shape, f.property), f.reason) for f in result.failures
+        ]
+        return failures
+
+    async def check(self, request: CheckRequest) -> CheckResponse:
+        """Validate: one failure per violation, on the path of the property the user wrote."""
+        kind = self._kind(request.urn)
+        news = plain_map(request.new_inputs)
+        unknown_props = [k for k in request.new_inputs if k not in _input_names(kind)]
+        failures = [
+            CheckFailure(key, f"is not a property of {kind.token.rsplit(':', 1)[-1]}")
+            for key in unknown_props
+        ]
+        failures += await self._run(lambda: self._failures(kind, request.urn, news))
+        return CheckResponse(inputs=request.new_inputs, failures=failures)
+
+    async def diff(self, request: DiffRequest) -> DiffResponse:
+        """The core says whether the job changes; the answer lists each changed path the
+        user wrote, those of the job marked as replacing it. Outputs never show."""
+        kind = self._kind(request.urn)
+        names = _input_names(kind)
+        olds = {k: v for k, v in plain_map(request.old_state).items() if k in names}
+        news = {k: v for k, v in plain_map(request.new_inputs).items() if k in names}
+        # The project and region the job runs in are in the state even when they were the
+        # provider's defaults: unset in the new inputs, they are the defaults again, and a
+        # default that moved moves the job.
+        for key in ("project", "region"):
+            default = getattr(self._config, key)
+            if news.get(key) is None and default:
+                news[key] = default
+        old_core = self._core_inputs(kind, olds, request.urn)
+        new_core = self._core_inputs(kind, news, request.urn)
+        result = kind.core.diff(request.resource_id, old_core, new_core)
+        replacing = bool(result.replaces)
+        detailed: dict[str, PropertyDiff] = {}
+        for path, change in _changes(olds, news, names, request.ignore_changes):
+            top = _top(path)
+            replaces = top not in KNOBS or top in REPLACING_KNOBS
+            if replaces and not replacing:
+                continue  # the core found no change of the job (1 == 1.0, blank ends...)
+            detailed[path] = PropertyDiff(_diff_kind(change, replaces), input_diff=True)
+        if replacing and not any(_is_replace(d) for d in detailed.values()):
+            # The core saw a change of the job no path shows (a default display name): say so
+            # on the property it is about rather than hide a replacement.
+            for key in result.replaces or []:
+                path = plugin_path(kind.shape, key)
+                detailed[path] = PropertyDiff(PropertyDiffKind.UPDATE_REPLACE, True)
+        return DiffResponse(
+            changes=bool(detailed),
+            replaces=sorted({_top(p) for p, d in detailed.items() if _is_replace(d)}),
+            delete_before_replace=bool(result.delete_before_replace),
+            diffs=sorted({_top(p) for p in detailed}),
+            detailed_diff=detailed,
+        )
+
+    async def invoke(self, request: InvokeRequest) -> InvokeResponse:
+        """``gpu-training:vertex:validate``: ``{type, properties}`` → ``{failures: [...]}``."""
+        if request.tok != VALIDATE_FUNCTION:
+            raise PluginError(f"unknown function {request.tok!r}")
+        args = plain_map(request.args)
+        kind = self._kind(str(args.get("type") or TRAINING_JOB_TOKEN))
+        props = args.get("properties")
+        if not isinstance(props, dict):
+            return InvokeResponse(
+                failures=[CheckFailure("properties", "must be a mapping of the resource's inputs")]
+            )
+        urn = f"urn:pulumi:invoke::invoke::{kind.token}::{props.get('displayName') or 'job'}"
+        found = await self._run(lambda: self._failures(kind, urn, props))
+        return InvokeResponse(
+            return_value={
+                "failures": wrap([{"property": f.property, "reason": f.reason} for f in found])
+            }
+        )
+
+    # -- API path ---------------------------------------------------------------------------
+
+    async def create(self, request: CreateRequest) -> CreateResponse:
+        kind = self._kind(request.urn)
+        props = plain_map(request.properties)
+        secrets = _secrets(request.properties)
+
+        def create() -> tuple[str, dict[str, Any], dict[str, Any]]:
+            inputs = self._core_inputs(kind, props, request.urn)
+            inputs[IDENTITY] = self._identity(kind, request.urn)
+            checked = kind.core.check({}, inputs)
+            if checked.failures:
+                raise PluginError(
+                    "; ".join(
+                        f"{plugin_path(kind.shape, f.property)}: {f.reason}"
+                        for f in checked.failures
+                    )
+                )
+            result = kind.core.create(checked.inputs)
+            return str(result.id), checked.inputs, dict(result.outs or {})
+
+        job, inputs, outs = await self._guarded(create, secrets)
+        return CreateResponse(
+            resource_id=job,
+            properties=self._state(kind, request.properties, inputs, outs),
+        )
+
+    def _state(
+        self,
+        kind: _Kind,
+        given: Mapping[str, PropertyValue],
+        inputs: Mapping[str, Any],
+        outs: Mapping[str, Any],
+    ) -> dict[str, PropertyValue]:
+        """The resource's outputs: its inputs as given (secrets stay secret), the place the
+        job runs in, and the job's status."""
+        state = {k: v for k, v in given.items() if k in _input_names(kind)}
+        for key in ("project", "region"):
+            if key not in state and inputs.get(key):
+                state[key] = wrap(inputs[key])
+        status = outs.get(STATUS)
+        if isinstance(status, Mapping):
+            state.update(wrap_map(outputs_of_status(kind.shape, status)))
+        return state
+
+    async def read(self, request: ReadRequest) -> ReadResponse:
+        kind = self._kind(request.urn)
+        if not request.properties and not request.inputs:
+            return await self._import(kind, request)
+        props = plain_map(request.properties)
+        secrets = _secrets(request.properties)
+
+        def read() -> tuple[str, dict[str, Any], dict[str, Any]]:
+            inputs = self._core_inputs(kind, props, request.urn)
+            core_props = {**inputs, STATUS: status_of_outputs(kind.shape, props)}
+            result = kind.core.read(request.resource_id, core_props)
+            return str(result.id or ""), inputs, dict(result.outs or {})
+
+        job, inputs, outs = await self._guarded(read, secrets)
+        if not job:
+            return ReadResponse(resource_id="", properties={}, inputs={})
+        given = request.inputs or {k: v for k, v in request.properties.items()}
+        return ReadResponse(
+            resource_id=job,
+            properties=self._state(kind, request.properties, inputs, outs),
+            inputs={k: v for k, v in given.items() if k in _input_names(kind)},
+        )
+
+    async def _import(self, kind: _Kind, request: ReadRequest) -> ReadResponse:
+        """``pulumi import TYPE NAME JOB``: the job's spec as the resource's inputs."""
+        from ..lifecycle._importing import fetch_job, imported_job
+
+        def read() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+            core = kind.core
+            job, api_kind = fetch_job(
+                request.resource_id, endpoint=core.endpoint, policy=core.policy
+            )
+            if api_kind is not core.kind.api:
+                raise PluginError(
+                    f"{request.resource_id} is not a {core.kind.what}: import it as "
+                    f"{TUNING_JOB_TOKEN if kind.token == TRAINING_JOB_TOKEN else TRAINING_JOB_TOKEN}"
+                )
+            imported = imported_job(job, api_kind)
+            props = kind.shape.rest_document(imported.document)
+            parsed = kind.core.kind.parse_name(str(job.name))
+            if parsed is not None:
+                for key, value in (("project", parsed[0]), ("region", parsed[1])):
+                    # Vertex AI names a job's project by its number, which says nothing of
+                    # the project's id: the provider's project stands.
+                    numbered = key == "project" and value.isdigit()
+                    if not numbered and value != getattr(self._config, key):
+                        props[key] = value
+            inputs = self._core_inputs(kind, props, request.urn)
+            result = core.read(request.resource_id, {**inputs, STATUS: {}})
+            return props, inputs, dict(result.outs or {})
+
+        props, inputs, outs = await self._guarded(read, [])
+        given = _with_secret_env(wrap_map(props))
+        return ReadResponse(
+            resource_id=request.resource_id,
+            properties=self._state(kind, given, inputs, outs),
+            inputs=given,
+        )
+
+    async def update(self, request: UpdateRequest) -> UpdateResponse:
+        """Only knobs change in place (``diff`` replaces the job otherwise): no API call."""
+        kind = self._kind(request.urn)
+        olds, news = plain_map(request.olds), plain_map(request.news)
+
+        def update() -> tuple[dict[str, Any], dict[str, Any]]:
+            old_inputs = self._core_inputs(kind, olds, request.urn)
+            old_inputs[STATUS] = status_of_outputs(kind.shape, olds)
+            new_inputs = self._core_inputs(kind, news, request.urn)
+            result = kind.core.update(request.resource_id, old_inputs, new_inputs)
+            return new_inputs, dict(result.outs or {})
+
+        inputs, outs = await self._guarded(update, _secrets(request.news))
+        return UpdateResponse(properties=self._state(kind, request.news, inputs, outs))
+
+    async def delete(self, request: DeleteRequest) -> None:
+        """Cancel an active job, wait for it to stop, delete its record unless kept."""
+        kind = self._kind(request.urn)
+        props = plain_map(request.properties)
+
+        def delete() -> None:
+            inputs = self._core_inputs(kind, props, request.urn)
+            inputs[IDENTITY] = self._identity(kind, request.urn)
+            kind.core.delete(request.resource_id, inputs)
+
+        await self._guarded(delete, _secrets(request.properties))
+
+    async def _guarded(self, call: Callable[[], T], secrets: list[str]) -> T:
+        """``call()`` in a worker; any error leaves as a ``PluginError`` whose message has no
+        secret in it (the core already redacts its own; this covers the rest)."""
+        from .._redaction import redact
+
+        try:
+            return await self._run(call)
+        except PluginError as exc:
+            raise PluginError(redact(str(exc), secrets)) from None
+        except Exception as exc:
+            text = str(exc) or type(exc).__name__
+            scrubbed = self._kinds[TRAINING_JOB_TOKEN].core.endpoint.scrub(text)
+            raise PluginError(redact(scrubbed, secrets)) from None
+
+
+def _input_names(kind: _Kind) -> frozenset[str]:
+    return _INPUT_NAMES[kind.token]
+
+
+def _schema_inputs() -> dict[str, frozenset[str]]:
+    import json
+
+    resources = json.loads(load_schema())["resources"]
+    return {token: frozenset(r["inputProperties"]) for token, r in resources.items()}
+
+
+_INPUT_NAMES = _schema_inputs()
+
+
+def _secrets(values: Mapping[str, PropertyValue]) -> list[str]:
+    return [text for value in values.values() for text in secret_texts(value)]
+
+
+def _knob_type_failures(props: Mapping[str, Any]) -> Iterator[CheckFailure]:
+    """The knobs the core reads by type: a YAML program may give any type."""
+    timeout = props.get("waitTimeout")
+    if isinstance(timeout, float) and not math.isfinite(timeout):
+        yield CheckFailure("waitTimeout", "must be a finite duration")
+    triggers = props.get("triggers")
+    if triggers is not None and not is_unknown(triggers) and not isinstance(triggers, list):
+        yield CheckFailure("triggers", "must be a list")
+
+
+def _with_secret_env(props: dict[str, PropertyValue]) -> dict[str, PropertyValue]:
+    """An imported job's env values, marked secret (the API returns them in plain text)."""
+
+    def walk(value: PropertyValue, key: str | None) -> PropertyValue:
+        inner = value.value
+        if key == "env" and isinstance(inner, tuple):
+            return PropertyValue([_secret_value(item) for item in inner])
+        if isinstance(inner, Mapping):
+            return PropertyValue({k: walk(v, k) for k, v in inner.items()})
+        if isinstance(inner, tuple):
+            return PropertyValue([walk(v, None) for v in inner])
+        return value
+
+    return {k: walk(v, k) for k, v in props.items()}
+
+
+def _secret_value(var: PropertyValue) -> PropertyValue:
+    inner = var.value
+    if not isinstance(inner, Mapping) or "value" not in inner:
+        return var
+    return PropertyValue(
+        {k: (v.with_secret(True) if k == "value" else v) for k, v in inner.items()}
+    )
+
+
+def _changes(
+    olds: Mapping[str, Any], news: Mapping[str, Any], names: frozenset[str], ignored: list[str]
+) -> Iterator[tuple[str, str]]:
+    """(path, ``add``|``delete``|``update``) of each leaf that differs, in the user's terms."""
+    for key in sorted(names):
+        if key in ignored:
+            continue
+        yield from _leaf_changes(key, olds.get(key), news.get(key))
+
+
+def _empty(value: Any) -> bool:
+    return value is None or value == {} or value == []
+
+
+def _leaf_changes(path: str, old: Any, new: Any) -> Iterator[tuple[str, str]]:
+    if _empty(old) and _empty(new):
+        return
+    if contains_unknown(new):
+        yield path, "update"
+        return
+    if _empty(old):
+        yield path, "add"
+        return
+    if _empty(new):
+        yield path, "delete"
+        return
+    old, new = decode_spec(old), decode_spec(new)
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        for key in sorted(set(old) | set(new)):
+            yield from _leaf_changes(f"{path}.{key}", old.get(key), new.get(key))
+    elif isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        for index, (a, b) in enumerate(zip(old, new, strict=True)):
+            yield from _leaf_changes(f"{path}[{index}]", a, b)
+    elif old != new:
+        yield path, "update"
+
+
+def _top(path: str) -> str:
+    cut = min((i for i in (path.find("."), path.find("[")) if i >= 0), default=len(path))
+    return path[:cut]
+
+
+_KINDS = {
+    ("add", False): PropertyDiffKind.ADD,
+    ("add", True): PropertyDiffKind.ADD_REPLACE,
+    ("delete", False): PropertyDiffKind.DELETE,
+    ("delete", True): PropertyDiffKind.DELETE_REPLACE,
+    ("update", False): PropertyDiffKind.UPDATE,
+    ("update", True): PropertyDiffKind.UPDATE_REPLACE,
+}
+
+
+def _diff_kind(change: str, replaces: bool) -> PropertyDiffKind:
+    return _KINDS[(change, replaces)]
+
+
+def _is_replace(diff: PropertyDiff) -> bool:
+    return diff.kind in (
+        PropertyDiffKind.ADD_REPLACE,
+        PropertyDiffKind.DELETE_REPLACE,
+        PropertyDiffKind.UPDATE_REPLACE,
+    )

@@ -1,0 +1,105 @@
+"""The plugin's gRPC server: the SDK's, less the tracebacks.
+
+``pulumi.provider.experimental.server.ProviderServicer`` answers any exception of an operation
+with the exception's text followed by its Python traceback, which the engine prints to the
+user. ``CleanServicer`` answers with the message alone: the SDK re-raises inside its ``except``
+block, so the original exception is the re-raised one's ``__context__``; its text (already
+redacted by the provider, ``GpuTrainingProvider._guarded``) is the gRPC status's details.
+
+One message type, two files: the SDK's server imports ``pulumi.runtime.proto.status_pb2``, which
+registers ``google.rpc.Status`` from a file of its own (``google/protobuf/status.proto``), and the
+Vertex client registers the same type from ``google/rpc/status.proto``; protobuf refuses the
+second (``duplicate symbol 'google.rpc.Status'``), so the first API call after the server started
+failed. ``_share_status_type`` makes the SDK's module the client's (the same message, field for
+field) before the server is imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import grpc
+import grpc.aio
+
+
+def _share_status_type() -> None:
+    from google.rpc import status_pb2
+
+    sys.modules.setdefault("pulumi.runtime.proto.status_pb2", status_pb2)
+
+
+_share_status_type()
+
+from pulumi.provider.experimental.server import ProviderServicer  # noqa: E402
+from pulumi.runtime._grpc_settings import _GRPC_CHANNEL_OPTIONS  # noqa: E402
+from pulumi.runtime.proto import provider_pb2_grpc  # noqa: E402
+
+from ._provider import GpuTrainingProvider  # noqa: E402
+from ._schema import VERSION  # noqa: E402
+
+__all__ = ["CleanServicer", "main", "message_of"]
+
+
+def message_of(exc: BaseException) -> str:
+    """What the user sees of an operation's failure: the message, never a traceback."""
+    original = exc.__context__ if exc.__context__ is not None else exc
+    return str(original) or type(original).__name__
+
+
+def _clean(
+    method: Callable[[Any, Any, Any], Awaitable[Any]],
+) -> Callable[[Any, Any, Any], Awaitable[Any]]:
+    async def serve(self: Any, request: Any, context: Any) -> Any:
+        try:
+            return await method(self, request, context)
+        except NotImplementedError:
+            raise
+        except Exception as exc:
+            await context.abort(grpc.StatusCode.UNKNOWN, message_of(exc))
+
+    serve.__name__ = method.__name__
+    return serve
+
+
+class CleanServicer(ProviderServicer):
+    """The SDK's servicer, whose errors carry the message alone."""
+
+    Check = _clean(ProviderServicer.Check)
+    CheckConfig = _clean(ProviderServicer.CheckConfig)
+    Configure = _clean(ProviderServicer.Configure)
+    Diff = _clean(ProviderServicer.Diff)
+    Create = _clean(ProviderServicer.Create)
+    Read = _clean(ProviderServicer.Read)
+    Update = _clean(ProviderServicer.Update)
+    Delete = _clean(ProviderServicer.Delete)
+    Invoke = _clean(ProviderServicer.Invoke)
+    GetSchema = _clean(ProviderServicer.GetSchema)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``pulumi-resource-gpu-training ENGINE_ADDRESS``: serve, print the port, wait."""
+    args = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description="The gpu-training Pulumi resource provider")
+    parser.add_argument("engine", nargs="?", default="", help="the Pulumi engine's address")
+    parser.add_argument("--logflow", action="store_true")
+    parser.add_argument("--logtostderr", action="store_true")
+    parser.add_argument("-v", type=int, default=0)
+    known, _ = parser.parse_known_args(args)
+
+    async def serve() -> None:
+        server = grpc.aio.server(options=_GRPC_CHANNEL_OPTIONS)
+        servicer = CleanServicer(args, VERSION, GpuTrainingProvider(), known.engine)
+        provider_pb2_grpc.add_ResourceProviderServicer_to_server(servicer, server)
+        port = server.add_insecure_port(address="127.0.0.1:0")
+        await server.start()
+        sys.stdout.write(f"{port}\n")
+        sys.stdout.flush()
+        await server.wait_for_termination()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve())

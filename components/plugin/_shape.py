@@ -1,0 +1,218 @@
+"""Between the plugin's properties (the v1 REST shape) and the lifecycle core's inputs.
+
+A plugin resource's inputs are a Vertex job as the REST API writes it (``displayName``,
+``labels``, ``jobSpec.workerPoolSpecs[…]``; a tuning job's ``studySpec``, ``trialJobSpec``...)
+plus the knobs (``waitFor``, ``waitTimeout``...). The core (``components._provider.JobProvider``)
+takes the dynamic resource's inputs: ``spec`` (JSON text), ``env_values``, ``project``,
+``region``, ``wait_for``... ``core_inputs`` makes those from these; ``plugin_path`` puts a
+core failure's property path back on the property the user wrote
+(``workerPoolSpecs[0].machineSpec.acceleratorCount`` → ``jobSpec.workerPoolSpecs[0]…``).
+
+The job's ``status`` (the core's one output mapping) is flat camelCase outputs here (``state``,
+``createTime``, ``bestTrial``...): ``outputs_of_status`` and ``status_of_outputs``.
+
+Nothing here imports ``pulumi`` or the Vertex client.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..lifecycle._check import CUSTOM_JOB_SPEC, TUNING_JOB_SPEC, SpecKind
+from ..lifecycle._wire import (
+    ENV_VALUES,
+    EXCLUSIVE_GPUS,
+    KEEP_RECORD,
+    PROJECT,
+    REGION,
+    RUN_KEY,
+    SPEC,
+    STATUS_FIELDS,
+    TRIGGERS,
+    TUNING_STATUS_FIELDS,
+    WAIT_FOR,
+    WAIT_TIMEOUT,
+    encode_spec,
+)
+
+__all__ = [
+    "KNOBS",
+    "REPLACING_KNOBS",
+    "TRAINING",
+    "TUNING",
+    "Shape",
+    "camel",
+    "core_inputs",
+    "outputs_of_status",
+    "plugin_path",
+    "status_of_outputs",
+]
+
+KNOBS: dict[str, str] = {
+    "project": PROJECT,
+    "region": REGION,
+    "triggers": TRIGGERS,
+    "waitFor": WAIT_FOR,
+    "waitTimeout": WAIT_TIMEOUT,
+    "exclusiveGpus": EXCLUSIVE_GPUS,
+    "keepRecordOnDelete": KEEP_RECORD,
+}
+"""Plugin property → core input, for everything that is not the job document itself."""
+
+REPLACING_KNOBS = frozenset({"project", "region", "triggers"})
+"""Knobs whose change is another job; the other knobs update without an API call."""
+
+_CORE_TO_PLUGIN = {core: plugin for plugin, core in KNOBS.items()}
+
+_CUSTOM_JOB_SPEC_FIELDS = frozenset(
+    {
+        "persistentResourceId",
+        "workerPoolSpecs",
+        "scheduling",
+        "serviceAccount",
+        "network",
+        "reservedIpRanges",
+        "pscInterfaceConfig",
+        "baseOutputDirectory",
+        "protectedArtifactLocationId",
+        "tensorboard",
+        "enableWebAccess",
+        "enableDashboardAccess",
+        "experiment",
+        "experimentRun",
+        "models",
+    }
+)
+"""The fields of a v1 ``CustomJobSpec``: what sits under ``jobSpec`` in a CustomJob."""
+
+
+@dataclass(frozen=True)
+class Shape:
+    """How one kind of plugin resource's properties become the core's spec document."""
+
+    spec: SpecKind[Any]
+    nested: str | None
+    """The property holding the job spec the core takes flat (``jobSpec``), or None."""
+    status_fields: tuple[str, ...]
+
+    def document(self, props: Mapping[str, Any]) -> dict[str, Any]:
+        """The job document of ``props`` as the core's models read it."""
+        document = {k: v for k, v in props.items() if k not in KNOBS}
+        if self.nested is None:
+            return document
+        inner = document.pop(self.nested, None)
+        if isinstance(inner, Mapping):
+            # A field given both inside and outside jobSpec is the model's to refuse.
+            return {**document, **{k: v for k, v in inner.items() if k not in document}}
+        if inner is not None:
+            document[self.nested] = inner
+        return document
+
+    def rest_document(self, flat: Mapping[str, Any]) -> dict[str, Any]:
+        """A flat spec document (the core's) in the REST shape (``document``'s inverse)."""
+        if self.nested is None:
+            return dict(flat)
+        inner = {k: v for k, v in flat.items() if k in _CUSTOM_JOB_SPEC_FIELDS}
+        outer = {k: v for k, v in flat.items() if k not in _CUSTOM_JOB_SPEC_FIELDS}
+        return {**outer, self.nested: inner} if inner else outer
+
+
+TRAINING = Shape(CUSTOM_JOB_SPEC, "jobSpec", STATUS_FIELDS)
+"""A ``TrainingJob``: a v1 CustomJob, whose spec sits under ``jobSpec``."""
+TUNING = Shape(TUNING_JOB_SPEC, None, TUNING_STATUS_FIELDS)
+"""A ``HyperparameterTuningJob``: the v1 shape is already the core's."""
+
+
+def core_inputs(
+    shape: Shape,
+    props: Mapping[str, Any],
+    *,
+    project: str | None,
+    region: str | None,
+    display_name: str,
+    run_key: str | None = None,
+) -> dict[str, Any]:
+    """The core's inputs for a plugin resource's ``props`` (plain values, unknowns as the
+    engine's UNKNOWN text): ``project``/``region`` default to the provider's, ``displayName``
+    to ``display_name`` (the resource's name)."""
+    document = shape.document(props)
+    document.setdefault("displayName", display_name)
+    spec, env_values = shape.spec.split_env(document)
+    inputs: dict[str, Any] = {SPEC: encode_spec(spec)}
+    if env_values:
+        inputs[ENV_VALUES] = env_values
+    for plugin, core in KNOBS.items():
+        if props.get(plugin) is not None:
+            inputs[core] = props[plugin]
+    if inputs.get(PROJECT) is None and project:
+        inputs[PROJECT] = project
+    if inputs.get(REGION) is None and region:
+        inputs[REGION] = region
+    if run_key:
+        inputs[RUN_KEY] = run_key
+    return inputs
+
+
+_HEAD = re.compile(r"^([A-Za-z_]\w*)(.*)$", re.S)
+_ENV_VALUE = re.compile(r"^(?:\w+\.)?(workerPoolSpecs\[\d+\].*)$")
+
+
+def plugin_path(shape: Shape, path: str) -> str:
+    """A core failure's property path, on the plugin property it is about."""
+    if path in _CORE_TO_PLUGIN:
+        return _CORE_TO_PLUGIN[path]
+    if path == ENV_VALUES:
+        return shape.nested or "trialJobSpec"
+    if path == SPEC:
+        return shape.nested or "studySpec"
+    match = _HEAD.match(path)
+    if match is None or shape.nested is None:
+        return path
+    head = match.group(1)
+    return f"{shape.nested}.{path}" if head in _CUSTOM_JOB_SPEC_FIELDS else path
+
+
+def camel(snake: str) -> str:
+    """``best_trial_model_dir`` → ``bestTrialModelDir``."""
+    head, *rest = snake.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+_OUTPUT_NAME = {"job_name": "name"}
+_BOOKKEEPING = frozenset({"run_hash"})
+"""Status fields that are the core's bookkeeping (the run's label), not outputs here."""
+
+
+def outputs_of_status(shape: Shape, status: Mapping[str, Any]) -> dict[str, Any]:
+    """The core's ``status`` as the plugin's outputs (``job_name`` → ``name``, camelCase)."""
+    outputs: dict[str, Any] = {}
+    for field in shape.status_fields:
+        if field in status and field not in _BOOKKEEPING:
+            outputs[_OUTPUT_NAME.get(field, camel(field))] = _camel_keys(status[field])
+    return outputs
+
+
+def status_of_outputs(shape: Shape, outputs: Mapping[str, Any]) -> dict[str, Any]:
+    """``outputs_of_status``'s inverse: the ``status`` the core reads back."""
+    status: dict[str, Any] = {}
+    for field in shape.status_fields:
+        name = _OUTPUT_NAME.get(field, camel(field))
+        if name in outputs:
+            status[field] = _snake_keys(outputs[name])
+    return status
+
+
+def _camel_keys(value: Any) -> Any:
+    # ``best_trial`` holds ``metric_id``: the one nested snake_case key of the status.
+    if isinstance(value, Mapping) and "metric_id" in value:
+        return {camel(k): v for k, v in value.items()}
+    return value
+
+
+def _snake_keys(value: Any) -> Any:
+    if isinstance(value, Mapping) and "metricId" in value:
+        return {("metric_id" if k == "metricId" else k): v for k, v in value.items()}
+    return value
