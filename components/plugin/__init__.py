@@ -4,11 +4,29 @@
 ``gpu-training:vertex:HyperparameterTuningJob`` (schema: ``schema.json``, the v1 REST shape) on
 the lifecycle core the dynamic provider uses (``components._provider``). docs/provider.md,
 "The provider plugin", says how to install and use it.
+
+One message type, two files: ``pulumi.provider.experimental`` (any of its modules) imports
+``pulumi.runtime.proto.status_pb2``, which registers ``google.rpc.Status`` from a file of its own
+(``google/protobuf/status.proto``); the Vertex client registers the same type from
+``google/rpc/status.proto``, and protobuf refuses the second (``duplicate symbol
+'google.rpc.Status'``): the plugin's first API call failed. Importing this package first makes
+the SDK's module the client's (the same message, field for field), so each is registered once.
 """
 
 from __future__ import annotations
 
+import sys
+
 __all__ = ["main"]
+
+
+def _share_status_type() -> None:
+    from google.rpc import status_pb2
+
+    sys.modules.setdefault("pulumi.runtime.proto.status_pb2", status_pb2)
+
+
+_share_status_type()
 
 
 def main() -> None:

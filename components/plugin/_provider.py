@@ -56,13 +56,20 @@ from pulumi.provider.experimental.provider import (
     UpdateResponse,
 )
 
-from .._errors import TrainingJobError
 from .._provider import JobProvider, TrainingJobProvider
 from .._tuning_provider import TuningJobProvider
 from ..lifecycle._adoption import identity_label
 from ..lifecycle._interrupt import interrupt
-from ..lifecycle._settings import ProviderSettings, SettingError
+from ..lifecycle._settings import (
+    CANCEL_TIMEOUT_KEY,
+    ENDPOINT_KEY,
+    MAX_CONCURRENT_OPERATIONS_KEY,
+    RETRY_DEADLINE_KEY,
+    ProviderSettings,
+    SettingError,
+)
 from ..lifecycle._wire import IDENTITY, STATUS, contains_unknown, decode_spec, is_unknown
+from ..vertex.api import JobOperationError
 from ._schema import TRAINING_JOB_TOKEN, TUNING_JOB_TOKEN, load_schema
 from ._shape import (
     KNOBS,
@@ -88,17 +95,17 @@ _WORKERS = 256
 """Threads for the core's calls: the engine's ``--parallel`` bounds what runs at once."""
 
 CONFIG_KEYS = {
-    "training:endpoint": "endpoint",
-    "training:cancelTimeout": "cancelTimeout",
-    "training:retryDeadline": "retryDeadline",
-    "training:maxConcurrentOperations": "maxConcurrentOperations",
+    ENDPOINT_KEY: "endpoint",
+    CANCEL_TIMEOUT_KEY: "cancelTimeout",
+    RETRY_DEADLINE_KEY: "retryDeadline",
+    MAX_CONCURRENT_OPERATIONS_KEY: "maxConcurrentOperations",
 }
 """The core's settings (``ProviderSettings``) → the plugin's configuration keys."""
 _QUOTA_MODES = ("error", "warn", "off")
 
 
-class PluginError(TrainingJobError):
-    """An operation failed; the message is all the engine shows (``components.plugin._server``)."""
+PluginError = JobOperationError
+"""An operation failed; the message is all the engine shows (``components.plugin._server``)."""
 
 
 @dataclass(frozen=True)
@@ -165,7 +172,7 @@ class _CoreConfig:
         self._values = values
 
     def get(self, key: str) -> Any:
-        """``training:endpoint`` → the plugin's ``endpoint``."""
+        """The core's key (``ENDPOINT_KEY``...) → the plugin's (``endpoint``...)."""
         plugin_key = CONFIG_KEYS.get(key)
         return self._values.get(plugin_key) if plugin_key else None
 

@@ -304,17 +304,18 @@ def _resource(
 
 def build_schema() -> dict[str, Any]:
     """The schema, from the v1 types (imports ``google.cloud.aiplatform_v1``)."""
-    from google.cloud.aiplatform_v1.types import custom_job, hyperparameter_tuning_job
+    from ..vertex.v1_types import job_message_types
 
+    custom_job, tuning_job = job_message_types()
     walker = _Walker()
     training = _resource(
-        custom_job.CustomJob,
+        custom_job,
         walker,
         {**_JOB_OUTPUTS, **_TRAINING_OUTPUTS},
         ["jobSpec"],
     )
     tuning = _resource(
-        hyperparameter_tuning_job.HyperparameterTuningJob,
+        tuning_job,
         walker,
         {**_JOB_OUTPUTS, **_TUNING_OUTPUTS},
         ["maxTrialCount", "parallelTrialCount", "studySpec", "trialJobSpec"],

@@ -5,13 +5,6 @@ with the exception's text followed by its Python traceback, which the engine pri
 user. ``CleanServicer`` answers with the message alone: the SDK re-raises inside its ``except``
 block, so the original exception is the re-raised one's ``__context__``; its text (already
 redacted by the provider, ``GpuTrainingProvider._guarded``) is the gRPC status's details.
-
-One message type, two files: the SDK's server imports ``pulumi.runtime.proto.status_pb2``, which
-registers ``google.rpc.Status`` from a file of its own (``google/protobuf/status.proto``), and the
-Vertex client registers the same type from ``google/rpc/status.proto``; protobuf refuses the
-second (``duplicate symbol 'google.rpc.Status'``), so the first API call after the server started
-failed. ``_share_status_type`` makes the SDK's module the client's (the same message, field for
-field) before the server is imported.
 """
 
 from __future__ import annotations
@@ -23,24 +16,14 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import grpc
-import grpc.aio
+import grpc  # type: ignore[import-untyped]
+import grpc.aio  # type: ignore[import-untyped]
+from pulumi.provider.experimental.server import ProviderServicer
+from pulumi.runtime._grpc_settings import _GRPC_CHANNEL_OPTIONS
+from pulumi.runtime.proto import provider_pb2_grpc
 
-
-def _share_status_type() -> None:
-    from google.rpc import status_pb2
-
-    sys.modules.setdefault("pulumi.runtime.proto.status_pb2", status_pb2)
-
-
-_share_status_type()
-
-from pulumi.provider.experimental.server import ProviderServicer  # noqa: E402
-from pulumi.runtime._grpc_settings import _GRPC_CHANNEL_OPTIONS  # noqa: E402
-from pulumi.runtime.proto import provider_pb2_grpc  # noqa: E402
-
-from ._provider import GpuTrainingProvider  # noqa: E402
-from ._schema import VERSION  # noqa: E402
+from ._provider import GpuTrainingProvider
+from ._schema import VERSION
 
 __all__ = ["CleanServicer", "main", "message_of"]
 

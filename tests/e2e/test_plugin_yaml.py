@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components.plugin._schema import SCHEMA_FILE
 from tests.e2e._engine import (
     GCP_PROJECT,
     GCP_REGION,
@@ -204,3 +205,9 @@ def test_yaml_program_up_diff_replace_import_invalid_destroy(yaml_ws: Workspace)
         ws.pulumi("destroy", "--yes", "--skip-preview")
         assert list_jobs(client) == []
         assert _jobs(ws) == {}
+
+
+def test_pulumi_package_get_schema_prints_the_committed_schema(yaml_ws: Workspace) -> None:
+    plugin = yaml_ws.bin_dir / "pulumi-resource-gpu-training"
+    printed = yaml_ws.pulumi("package", "get-schema", str(plugin)).stdout
+    assert json.loads(printed) == json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))

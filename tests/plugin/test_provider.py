@@ -1,0 +1,326 @@
+"""The plugin's provider: check failures on property paths, detailed diffs, clean errors, cancel.
+
+Calls go through ``GpuTrainingProvider``'s own (async) methods; the clean errors through the
+real gRPC server (``CleanServicer``) and the SDK's client stub; create and cancel against the
+simulate-mode emulator, through the real Vertex client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import grpc  # type: ignore[import-untyped]
+import pytest
+from google.protobuf import struct_pb2
+from pulumi.provider.experimental.property_value import PropertyValue
+from pulumi.provider.experimental.provider import (
+    CheckRequest,
+    ConfigureRequest,
+    CreateRequest,
+    DiffRequest,
+    PropertyDiffKind,
+)
+from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
+
+from components.lifecycle import _interrupt
+from components.plugin._provider import GpuTrainingProvider, PluginError
+from components.plugin._server import CleanServicer
+from components.plugin._values import wrap, wrap_map
+from emulator.testing import EmulatorProcess, running_emulator
+
+TOKEN = "gpu-training:vertex:TrainingJob"
+URN = f"urn:pulumi:dev::proj::{TOKEN}::train"
+TUNING_URN = "urn:pulumi:dev::proj::gpu-training:vertex:HyperparameterTuningJob::tune"
+SECRET = "plugin-unit-secret-5150"
+IMAGE = "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-15.py310:latest"
+
+
+def _job(machine_type: str = "n1-standard-4", count: int = 1, **extra: Any) -> dict[str, Any]:
+    return {
+        "labels": {"team": "ml"},
+        "jobSpec": {
+            "workerPoolSpecs": [
+                {
+                    "machineSpec": {
+                        "machineType": machine_type,
+                        "acceleratorType": "NVIDIA_TESLA_T4",
+                        "acceleratorCount": count,
+                    },
+                    "replicaCount": 1,
+                    "containerSpec": {
+                        "imageUri": IMAGE,
+                        "command": ["python", "-c", "print(1)"],
+                        "env": [{"name": "TOKEN", "value": SECRET}],
+                    },
+                }
+            ],
+            "scheduling": {"timeout": "600s"},
+        },
+        **extra,
+    }
+
+
+def _with_secret(value: Any) -> PropertyValue:
+    """``value`` as the engine sends a program's data: ``SECRET`` marked secret wherever it is."""
+    if value == SECRET:
+        return wrap(value, secret=True)
+    if isinstance(value, dict):
+        return PropertyValue({k: _with_secret(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return PropertyValue([_with_secret(v) for v in value])
+    return wrap(value)
+
+
+def _provider(**config: Any) -> GpuTrainingProvider:
+    provider = GpuTrainingProvider()
+    settings = {"project": "local-training", "region": "us-central1", **config}
+    asyncio.run(provider.configure(ConfigureRequest({}, wrap_map(settings), True, True)))
+    return provider
+
+
+def _check(provider: GpuTrainingProvider, props: dict[str, Any], urn: str = URN) -> Any:
+    return asyncio.run(provider.check(CheckRequest(urn, {}, wrap_map(props), b"")))
+
+
+def _diff(provider: GpuTrainingProvider, old: dict[str, Any], new: dict[str, Any]) -> Any:
+    state = {
+        "state": "JOB_STATE_RUNNING",
+        "project": "local-training",
+        "region": "us-central1",
+        **old,
+    }
+    return asyncio.run(
+        provider.diff(
+            DiffRequest(
+                URN, "projects/p/locations/r/customJobs/1", wrap_map(state), wrap_map(new), []
+            )
+        )
+    )
+
+
+# -- check -------------------------------------------------------------------------------------
+
+
+def test_check_fails_on_the_path_of_the_property_the_user_wrote() -> None:
+    result = _check(_provider(), _job(count=3))
+    assert [(f.property, f.reason) for f in result.failures] == [
+        (
+            "jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount",
+            "3 x NVIDIA_TESLA_T4 is not allowed on n1-standard-4 (allowed counts of "
+            "NVIDIA_TESLA_T4 on n1-standard-4: 1, 2, 4)",
+        )
+    ]
+
+
+def test_check_passes_a_valid_job_and_keeps_its_inputs_as_written() -> None:
+    props = wrap_map(_job())
+    result = asyncio.run(_provider().check(CheckRequest(URN, {}, props, b"")))
+    assert result.failures == []
+    assert result.inputs == props  # no defaults, no bookkeeping added
+
+
+def test_check_names_knobs_and_unknown_properties() -> None:
+    result = _check(_provider(), _job(waitFor="done", jobSpc={}))
+    failures = {f.property: f.reason for f in result.failures}
+    assert failures["waitFor"].startswith("'done' is not one of submitted, running, succeeded")
+    assert failures["jobSpc"] == "is not a property of TrainingJob"
+
+
+def test_check_of_a_tuning_job_names_its_trial_spec_paths() -> None:
+    trial = _job(count=3)["jobSpec"]
+    tuning = {
+        "studySpec": {
+            "metrics": [{"metricId": "loss", "goal": "MINIMIZE"}],
+            "parameters": [
+                {"parameterId": "lr", "doubleValueSpec": {"minValue": 0.001, "maxValue": 0.1}}
+            ],
+        },
+        "maxTrialCount": 4,
+        "parallelTrialCount": 2,
+        "trialJobSpec": trial,
+    }
+    result = _check(_provider(), tuning, TUNING_URN)
+    assert [f.property for f in result.failures] == [
+        "trialJobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount"
+    ]
+
+
+def test_a_bad_setting_fails_check_config_naming_the_plugin_key() -> None:
+    request = CheckRequest(
+        "urn:pulumi:dev::proj::pulumi:providers:gpu-training::default",
+        {},
+        wrap_map({"endpoint": "ftp://nowhere", "maxConcurrentOperations": 3}),
+        b"",
+    )
+    result = asyncio.run(GpuTrainingProvider().check_config(request))
+    failures = result.failures or []
+    assert len(failures) == 1
+    assert failures[0].property == "endpoint"
+    assert "http" in failures[0].reason
+
+
+# -- diff --------------------------------------------------------------------------------------
+
+
+def test_a_changed_job_property_shows_on_its_path_marked_as_replacing() -> None:
+    new = _job("n1-standard-8")
+    new["labels"] = {"team": "ml", "stage": "two"}
+    result = _diff(_provider(), _job(), new)
+    assert result.changes is True
+    assert {k: v.kind for k, v in result.detailed_diff.items()} == {
+        "jobSpec.workerPoolSpecs[0].machineSpec.machineType": PropertyDiffKind.UPDATE_REPLACE,
+        "labels.stage": PropertyDiffKind.ADD_REPLACE,
+    }
+    assert result.replaces == ["jobSpec", "labels"]
+    assert result.delete_before_replace is False
+
+
+def test_a_knob_updates_in_place_and_exclusive_gpus_deletes_first() -> None:
+    provider = _provider()
+    knob = _diff(provider, _job(), _job(waitFor="running"))
+    assert {k: v.kind for k, v in knob.detailed_diff.items()} == {"waitFor": PropertyDiffKind.ADD}
+    assert knob.replaces == []
+    exclusive = _diff(provider, _job(exclusiveGpus=True), _job("n1-standard-8", exclusiveGpus=True))
+    assert exclusive.replaces == ["jobSpec"]
+    assert exclusive.delete_before_replace is True
+
+
+def test_no_change_no_diff_and_outputs_never_show() -> None:
+    # The old state repeats the inputs next to outputs (state, project...): none is a change.
+    result = _diff(_provider(), _job(), _job())
+    assert result.changes is False
+    assert result.detailed_diff == {}
+
+
+def test_a_moved_default_region_replaces_the_job() -> None:
+    provider = _provider(region="europe-west4")
+    result = _diff(provider, {**_job(), "region": "us-central1"}, _job())
+    assert result.replaces == ["region"]
+    assert result.detailed_diff["region"].kind == PropertyDiffKind.UPDATE_REPLACE
+
+
+# -- errors and cancel, against the emulator -------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def emu() -> Iterator[EmulatorProcess]:
+    with running_emulator("--mode", "simulate", "--simulate-queued-seconds", "0.05") as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def _no_interrupt_left() -> Iterator[None]:
+    yield
+    _interrupt.reset()
+
+
+def _serve(provider: GpuTrainingProvider) -> tuple[Any, Any]:
+    """The real gRPC server (``CleanServicer``) in its own loop, and a client stub."""
+    import threading
+
+    from pulumi.runtime._grpc_settings import _GRPC_CHANNEL_OPTIONS
+
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    holder: dict[str, Any] = {}
+
+    async def serve() -> None:
+        server = grpc.aio.server(options=_GRPC_CHANNEL_OPTIONS)
+        provider_pb2_grpc.add_ResourceProviderServicer_to_server(
+            CleanServicer([], "0.0.0", provider, ""), server
+        )
+        holder["port"] = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        ready.set()
+        await server.wait_for_termination()
+
+    threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True).start()
+    assert ready.wait(10)
+    channel = grpc.insecure_channel(f"127.0.0.1:{holder['port']}")
+    return provider_pb2_grpc.ResourceProviderStub(channel), channel
+
+
+def _struct(props: dict[str, PropertyValue]) -> struct_pb2.Struct:
+    return PropertyValue.marshal_map(props)
+
+
+def test_a_failed_create_is_its_message_alone(
+    emu: EmulatorProcess,
+) -> None:
+    # An unreachable API (a closed port): the error carries the core's message, no traceback,
+    # and no env value even where a message would quote it.
+    provider = _provider(endpoint="http://127.0.0.1:9", retryDeadline="1")
+    stub, channel = _serve(provider)
+    props = {k: _with_secret(v) for k, v in _job().items()}
+    with pytest.raises(grpc.RpcError) as caught:
+        stub.Create(provider_pb2.CreateRequest(urn=URN, properties=_struct(props)))
+    channel.close()
+    details = caught.value.details()
+    assert (
+        "could not submit the training job to projects/local-training/locations/us-central1"
+        in details
+    )
+    assert "Traceback" not in details and 'File "' not in details
+    assert SECRET not in details
+
+
+def test_an_invalid_create_names_the_property_path_without_a_traceback() -> None:
+    stub, channel = _serve(_provider())
+    with pytest.raises(grpc.RpcError) as caught:
+        stub.Create(
+            provider_pb2.CreateRequest(urn=URN, properties=_struct(wrap_map(_job(count=3))))
+        )
+    channel.close()
+    details = caught.value.details()
+    assert details.startswith("jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount: 3 x")
+    assert "Traceback" not in details
+
+
+def test_cancel_stops_every_wait_at_once(emu: EmulatorProcess) -> None:
+    provider = _provider(endpoint=emu.endpoint, retryDeadline="20", cancelTimeout="20")
+    hang = {"emulator-outcome": "hang"}  # RUNNING until cancelled
+
+    async def scenario() -> list[BaseException | None]:
+        creates = [
+            asyncio.create_task(
+                provider.create(
+                    CreateRequest(
+                        URN.replace("::train", f"::train{i}"),
+                        wrap_map(_job(labels=hang, waitFor="succeeded")),
+                        0,
+                        False,
+                    )
+                )
+            )
+            for i in range(3)
+        ]
+        client = emu.client()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            running = [
+                j
+                for j in client.list_custom_jobs(
+                    parent="projects/local-training/locations/us-central1"
+                )
+                if j.state.name == "JOB_STATE_RUNNING"
+            ]
+            if len(running) >= 3:
+                break
+            await asyncio.sleep(0.1)
+        started = time.monotonic()
+        await provider.cancel()
+        results = await asyncio.gather(*creates, return_exceptions=True)
+        assert time.monotonic() - started < 5
+        return [r if isinstance(r, BaseException) else None for r in results]
+
+    results = asyncio.run(scenario())
+    for result in results:
+        assert isinstance(result, PluginError)
+        assert "stopped waiting for it: pulumi was cancelled" in str(result)
+        assert "left running" in str(result)
+    # Left running for the next `pulumi up` to adopt: nothing cancelled.
+    jobs = emu.client().list_custom_jobs(parent="projects/local-training/locations/us-central1")
+    assert sum(j.state.name == "JOB_STATE_RUNNING" for j in jobs) >= 3
