@@ -14,7 +14,7 @@ RUN_STAMP := $(VENV)/.installed-runtime-emulator
 DEV_STAMP := $(VENV)/.installed-dev
 POLICY_STAMP := policy/.venv/.installed
 
-.PHONY: venv dev-venv policy pulumi provider provider-schema up down lint test unit smoke smoke-ranges dist bench preview-md clean
+.PHONY: venv dev-venv policy pulumi provider provider-schema sdk up down lint test unit smoke smoke-ranges dist bench preview-md clean
 
 # runtime + emulator: what `make up` needs
 venv: $(RUN_STAMP)
@@ -51,6 +51,11 @@ provider: venv pulumi
 # fails when the committed one is stale).
 provider-schema: venv
 	$(PY) scripts/gen_provider_schema.py
+
+# The plugin's SDKs, sdk/{python,nodejs,go}, from its schema by Pulumi's own generators
+# (tests/plugin/test_sdk.py fails when they are stale).
+sdk: provider-schema
+	scripts/generate-sdk
 
 # The local stack: emulator in the background, `pulumi up` on the `local` stack.
 up: venv

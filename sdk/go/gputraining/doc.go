@@ -1,0 +1,2 @@
+// Vertex AI CustomJobs and HyperparameterTuningJobs, checked before they run (machine, GPUs, region, image, cost, quota) and never started twice.
+package gputraining
