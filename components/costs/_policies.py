@@ -42,6 +42,7 @@ from ._quota import (
 )
 
 __all__ = [
+    "AI_CUSTOM_JOB_TYPE",
     "JOB_RULES",
     "PROJECT_DIR",
     "QUOTA_RULE",
@@ -146,13 +147,35 @@ def _item(container: Any, key: Any) -> Any:
         raise
 
 
+AI_CUSTOM_JOB_TYPE = "gcp:vertex/aiCustomJob:AiCustomJob"
+"""pulumi-gcp's CustomJob resource: its inputs follow the v1 REST shape, as the provider
+plugin's ``TrainingJob``'s do (``displayName``, ``labels``, ``jobSpec.workerPoolSpecs``...,
+``project``, ``region``), so the same rules apply to a team on the official resource."""
+
+
+def _document(props: Mapping[str, Any], tuning: bool) -> Any:
+    """The job spec in a resource's inputs: the dynamic resources' ``spec`` (JSON text), else
+    the v1 REST shape (the provider plugin's resources, pulumi-gcp's ``AiCustomJob``)."""
+    spec = _item(props, "spec")
+    if spec is not None:
+        return decode_spec(_plain(spec))
+    from ..plugin._shape import TRAINING, TUNING
+
+    plain = _plain(props)
+    return (TUNING if tuning else TRAINING).document(plain) if isinstance(plain, dict) else None
+
+
 def job_from_props(name: str, resource_type: str, props: Mapping[str, Any]) -> PolicyJob | None:
     """The job behind a resource's inputs, or None when it is neither a TrainingJob nor a
-    HyperparameterTuningJob, or not known yet."""
+    HyperparameterTuningJob (dynamic, the plugin's, or pulumi-gcp's ``AiCustomJob``), or not
+    known yet."""
     tuning = resource_type.endswith(TUNING_JOB_TYPE_SUFFIX)
-    if not tuning and not resource_type.endswith(TRAINING_JOB_TYPE_SUFFIX):
+    training = resource_type.endswith(TRAINING_JOB_TYPE_SUFFIX) or (
+        resource_type == AI_CUSTOM_JOB_TYPE
+    )
+    if not tuning and not training:
         return None
-    document = decode_spec(_plain(_item(props, "spec")))
+    document = _document(props, tuning)
     region = _item(props, "region")
     if not isinstance(document, dict):
         return None

@@ -21,8 +21,10 @@ __all__ = ["main"]
 
 
 def _share_status_type() -> None:
-    from google.rpc import status_pb2
-
+    try:
+        from google.rpc import status_pb2
+    except ImportError:  # no Vertex client here (the policy pack's virtualenv): no conflict
+        return
     sys.modules.setdefault("pulumi.runtime.proto.status_pb2", status_pb2)
 
 
