@@ -37,10 +37,11 @@ $(POLICY_STAMP): policy/requirements.txt policy/constraints.txt $(VENV_SCRIPTS)
 	scripts/make-venv policy/.venv policy/constraints.txt policy/requirements.txt
 	@touch $@
 
-# The Pulumi CLI, the Python and YAML language hosts, built once from Go modules into a cache.
+# The Pulumi CLI and the Python, YAML and Node.js language hosts, built once from Go modules
+# into a cache.
 pulumi:
 	scripts/install-pulumi >/dev/null
-	scripts/install-pulumi-yaml >/dev/null
+	scripts/install-language-hosts >/dev/null
 
 # The provider plugin (components/plugin) run from this checkout, where the engine finds it:
 # .tools/bin/pulumi-resource-gpu-training (on PATH in the e2e tests; docs/provider.md).

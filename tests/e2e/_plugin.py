@@ -1,0 +1,145 @@
+"""Helpers for the provider plugin's e2e tests (a YAML and a TypeScript program).
+
+The plugin (``make provider``) and the language hosts (``make pulumi``) are linked into the
+engine's bin dir; each program declares ``gpu-training:vertex:TrainingJob`` resources with the
+v1 REST-shaped properties ``training_job`` writes, an env value a secret.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from tests.e2e._engine import GCP_PROJECT, GCP_REGION, PARENT, REPO, Workspace
+
+TOKEN = "gpu-training:vertex:TrainingJob"
+SECRET = "plugin-e2e-secret-4242"
+HAND_SECRET = "hand-started-secret-777"
+IMAGE = "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-15.py310:latest"
+HIDDEN = ("held", "run_key", "runKey", "identity", "pulumi_resource", "status")
+"""Bookkeeping of the core: never in a plugin resource's diff."""
+
+
+def plugin_workspace(bin_dir: Path, base: Path) -> Workspace:
+    """A workspace for a program of another language: empty project dir, own backend."""
+    subprocess.run(
+        ["make", "--no-print-directory", "-s", "provider"], cwd=REPO, check=True, timeout=3600
+    )
+    for tool in ("pulumi-language-yaml", "pulumi-language-nodejs", "pulumi-resource-gpu-training"):
+        assert (bin_dir / tool).exists(), f"{tool} missing from {bin_dir}"
+    ws = Workspace(base, bin_dir)
+    for folder in (ws.project / "stacks", ws.backend, ws.home):
+        folder.mkdir(parents=True)
+    return ws
+
+
+def init_plugin_stack(ws: Workspace, endpoint: str) -> None:
+    """The stack, its provider configuration pointing at the emulator."""
+    ws.write_config(
+        {
+            "gpu-training:endpoint": endpoint,
+            "gpu-training:project": GCP_PROJECT,
+            "gpu-training:region": GCP_REGION,
+            "gpu-training:retryDeadline": "20",
+            "gpu-training:cancelTimeout": "60",
+        }
+    )
+    ws.pulumi("stack", "init", ws.stack)
+
+
+def training_job(
+    machine_type: str = "n1-standard-4", count: int = 1, secret: Any = SECRET, **labels: str
+) -> dict[str, Any]:
+    """A TrainingJob's properties: one T4 pool whose env value is ``secret`` (as the program
+    language marks a secret)."""
+    return {
+        "labels": {"team": "ml", **labels},
+        "jobSpec": {
+            "workerPoolSpecs": [
+                {
+                    "machineSpec": {
+                        "machineType": machine_type,
+                        "acceleratorType": "NVIDIA_TESLA_T4",
+                        "acceleratorCount": count,
+                    },
+                    "replicaCount": 1,
+                    "containerSpec": {
+                        "imageUri": IMAGE,
+                        "command": ["python", "-c", "print(1)"],
+                        "env": [{"name": "TOKEN", "value": secret}],
+                    },
+                }
+            ],
+            "scheduling": {"timeout": "600s"},
+        },
+    }
+
+
+def start_job_by_hand(client: Any) -> Any:
+    """A CustomJob started with the client, outside any stack (to be imported)."""
+    return client.create_custom_job(
+        parent=PARENT,
+        custom_job={
+            "display_name": "by-hand",
+            "labels": {"owner": "me"},
+            "job_spec": {
+                "worker_pool_specs": [
+                    {
+                        "machine_spec": {"machine_type": "n1-standard-4"},
+                        "replica_count": 1,
+                        "container_spec": {
+                            "image_uri": IMAGE,
+                            "command": ["python", "-c", "print(2)"],
+                            "env": [{"name": "K", "value": HAND_SECRET}],
+                        },
+                    }
+                ],
+                "scheduling": {"timeout": "600s"},
+            },
+        },
+    )
+
+
+def plugin_jobs(ws: Workspace) -> dict[str, dict[str, Any]]:
+    """The plugin's TrainingJobs in the state, by resource name."""
+    return {
+        r["urn"].rsplit("::", 1)[-1]: r
+        for r in ws.export().get("resources") or []
+        if r["type"] == TOKEN
+    }
+
+
+def assert_replacing_diff(ws: Workspace) -> None:
+    """``preview --diff`` and ``--json`` of ``training_job("n1-standard-8", stage="two")`` over
+    ``training_job()``: the changed paths, each marked as replacing; nothing else."""
+    diff = ws.pulumi("preview", "--diff").output
+    assert "+-gpu-training:vertex:TrainingJob: (replace)" in diff
+    assert '~ machineType: "n1-standard-4" => "n1-standard-8"' in diff
+    assert '+ stage: "two"' in diff
+    for hidden in HIDDEN:
+        assert hidden not in diff, hidden
+    assert "imageUri" not in diff and "createTime" not in diff
+    step = next(s for s in ws.preview_json()["steps"] if s["urn"].endswith("::train"))
+    assert step["op"] == "replace"
+    assert sorted(step["replaceReasons"]) == ["jobSpec", "labels"]
+    assert step["detailedDiff"] == {
+        "jobSpec.workerPoolSpecs[0].machineSpec.machineType": {
+            "kind": "update-replace",
+            "inputDiff": True,
+        },
+        "labels.stage": {"kind": "add-replace", "inputDiff": True},
+    }
+
+
+def assert_bad_gpu_count_fails_preview(ws: Workspace) -> None:
+    bad = ws.pulumi("preview", expect_failure=True).output
+    assert "jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount" in bad
+    assert "3 x NVIDIA_TESLA_T4 is not allowed on n1-standard-8" in bad
+    assert "Traceback" not in bad and 'File "' not in bad
+
+
+def assert_no_change(ws: Workspace, resources: int) -> None:
+    preview = ws.preview_json()
+    assert preview["changeSummary"] == {"same": resources + 1}, preview["changeSummary"]
+    assert [s["op"] for s in preview["steps"]] == ["same"] * len(preview["steps"])
