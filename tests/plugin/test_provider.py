@@ -20,6 +20,7 @@ from pulumi.provider.experimental.provider import (
     CheckRequest,
     ConfigureRequest,
     CreateRequest,
+    DeleteRequest,
     DiffRequest,
     PropertyDiffKind,
 )
@@ -28,7 +29,7 @@ from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
 from components.lifecycle import _interrupt
 from components.plugin._provider import GpuTrainingProvider, PluginError
 from components.plugin._server import CleanServicer
-from components.plugin._values import wrap, wrap_map
+from components.plugin._values import plain_map, secret_texts, wrap, wrap_map
 from emulator.testing import EmulatorProcess, running_emulator
 
 TOKEN = "gpu-training:vertex:TrainingJob"
@@ -324,3 +325,42 @@ def test_cancel_stops_every_wait_at_once(emu: EmulatorProcess) -> None:
     # Left running for the next `pulumi up` to adopt: nothing cancelled.
     jobs = emu.client().list_custom_jobs(parent="projects/local-training/locations/us-central1")
     assert sum(j.state.name == "JOB_STATE_RUNNING" for j in jobs) >= 3
+
+
+def test_a_tuning_job_through_the_plugin_reports_its_best_trial(emu: EmulatorProcess) -> None:
+    provider = _provider(endpoint=emu.endpoint, retryDeadline="20", cancelTimeout="20")
+    trial = _job()["jobSpec"]
+    trial["workerPoolSpecs"][0]["machineSpec"] = {"machineType": "n1-standard-4"}
+    trial["baseOutputDirectory"] = {"outputUriPrefix": "gs://local-training/jobs/tune"}
+    props = {
+        "labels": {"emulator-run-ms": "50"},  # each simulated trial lasts 50 ms
+        "studySpec": {
+            "metrics": [{"metricId": "loss", "goal": "MINIMIZE"}],
+            "parameters": [{"parameterId": "lr", "discreteValueSpec": {"values": [0.01, 0.1]}}],
+            "algorithm": "GRID_SEARCH",
+        },
+        "maxTrialCount": 2,
+        "parallelTrialCount": 2,
+        "trialJobSpec": trial,
+        "waitFor": "succeeded",
+        "waitTimeout": "60s",
+    }
+    request = CreateRequest(TUNING_URN, {k: _with_secret(v) for k, v in props.items()}, 0, False)
+    created = asyncio.run(provider.create(request))
+    outputs = plain_map(created.properties)
+    assert created.resource_id is not None
+    assert "/hyperparameterTuningJobs/" in created.resource_id
+    assert outputs["state"] == "JOB_STATE_SUCCEEDED"
+    best = outputs["bestTrial"]
+    assert set(best) == {"id", "parameters", "metricId", "value"}  # camelCase, as the schema says
+    assert outputs["bestTrialModelDir"] == f"gs://local-training/jobs/tune/{best['id']}/model/"
+    # The env value stays a secret in the outputs; no bookkeeping among them.
+    assert secret_texts(created.properties["trialJobSpec"]) == [SECRET]
+    assert not {"runHash", "identity", "heldJobs", "runKey", "status"} & set(outputs)
+    asyncio.run(
+        provider.delete(DeleteRequest(TUNING_URN, created.resource_id, created.properties, 0))
+    )
+    jobs = emu.client().list_hyperparameter_tuning_jobs(
+        parent="projects/local-training/locations/us-central1"
+    )
+    assert [j.name for j in jobs] == []
