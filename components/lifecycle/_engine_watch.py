@@ -1,7 +1,8 @@
 """The dynamic provider process ends when the Pulumi engine that started it is gone.
 
-The engine starts ``python -m pulumi.dynamic`` (through a shell script) with a pipe on its
-standard input and stops it when the deployment ends. When the engine is killed instead
+The engine starts ``python -m pulumi.dynamic`` (through a shell script), and the provider
+plugin (``components.plugin``), with a pipe on its standard input and stops it when the
+deployment ends. When the engine is killed instead
 (``kill -9``, a CI runner cancelled), nothing stops the provider: its gRPC server waits for
 calls that never come, and a create that waits for a job keeps polling for a result nobody
 can record. The write end of that pipe belongs to the engine, so the pipe reaches end of
@@ -47,11 +48,12 @@ def _wait_then_exit() -> None:
     os._exit(0)
 
 
-def watch_engine() -> bool:
-    """Start the watch once, inside the provider host and only on a pipe; True if started."""
+def watch_engine(*, anywhere: bool = False) -> bool:
+    """Start the watch once, inside the provider host (or, ``anywhere``, in any process the
+    engine started: the provider plugin) and only on a pipe; True if started."""
     global _started
     with _lock:
-        if _started or not in_provider_host() or not _stdin_is_pipe():
+        if _started or not (anywhere or in_provider_host()) or not _stdin_is_pipe():
             return False
         _started = True
     threading.Thread(target=_wait_then_exit, name="engine-watch", daemon=True).start()

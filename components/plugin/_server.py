@@ -22,6 +22,7 @@ from pulumi.provider.experimental.server import ProviderServicer
 from pulumi.runtime._grpc_settings import _GRPC_CHANNEL_OPTIONS
 from pulumi.runtime.proto import provider_pb2_grpc
 
+from ..lifecycle._engine_watch import watch_engine
 from ._provider import GpuTrainingProvider
 from ._schema import VERSION
 
@@ -73,6 +74,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--logtostderr", action="store_true")
     parser.add_argument("-v", type=int, default=0)
     known, _ = parser.parse_known_args(args)
+    # A killed engine leaves this process waiting in a create: end with it, as the dynamic
+    # provider does (the job is adopted by the next `pulumi up`).
+    watch_engine(anywhere=True)
 
     async def serve() -> None:
         server = grpc.aio.server(options=_GRPC_CHANNEL_OPTIONS)

@@ -7,7 +7,10 @@ v1 REST-shaped properties ``training_job`` writes, an env value a secret.
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +35,31 @@ def plugin_workspace(bin_dir: Path, base: Path) -> Workspace:
     for folder in (ws.project / "stacks", ws.backend, ws.home):
         folder.mkdir(parents=True)
     return ws
+
+
+def plugin_processes(ws: Workspace) -> list[int]:
+    """The provider plugin's processes (``python -m components.plugin``) in this workspace
+    (``Workspace.stray_processes`` looks for "pulumi" in a command line: this has none)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            cwd = Path(os.readlink(entry / "cwd"))
+        except OSError:
+            continue
+        if b"components.plugin" in cmdline and cwd == ws.project:
+            found.append(int(entry.name))
+    return found
+
+
+def end_plugin_workspace(ws: Workspace) -> None:
+    """Fail the test if a pulumi process or the plugin outlived it (and end them)."""
+    plugins = plugin_processes(ws)
+    for pid in plugins:
+        with suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert ws.kill_strays() == [], "pulumi processes outlived the test"
+    assert plugins == [], "the provider plugin outlived the test"
 
 
 def init_plugin_stack(ws: Workspace, endpoint: str) -> None:

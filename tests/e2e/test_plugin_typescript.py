@@ -29,6 +29,7 @@ from tests.e2e._plugin import (
     assert_bad_gpu_count_fails_preview,
     assert_no_change,
     assert_replacing_diff,
+    end_plugin_workspace,
     init_plugin_stack,
     plugin_jobs,
     plugin_workspace,
@@ -126,7 +127,7 @@ def ts_ws(pulumi_bin_dir: Path, tmp_path: Path) -> Iterator[Workspace]:
     )
     (ws.project / "index.ts").write_text(PROGRAM)
     yield ws
-    assert ws.kill_strays() == [], "pulumi processes outlived the test"
+    end_plugin_workspace(ws)
 
 
 def _write_resources(ws: Workspace, resources: dict[str, Any]) -> None:

@@ -19,7 +19,16 @@ import pytest
 import yaml
 
 from components.plugin._schema import SCHEMA_FILE
-from tests.e2e._engine import GCP_PROJECT, SIMULATE, Workspace, emulator_for, list_jobs
+from tests.e2e._engine import (
+    GCP_PROJECT,
+    HANG_LABELS,
+    SIMULATE,
+    Workspace,
+    emulator_for,
+    kill_group,
+    list_jobs,
+    wait_until,
+)
 from tests.e2e._plugin import (
     HAND_SECRET,
     SECRET,
@@ -27,8 +36,10 @@ from tests.e2e._plugin import (
     assert_bad_gpu_count_fails_preview,
     assert_no_change,
     assert_replacing_diff,
+    end_plugin_workspace,
     init_plugin_stack,
     plugin_jobs,
+    plugin_processes,
     plugin_workspace,
     start_job_by_hand,
     training_job,
@@ -39,7 +50,7 @@ from tests.e2e._plugin import (
 def yaml_ws(pulumi_bin_dir: Path, tmp_path: Path) -> Iterator[Workspace]:
     ws = plugin_workspace(pulumi_bin_dir, tmp_path)
     yield ws
-    assert ws.kill_strays() == [], "pulumi processes outlived the test"
+    end_plugin_workspace(ws)
 
 
 def _job(machine_type: str = "n1-standard-4", count: int = 1, **labels: str) -> dict[str, Any]:
@@ -120,3 +131,40 @@ def test_pulumi_package_get_schema_prints_the_committed_schema(yaml_ws: Workspac
     plugin = yaml_ws.bin_dir / "pulumi-resource-gpu-training"
     printed = yaml_ws.pulumi("package", "get-schema", str(plugin)).stdout
     assert json.loads(printed) == json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+
+
+def test_up_killed_while_waiting_leaves_one_job_that_the_next_up_adopts(
+    yaml_ws: Workspace, tmp_path: Path
+) -> None:
+    # A row of docs/provider.md's table through the plugin: the engine killed (kill -9) while a
+    # create waits; the plugin ends with it; the next `up` adopts the job, never starts another.
+    ws = yaml_ws
+    with emulator_for(
+        ws, *SIMULATE, "--simulate-queued-seconds", "3", "--simulate-pending-seconds", "1"
+    ) as emu:
+        client = emu.client()
+        job = _job("n1-standard-4", 1, **HANG_LABELS)
+        job["properties"]["waitFor"] = "running"
+        _write_program(ws, {"train": job})
+        init_plugin_stack(ws, emu.endpoint)
+
+        up = ws.spawn("up", "--yes", "--skip-preview", log=tmp_path / "killed-up.log")
+        try:
+            [submitted] = wait_until(lambda: list_jobs(client), timeout=120, what="a submitted job")
+            assert up.poll() is None, "pulumi up ended before it could be killed"
+        finally:
+            kill_group(up)
+        wait_until(lambda: not plugin_processes(ws), timeout=10, what="the plugin to end by itself")
+        ws.kill_strays()  # pulumi-language-yaml does not watch for its engine: as a crash would
+        ws.pulumi("cancel", "--yes")
+        ws.pulumi("refresh", "--yes", "--skip-preview", "--clear-pending-creates")
+
+        ws.up()
+        assert [j.name for j in list_jobs(client)] == [submitted.name], "a second job was started"
+        resource = plugin_jobs(ws)["train"]
+        assert resource["id"] == submitted.name
+        assert resource["outputs"]["adopted"] is True
+        assert resource["outputs"]["state"] == "JOB_STATE_RUNNING"
+
+        ws.pulumi("destroy", "--yes", "--skip-preview")
+        assert list_jobs(client) == []
