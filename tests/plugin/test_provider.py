@@ -364,3 +364,21 @@ def test_a_tuning_job_through_the_plugin_reports_its_best_trial(emu: EmulatorPro
         parent="projects/local-training/locations/us-central1"
     )
     assert [j.name for j in jobs] == []
+
+
+def test_a_replace_with_the_same_run_keeps_one_running_job(emu: EmulatorProcess) -> None:
+    # The plugin does not know the jobs the stack holds (docs/provider.md): a replacement with
+    # the same run (`pulumi up --replace`) takes the running job over, and the delete of the
+    # replaced resource then leaves it running: one job, never two, never none.
+    provider = _provider(endpoint=emu.endpoint, retryDeadline="20", cancelTimeout="20")
+    urn = URN.replace("::train", "::replaced")
+    props = wrap_map(_job(labels={"emulator-outcome": "hang"}, waitFor="running"))
+    old = asyncio.run(provider.create(CreateRequest(urn, props, 0, False)))
+    new = asyncio.run(provider.create(CreateRequest(urn, props, 0, False)))
+    assert new.resource_id == old.resource_id
+    assert plain_map(new.properties)["adopted"] is True
+    assert old.resource_id is not None
+    asyncio.run(provider.delete(DeleteRequest(urn, old.resource_id, old.properties, 0)))
+    job = emu.client().get_custom_job(name=old.resource_id)
+    assert job.state.name == "JOB_STATE_RUNNING"
+    emu.client().cancel_custom_job(name=old.resource_id)
