@@ -7,14 +7,17 @@ v1 REST-shaped properties ``training_job`` writes, an env value a secret.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from tests.e2e._engine import GCP_PROJECT, GCP_REGION, PARENT, REPO, Workspace
+from components.lifecycle._wire import SECRET_SIGNATURE
+from tests.e2e._engine import GCP_PROJECT, GCP_REGION, PARENT, REPO, Workspace, list_jobs
 
 TOKEN = "gpu-training:vertex:TrainingJob"
 SECRET = "plugin-e2e-secret-4242"
@@ -171,3 +174,62 @@ def assert_no_change(ws: Workspace, resources: int) -> None:
     preview = ws.preview_json()
     assert preview["changeSummary"] == {"same": resources + 1}, preview["changeSummary"]
     assert [s["op"] for s in preview["steps"]] == ["same"] * len(preview["steps"])
+
+
+ProgramJob = Callable[..., dict[str, Any]]
+"""``job(machine_type="n1-standard-4", count=1, **labels)``: a TrainingJob as the program's
+language writes it (``training_job`` with its secret marker)."""
+
+
+def up_diff_replace_import_invalid_destroy(
+    ws: Workspace,
+    emu: Any,
+    write: Callable[[dict[str, Any]], None],
+    job: ProgramJob,
+    import_job: Callable[[str], Any],
+) -> None:
+    """The plugin's lifecycle from one program: ``write`` puts resources (by name) in it,
+    ``import_job(job name)`` runs ``pulumi import`` and answers the resource as the program
+    writes it. Each step counts the jobs the emulator holds."""
+    client = emu.client()
+    write({"train": job()})
+    init_plugin_stack(ws, emu.endpoint)
+
+    # up: one job, its env value a secret in the state and in no output.
+    ws.up()
+    first = plugin_jobs(ws)["train"]
+    assert [j.name for j in list_jobs(client)] == [first["id"]]
+    assert first["outputs"]["state"].startswith("JOB_STATE_")
+    assert first["outputs"]["project"] == GCP_PROJECT
+    assert SECRET not in json.dumps(ws.export())
+    env = first["outputs"]["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["env"][0]
+    assert env["value"][SECRET_SIGNATURE[0]] == SECRET_SIGNATURE[1]  # the engine's envelope
+
+    # An edit: the changed paths show, each marked as replacing; nothing else does.
+    write({"train": job("n1-standard-8", stage="two")})
+    assert_replacing_diff(ws)
+
+    # up (replace): a new job; the old one is cancelled and its record deleted.
+    ws.up()
+    second = plugin_jobs(ws)["train"]
+    assert second["id"] != first["id"]
+    assert [j.name for j in list_jobs(client)] == [second["id"]]
+
+    # pulumi import of a job started with the client: taken over, not started again; the
+    # resource added to the program previews as no change.
+    hand = start_job_by_hand(client)
+    imported = import_job(hand.name)
+    assert plugin_jobs(ws)["byhand"]["id"] == hand.name
+    assert len(list_jobs(client)) == 2
+    write({"train": job("n1-standard-8", stage="two"), "byhand": imported})
+    assert_no_change(ws, resources=2)
+
+    # A bad GPU count fails the preview on the property's path, with no traceback.
+    write({"train": job("n1-standard-8", count=3, stage="two")})
+    assert_bad_gpu_count_fails_preview(ws)
+    assert len(list_jobs(client)) == 2
+
+    # destroy: every job cancelled and its record deleted.
+    ws.pulumi("destroy", "--yes", "--skip-preview")
+    assert list_jobs(client) == []
+    assert plugin_jobs(ws) == {}

@@ -21,20 +21,16 @@ from typing import Any
 
 import pytest
 
-from tests.e2e._engine import REPO, SIMULATE, Workspace, emulator_for, list_jobs
+from components.lifecycle._wire import is_secret_envelope
+from tests.e2e._engine import REPO, SIMULATE, Workspace, emulator_for
 from tests.e2e._plugin import (
     HAND_SECRET,
     SECRET,
     TOKEN,
-    assert_bad_gpu_count_fails_preview,
-    assert_no_change,
-    assert_replacing_diff,
     end_plugin_workspace,
-    init_plugin_stack,
-    plugin_jobs,
     plugin_workspace,
-    start_job_by_hand,
     training_job,
+    up_diff_replace_import_invalid_destroy,
 )
 
 SECRET_MARK = "__secret"
@@ -141,7 +137,7 @@ def _job(machine_type: str = "n1-standard-4", count: int = 1, **labels: str) -> 
 def _as_program_inputs(value: Any) -> Any:
     """Inputs from ``pulumi stack export --show-secrets`` as resources.json writes them."""
     if isinstance(value, dict):
-        if value.get("4dabf18193072939515e22adb298388d") == "1b47061264138c4ac30d75fd1eb44270":
+        if is_secret_envelope(value):
             return {SECRET_MARK: json.loads(value["plaintext"])}
         return {k: _as_program_inputs(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -151,52 +147,23 @@ def _as_program_inputs(value: Any) -> Any:
 
 def test_typescript_program_up_diff_replace_import_invalid_destroy(ts_ws: Workspace) -> None:
     ws = ts_ws
-    with emulator_for(ws, *SIMULATE) as emu:
-        client = emu.client()
-        _write_resources(ws, {"train": _job()})
-        init_plugin_stack(ws, emu.endpoint)
 
-        ws.up()
-        first = plugin_jobs(ws)["train"]
-        assert [j.name for j in list_jobs(client)] == [first["id"]]
-        assert first["outputs"]["state"].startswith("JOB_STATE_")
-        assert SECRET not in json.dumps(ws.export())
-
-        _write_resources(ws, {"train": _job("n1-standard-8", stage="two")})
-        assert_replacing_diff(ws)
-
-        ws.up()
-        second = plugin_jobs(ws)["train"]
-        assert second["id"] != first["id"]
-        assert [j.name for j in list_jobs(client)] == [second["id"]]
-
-        # pulumi import (this language host generates no code: the inputs come from the state).
-        hand = start_job_by_hand(client)
+    def import_job(name: str) -> Any:
+        # This language host generates no code: the program's resource is the state's inputs.
         ws.pulumi(
-            "import",
-            TOKEN,
-            "byhand",
-            hand.name,
-            "--yes",
-            "--protect=false",
-            "--generate-code=false",
+            "import", TOKEN, "byhand", name, "--yes", "--protect=false", "--generate-code=false"
         )
-        assert len(list_jobs(client)) == 2
-        exported = {
-            r["urn"].rsplit("::", 1)[-1]: r
+        [resource] = [
+            r
             for r in ws.export(show_secrets=True)["resources"]
-            if r["type"] == TOKEN
-        }
-        imported = _as_program_inputs(exported["byhand"]["inputs"])
+            if r["urn"].endswith(f"{TOKEN}::byhand")
+        ]
+        imported = _as_program_inputs(resource["inputs"])
         env = imported["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["env"]
         assert env == [{"name": "K", "value": {SECRET_MARK: HAND_SECRET}}]
-        _write_resources(ws, {"train": _job("n1-standard-8", stage="two"), "byhand": imported})
-        assert_no_change(ws, resources=2)
+        return imported
 
-        _write_resources(ws, {"train": _job("n1-standard-8", count=3, stage="two")})
-        assert_bad_gpu_count_fails_preview(ws)
-        assert len(list_jobs(client)) == 2
-
-        ws.pulumi("destroy", "--yes", "--skip-preview")
-        assert list_jobs(client) == []
-        assert plugin_jobs(ws) == {}
+    with emulator_for(ws, *SIMULATE) as emu:
+        up_diff_replace_import_invalid_destroy(
+            ws, emu, lambda resources: _write_resources(ws, resources), _job, import_job
+        )

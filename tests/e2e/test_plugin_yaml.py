@@ -20,7 +20,6 @@ import yaml
 
 from components.plugin._schema import SCHEMA_FILE
 from tests.e2e._engine import (
-    GCP_PROJECT,
     HANG_LABELS,
     SIMULATE,
     Workspace,
@@ -33,16 +32,13 @@ from tests.e2e._plugin import (
     HAND_SECRET,
     SECRET,
     TOKEN,
-    assert_bad_gpu_count_fails_preview,
-    assert_no_change,
-    assert_replacing_diff,
     end_plugin_workspace,
     init_plugin_stack,
     plugin_jobs,
     plugin_processes,
     plugin_workspace,
-    start_job_by_hand,
     training_job,
+    up_diff_replace_import_invalid_destroy,
 )
 
 
@@ -73,58 +69,24 @@ def _write_program(ws: Workspace, resources: dict[str, Any]) -> None:
 
 def test_yaml_program_up_diff_replace_import_invalid_destroy(yaml_ws: Workspace) -> None:
     ws = yaml_ws
-    with emulator_for(ws, *SIMULATE) as emu:
-        client = emu.client()
-        _write_program(ws, {"train": _job()})
-        init_plugin_stack(ws, emu.endpoint)
 
-        # up: one job, its env value a secret in the state and in no output.
-        ws.up()
-        first = plugin_jobs(ws)["train"]
-        assert [j.name for j in list_jobs(client)] == [first["id"]]
-        assert first["outputs"]["state"].startswith("JOB_STATE_")
-        assert first["outputs"]["project"] == GCP_PROJECT
-        assert SECRET not in json.dumps(ws.export())
-        env = first["outputs"]["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["env"][0]
-        assert env["value"]["4dabf18193072939515e22adb298388d"]  # the engine's secret envelope
-
-        # An edit: the changed paths show, each marked as replacing; nothing else does.
-        _write_program(ws, {"train": _job("n1-standard-8", stage="two")})
-        assert_replacing_diff(ws)
-
-        # up (replace): a new job; the old one is cancelled and its record deleted.
-        ws.up()
-        second = plugin_jobs(ws)["train"]
-        assert second["id"] != first["id"]
-        assert [j.name for j in list_jobs(client)] == [second["id"]]
-
-        # pulumi import of a job started with the client; the code it prints, added to the
-        # program, previews as no change.
-        hand = start_job_by_hand(client)
+    def import_job(name: str) -> Any:
+        # The code `pulumi import` prints is what the program takes as it is.
         code = ws.project / "imported.yaml"
-        ws.pulumi(
-            "import", TOKEN, "byhand", hand.name, "--yes", "--protect=false", "--out", str(code)
-        )
+        ws.pulumi("import", TOKEN, "byhand", name, "--yes", "--protect=false", "--out", str(code))
         imported = yaml.safe_load(code.read_text())["resources"]["byhand"]
-        assert imported["properties"]["displayName"] == "by-hand"
-        assert imported["properties"]["labels"] == {"owner": "me"}
-        hand_env = imported["properties"]["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]
-        assert hand_env["env"] == [{"name": "K", "value": {"fn::secret": HAND_SECRET}}]
-        assert "project" not in imported["properties"]  # the provider's; Vertex names its number
-        assert plugin_jobs(ws)["byhand"]["id"] == hand.name
-        assert len(list_jobs(client)) == 2  # imported, not started again
-        _write_program(ws, {"train": _job("n1-standard-8", stage="two"), "byhand": imported})
-        assert_no_change(ws, resources=2)
+        props = imported["properties"]
+        assert props["displayName"] == "by-hand"
+        assert props["labels"] == {"owner": "me"}
+        env = props["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["env"]
+        assert env == [{"name": "K", "value": {"fn::secret": HAND_SECRET}}]
+        assert "project" not in props  # the provider's: Vertex names the project by number
+        return imported
 
-        # A bad GPU count fails the preview on the property's path, with no traceback.
-        _write_program(ws, {"train": _job("n1-standard-8", count=3, stage="two")})
-        assert_bad_gpu_count_fails_preview(ws)
-        assert len(list_jobs(client)) == 2
-
-        # destroy: every job cancelled and its record deleted.
-        ws.pulumi("destroy", "--yes", "--skip-preview")
-        assert list_jobs(client) == []
-        assert plugin_jobs(ws) == {}
+    with emulator_for(ws, *SIMULATE) as emu:
+        up_diff_replace_import_invalid_destroy(
+            ws, emu, lambda resources: _write_program(ws, resources), _job, import_job
+        )
 
 
 def test_pulumi_package_get_schema_prints_the_committed_schema(yaml_ws: Workspace) -> None:

@@ -31,37 +31,16 @@ from components.plugin._provider import GpuTrainingProvider, PluginError
 from components.plugin._server import CleanServicer
 from components.plugin._values import plain_map, secret_texts, wrap, wrap_map
 from emulator.testing import EmulatorProcess, running_emulator
+from tests.e2e._plugin import SECRET, training_job
 
 TOKEN = "gpu-training:vertex:TrainingJob"
 URN = f"urn:pulumi:dev::proj::{TOKEN}::train"
 TUNING_URN = "urn:pulumi:dev::proj::gpu-training:vertex:HyperparameterTuningJob::tune"
-SECRET = "plugin-unit-secret-5150"
-IMAGE = "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-15.py310:latest"
 
 
 def _job(machine_type: str = "n1-standard-4", count: int = 1, **extra: Any) -> dict[str, Any]:
-    return {
-        "labels": {"team": "ml"},
-        "jobSpec": {
-            "workerPoolSpecs": [
-                {
-                    "machineSpec": {
-                        "machineType": machine_type,
-                        "acceleratorType": "NVIDIA_TESLA_T4",
-                        "acceleratorCount": count,
-                    },
-                    "replicaCount": 1,
-                    "containerSpec": {
-                        "imageUri": IMAGE,
-                        "command": ["python", "-c", "print(1)"],
-                        "env": [{"name": "TOKEN", "value": SECRET}],
-                    },
-                }
-            ],
-            "scheduling": {"timeout": "600s"},
-        },
-        **extra,
-    }
+    """The e2e tests' job (one T4 pool, env value ``SECRET``), plus top-level ``extra``."""
+    return {**training_job(machine_type, count), **extra}
 
 
 def _with_secret(value: Any) -> PropertyValue:
