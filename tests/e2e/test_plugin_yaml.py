@@ -21,6 +21,7 @@ import yaml
 from components.plugin._schema import SCHEMA_FILE
 from tests.e2e._engine import (
     HANG_LABELS,
+    REPO,
     SIMULATE,
     Workspace,
     emulator_for,
@@ -130,3 +131,28 @@ def test_up_killed_while_waiting_leaves_one_job_that_the_next_up_adopts(
 
         ws.pulumi("destroy", "--yes", "--skip-preview")
         assert list_jobs(client) == []
+
+
+def test_the_policy_pack_judges_the_plugins_resources(yaml_ws: Workspace) -> None:
+    # The pack reads REST-shaped inputs (as pulumi-gcp's AiCustomJob has them) on the real
+    # engine: a valid but prod-sized job passes the plugin's check and is stopped by dev.json.
+    ws = yaml_ws
+    with emulator_for(ws, *SIMULATE) as emu:
+        big = _job("a2-highgpu-8g")
+        machine = big["properties"]["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]
+        machine.update(acceleratorType="NVIDIA_TESLA_A100", acceleratorCount=8)
+        _write_program(ws, {"big": big})
+        init_plugin_stack(ws, emu.endpoint)
+        output = ws.pulumi(
+            "preview",
+            "--policy-pack",
+            str(REPO / "policy"),
+            "--policy-pack-config",
+            str(REPO / "policy" / "dev.json"),
+            expect_failure=True,
+        ).output
+        assert "max-gpus-per-job" in output
+        assert "job 'big' holds 8 accelerators at once; the limit is 4" in output
+        assert "job 'big' uses NVIDIA_TESLA_A100; this stack allows" in output
+        assert "job 'big' lacks the label(s) cost-center, required in this stack" in output
+        assert list_jobs(emu.client()) == []
