@@ -54,13 +54,12 @@ COMMANDS = {
 
 
 def _project(ws: Workspace, package: str, size: int, endpoint: str) -> None:
-    resources = {
-        f"job-{i}": {
-            "type": f"{package}:vertex:TrainingJob",
-            "properties": training_job(secret={"fn::secret": f"value-{i}"}),
-        }
-        for i in range(size)
-    }
+    resources: dict[str, Any] = {}
+    for i in range(size):
+        props = training_job(secret={"fn::secret": f"value-{i}"})
+        # CPU only: the emulator holds the project to Vertex's default GPU quotas (64 T4s).
+        props["jobSpec"]["workerPoolSpecs"][0]["machineSpec"] = {"machineType": "n1-standard-4"}
+        resources[f"job-{i}"] = {"type": f"{package}:vertex:TrainingJob", "properties": props}
     program = {
         "name": f"bench-{package}",
         "runtime": "yaml",
