@@ -208,10 +208,12 @@ def hourly_cost_bound(job: PolicyJob, catalog: Catalog) -> tuple[float | None, s
     and where its prices came from: ``; prices: derived, unverified``).
 
     A tuning job's figure is that of all its parallel trials at once; a placed job's that of
-    its most expensive attempt (the worst case: it may land there).
+    its most expensive attempt (the worst case: it may land there), and how says the expected
+    one too (its first attempt the catalog allows: where it lands when that has quota and
+    capacity).
     """
     if job.placement:
-        bounds = []
+        bounds: list[tuple[float, Attempt, str]] = []
         offering = set(regions_offering(catalog, job.accelerators))
         for attempt in job.placement:
             if attempt.region not in offering:
@@ -221,12 +223,16 @@ def hourly_cost_bound(job: PolicyJob, catalog: Catalog) -> tuple[float | None, s
             cost, how = hourly_cost_bound(one, catalog)
             if cost is None:
                 return None, f"{attempt.shown}: {how}"
-            bounds.append(
-                (cost, f"worst case of {len(job.placement)} attempts, {attempt.shown}: {how}")
-            )
+            bounds.append((cost, attempt, how))
         if not bounds:
             return None, "no candidate region offers the job's accelerators"
-        return max(bounds, key=lambda bound: bound[0])
+        worst, where, how = max(bounds, key=lambda bound: bound[0])
+        # The expected figure: the first attempt the catalog allows (the pack reads no quota).
+        expected, first, _ = bounds[0]
+        return worst, (
+            f"worst case of {len(job.placement)} attempts, {where.shown}: {how}; expected "
+            f"${expected:,.2f}/h, {first.shown}, the first it tries"
+        )
     if job.region is None:
         return None, "no region"
     trials = f", {job.parallel_trials} trials at once" if job.tuning else ""

@@ -43,6 +43,17 @@ def test_a_placed_job_is_priced_at_its_most_expensive_attempt():
     worst, _ = hourly_cost_bound(on_demand_eu, catalog)
     assert cost is not None and cost == worst
     assert "worst case of 3 attempts, europe-west4 (on-demand)" in how
+    # ...and the expected figure: the first attempt, Spot in us-central1.
+    spot_us, _ = hourly_cost_bound(single_spot(), catalog)
+    assert spot_us is not None and spot_us < cost
+    assert f"expected ${spot_us:,.2f}/h, us-central1 (spot), the first it tries" in how
+
+
+def single_spot() -> Any:
+    spot = {**DOCUMENT, "scheduling": {"strategy": "SPOT"}}
+    job = job_from_props("t4", TYPE, {"spec": spot, "region": "us-central1"})
+    assert job is not None
+    return job
 
 
 def test_every_candidate_must_be_an_allowed_region():
