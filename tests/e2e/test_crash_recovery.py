@@ -139,7 +139,8 @@ def test_a_killed_replace_leaves_one_job_after_the_documented_recovery(
         ws.up("--replace", urn)
 
         jobs = {j.name: j.state for j in list_jobs(client)}
-        assert jobs == {new[0]: JobState.JOB_STATE_RUNNING}, jobs
+        # The old job cancelled, its record kept (issue 35); the new one runs.
+        assert jobs == {new[0]: JobState.JOB_STATE_RUNNING, old: JobState.JOB_STATE_CANCELLED}, jobs
         resource = ws.training_jobs()["train"]
         assert resource["id"] == new[0]
         assert resource["outputs"]["status"]["adopted"] is True

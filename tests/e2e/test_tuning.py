@@ -102,6 +102,8 @@ def test_destroy_cancels_a_running_tuning_job(ws: Workspace) -> None:
         preview = ws.preview_json()
         [step] = [s for s in preview["steps"] if TUNING_JOB_TYPE in s["urn"]]
         assert step["op"] == "update" and step.get("replaceReasons") in (None, [])
+        ws.up()  # the update: no API call, no wait
+        assert _tuning_jobs(ws)["tune"]["inputs"]["delete_record_on_delete"] is True
 
         out = ws.pulumi("destroy", "--yes", "--skip-preview").output
 
