@@ -840,7 +840,8 @@ def _create_only_inputs(
     checked: JobInputs, resource_name: str, args: JobArgs[Any]
 ) -> dict[str, Any]:
     """The inputs only ``create`` reads (``HIDDEN_INPUTS``): the run key, the jobs the state
-    holds, the owner for the ``pulumi_owner`` label, and the leave to take a held job over."""
+    holds, the owner for the ``pulumi_owner`` label, the leave to take a held job over, and
+    the output directory the wiring chose (each run writes a directory of its own under it)."""
     props: dict[str, Any] = {RUN_KEY: stack_run_key()}
     held = held_jobs(str(checked.props[IDENTITY]))
     if held:
