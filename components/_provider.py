@@ -60,6 +60,7 @@ from .lifecycle._adoption import (
     job_id,
     owner_label_value,
     record_adopted,
+    run_directory,
     without_plain_run_hash,
 )
 from .lifecycle._check import CUSTOM_JOB_SPEC, SpecKind, check_inputs, diff_inputs
@@ -75,7 +76,9 @@ from .lifecycle._lock_watch import watch_lock
 from .lifecycle._progress import WaitProgress, local_chief_log, write_line
 from .lifecycle._settings import Endpoint, ProviderSettings, public_url
 from .lifecycle._wire import (
+    CONTINUE_LAST_RUN,
     DEFAULT_WAIT_TIMEOUT,
+    DELETE_RECORD,
     ENV_VALUES,
     EXCLUSIVE_GPUS,
     EXISTING_JOB,
@@ -84,6 +87,7 @@ from .lifecycle._wire import (
     IDENTITY,
     IDENTITY_LABEL,
     KEEP_RECORD,
+    OUTPUT_ROOT,
     OWNER,
     OWNER_LABEL,
     PLACEMENT,
@@ -334,7 +338,7 @@ class JobProvider(ResourceProvider):
                 submission = self._take_over(api, run, run.existing_job)
                 taken_from = foreign_holder(submission.job.labels, run.labels.identity)
             else:
-                submission = self._submit(api, run)
+                submission = self._submit(api, run, self._output_directory(api, run))
             if submission.adopted:
                 record_adopted(str(submission.job.name), run.labels.identity)
             self._report_strays(run, submission.strays)
@@ -388,12 +392,14 @@ class JobProvider(ResourceProvider):
                 f"(two jobs must not run): {self._cancel_hint(name, run.region)}"
             )
 
-    def _submit(self, api: JobApi, run: _Run) -> Submission:
+    def _submit(self, api: JobApi, run: _Run, directory: str | None) -> Submission:
         reason = interrupted()
         if reason is not None:
             raise JobOperationError(f"nothing was submitted to {run.parent}: {reason}")
         try:
-            return api.submit_or_adopt(run.parent, lambda: self._api_job(run), run.labels)
+            return api.submit_or_adopt(
+                run.parent, lambda: self._api_job(run, directory), run.labels
+            )
         except Interrupted as exc:
             raise JobOperationError(
                 f"submitting the {self.kind.what} to {run.parent} was interrupted: {exc.reason}; "
@@ -653,8 +659,16 @@ class JobProvider(ResourceProvider):
                     f"job {_id} is still {state} {self.cancel_timeout:g}s after it was cancelled; "
                     "it stays in the stack: run the command again once it has stopped"
                 )
-            if not _props.get(KEEP_RECORD):
+            if self._deletes_record(_props):
                 api.delete_record(_id, timeout=120.0)
+
+    def _deletes_record(self, props: Mapping[str, Any]) -> bool:
+        """Whether a delete removes the job's record after cancelling it: only when asked
+        (``delete_record_on_delete``, ``training:deleteRecords``), never with
+        ``keep_record_on_delete``. By default a run's logs, times and metrics outlive it."""
+        if props.get(KEEP_RECORD) is True:
+            return False
+        return props.get(DELETE_RECORD) is True or self.settings.delete_records
 
     def _held_elsewhere(self, api: JobApi, name: str, props: Mapping[str, Any]) -> bool:
         """True (and says so) when ``name``, a job this resource took over (``existing_job``),
@@ -688,15 +702,59 @@ class JobProvider(ResourceProvider):
 
     # -- helpers ----------------------------------------------------------------------------
 
-    def _api_job(self, run: _Run) -> Any:
-        """The job to submit: the spec with the identity and run labels added, and the
-        owner's label for people where the labels leave room for it."""
+    def _api_job(self, run: _Run, directory: str | None = None) -> Any:
+        """The job to submit: the spec with the identity and run labels added, the owner's
+        label for people where the labels leave room for it, and the run's own output
+        ``directory`` where one was chosen (``_output_directory``)."""
         labels = dict(run.document.get("labels") or {})
         labels[IDENTITY_LABEL] = run.labels.identity
         labels[RUN_LABEL] = run.labels.run
         if run.owner and OWNER_LABEL not in labels and len(labels) < MAX_LABELS:
             labels[OWNER_LABEL] = owner_label_value(run.owner)
-        return self.kind.build({**run.document, "labels": labels})
+        document = {**run.document, "labels": labels}
+        if directory is not None:
+            under = self.kind.spec.pools_under
+            if under is None:
+                document["baseOutputDirectory"] = directory
+            else:
+                document[under] = {**document[under], "baseOutputDirectory": directory}
+        return self.kind.build(document)
+
+    def _output_directory(self, api: JobApi, run: _Run) -> str | None:
+        """The output directory a new job of ``run`` writes, when it is not the spec's own.
+
+        Only where the project chose the directory (``output_root``, the user wrote none) and
+        the spec still names it: a run of its own, ``<root>/runs/<run id>`` (``run_directory``),
+        so a replacement never resumes the checkpoints of the run it replaces; with
+        ``continue_last_run`` (or ``training:continueLastRun``), the directory of the job the
+        stack holds (the run being replaced), or the root where it holds none. A job adopted
+        instead (the same run, after a crash) keeps the directory it was submitted with. The
+        spec and the run hash never change: a running job's inputs stay as they are.
+        """
+        root = run.output_root
+        if root is None:
+            return None
+        under = self.kind.spec.pools_under
+        target = run.document.get(under) if under else run.document
+        written = target.get("baseOutputDirectory") if isinstance(target, Mapping) else None
+        if not isinstance(written, str) or written.rstrip("/") != root.rstrip("/"):
+            return None  # the user's own directory: kept as written
+        if run.continue_last_run or self.settings.continue_last_run:
+            return self._last_run_directory(api, run)
+        return run_directory(root, run.labels.run)
+
+    def _last_run_directory(self, api: JobApi, run: _Run) -> str | None:
+        """The output directory of the job the stack holds for the resource (the run a
+        replace ends), or None (the spec's) when it holds none or it cannot be read."""
+        for name in run.held_names:
+            try:
+                job = api.get(name)
+            except Exception:  # gone or unreadable: nothing to continue from
+                continue
+            status = self.kind.outputs(job, self.endpoint, project=run.project, region=run.region)
+            if status.get("output_dir"):
+                return str(status["output_dir"])
+        return None
 
     def _place(self, job_name: str, props: dict[str, Any]) -> tuple[str, str]:
         parsed = self.kind.parse_name(job_name)
@@ -810,6 +868,12 @@ class _Run:
     """``project/stack/resource`` (``owner``), for the ``pulumi_owner`` label."""
     placement: list[Any] | None = None
     """The candidate regions of a placed job (``components.lifecycle._placement``), or None."""
+    output_root: str | None = None
+    """The output directory the project chose (``output_root``), or None."""
+    continue_last_run: bool = False
+    """``continue_last_run``: a new run writes into the held job's directory."""
+    held_names: tuple[str, ...] = ()
+    """The names of the jobs the stack holds for the resource (``held_jobs``)."""
 
     @property
     def parent(self) -> str:
@@ -857,6 +921,11 @@ class _Run:
             take_over_held_job=inputs.get(TAKE_OVER_HELD_JOB) is True,
             owner=owner if isinstance(owner := inputs.get(OWNER), str) and owner else None,
             placement=list(placement) if isinstance(placement, list) and placement else None,
+            output_root=root if isinstance(root := inputs.get(OUTPUT_ROOT), str) and root else None,
+            continue_last_run=inputs.get(CONTINUE_LAST_RUN) is True,
+            held_names=tuple(n for n in held if isinstance(n, str) and n)
+            if isinstance(held, list)
+            else (),
         )
 
 

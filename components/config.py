@@ -15,7 +15,9 @@ Keys (``Pulumi.<stack>.yaml``)::
         waitFor: submitted             # submitted | running | succeeded
         waitTimeout: 30m
         exclusiveGpus: false
-        keepRecordOnDelete: false
+        keepRecordOnDelete: false      # true: never delete the job's record (the default)
+        deleteRecordOnDelete: false    # true: destroy and replace delete the job's record
+        continueLastRun: false         # true: a new run writes into the last run's directory
         triggers: [data-v1]
         existingJob: projects/p/locations/us-central1/customJobs/123   # optional: take over
                                        # this job instead of submitting one (python -m
@@ -35,6 +37,8 @@ Keys (``Pulumi.<stack>.yaml``)::
     training:livePrices: true          # true (default) | false: the preview's cost lines
                                        # price from the Cloud Billing Catalog API (cached per
                                        # day) over the catalog's dated snapshot
+    training:deleteRecords: false      # provider: true deletes every job's record on delete
+    training:continueLastRun: false    # provider: true makes every new run continue the last
     training:catalogOverlay: stacks/catalog   # optional: a folder of catalog CSV files
                                        # (components/catalog schemas) whose rows add to or
                                        # replace the packaged catalog's, by key
@@ -101,6 +105,10 @@ class JobConfig:
     wait_timeout: float | None = None
     exclusive_gpus: bool = False
     keep_record_on_delete: bool = False
+    delete_record_on_delete: bool = False
+    """Delete the job's record on delete (by default it outlives the resource)."""
+    continue_last_run: bool = False
+    """A new run writes into the replaced run's directory (``continueLastRun``)."""
     triggers: list[Any] = field(default_factory=list)
     existing_job: str | None = None
     """A job started elsewhere that the resource takes over instead of submitting one."""
@@ -154,6 +162,8 @@ _JOB_KEYS = frozenset(
         "waitTimeout",
         "exclusiveGpus",
         "keepRecordOnDelete",
+        "deleteRecordOnDelete",
+        "continueLastRun",
         "triggers",
         "existingJob",
         "takeOverHeldJob",
@@ -244,6 +254,10 @@ def _job(entry: Any, key: str, root: Path) -> JobConfig:
         keep_record_on_delete=_bool(
             entry.get("keepRecordOnDelete"), f"{key}.keepRecordOnDelete", False
         ),
+        delete_record_on_delete=_bool(
+            entry.get("deleteRecordOnDelete"), f"{key}.deleteRecordOnDelete", False
+        ),
+        continue_last_run=_bool(entry.get("continueLastRun"), f"{key}.continueLastRun", False),
         triggers=list(triggers),
         existing_job=existing,
         take_over_held_job=_bool(entry.get("takeOverHeldJob"), f"{key}.takeOverHeldJob", False),

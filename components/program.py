@@ -105,6 +105,8 @@ def _job_args(
         wait_timeout=job.wait_timeout,
         exclusive_gpus=job.exclusive_gpus,
         keep_record_on_delete=job.keep_record_on_delete,
+        delete_record_on_delete=job.delete_record_on_delete,
+        continue_last_run=job.continue_last_run,
         existing_job=job.existing_job,
         take_over_held_job=job.take_over_held_job,
         regions=job.placement,

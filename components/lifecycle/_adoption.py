@@ -58,6 +58,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+import secrets
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -95,6 +96,7 @@ __all__ = [
     "job_id",
     "owner_label_value",
     "record_adopted",
+    "run_directory",
     "run_hash",
     "without_managed_labels",
     "without_plain_run_hash",
@@ -195,6 +197,24 @@ def run_hash(
     if key is None:
         return hashlib.sha256(payload).hexdigest()[:_HASH_CHARS]
     return hmac.new(key.encode("utf-8"), payload, hashlib.sha256).hexdigest()[:_HASH_CHARS]
+
+
+RUNS_DIRECTORY = "runs"
+"""Where a run of its own writes, under the output directory the project chose."""
+
+
+def run_directory(root: str, run: str, now: datetime | None = None) -> str:
+    """``<root>/runs/<UTC time>-<run hash[:8]>-<6 random hex>``: one new job's directory.
+
+    New for each submission, not only for each run hash: a forced replace (``--replace``) of
+    the same inputs is a new run too, and must not find the replaced job's checkpoints (the
+    random part keeps two submissions of one second apart). A restart or maintenance event
+    reruns the same job, with its own directory; a create that adopts its run's job after a
+    crash keeps the directory that job was submitted with. Time first, so the runs list in
+    the order they started.
+    """
+    when = (now or datetime.now(UTC)).strftime("%Y%m%d-%H%M%S")
+    return f"{root.rstrip('/')}/{RUNS_DIRECTORY}/{when}-{run[:8]}-{secrets.token_hex(3)}"
 
 
 @dataclass(frozen=True)

@@ -25,15 +25,19 @@ from ..rules._validation import MAX_LABELS, Target, validate
 from ..rules._violations import Violation
 from ._settings import duration_seconds
 from ._wire import (
+    CONTINUE_LAST_RUN,
+    DELETE_RECORD,
     ENV_VALUES,
     EXCLUSIVE_GPUS,
     EXISTING_JOB,
     HELD_JOBS,
     IDENTITY,
+    INPUT_DEFAULTS,
     JOB_PROPERTIES,
     KEEP_RECORD,
     KNOB_PROPERTIES,
     MANAGED_LABELS,
+    OUTPUT_ROOT,
     OWNER,
     PROJECT,
     PROVIDER_KEY,
@@ -289,13 +293,16 @@ def _knob_failures(inputs: dict[str, Any]) -> Iterator[Failure]:
             inputs[WAIT_TIMEOUT] = wait_timeout_seconds(timeout)
         except ValueError as exc:
             yield WAIT_TIMEOUT, str(exc)
-    for flag in (EXCLUSIVE_GPUS, KEEP_RECORD):
+    for flag in (EXCLUSIVE_GPUS, KEEP_RECORD, DELETE_RECORD, CONTINUE_LAST_RUN):
         value = inputs.get(flag)
         if value is None:
-            inputs[flag] = False
+            # Settings newer than the states that hold every input stay out when unset, so a
+            # running job's recorded inputs do not change on upgrade (diff reads them false).
+            if flag in (EXCLUSIVE_GPUS, KEEP_RECORD):
+                inputs[flag] = False
         elif not is_unknown(value) and not isinstance(value, bool):
             yield flag, "must be true or false"
-    for text_key in (IDENTITY, RUN_KEY, OWNER):
+    for text_key in (IDENTITY, RUN_KEY, OWNER, OUTPUT_ROOT):
         value = inputs.get(text_key)
         if value is not None and not is_unknown(value) and not isinstance(value, str):
             yield text_key, "must be a string"
@@ -436,7 +443,12 @@ def diff_inputs(olds: Mapping[str, Any], news: Mapping[str, Any]) -> tuple[list[
     olds = {**olds, SPEC: _blank_ends_aside(decode_spec(olds.get(SPEC)))}
     news = {**news, SPEC: _blank_ends_aside(decode_spec(news.get(SPEC)))}
     replaces = [k for k in JOB_PROPERTIES if _changed(olds.get(k), news.get(k))]
-    knobs = [k for k in KNOB_PROPERTIES if _changed(olds.get(k), news.get(k))]
+    # A setting that is absent (a state from before it existed, or left unset) is its default.
+    knobs = [
+        k
+        for k in KNOB_PROPERTIES
+        if _changed(olds.get(k, INPUT_DEFAULTS.get(k)), news.get(k, INPUT_DEFAULTS.get(k)))
+    ]
     return replaces, knobs
 
 

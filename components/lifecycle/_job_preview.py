@@ -59,11 +59,13 @@ __all__ = [
     "held_while_replaced",
     "image_notes",
     "local_trainer",
+    "output_directory_note",
     "package_digests",
     "planned_infra",
     "program_root",
     "quota_problem",
     "wire_infra",
+    "wired_output_root",
 ]
 
 Spec = JobSpec | TuningJobSpec
@@ -422,6 +424,48 @@ def wire_infra(document: dict[str, Any], infra: Any, name: str, *, tuning: bool)
     return document
 
 
+def wired_output_root(before: dict[str, Any], after: dict[str, Any], *, tuning: bool) -> Any:
+    """The output directory ``wire_infra`` chose (``after``'s, where ``before`` had none), or
+    None where the user wrote it: the provider gives each run a directory under it only then
+    (``components.lifecycle._wire.OUTPUT_ROOT``)."""
+    old = before.get(TRIAL_JOB_SPEC, {}) if tuning else before
+    new = after.get(TRIAL_JOB_SPEC, {}) if tuning else after
+    if old.get("baseOutputDirectory"):
+        return None
+    return new.get("baseOutputDirectory")
+
+
+def output_directory_note(
+    name: str, plan: Spec | None, output_root: Any, *, continue_last_run: bool, replaced: bool
+) -> tuple[str, str] | None:
+    """What the preview says about the directory a new run of job ``name`` writes: ``("info",
+    text)``, or ``("warn", text)`` for a replace whose new run finds the old run's checkpoints
+    in a directory the user wrote; None where there is nothing to say."""
+    if output_root is not None:
+        root = output_root if isinstance(output_root, str) else f"gs://<bucket>/jobs/{name}"
+        if continue_last_run:
+            return "info", (
+                f"{name}: a new run writes into the directory of the run it replaces "
+                f"(continueLastRun), and resumes its checkpoints; the first run writes {root}"
+            )
+        return "info", (
+            f"{name}: a new run writes under {root}/runs/<UTC start>-<run hash>-<random>/ (its own "
+            "directory, status.output_dir), never into an earlier run's"
+        )
+    if not replaced or plan is None:
+        return None
+    job = plan.trial_job_spec if isinstance(plan, TuningJobSpec) else plan
+    written = job.base_output_directory
+    if not written:
+        return None
+    return "warn", (
+        f"{name}: the new run writes {written}, the baseOutputDirectory the spec names, where "
+        "the replaced run wrote: a trainer that resumes from checkpoints there resumes that "
+        "run instead of training anew (write a new directory for it; on a cloud stack, leave "
+        "baseOutputDirectory out and each run gets a directory of its own)"
+    )
+
+
 _WIRED_FIELDS = ("serviceAccount", "baseOutputDirectory")
 
 
@@ -441,7 +485,13 @@ def _unwired(document: Any, tuning: bool) -> Any:
 
 
 def held_while_replaced(
-    kind: SpecKind[Any], identity: str, plan: Spec, props: Mapping[str, Any], *, wired: bool
+    kind: SpecKind[Any],
+    identity: str,
+    plan: Spec,
+    props: Mapping[str, Any],
+    *,
+    wired: bool,
+    active_only: bool = True,
 ) -> Spec | None:
     """The spec of the running job the stack holds for a resource (``identity``) when its
     planned job (``plan``, ``props``: its checked inputs) replaces it create-before-delete
@@ -451,7 +501,8 @@ def held_while_replaced(
     the planned spec: env values (secret in the state) and the cloud wiring (``wired``) are not
     compared, so a replace caused only by them is not counted; nor is a forced replace
     (``--replace``), which the program does not see. ``exclusiveGpus`` cancels first: the
-    caller does not ask then.
+    caller does not ask then. ``active_only=False``: the held job in any state (the
+    output directory note, which is about its checkpoints, not its quota).
     """
     from ._adoption import ADOPTABLE_ACTIVE
     from ._check import diff_inputs
@@ -463,7 +514,7 @@ def held_while_replaced(
         new.pop(place, None)
     triggers = props.get(TRIGGERS)
     for outputs in held_outputs(identity):
-        if status_of(outputs).get("state") not in ADOPTABLE_ACTIVE:
+        if active_only and status_of(outputs).get("state") not in ADOPTABLE_ACTIVE:
             continue
         old = decode_spec(outputs.get(SPEC))
         if not isinstance(old, dict):

@@ -39,14 +39,18 @@ from ._job_preview import (
     held_while_replaced,
     image_notes,
     local_trainer,
+    output_directory_note,
     program_root,
     quota_problem,
     wire_infra,
+    wired_output_root,
 )
 from ._packaging import PackagingError
 from ._settings import SettingError, parse_endpoint, target_for_endpoint
 from ._stack_state import held_jobs
 from ._wire import (
+    CONTINUE_LAST_RUN,
+    DELETE_RECORD,
     ENV_VALUES,
     EXCLUSIVE_GPUS,
     EXISTING_JOB,
@@ -54,6 +58,7 @@ from ._wire import (
     IDENTITY,
     INPUT_DEFAULTS,
     KEEP_RECORD,
+    OUTPUT_ROOT,
     OWNER,
     PLACEMENT,
     PROJECT,
@@ -136,7 +141,16 @@ class JobArgs(Generic[S]):
     :param wait_timeout: how long to wait: seconds or text like ``"90m"`` (default 1 hour).
     :param exclusive_gpus: on replacement, cancel the old job before starting the new one
         (for quota that cannot hold both).
-    :param keep_record_on_delete: cancel but do not delete the job's record on delete.
+    :param keep_record_on_delete: keep the job's record on delete whatever
+        ``delete_record_on_delete`` or ``training:deleteRecords`` say (the default already
+        keeps it; states of earlier releases record this as false, their default).
+    :param delete_record_on_delete: a delete (destroy, the end of a replace) deletes the job's
+        record (its logs, times and metrics) after cancelling it; by default the record
+        outlives the resource (``training:deleteRecords: true`` sets this for a stack).
+    :param continue_last_run: where the output directory is the project's to choose (``infra``
+        filled it), a new run writes into the directory of the run it replaces, resuming its
+        checkpoints, instead of a directory of its own (``training:continueLastRun: true``
+        sets this for a stack).
     :param existing_job: the resource name of a job started elsewhere (gcloud, the SDK) to take
         over instead of submitting one: its spec must be ``spec`` (``python -m components
         import`` writes it). Ignored once the resource holds a job.
@@ -167,6 +181,8 @@ class JobArgs(Generic[S]):
     exclusive_gpus: pulumi.Input[bool] = False
     keep_record_on_delete: pulumi.Input[bool] = False
     existing_job: pulumi.Input[str] | None = None
+    delete_record_on_delete: pulumi.Input[bool] = False
+    continue_last_run: pulumi.Input[bool] = False
     trainer_source: str | os.PathLike[str] | None = None
     infra: Any = None
     take_over_held_job: bool = False
@@ -421,6 +437,8 @@ class JobResource(pulumi.dynamic.Resource, Generic[S]):
         wait_timeout: pulumi.Output[float]
         exclusive_gpus: pulumi.Output[bool]
         keep_record_on_delete: pulumi.Output[bool]
+        delete_record_on_delete: pulumi.Output[bool]
+        continue_last_run: pulumi.Output[bool]
         existing_job: pulumi.Output[str | None]
         status: pulumi.Output[dict[str, Any]]
         """Every field below in one mapping: the job as last created or refreshed, and its price."""
@@ -435,6 +453,9 @@ class JobResource(pulumi.dynamic.Resource, Generic[S]):
     start_time = StatusField[str]("start_time")
     end_time = StatusField[str]("end_time")
     error_message = StatusField[str]("error_message")
+    output_dir = StatusField[str]("output_dir")
+    """The run's own output directory (``baseOutputDirectory`` as submitted): under
+    ``<default>/runs/`` where the output directory was the project's to choose."""
     run_hash = StatusField[str]("run_hash")
     adopted = StatusField[bool]("adopted")
     """True when create found this run's job already submitted (lost response, crash)."""
@@ -458,6 +479,8 @@ class JobResource(pulumi.dynamic.Resource, Generic[S]):
         exclusive_gpus: pulumi.Input[bool] = False,
         keep_record_on_delete: pulumi.Input[bool] = False,
         existing_job: pulumi.Input[str] | None = None,
+        delete_record_on_delete: pulumi.Input[bool] = False,
+        continue_last_run: pulumi.Input[bool] = False,
         trainer_source: str | os.PathLike[str] | None = None,
         infra: Any = None,
         take_over_held_job: bool = False,
@@ -486,6 +509,8 @@ class JobResource(pulumi.dynamic.Resource, Generic[S]):
                 exclusive_gpus=exclusive_gpus,
                 keep_record_on_delete=keep_record_on_delete,
                 existing_job=existing_job,
+                delete_record_on_delete=delete_record_on_delete,
+                continue_last_run=continue_last_run,
                 trainer_source=trainer_source,
                 infra=infra,
                 take_over_held_job=take_over_held_job,
@@ -537,6 +562,9 @@ class JobInputs:
     """The spec as priced and held against the quotas (before an infra's Outputs went in);
     None when it is not known at preview."""
     notes: list[str] = field(default_factory=list)
+    output_root: Any = None
+    """The output directory the wiring chose (the user wrote none): each run writes under
+    ``<output_root>/runs/<run id>`` (``OUTPUT_ROOT``)."""
 
 
 @dataclass
@@ -553,6 +581,8 @@ class _Spec:
     notes: list[str] = field(default_factory=list)
     triggers: list[str] = field(default_factory=list)
     """Package triggers of local trainer folders (``package:<folder>:<digest>``)."""
+    output_root: Any = None
+    """``JobInputs.output_root``."""
 
 
 def _trainer_source(value: Any) -> Path | None:
@@ -610,12 +640,13 @@ def _spec_parts(kind: ResourceKind, args: JobArgs[Any], resource_name: str) -> _
 
     prepared = first = prepare(kind, spec, adjust=adjust)
     plan = plans[0] if not first.nested_outputs else None
+    output_root = None
     if wired and plan is not None:
         # The same document a program that wires it itself would pass: the spec's, then the
         # infra's Outputs where it leaves them out, read again as a mapping.
-        document = wire_infra(
-            plan.to_document(), args.infra, resource_name, tuning=isinstance(plan, TuningJobSpec)
-        )
+        tuning = isinstance(plan, TuningJobSpec)
+        document = wire_infra(plan.to_document(), args.infra, resource_name, tuning=tuning)
+        output_root = wired_output_root(plan.to_document(), document, tuning=tuning)
         prepared = prepare(kind, document)
     elif wired:
         raise TrainingJobInputError(
@@ -634,6 +665,7 @@ def _spec_parts(kind: ResourceKind, args: JobArgs[Any], resource_name: str) -> _
         plan=plan,
         notes=first.notes,
         triggers=triggers,
+        output_root=output_root,
     )
 
 
@@ -662,6 +694,8 @@ def job_inputs(
         WAIT_TIMEOUT: args.wait_timeout,
         EXCLUSIVE_GPUS: args.exclusive_gpus,
         KEEP_RECORD: args.keep_record_on_delete,
+        DELETE_RECORD: args.delete_record_on_delete,
+        CONTINUE_LAST_RUN: args.continue_last_run,
         EXISTING_JOB: args.existing_job,
         PLACEMENT: placement,
         IDENTITY: identity_label(
@@ -671,7 +705,9 @@ def job_inputs(
     if placement:  # the first candidate is the job's region
         props[REGION] = placement[0]["region"]
     if not validate:
-        return JobInputs(props, [], parts.nested_outputs, parts.plan, parts.notes)
+        return JobInputs(
+            props, [], parts.nested_outputs, parts.plan, parts.notes, parts.output_root
+        )
     # Validate now what is known now: an invalid spec fails the program (and a Mocks test)
     # with the validator's message; whatever is still an Output is checked by the provider.
     view = {key: _unknown_view(value) for key, value in props.items() if key != SPEC}
@@ -695,7 +731,9 @@ def job_inputs(
             f"  {origins.get(path, path)}: {reason}" for path, reason in outcome.failures
         )
         raise TrainingJobInputError(f"{kind.name} {resource_name!r} is invalid:\n{lines}")
-    return JobInputs(props, outcome.warnings, parts.nested_outputs, parts.plan, parts.notes)
+    return JobInputs(
+        props, outcome.warnings, parts.nested_outputs, parts.plan, parts.notes, parts.output_root
+    )
 
 
 def _preview(kind: ResourceKind, name: str, checked: JobInputs, args: JobArgs[Any]) -> None:
@@ -708,6 +746,7 @@ def _preview(kind: ResourceKind, name: str, checked: JobInputs, args: JobArgs[An
     planned = [(name, checked.plan)] if checked.plan is not None else []
     if planned:
         pulumi.log.info(cost_message(planned, settings))
+    _say_output_directory(kind, name, checked, args)
     single, placed = _by_placement([(name, checked)])
     held = [] if placed else _held_while_replaced(kind, name, checked, args)
     problem = quota_problem(single + held, settings, placed)
@@ -749,6 +788,49 @@ def _held_while_replaced(
     return [] if held is None else [(f"{name} (its running job, until the replacement runs)", held)]
 
 
+def _say_output_directory(
+    kind: ResourceKind, name: str, checked: JobInputs, args: JobArgs[Any]
+) -> None:
+    """Say at preview which directory a new run of the job writes, and warn where a replace's
+    new run would find the replaced run's checkpoints (a directory the user wrote)."""
+    replaced = False
+    if checked.output_root is None and checked.plan is not None:
+        replaced = (
+            held_while_replaced(
+                kind.spec,
+                str(checked.props[IDENTITY]),
+                checked.plan,
+                checked.props,
+                wired=args.infra is not None and args.existing_job is None,
+                active_only=False,
+            )
+            is not None
+        )
+    note = output_directory_note(
+        name,
+        checked.plan,
+        checked.output_root,
+        continue_last_run=args.continue_last_run is True or _stack_continues_last_run(),
+        replaced=replaced,
+    )
+    if note is not None:
+        level, text = note
+        (pulumi.log.warn if level == "warn" else pulumi.log.info)(text)
+
+
+def _stack_continues_last_run() -> bool:
+    """``training:continueLastRun`` (the provider reads it too; a bad value fails there)."""
+    from ._settings import CONTINUE_LAST_RUN_KEY, flag_setting
+
+    try:
+        return flag_setting(
+            pulumi.Config("training").get(CONTINUE_LAST_RUN_KEY.removeprefix("training:")),
+            CONTINUE_LAST_RUN_KEY,
+        )
+    except SettingError:
+        return False
+
+
 def check_jobs(
     jobs: Sequence[tuple[ResourceKind, str, JobArgs[Any]]], settings: PreviewSettings
 ) -> None:
@@ -770,6 +852,7 @@ def check_jobs(
         else:
             if not inputs.props.get(PLACEMENT):
                 held += _held_while_replaced(kind, name, inputs, args)
+            _say_output_directory(kind, name, inputs, args)
         checked.append((name, inputs))
     pulumi.log.info(cost_message([(n, c.plan) for n, c in checked], settings))
     for name, inputs in checked:
@@ -816,7 +899,8 @@ def _create_only_inputs(
     checked: JobInputs, resource_name: str, args: JobArgs[Any]
 ) -> dict[str, Any]:
     """The inputs only ``create`` reads (``HIDDEN_INPUTS``): the run key, the jobs the state
-    holds, the owner for the ``pulumi_owner`` label, and the leave to take a held job over."""
+    holds, the owner for the ``pulumi_owner`` label, the leave to take a held job over, and
+    the output directory the wiring chose (each run writes a directory of its own under it)."""
     props: dict[str, Any] = {RUN_KEY: stack_run_key()}
     held = held_jobs(str(checked.props[IDENTITY]))
     if held:
@@ -824,6 +908,8 @@ def _create_only_inputs(
     props[OWNER] = f"{pulumi.get_project()}/{pulumi.get_stack()}/{resource_name}"
     if args.take_over_held_job is True:
         props[TAKE_OVER_HELD_JOB] = True
+    if checked.output_root is not None:
+        props[OUTPUT_ROOT] = checked.output_root
     return props
 
 

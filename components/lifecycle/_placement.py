@@ -575,7 +575,7 @@ def _try(
     with provider._job_api(run.region) as api:
         if adopted is None:
             try:
-                submission = provider._submit(api, run)
+                submission = provider._submit(api, run, provider._output_directory(api, run))
             except Exception as exc:
                 metrics = quota_refusal(exc)
                 if metrics:

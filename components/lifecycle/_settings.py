@@ -27,9 +27,11 @@ from ..rules._validation import Target
 
 __all__ = [
     "CATALOG_OVERLAY_KEY",
+    "CONTINUE_LAST_RUN_KEY",
     "DEFAULT_CANCEL_TIMEOUT",
     "DEFAULT_MAX_CONCURRENT_OPERATIONS",
     "DEFAULT_RETRY_DEADLINE",
+    "DELETE_RECORDS_KEY",
     "EMULATOR_STATE_DIR_KEY",
     "ENDPOINT_KEY",
     "Endpoint",
@@ -39,6 +41,7 @@ __all__ = [
     "duration_seconds",
     "emulator_endpoint",
     "emulator_health",
+    "flag_setting",
     "parse_endpoint",
     "path_setting",
     "public_url",
@@ -54,6 +57,8 @@ CANCEL_TIMEOUT_KEY = "training:cancelTimeout"
 RETRY_DEADLINE_KEY = "training:retryDeadline"
 MAX_CONCURRENT_OPERATIONS_KEY = "training:maxConcurrentOperations"
 CATALOG_OVERLAY_KEY = "training:catalogOverlay"
+DELETE_RECORDS_KEY = "training:deleteRecords"
+CONTINUE_LAST_RUN_KEY = "training:continueLastRun"
 """A folder of catalog CSV rows over the packaged catalog (``components.rules._catalog``)."""
 
 DEFAULT_CANCEL_TIMEOUT = 600.0
@@ -224,6 +229,15 @@ def seconds_setting(value: Any, key: str, default: float) -> float:
     return number
 
 
+def flag_setting(value: Any, key: str) -> bool:
+    """A true/false setting (false when unset); raises ``SettingError`` naming ``key``."""
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise SettingError(f"{key}: expected true or false, got {value!r}")
+
+
 def path_setting(value: Any, key: str) -> str | None:
     """A path setting: text without NUL bytes; unset (or empty) → None."""
     if value is None or value == "":
@@ -303,6 +317,10 @@ class ProviderSettings:
     max_concurrent_operations: int = DEFAULT_MAX_CONCURRENT_OPERATIONS
     catalog_overlay: str | None = None
     """``training:catalogOverlay`` as written (relative to the project directory)."""
+    delete_records: bool = False
+    """``training:deleteRecords``: a delete removes every job's record (kept by default)."""
+    continue_last_run: bool = False
+    """``training:continueLastRun``: every new run writes into its last run's directory."""
 
     @classmethod
     def read(cls, get: Callable[[str], Any]) -> ProviderSettings:
@@ -330,4 +348,6 @@ class ProviderSettings:
                 CONCURRENT_OPERATIONS_RANGE,
             ),
             catalog_overlay=path_setting(get(CATALOG_OVERLAY_KEY), CATALOG_OVERLAY_KEY),
+            delete_records=flag_setting(get(DELETE_RECORDS_KEY), DELETE_RECORDS_KEY),
+            continue_last_run=flag_setting(get(CONTINUE_LAST_RUN_KEY), CONTINUE_LAST_RUN_KEY),
         )

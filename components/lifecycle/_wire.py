@@ -23,7 +23,9 @@ from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
 __all__ = [
+    "CONTINUE_LAST_RUN",
     "DEFAULT_WAIT_TIMEOUT",
+    "DELETE_RECORD",
     "ENV_VALUES",
     "EXCLUSIVE_GPUS",
     "EXISTING_JOB",
@@ -38,6 +40,7 @@ __all__ = [
     "KNOB_PROPERTIES",
     "MANAGED_LABELS",
     "OUTPUT_PROPERTIES",
+    "OUTPUT_ROOT",
     "OWNER",
     "OWNER_LABEL",
     "PLACEMENT",
@@ -146,6 +149,9 @@ WAIT_FOR = "wait_for"
 WAIT_TIMEOUT = "wait_timeout"
 EXCLUSIVE_GPUS = "exclusive_gpus"
 KEEP_RECORD = "keep_record_on_delete"
+DELETE_RECORD = "delete_record_on_delete"
+CONTINUE_LAST_RUN = "continue_last_run"
+OUTPUT_ROOT = "output_root"
 IDENTITY = "identity"
 RUN_KEY = "run_key"
 HELD_JOBS = "held_jobs"
@@ -159,16 +165,31 @@ absent for a job that names one region. ``diff`` decides its replaces itself."""
 JOB_PROPERTIES = (SPEC, ENV_VALUES, PROJECT, REGION, TRIGGERS)
 """A change of any of these is a different job: replace."""
 
-KNOB_PROPERTIES = (WAIT_FOR, WAIT_TIMEOUT, EXCLUSIVE_GPUS, KEEP_RECORD, IDENTITY, EXISTING_JOB)
+KNOB_PROPERTIES = (
+    WAIT_FOR,
+    WAIT_TIMEOUT,
+    EXCLUSIVE_GPUS,
+    KEEP_RECORD,
+    DELETE_RECORD,
+    CONTINUE_LAST_RUN,
+    IDENTITY,
+    EXISTING_JOB,
+)
 """Provider-only settings: a change is an update without any API call.
 
 ``identity`` is here because renaming a stack or aliasing a resource does not change the job
 that already runs; only ``create`` uses it. So is ``existing_job`` (the job a create takes
 over instead of submitting one, ``components.lifecycle._adoption``): once the resource holds a job,
 naming another or none changes nothing.
+
+``keep_record_on_delete`` and ``delete_record_on_delete``: a delete keeps the job's record
+unless the latter (or ``training:deleteRecords``) asks for its deletion; the former, the
+setting of states written when deleting was the default, keeps it whatever the rest says.
+``continue_last_run``: a create writes into the directory of the run it replaces rather than
+a new one (``OUTPUT_ROOT``).
 """
 
-HIDDEN_INPUTS = (RUN_KEY, HELD_JOBS, OWNER, TAKE_OVER_HELD_JOB)
+HIDDEN_INPUTS = (RUN_KEY, HELD_JOBS, OWNER, TAKE_OVER_HELD_JOB, OUTPUT_ROOT)
 """Inputs only ``create`` reads, never compared by ``diff`` and never written to outputs.
 
 ``owner`` is ``project/stack/resource`` in plain text, for the ``pulumi_owner`` label (the
@@ -180,6 +201,12 @@ identity is a hash: no one can tell from it who holds a job). ``take_over_held_j
 ``run_key`` (the stack's secret, ``components._run_key``) keys the run hash of a new job; a
 new key changes nothing about a job that already runs. ``held_jobs``: the jobs the stack's last
 checkpoint holds for the resource (``components.lifecycle._stack_state``), which a create never adopts.
+
+``output_root``: the output directory the project chose for the job (the cloud wiring's
+``gs://<bucket>/jobs/<name>``), registered only where the user wrote none. While the spec's
+``baseOutputDirectory`` is that root, each new run writes under ``<root>/runs/<run id>``
+(``run_directory``), so a replacement never resumes the replaced run's checkpoints. It is
+decided by ``create`` alone, so the spec (and the run hash) of a running job never change.
 """
 
 INPUT_PROPERTIES = JOB_PROPERTIES + KNOB_PROPERTIES
@@ -191,6 +218,8 @@ INPUT_DEFAULTS: dict[str, Any] = {
     WAIT_FOR: "submitted",
     EXCLUSIVE_GPUS: False,
     KEEP_RECORD: False,
+    DELETE_RECORD: False,
+    CONTINUE_LAST_RUN: False,
     EXISTING_JOB: None,
     PLACEMENT: None,
 }
@@ -223,7 +252,7 @@ _JOB_FIELDS = (
 _RUN_FIELDS = ("run_hash", "adopted", "hourly_cost_usd", "max_cost_usd")
 """What the provider adds: the run's hash, whether it was adopted, its price."""
 
-STATUS_FIELDS = (*_JOB_FIELDS, "model_dir", "web_access_uris", *_RUN_FIELDS)
+STATUS_FIELDS = (*_JOB_FIELDS, "output_dir", "model_dir", "web_access_uris", *_RUN_FIELDS)
 """What the one output ``status`` holds: the job as Vertex last reported it, and its price.
 
 One property rather than fourteen: the SDK makes an Output (an asyncio task) per property of
@@ -234,6 +263,7 @@ still offers each field as an attribute (``job.state``).
 
 TUNING_STATUS_FIELDS = (
     *_JOB_FIELDS,
+    "output_dir",
     "trial_counts",
     "best_trial",
     "best_trial_model_dir",

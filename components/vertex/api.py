@@ -787,6 +787,7 @@ def job_outputs(job: Any, endpoint: Endpoint, *, project: str, region: str) -> d
     base = _output_directory(job.job_spec)
     return {
         **_job_fields(job, endpoint, project, region),
+        "output_dir": base,
         "model_dir": f"{base}/model/" if base else "",
         "web_access_uris": dict(job.web_access_uris),
     }
@@ -862,6 +863,7 @@ def tuning_job_outputs(
     base = _output_directory(job.trial_job_spec)
     return {
         **_job_fields(job, endpoint, project, region),
+        "output_dir": base,
         "trial_counts": trial_counts(job),
         "best_trial": best,
         "best_trial_model_dir": f"{base}/{best['id']}/model/" if base and best else "",

@@ -94,9 +94,11 @@ def test_up_killed_after_submit_leaves_exactly_one_job(ws: Workspace, tmp_path: 
         assert client.get_custom_job(name=submitted.name).state == JobState.JOB_STATE_RUNNING
         assert not ws.export().get("pending_operations")
 
-        # The adopted job is an ordinary resource: destroy cancels and deletes it.
+        # The adopted job is an ordinary resource: destroy cancels it (its record is kept).
         ws.pulumi("destroy", "--yes", "--skip-preview")
-        assert list_jobs(client) == []
+        assert [(j.name, j.state) for j in list_jobs(client)] == [
+            (submitted.name, JobState.JOB_STATE_CANCELLED)
+        ]
 
 
 def test_a_killed_replace_leaves_one_job_after_the_documented_recovery(
@@ -137,7 +139,8 @@ def test_a_killed_replace_leaves_one_job_after_the_documented_recovery(
         ws.up("--replace", urn)
 
         jobs = {j.name: j.state for j in list_jobs(client)}
-        assert jobs == {new[0]: JobState.JOB_STATE_RUNNING}, jobs
+        # The old job cancelled, its record kept (issue 35); the new one runs.
+        assert jobs == {new[0]: JobState.JOB_STATE_RUNNING, old: JobState.JOB_STATE_CANCELLED}, jobs
         resource = ws.training_jobs()["train"]
         assert resource["id"] == new[0]
         assert resource["outputs"]["status"]["adopted"] is True

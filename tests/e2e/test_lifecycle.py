@@ -41,11 +41,11 @@ def _job_steps(preview: dict[str, Any]) -> dict[str, dict[str, Any]]:
     }
 
 
-def _up_with_a_running_job(ws: Workspace, endpoint: str) -> None:
+def _up_with_a_running_job(ws: Workspace, endpoint: str, **extra: Any) -> None:
     """A new stack of one job, ``train``, that runs until cancelled: ``pulumi up`` returns once
-    it runs."""
+    it runs (``extra``: more stack settings)."""
     spec = ws.write_job("train", python_job("train", labels=HANG_LABELS))
-    ws.init_stack(local_config(endpoint, [job_entry("train", spec, waitFor="running")]))
+    ws.init_stack(local_config(endpoint, [job_entry("train", spec, waitFor="running")], **extra))
     ws.up()
 
 
@@ -156,10 +156,9 @@ def test_spec_change_replaces_the_job(ws: Workspace) -> None:
             "n1-standard-8"
         )
         assert client.get_custom_job(name=new["id"]).state == JobState.JOB_STATE_RUNNING
-        # The old job was cancelled and its record deleted (create before delete: the default).
-        with pytest.raises(gexc.NotFound):
-            client.get_custom_job(name=old["id"])
-        assert [j.name for j in list_jobs(client)] == [new["id"]]
+        # The old job was cancelled (create before delete: the default); its record is kept.
+        assert client.get_custom_job(name=old["id"]).state == JobState.JOB_STATE_CANCELLED
+        assert sorted(j.name for j in list_jobs(client)) == sorted([new["id"], old["id"]])
 
 
 def test_refresh_after_an_out_of_band_cancel(ws: Workspace) -> None:
@@ -180,10 +179,14 @@ def test_refresh_after_an_out_of_band_cancel(ws: Workspace) -> None:
         # (Stack outputs are the program's: refresh does not run it, the next `up` updates them.)
 
 
-def test_destroy_cancels_and_removes_the_job(ws: Workspace) -> None:
+@pytest.mark.parametrize("delete_records", [False, True])
+def test_destroy_cancels_and_removes_the_job(ws: Workspace, delete_records: bool) -> None:
+    """Cancel what runs, keep what ran: the record outlives the resource unless
+    ``training:deleteRecords`` asks for its deletion."""
+    settings = {"training:deleteRecords": True} if delete_records else {}
     with emulator_for(ws, *SIMULATE) as emu:
         client = emu.client()
-        _up_with_a_running_job(ws, emu.endpoint)
+        _up_with_a_running_job(ws, emu.endpoint, **settings)
         job_name = ws.training_jobs()["train"]["id"]
         assert client.get_custom_job(name=job_name).state == JobState.JOB_STATE_RUNNING
 
@@ -191,6 +194,10 @@ def test_destroy_cancels_and_removes_the_job(ws: Workspace) -> None:
 
         assert f"{TRAINING_JOB_TYPE} train deleted" in out
         assert ws.resources() == []
+        if not delete_records:
+            assert client.get_custom_job(name=job_name).state == JobState.JOB_STATE_CANCELLED
+            assert [j.name for j in list_jobs(client)] == [job_name]
+            return
         # The emulator, like Vertex AI, refuses to delete an active job (FAILED_PRECONDITION):
         # the record is gone, so the provider cancelled the job and waited for it to stop first.
         with pytest.raises(gexc.NotFound):

@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 import yaml
-from google.api_core import exceptions as gexc
 from google.cloud.aiplatform_v1 import JobState
 
 from components.lifecycle._wire import TUNING_JOB_TYPE
@@ -69,9 +68,9 @@ def test_a_forced_replace_starts_a_new_job_and_cancels_the_old(ws: Workspace, fl
         assert new["id"] != old
         assert new["outputs"]["status"]["adopted"] is False
         assert client.get_custom_job(name=new["id"]).state == JobState.JOB_STATE_RUNNING
-        with pytest.raises(gexc.NotFound):  # cancelled, then its record deleted
-            client.get_custom_job(name=old)
-        assert [j.name for j in list_jobs(client)] == [new["id"]]
+        # Cancelled; its record is kept (issue 35: deleting it is opt-in).
+        assert client.get_custom_job(name=old).state == JobState.JOB_STATE_CANCELLED
+        assert sorted(j.name for j in list_jobs(client)) == sorted([new["id"], old])
         # The next refresh keeps the new job: nothing pointed at a job that is gone.
         ws.pulumi("refresh", "--yes", "--skip-preview")
         assert ws.training_jobs()["train"]["id"] == new["id"]
@@ -325,8 +324,11 @@ def test_a_job_started_elsewhere_is_taken_over(ws: Workspace, tuning: bool) -> N
         ws.up()
         [replaced] = ws.resources(job_type)
         assert replaced["id"] != name and replaced["outputs"]["status"]["adopted"] is False
-        with pytest.raises(gexc.NotFound):
-            (client.get_hyperparameter_tuning_job if tuning else client.get_custom_job)(name=name)
+        # Cancelled, its record kept (issue 35).
+        old_job = (client.get_hyperparameter_tuning_job if tuning else client.get_custom_job)(
+            name=name
+        )
+        assert old_job.state == JobState.JOB_STATE_CANCELLED
         ws.pulumi("destroy", "--yes", "--skip-preview")
 
 

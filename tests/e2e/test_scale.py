@@ -26,7 +26,8 @@ def test_fifty_jobs_preview_up_and_destroy(ws: Workspace) -> None:
         spec = ws.write_job("shared", python_job(None))
         names = [f"job-{i:02d}" for i in range(JOBS)]
         entries = [job_entry(n, spec, waitFor="submitted", triggers=[f"shard-{n}"]) for n in names]
-        ws.init_stack(local_config(emu.endpoint, entries))
+        # Records are kept by default (issue 35); the deleting path is the one measured here.
+        ws.init_stack(local_config(emu.endpoint, entries, **{"training:deleteRecords": True}))
 
         preview = ws.preview_json()
         creates = [s for s in preview["steps"] if s["op"] == "create"]

@@ -96,10 +96,14 @@ def test_destroy_cancels_a_running_tuning_job(ws: Workspace) -> None:
         assert len(trials) == 2 and {t.state for t in trials} == {JobState.JOB_STATE_RUNNING}
 
         # A knob is an update in place; a spec change would be a replace.
-        ws.write_config(local_config(emu.endpoint, [job_entry("tune", spec, waitFor="succeeded")]))
+        # deleteRecordOnDelete (opt-in: records are kept by default) is such a knob too.
+        entry = job_entry("tune", spec, waitFor="succeeded", deleteRecordOnDelete=True)
+        ws.write_config(local_config(emu.endpoint, [entry]))
         preview = ws.preview_json()
         [step] = [s for s in preview["steps"] if TUNING_JOB_TYPE in s["urn"]]
         assert step["op"] == "update" and step.get("replaceReasons") in (None, [])
+        ws.up()  # the update: no API call, no wait
+        assert _tuning_jobs(ws)["tune"]["inputs"]["delete_record_on_delete"] is True
 
         out = ws.pulumi("destroy", "--yes", "--skip-preview").output
 

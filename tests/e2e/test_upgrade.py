@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import dill
-import pytest
 import yaml
 
 from components._provider import TrainingJobProvider
@@ -139,8 +138,10 @@ def test_running_jobs_from_before_refresh_replace_and_destroy(ws: Workspace) -> 
     them out an hour after it was written), and the state is pointed at them. This release
     refreshes them, replaces one with ``--replace`` (a new job, the old one cancelled) and
     destroys them; the tuning job's identity takes its type once (an update, no API call).
+    The state's ``keep_record_on_delete: false`` (that release's default) keeps the records of
+    the replaced and destroyed jobs now (issue 35): cancelled, not deleted. The job's spec
+    names its output directory, so no ``output_root`` and no new setting is registered.
     """
-    from google.api_core import exceptions as gexc
     from google.cloud.aiplatform_v1 import JobState
 
     from components.lifecycle._wire import TUNING_JOB_TYPE
@@ -172,6 +173,12 @@ def test_running_jobs_from_before_refresh_replace_and_destroy(ws: Workspace) -> 
         # The tuning job's identity; and refresh reads the endpoint from the provider's
         # configuration in the state, which an `up` brings up to date.
         ws.pulumi("up", "--yes", "--skip-preview")
+        after_up = {r["urn"].rsplit("::", 1)[-1]: r for r in ws.resources()}
+        old_inputs, new_inputs = before["train"]["inputs"], after_up["train"]["inputs"]
+        assert new_inputs["spec"] == old_inputs["spec"]
+        assert new_inputs["keep_record_on_delete"] is False
+        # Only the hidden inputs of earlier upgrades are new; none of issue 35's.
+        assert set(new_inputs) - set(old_inputs) <= {"owner", "held_jobs"}
         ws.pulumi("refresh", "--yes", "--skip-preview")
         refreshed = {r["urn"].rsplit("::", 1)[-1]: r for r in ws.resources()}
         for name in ("train", "tune"):
@@ -186,11 +193,16 @@ def test_running_jobs_from_before_refresh_replace_and_destroy(ws: Workspace) -> 
         train = ws.training_jobs()["train"]
         assert train["id"] != started["train"]
         assert client.get_custom_job(name=train["id"]).state == JobState.JOB_STATE_RUNNING
-        with pytest.raises(gexc.NotFound):
-            client.get_custom_job(name=started["train"])
+        # The replaced run's record is kept (cancelled), for its logs, times and metrics.
+        replaced = client.get_custom_job(name=started["train"])
+        assert replaced.state == JobState.JOB_STATE_CANCELLED
 
         ws.pulumi("destroy", "--yes", "--skip-preview")
         assert ws.resources() == []
-        with pytest.raises(gexc.NotFound):
-            client.get_hyperparameter_tuning_job(name=started["tune"])
-        assert list_jobs(client) == []
+        tune = client.get_hyperparameter_tuning_job(name=started["tune"])
+        assert tune.state == JobState.JOB_STATE_CANCELLED
+        # Cancel what runs, keep what ran: both runs of `train` and the tuning job's trials.
+        kept = {str(j.name).rsplit("/", 1)[-1]: j.state for j in list_jobs(client)}
+        runs = [train["id"].rsplit("/", 1)[-1], started["train"].rsplit("/", 1)[-1]]
+        assert [kept[run] for run in runs] == [JobState.JOB_STATE_CANCELLED] * 2
+        assert set(kept.values()) == {JobState.JOB_STATE_CANCELLED}

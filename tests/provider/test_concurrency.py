@@ -475,7 +475,8 @@ def test_delete_of_an_active_job_cancels_first_and_polls_briefly(
     offset = slow_start.log_path.stat().st_size
 
     started = time.monotonic()
-    provider.delete(created.id, created.outs)
+    # The whole path: the record deleted too (opt-in since issue 35: by default it is kept).
+    provider.delete(created.id, {**created.outs, "delete_record_on_delete": True})
     elapsed = time.monotonic() - started
     time.sleep(0.3)
 

@@ -71,7 +71,9 @@ def test_create_read_delete_round_trip(provider, sim):
     assert read.outs["status"]["state"] == "JOB_STATE_SUCCEEDED"
     assert read.outs["status"]["end_time"] == outs["status"]["end_time"]
 
-    provider.delete(created.id, outs)
+    provider.delete(created.id, outs)  # cancelled if need be; its record kept (issue 35)
+    assert [j.name for j in jobs_with_identity(sim, inputs["identity"])] == [created.id]
+    provider.delete(created.id, {**outs, "delete_record_on_delete": True})
     assert jobs_with_identity(sim, inputs["identity"]) == []
 
 
@@ -194,8 +196,9 @@ def test_delete_cancels_an_active_job_and_can_keep_its_record(provider, sim):
     provider.delete(created.id, created.outs)
     job = sim.client().get_custom_job(name=created.id)
     assert job.state == JobState.JOB_STATE_CANCELLED
-    # Without keep_record_on_delete the record goes as well.
-    other = provider.create({**inputs, "keep_record_on_delete": False, "triggers": ["x"]})
+    # Only delete_record_on_delete makes the record go as well.
+    asked = {**inputs, "keep_record_on_delete": False, "delete_record_on_delete": True}
+    other = provider.create({**asked, "triggers": ["x"]})
     provider.delete(other.id, other.outs)
     assert [j.name for j in jobs_with_identity(sim, inputs["identity"])] == [created.id]
 

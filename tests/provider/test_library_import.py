@@ -137,7 +137,7 @@ def test_a_refresh_and_a_delete_import_the_job_service_only(sim: EmulatorProcess
         provider.configure(
             ConfigureRequest(Config({{"training:endpoint": {sim.endpoint!r}}}, "gpu-training"))
         )
-        outs = json.loads({json.dumps(json.dumps(created.outs))})
+        outs = json.loads({json.dumps(json.dumps({**created.outs, "delete_record_on_delete": True}))})
         read = provider.read({created.id!r}, outs)
         provider.delete({created.id!r}, outs)
         print(json.dumps({{

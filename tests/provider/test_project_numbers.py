@@ -40,7 +40,7 @@ def test_a_stack_holding_the_project_id_name_refreshes_and_deletes_its_job(provi
         "JOB_STATE_PENDING",
         "JOB_STATE_RUNNING",
     )
-    provider.delete(old_id, created.outs)
+    provider.delete(old_id, {**created.outs, "delete_record_on_delete": True})
     assert jobs_with_identity(sim, inputs["identity"]) == []
 
 

@@ -71,7 +71,9 @@ def test_a_replace_with_the_same_inputs_starts_a_new_job(provider, sim):
     assert replacement.outs["status"]["adopted"] is False
     provider.delete(first.id, first.outs)  # the engine deletes the replaced resource
     assert _state(sim, replacement.id) in ACTIVE
-    assert [j.name for j in jobs_with_identity(sim, inputs["identity"])] == [replacement.id]
+    assert _state(sim, first.id) == JobState.JOB_STATE_CANCELLED  # its record kept (issue 35)
+    active = [j.name for j in jobs_with_identity(sim, inputs["identity"]) if j.name != first.id]
+    assert active == [replacement.id]
     provider.delete(replacement.id, replacement.outs)
 
 
@@ -108,8 +110,9 @@ def test_without_held_jobs_a_delete_keeps_the_job_its_replacement_adopted(provid
     assert replacement.id == first.id and replacement.outs["status"]["adopted"] is True
     provider.delete(first.id, first.outs)
     assert _state(sim, first.id) in ACTIVE
-    # Any other resource's delete of the job cancels it (and deletes its record) as ever.
-    provider.delete(replacement.id, {**replacement.outs, "identity": "another-resource"})
+    # Any other resource's delete of the job cancels it (and deletes its record when asked).
+    other = {**replacement.outs, "identity": "another-resource", "delete_record_on_delete": True}
+    provider.delete(replacement.id, other)
     assert jobs_with_identity(sim, inputs["identity"]) == []
 
 
@@ -392,7 +395,7 @@ def test_a_job_another_resource_holds_is_never_taken_over_nor_cancelled(provider
     assert taken.outs["status"]["taken_over_from"] == theirs["identity"]
     _adoption._adopted.clear()  # a later `pulumi destroy`: another provider process
     provider.delete(taken.id, taken.outs)
-    assert held.id not in [j.name for j in sim.client().list_custom_jobs(parent=PARENT)]
+    assert _state(sim, held.id) == JobState.JOB_STATE_CANCELLED  # cancelled; its record kept
 
 
 def test_the_owner_label_never_costs_a_label_of_the_users(provider, sim):

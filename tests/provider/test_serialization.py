@@ -163,7 +163,9 @@ def test_grpc_check_diff_create_read_delete(
     assert read.id == created.id
     assert _props(read.properties)["status"]["state"] == "JOB_STATE_SUCCEEDED"
 
-    stub.Delete(provider_pb2.DeleteRequest(id=created.id, urn=URN, properties=created.properties))
+    # Asked to delete the record too (kept by default: issue 35).
+    deleting = struct_of({**_props(created.properties), "delete_record_on_delete": True})
+    stub.Delete(provider_pb2.DeleteRequest(id=created.id, urn=URN, properties=deleting))
     assert jobs_with_identity(sim, inputs["identity"]) == []
     gone = stub.Read(
         provider_pb2.ReadRequest(id=created.id, urn=URN, properties=created.properties)

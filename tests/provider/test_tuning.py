@@ -224,7 +224,7 @@ def test_wait_for_succeeded_gives_the_best_trial(tuner, sim):
 
     read = tuner.read(created.id, created.outs)
     assert read.id == created.id and read.outs["status"] == status
-    tuner.delete(created.id, created.outs)
+    tuner.delete(created.id, {**created.outs, "delete_record_on_delete": True})
     with pytest.raises(gexc.NotFound):
         sim.client().get_hyperparameter_tuning_job(name=created.id)
 
@@ -322,11 +322,12 @@ def test_delete_cancels_the_running_trials_and_can_keep_the_record(tuner, sim):
     assert job.state == JobState.JOB_STATE_CANCELLED
     trials = jobs_with_identity(sim, inputs["identity"])
     assert trials and {t.state for t in trials} == {JobState.JOB_STATE_CANCELLED}
-    # Without keep_record_on_delete the record goes, and its trials' jobs with it.
-    other = tuner.create({**inputs, "keep_record_on_delete": False, "triggers": ["x"]})
+    # With delete_record_on_delete the record goes, and its trials' jobs with it.
+    asked = {**inputs, "keep_record_on_delete": False, "delete_record_on_delete": True}
+    other = tuner.create({**asked, "triggers": ["x"]})
     tuner.delete(other.id, other.outs)
     assert [j.name for j in tuning_jobs(sim, inputs["identity"])] == [created.id]
-    tuner.delete(created.id, {**created.outs, "keep_record_on_delete": False})
+    tuner.delete(created.id, {**created.outs, **asked})
     assert tuning_jobs(sim, inputs["identity"]) == []
     tuner.delete(created.id, created.outs)  # already gone: still fine
 
