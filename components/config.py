@@ -201,6 +201,24 @@ def _bool(value: Any, key: str, default: bool) -> bool:
     raise ConfigError(f"{key}: expected true or false, got {value!r}")
 
 
+def _placement(
+    entry: Mapping[str, Any], key: str, existing: str | None
+) -> list[dict[str, Any]] | None:
+    """An entry's ``regions`` and ``capacity`` as the ``placement`` input, or None."""
+    if entry.get("regions") is None and entry.get("capacity") is None:
+        return None
+    from .lifecycle._placement import declared_placement
+
+    if existing is not None:
+        raise ConfigError(f"{key}.regions: a job taken over (existingJob) runs where it is")
+    if entry.get("regions") is None:
+        raise ConfigError(f"{key}.capacity: needs regions (the candidate regions)")
+    try:
+        return declared_placement(entry.get("regions"), entry.get("capacity"))
+    except ValueError as exc:
+        raise ConfigError(f"{key}.{exc}") from None
+
+
 def _job(entry: Any, key: str, root: Path) -> JobConfig:
     if isinstance(entry, str):
         entry = {"spec": entry}
@@ -233,18 +251,7 @@ def _job(entry: Any, key: str, root: Path) -> JobConfig:
             f"{key}.existingJob: expected a job's resource name, "
             f"projects/PROJECT/locations/REGION/customJobs/ID (or .../hyperparameterTuningJobs/ID)"
         )
-    placement = None
-    if entry.get("regions") is not None or entry.get("capacity") is not None:
-        from .lifecycle._placement import declared_placement
-
-        if existing is not None:
-            raise ConfigError(f"{key}.regions: a job taken over (existingJob) runs where it is")
-        if entry.get("regions") is None:
-            raise ConfigError(f"{key}.capacity: needs regions (the candidate regions)")
-        try:
-            placement = declared_placement(entry.get("regions"), entry.get("capacity"))
-        except ValueError as exc:
-            raise ConfigError(f"{key}.{exc}") from None
+    placement = _placement(entry, key, existing)
     return JobConfig(
         name=name,
         spec=spec,

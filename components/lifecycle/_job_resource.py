@@ -30,7 +30,7 @@ from ..rules._tuning_spec import TuningJobSpec
 from ..rules._validation import Target
 from ..rules._violations import Violation
 from ._adoption import identity_label
-from ._check import SpecKind, check_inputs
+from ._check import CheckOutcome, SpecKind, check_inputs
 from ._job_preview import (
     Placed,
     PreviewSettings,
@@ -488,13 +488,9 @@ class JobResource(pulumi.dynamic.Resource, Generic[S]):
         capacity: Sequence[str] | None = None,
         validate: bool = True,
     ) -> None:
-        """Declare a job; pass ``args`` or the same fields as keywords.
-
-        Before it is registered the job is checked, its spec's notes and its estimated cost
-        are logged, and its Vertex training quotas are checked (``components.lifecycle._job_preview``).
-        ``validate=False`` skips all that for inputs the caller already passed through
-        ``check_jobs``; the provider's ``check`` validates them anyway.
-        """
+        """Declare a job (``args``, or the same fields as keywords), checked, its notes, cost and
+        quotas said first (``_job_preview``); ``validate=False`` skips that for inputs that went
+        through ``check_jobs`` (the provider's ``check`` validates them anyway)."""
         kind = self._kind
         if args is None:
             if spec is None:
@@ -676,14 +672,7 @@ def job_inputs(
     ``check`` would (raises ``TrainingJobInputError`` naming every problem)."""
     gcp = pulumi.Config("gcp")
     parts = _spec_parts(kind, args, resource_name)
-    placement = None
-    if args.regions is not None:
-        from ._placement import declared_placement
-
-        try:
-            placement = declared_placement(args.regions, args.capacity)
-        except ValueError as exc:
-            raise TrainingJobInputError(f"{kind.name} {resource_name!r}: {exc}") from None
+    placement = _declared_placement(kind, resource_name, args)
     props: dict[str, Any] = {
         SPEC: parts.document,
         ENV_VALUES: parts.env_values,
@@ -714,12 +703,7 @@ def job_inputs(
     # The spec document (the bulk of the inputs) is walked only when Outputs sit in it.
     walk = parts.nested_outputs or isinstance(parts.document, pulumi.Output)
     view[SPEC] = _unknown_view(parts.document) if walk else parts.document
-    if placement:
-        from ._placement import check_placed
-
-        outcome, _ = check_placed(view, target=_target(), kind=kind.spec)
-    else:
-        outcome = check_inputs(view, target=_target(), parsed=parts.model, kind=kind.spec)
+    outcome = _checked(kind, view, parts.model, placed=bool(placement))
     if outcome.failures:
         # A value read from the stack configuration is named by its key in messages.
         origins = {
@@ -734,6 +718,31 @@ def job_inputs(
     return JobInputs(
         props, outcome.warnings, parts.nested_outputs, parts.plan, parts.notes, parts.output_root
     )
+
+
+def _declared_placement(
+    kind: ResourceKind, resource_name: str, args: JobArgs[Any]
+) -> list[dict[str, Any]] | None:
+    """The ``placement`` input of a job that names candidate ``regions``, else None."""
+    if args.regions is None:
+        return None
+    from ._placement import declared_placement
+
+    try:
+        return declared_placement(args.regions, args.capacity)
+    except ValueError as exc:
+        raise TrainingJobInputError(f"{kind.name} {resource_name!r}: {exc}") from None
+
+
+def _checked(
+    kind: ResourceKind, view: dict[str, Any], parsed: Any, *, placed: bool
+) -> CheckOutcome:
+    """The provider's ``check`` of the inputs known now (a placed job: per candidate)."""
+    if placed:
+        from ._placement import check_placed
+
+        return check_placed(view, target=_target(), kind=kind.spec)[0]
+    return check_inputs(view, target=_target(), parsed=parsed, kind=kind.spec)
 
 
 def _preview(kind: ResourceKind, name: str, checked: JobInputs, args: JobArgs[Any]) -> None:
