@@ -137,7 +137,10 @@ def _read_config(values: Mapping[str, Any]) -> _Config:
     """The provider configuration (plain values by plugin key); raises ``SettingError``."""
 
     def get(key: str) -> Any:
-        return values.get(CONFIG_KEYS[key])
+        # A core setting the plugin does not offer (the catalog overlay, the emulator's state
+        # dir, record and run-directory defaults: the dynamic provider's stack settings) is
+        # at its default.
+        return values.get(CONFIG_KEYS[key]) if key in CONFIG_KEYS else None
 
     try:
         settings = ProviderSettings.read(get)

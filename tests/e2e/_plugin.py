@@ -23,6 +23,8 @@ TOKEN = "gpu-training:vertex:TrainingJob"
 SECRET = "plugin-e2e-secret-4242"
 HAND_SECRET = "hand-started-secret-777"
 IMAGE = "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-15.py310:latest"
+GPU_IMAGE = "us-docker.pkg.dev/vertex-ai/training/tf-gpu.2-15.py310:latest"
+"""The image a T4 pool runs (a CPU image on GPUs is refused before launch)."""
 HIDDEN = ("held", "run_key", "runKey", "identity", "pulumi_resource", "status")
 """Bookkeeping of the core: never in a plugin resource's diff."""
 
@@ -96,7 +98,7 @@ def training_job(
                     },
                     "replicaCount": 1,
                     "containerSpec": {
-                        "imageUri": IMAGE,
+                        "imageUri": GPU_IMAGE,
                         "command": ["python", "-c", "print(1)"],
                         "env": [{"name": "TOKEN", "value": secret}],
                     },
