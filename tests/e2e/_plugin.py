@@ -29,6 +29,19 @@ HIDDEN = ("held", "run_key", "runKey", "identity", "pulumi_resource", "status")
 """Bookkeeping of the core: never in a plugin resource's diff."""
 
 
+def active_jobs(client: Any) -> list[Any]:
+    """The emulator's jobs that are not finished (a finished one's record is kept)."""
+    return [j for j in list_jobs(client) if j.state.name not in _ENDED]
+
+
+def job_states(client: Any) -> dict[str, str]:
+    """Each job the emulator holds, by name: its state."""
+    return {j.name: j.state.name for j in list_jobs(client)}
+
+
+_ENDED = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"}
+
+
 def plugin_workspace(bin_dir: Path, base: Path) -> Workspace:
     """A workspace for a program of another language: empty project dir, own backend."""
     subprocess.run(
@@ -211,27 +224,29 @@ def up_diff_replace_import_invalid_destroy(
     write({"train": job("n1-standard-8", stage="two")})
     assert_replacing_diff(ws)
 
-    # up (replace): a new job; the old one is cancelled and its record deleted.
+    # up (replace): a new job; the old one is cancelled, its record kept (issue 35).
     ws.up()
     second = plugin_jobs(ws)["train"]
     assert second["id"] != first["id"]
-    assert [j.name for j in list_jobs(client)] == [second["id"]]
+    assert [j.name for j in active_jobs(client)] == [second["id"]]
+    assert job_states(client)[first["id"]] == "JOB_STATE_CANCELLED"
 
     # pulumi import of a job started with the client: taken over, not started again; the
     # resource added to the program previews as no change.
     hand = start_job_by_hand(client)
     imported = import_job(hand.name)
     assert plugin_jobs(ws)["byhand"]["id"] == hand.name
-    assert len(list_jobs(client)) == 2
+    assert len(active_jobs(client)) == 2
     write({"train": job("n1-standard-8", stage="two"), "byhand": imported})
     assert_no_change(ws, resources=2)
 
     # A bad GPU count fails the preview on the property's path, with no traceback.
     write({"train": job("n1-standard-8", count=3, stage="two")})
     assert_bad_gpu_count_fails_preview(ws)
-    assert len(list_jobs(client)) == 2
+    assert len(active_jobs(client)) == 2
 
-    # destroy: every job cancelled and its record deleted.
+    # destroy: every job cancelled, its record kept (deleting records is opt-in).
     ws.pulumi("destroy", "--yes", "--skip-preview")
-    assert list_jobs(client) == []
+    assert active_jobs(client) == []
+    assert set(job_states(client)) == {first["id"], second["id"], hand.name}
     assert plugin_jobs(ws) == {}

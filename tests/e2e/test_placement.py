@@ -157,6 +157,9 @@ def test_a_tuning_job_is_placed_the_same_way(ws: Workspace) -> None:
             "acceleratorType": T4,
             "acceleratorCount": 1,
         }
+        # The image built for GPUs: a CPU image on a T4 is refused before launch.
+        package = pool["pythonPackageSpec"]
+        package["executorImageUri"] = package["executorImageUri"].replace("-cpu.", "-gpu.")
         document["parallelTrialCount"] = 1
         spec = ws.write_job("tune", document)
         entry = job_entry("tune", spec, waitFor="running", regions=REGIONS)

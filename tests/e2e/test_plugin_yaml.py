@@ -33,6 +33,7 @@ from tests.e2e._plugin import (
     HAND_SECRET,
     SECRET,
     TOKEN,
+    active_jobs,
     end_plugin_workspace,
     init_plugin_stack,
     plugin_jobs,
@@ -130,7 +131,7 @@ def test_up_killed_while_waiting_leaves_one_job_that_the_next_up_adopts(
         assert resource["outputs"]["state"] == "JOB_STATE_RUNNING"
 
         ws.pulumi("destroy", "--yes", "--skip-preview")
-        assert list_jobs(client) == []
+        assert active_jobs(client) == []
 
 
 def test_the_policy_pack_judges_the_plugins_resources(yaml_ws: Workspace) -> None:

@@ -100,6 +100,45 @@ REQUESTS: dict[str, tuple[str, dict[str, Any]]] = {
             },
         },
     ),
+    # masterType n1-standard-8 with 3 P100 (runtime 2.4: the tf-gpu.2-4 image); the reader
+    # refuses P100 past its end of support (2026-09-15), so the request is written here.
+    "real/legacy_p100_three.yaml": (
+        "customJobs",
+        {
+            "displayName": "legacy-p100-three",
+            "jobSpec": {
+                "workerPoolSpecs": [
+                    _pool(
+                        {
+                            "machineType": "n1-standard-8",
+                            "acceleratorType": "NVIDIA_TESLA_P100",
+                            "acceleratorCount": 3,
+                        }
+                    )
+                ]
+            },
+        },
+    ),
+    # --master-machine-type n1-standard-8, --master-accelerator count=1,type=nvidia-tesla-p100
+    # (the enum NVIDIA_TESLA_P100), the PyTorch image and the packaged ./trainer.
+    "real/legacy_image_and_package.sh": (
+        "customJobs",
+        {
+            "displayName": "pytorch_job_1",
+            "jobSpec": {
+                "workerPoolSpecs": [
+                    _pool(
+                        {
+                            "machineType": "n1-standard-8",
+                            "acceleratorType": "NVIDIA_TESLA_P100",
+                            "acceleratorCount": 1,
+                        }
+                    )
+                ],
+                "baseOutputDirectory": {"outputUriPrefix": "gs://my-bucket/pytorch_job_1"},
+            },
+        },
+    ),
     # hyperparameters.goal MAXIMISE (no such GoalType), params[0] an INTEGER up to 128.5.
     "real/legacy_hypertune_broken.yaml": (
         "hyperparameterTuningJobs",
@@ -150,8 +189,9 @@ REFUSED: dict[str, tuple[str, ...]] = {
         "job_spec.worker_pool_specs[1].machine_spec.accelerator_type",
     ),
     "real/legacy_hypertune_broken.yaml": ("MAXIMISE",),
-    "real/legacy_p100_three.yaml": (
-        "job_spec.worker_pool_specs[0].machine_spec.accelerator_count",
+    "real/legacy_p100_three.yaml": ("job_spec.worker_pool_specs[0].machine_spec.accelerator_type",),
+    "real/legacy_image_and_package.sh": (
+        "job_spec.worker_pool_specs[0].machine_spec.accelerator_type",
     ),
     "real/vertex_reservation_without_values.yaml": (
         "job_spec.worker_pool_specs[0].machine_spec.reservation_affinity",
@@ -185,6 +225,11 @@ EXCEPTIONS: dict[str, str] = {
         "a capacity rule of the project (a4-highgpu-8g capacity comes only from reservations, "
         "FLEX_START or Spot): Vertex AI documents no create-time refusal of on-demand STANDARD "
         "scheduling; such a job waits for or fails on capacity after the create"
+    ),
+    "real/vertex_a4x_flex_start.yaml": (
+        "a capacity rule of the project, as vertex_a4_on_demand.yaml's: a4x-highgpu-4g (GB200) "
+        "capacity comes only from reservations (Vertex AI's GB200 page); Vertex AI documents no "
+        "create-time refusal of FLEX_START for it: such a job waits for or fails on capacity"
     ),
     "real/vertex_mig_two_gpus.yaml": (
         "two project rules: gpuPartitionSize on exactly one GPU (the v1 MachineSpec doc describes "
