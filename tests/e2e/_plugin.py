@@ -228,7 +228,7 @@ def up_diff_replace_import_invalid_destroy(
     ws.up()
     second = plugin_jobs(ws)["train"]
     assert second["id"] != first["id"]
-    assert [j.name for j in active_jobs(client)] == [second["id"]]
+    assert set(job_states(client)) == {first["id"], second["id"]}
     assert job_states(client)[first["id"]] == "JOB_STATE_CANCELLED"
 
     # pulumi import of a job started with the client: taken over, not started again; the
@@ -236,14 +236,14 @@ def up_diff_replace_import_invalid_destroy(
     hand = start_job_by_hand(client)
     imported = import_job(hand.name)
     assert plugin_jobs(ws)["byhand"]["id"] == hand.name
-    assert len(active_jobs(client)) == 2
+    assert set(job_states(client)) == {first["id"], second["id"], hand.name}
     write({"train": job("n1-standard-8", stage="two"), "byhand": imported})
     assert_no_change(ws, resources=2)
 
     # A bad GPU count fails the preview on the property's path, with no traceback.
     write({"train": job("n1-standard-8", count=3, stage="two")})
     assert_bad_gpu_count_fails_preview(ws)
-    assert len(active_jobs(client)) == 2
+    assert set(job_states(client)) == {first["id"], second["id"], hand.name}  # none submitted
 
     # destroy: every job cancelled, its record kept (deleting records is opt-in).
     ws.pulumi("destroy", "--yes", "--skip-preview")
