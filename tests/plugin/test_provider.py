@@ -32,6 +32,7 @@ from components.plugin._server import CleanServicer
 from components.plugin._values import plain_map, secret_texts, wrap, wrap_map
 from emulator.testing import EmulatorProcess, running_emulator
 from tests.e2e._plugin import SECRET, training_job
+from tests.plugin.conftest import run_isolated
 
 TOKEN = "gpu-training:vertex:TrainingJob"
 URN = f"urn:pulumi:dev::proj::{TOKEN}::train"
@@ -57,12 +58,12 @@ def _with_secret(value: Any) -> PropertyValue:
 def _provider(**config: Any) -> GpuTrainingProvider:
     provider = GpuTrainingProvider()
     settings = {"project": "local-training", "region": "us-central1", **config}
-    asyncio.run(provider.configure(ConfigureRequest({}, wrap_map(settings), True, True)))
+    run_isolated(provider.configure(ConfigureRequest({}, wrap_map(settings), True, True)))
     return provider
 
 
 def _check(provider: GpuTrainingProvider, props: dict[str, Any], urn: str = URN) -> Any:
-    return asyncio.run(provider.check(CheckRequest(urn, {}, wrap_map(props), b"")))
+    return run_isolated(provider.check(CheckRequest(urn, {}, wrap_map(props), b"")))
 
 
 def _diff(provider: GpuTrainingProvider, old: dict[str, Any], new: dict[str, Any]) -> Any:
@@ -72,7 +73,7 @@ def _diff(provider: GpuTrainingProvider, old: dict[str, Any], new: dict[str, Any
         "region": "us-central1",
         **old,
     }
-    return asyncio.run(
+    return run_isolated(
         provider.diff(
             DiffRequest(
                 URN, "projects/p/locations/r/customJobs/1", wrap_map(state), wrap_map(new), []
@@ -97,7 +98,7 @@ def test_check_fails_on_the_path_of_the_property_the_user_wrote() -> None:
 
 def test_check_passes_a_valid_job_and_keeps_its_inputs_as_written() -> None:
     props = wrap_map(_job())
-    result = asyncio.run(_provider().check(CheckRequest(URN, {}, props, b"")))
+    result = run_isolated(_provider().check(CheckRequest(URN, {}, props, b"")))
     assert result.failures == []
     assert result.inputs == props  # no defaults, no bookkeeping added
 
@@ -135,7 +136,7 @@ def test_a_bad_setting_fails_check_config_naming_the_plugin_key() -> None:
         wrap_map({"endpoint": "ftp://nowhere", "maxConcurrentOperations": 3}),
         b"",
     )
-    result = asyncio.run(GpuTrainingProvider().check_config(request))
+    result = run_isolated(GpuTrainingProvider().check_config(request))
     failures = result.failures or []
     assert len(failures) == 1
     assert failures[0].property == "endpoint"
@@ -296,7 +297,7 @@ def test_cancel_stops_every_wait_at_once(emu: EmulatorProcess) -> None:
         assert time.monotonic() - started < 5
         return [r if isinstance(r, BaseException) else None for r in results]
 
-    results = asyncio.run(scenario())
+    results = run_isolated(scenario())
     for result in results:
         assert isinstance(result, PluginError)
         assert "stopped waiting for it: pulumi was cancelled" in str(result)
@@ -325,7 +326,7 @@ def test_a_tuning_job_through_the_plugin_reports_its_best_trial(emu: EmulatorPro
         "waitTimeout": "60s",
     }
     request = CreateRequest(TUNING_URN, {k: _with_secret(v) for k, v in props.items()}, 0, False)
-    created = asyncio.run(provider.create(request))
+    created = run_isolated(provider.create(request))
     outputs = plain_map(created.properties)
     assert created.resource_id is not None
     assert "/hyperparameterTuningJobs/" in created.resource_id
@@ -336,7 +337,7 @@ def test_a_tuning_job_through_the_plugin_reports_its_best_trial(emu: EmulatorPro
     # The env value stays a secret in the outputs; no bookkeeping among them.
     assert secret_texts(created.properties["trialJobSpec"]) == [SECRET]
     assert not {"runHash", "identity", "heldJobs", "runKey", "status"} & set(outputs)
-    asyncio.run(
+    run_isolated(
         provider.delete(DeleteRequest(TUNING_URN, created.resource_id, created.properties, 0))
     )
     jobs = emu.client().list_hyperparameter_tuning_jobs(
@@ -353,12 +354,12 @@ def test_a_replace_with_the_same_run_keeps_one_running_job(emu: EmulatorProcess)
     provider = _provider(endpoint=emu.endpoint, retryDeadline="20", cancelTimeout="20")
     urn = URN.replace("::train", "::replaced")
     props = wrap_map(_job(labels={"emulator-outcome": "hang"}, waitFor="running"))
-    old = asyncio.run(provider.create(CreateRequest(urn, props, 0, False)))
-    new = asyncio.run(provider.create(CreateRequest(urn, props, 0, False)))
+    old = run_isolated(provider.create(CreateRequest(urn, props, 0, False)))
+    new = run_isolated(provider.create(CreateRequest(urn, props, 0, False)))
     assert new.resource_id == old.resource_id
     assert plain_map(new.properties)["adopted"] is True
     assert old.resource_id is not None
-    asyncio.run(provider.delete(DeleteRequest(urn, old.resource_id, old.properties, 0)))
+    run_isolated(provider.delete(DeleteRequest(urn, old.resource_id, old.properties, 0)))
     job = emu.client().get_custom_job(name=old.resource_id)
     assert job.state.name == "JOB_STATE_RUNNING"
     emu.client().cancel_custom_job(name=old.resource_id)

@@ -8,7 +8,9 @@ whether each input was sent as a secret.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -162,6 +164,19 @@ def run_stack(
     return run_program_of(run_program, config, record, stack_state, stack=stack)
 
 
+def _ensure_current_loop() -> None:
+    """Pulumi's mocks run on the thread's current event loop: make one where an earlier test
+    left none (``asyncio.run`` unsets it when it ends) or a closed one."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            loop = asyncio.get_event_loop()
+    except RuntimeError:
+        loop = None
+    if loop is None or loop.is_closed():
+        asyncio.set_event_loop(asyncio.new_event_loop())
+
+
 def run_program_of(
     declare: Callable[[], Any],
     config: dict[str, str],
@@ -177,6 +192,7 @@ def run_program_of(
     the resources it declares itself).
     """
     result = StackRun() if record is None else record
+    _ensure_current_loop()
     pulumi.runtime.set_all_config(config)
     pulumi.runtime.settings.ROOT.set(None)
     mocks = _Mocks(stack_state)
