@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from . import capacity, config, gpus, names, quotas
+from . import capacity, config, gpus, hardware, names, quotas
 
 __all__ = ["build_parser", "main", "wait_ready"]
 
@@ -197,6 +197,15 @@ def _add_limit_flags(serve: argparse.ArgumentParser) -> None:
         metavar="CSV",
         help="the SKUs the Cloud Billing Catalog API serves (columns of "
         "components/catalog/billing_skus.csv, which is the default); read again when it changes",
+    )
+    serve.add_argument(
+        "--catalog-overlay",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="a folder of catalog rows (the columns of components/catalog's files) put over the "
+        "catalog, as a stack's training:catalogOverlay is: a machine type, accelerator count or "
+        "image it adds is accepted; read again when a file in it changes",
     )
     serve.add_argument(
         "--max-unpacked-mb",
@@ -391,6 +400,12 @@ def _settings(args: argparse.Namespace, state_dir: Path) -> config.Settings:
         project_numbers = names.parse_project_numbers(args.project_number)
     except ValueError as exc:
         raise _FlagError(str(exc)) from None
+    if args.catalog_overlay is not None:
+        overlay = args.catalog_overlay.resolve()
+        if not overlay.is_dir():
+            raise _FlagError(f"--catalog-overlay: {args.catalog_overlay} is not a directory")
+        # Read by emulator.hardware and emulator.quotas wherever they look a fact up.
+        os.environ[hardware.OVERLAY_ENV] = str(overlay)
     return config.Settings(
         state_dir=state_dir,
         mode=args.mode,

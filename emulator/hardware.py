@@ -8,6 +8,11 @@ files (the emulator copied elsewhere) every look-up answers "unknown", and the c
 a fact are skipped rather than guessed.
 
 ``EMULATOR_CATALOG_DIR`` names another directory with files of the same columns.
+``EMULATOR_CATALOG_OVERLAY`` (``serve --catalog-overlay DIR``) names a folder of rows put over
+it, as the project's ``training:catalogOverlay`` puts them over its own: a row with the key of a
+catalog row replaces it, any other is added. So a machine type, an accelerator's counts or an
+image that a stack's overlay adds is accepted here too. The overlay is read again when one of
+its files changes.
 """
 
 from __future__ import annotations
@@ -20,7 +25,16 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
-__all__ = ["Accelerator", "Hardware", "TrainingImage", "catalog_dir", "catalog_rows", "hardware"]
+__all__ = [
+    "OVERLAY_ENV",
+    "Accelerator",
+    "Hardware",
+    "TrainingImage",
+    "catalog_dir",
+    "catalog_overlay",
+    "catalog_rows",
+    "hardware",
+]
 
 log = logging.getLogger("emulator.hardware")
 
@@ -37,6 +51,15 @@ _DEFAULT_DIR = next(
 )
 # The largest catalog file is a few tens of KiB: anything far larger is not the catalog.
 _MAX_FILE_BYTES = 4 * 1024 * 1024
+OVERLAY_ENV = "EMULATOR_CATALOG_OVERLAY"
+# The files read here, each with the columns that key a row (the project's catalog keys its
+# files the same way: an overlay row with a catalog row's key replaces it).
+_KEYS: dict[str, tuple[str, ...]] = {
+    "machine_types.csv": ("machine_type",),
+    "attachable_counts.csv": ("machine_type", "accelerator_type"),
+    "accelerators.csv": ("accelerator_type",),
+    "training_images.csv": ("image_path", "accelerator"),
+}
 
 
 @dataclass(frozen=True)
@@ -82,9 +105,28 @@ def catalog_dir() -> Path:
     return Path(os.environ.get("EMULATOR_CATALOG_DIR") or _DEFAULT_DIR)
 
 
-def catalog_rows(directory: Path, name: str) -> list[dict[str, str]]:
-    """The rows of catalog file ``name`` (cells stripped); [] when it cannot be read."""
-    path = directory / name
+def catalog_overlay() -> Path | None:
+    """The folder of rows put over the catalog (``serve --catalog-overlay``), or None."""
+    value = os.environ.get(OVERLAY_ENV)
+    return Path(value) if value else None
+
+
+def catalog_rows(directory: Path, name: str, overlay: Path | None = None) -> list[dict[str, str]]:
+    """The rows of catalog file ``name`` (cells stripped), with ``overlay``'s rows of the same
+    file over them; [] when the catalog file cannot be read."""
+    rows = _file_rows(directory / name)
+    if overlay is None or not (overlay / name).exists():
+        return rows
+    keys = _KEYS.get(name, ())
+    merged = {tuple(row.get(k, "") for k in keys): row for row in rows}
+    for row in _file_rows(overlay / name):
+        key = tuple(row.get(k, "") for k in keys)
+        if all(key):
+            merged[key] = row
+    return list(merged.values())
+
+
+def _file_rows(path: Path) -> list[dict[str, str]]:
     try:
         if path.stat().st_size > _MAX_FILE_BYTES:
             log.warning("%s is larger than %d bytes: not read", path, _MAX_FILE_BYTES)
@@ -105,10 +147,10 @@ def _retired(lifecycle: str, retired_on: str) -> bool:
     return lifecycle == "DEPRECATED" and bool(retired_on) and retired_on <= date.today().isoformat()
 
 
-def _read(directory: Path) -> Hardware:
-    machines = catalog_rows(directory, "machine_types.csv")
+def _read(directory: Path, overlay: Path | None = None) -> Hardware:
+    machines = catalog_rows(directory, "machine_types.csv", overlay)
     attachable: dict[tuple[str, str], frozenset[int]] = {}
-    for row in catalog_rows(directory, "attachable_counts.csv"):
+    for row in catalog_rows(directory, "attachable_counts.csv", overlay):
         counts = frozenset(int(c) for c in row.get("counts", "").split() if c.isdigit())
         attachable[(row.get("machine_type", ""), row.get("accelerator_type", ""))] = counts
     accelerators = {
@@ -118,12 +160,12 @@ def _read(directory: Path) -> Hardware:
             row.get("retired_on", ""),
             frozenset(row.get("mig_partition_sizes", "").split()),
         )
-        for row in catalog_rows(directory, "accelerators.csv")
+        for row in catalog_rows(directory, "accelerators.csv", overlay)
         if row.get("accelerator_type")
     }
     images = tuple(
         TrainingImage(row["framework"], row.get("framework_version", ""), row["image_path"])
-        for row in catalog_rows(directory, "training_images.csv")
+        for row in catalog_rows(directory, "training_images.csv", overlay)
         if row.get("framework") and row.get("image_path")
     )
     return Hardware(
@@ -139,11 +181,25 @@ def _read(directory: Path) -> Hardware:
     )
 
 
-@functools.cache
-def _cached(directory: str) -> Hardware:
-    return _read(Path(directory))
+@functools.lru_cache(maxsize=8)
+def _cached(directory: str, overlay: str, stamp: tuple[tuple[str, int, int], ...]) -> Hardware:
+    return _read(Path(directory), Path(overlay) if overlay else None)
+
+
+def _stamp(overlay: Path | None) -> tuple[tuple[str, int, int], ...]:
+    """When and how large each overlay file is: a changed file is read again."""
+    found = []
+    for name in _KEYS:
+        try:
+            info = (overlay / name).stat() if overlay is not None else None
+        except OSError:
+            info = None
+        if info is not None:
+            found.append((name, info.st_mtime_ns, info.st_size))
+    return tuple(found)
 
 
 def hardware() -> Hardware:
-    """The catalog's facts, read once per directory."""
-    return _cached(str(catalog_dir()))
+    """The catalog's facts with the overlay's rows, read once per directory and overlay state."""
+    overlay = catalog_overlay()
+    return _cached(str(catalog_dir()), str(overlay or ""), _stamp(overlay))

@@ -142,11 +142,11 @@ def load_table(directory: Path | None = None) -> MetricTable:
 
     Without the files the table is empty: nothing is metered and nothing refused.
     """
-    return _table(directory or hardware.catalog_dir())
+    return _table(directory or hardware.catalog_dir(), hardware.catalog_overlay())
 
 
 @functools.lru_cache(maxsize=4)
-def _table(directory: Path) -> MetricTable:
+def _table(directory: Path, overlay: Path | None) -> MetricTable:
     by_resource: dict[tuple[str, bool], Metric] = {}
     for row in hardware.catalog_rows(directory, "training_quotas.csv"):
         if not row.get("resource") or not row.get("metric"):
@@ -159,7 +159,8 @@ def _table(directory: Path) -> MetricTable:
         )
         by_resource[(row["resource"], row.get("capacity") == "preemptible")] = metric
     machines: dict[str, tuple[str, int, str, int]] = {}
-    for row in hardware.catalog_rows(directory, "machine_types.csv"):
+    # A machine type the overlay adds is metered by its own vCPUs, as the packaged ones are.
+    for row in hardware.catalog_rows(directory, "machine_types.csv", overlay):
         vcpus, fixed = row.get("vcpus", ""), row.get("fixed_accelerator_count", "")
         if row.get("machine_type") and vcpus.isdigit():
             machines[row["machine_type"]] = (

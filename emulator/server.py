@@ -57,6 +57,7 @@ from . import (
     cluster,
     errors,
     filters,
+    hardware,
     names,
     paths,
     protos,
@@ -745,6 +746,7 @@ class _Handler(BaseHTTPRequestHandler):
                     "pid": os.getpid(),
                     "mode": svc.settings.mode,
                     "stateDir": str(svc.settings.state_dir),
+                    "catalogOverlay": str(hardware.catalog_overlay() or ""),
                 }
             )
         if path == "/emulator/v1/faults":

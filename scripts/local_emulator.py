@@ -1,6 +1,6 @@
 """The emulator of THIS checkout for `make up`/`make down`, and the local stack's config for it.
 
-    python scripts/local_emulator.py ensure STATE_DIR   # prints the endpoint on stdout
+    python scripts/local_emulator.py ensure STATE_DIR [STACK_FILE]   # prints the endpoint
     python scripts/local_emulator.py config ENDPOINT SOURCE TARGET
 
 ``ensure`` uses the emulator whose state dir is STATE_DIR when one is running; otherwise it
@@ -14,6 +14,11 @@ The port is not chosen here: the emulator binds 8642 or, when that is taken, a f
 (two checkouts' ``make up`` at once). Two ``ensure`` of the same STATE_DIR at once take turns
 (a lock in STATE_DIR), so the second uses the emulator the first started. A state dir that
 cannot be used is one line on stderr and exit status 1.
+
+A stack file that sets ``training:catalogOverlay`` (a folder, relative to the project) starts
+the emulator with ``--catalog-overlay`` on it, so what the overlay adds is accepted by the local
+Vertex AI as it is by the validator. An emulator already running with another overlay is kept
+(its jobs go on), and a line says so: ``make down`` restarts it.
 
 ``config`` copies the local stack's config file (SOURCE) to TARGET with ``training:endpoint``
 set to ENDPOINT; `make up` passes TARGET to pulumi with ``--config-file``, so the committed
@@ -29,13 +34,20 @@ import subprocess
 import sys
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: the checkout
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # run as a script: the checkout
 
-from components.lifecycle._settings import emulator_health, running_emulator, same_dir
+import yaml  # noqa: E402
+
+from components.lifecycle._settings import (  # noqa: E402
+    emulator_health,
+    running_emulator,
+    same_dir,
+)
 
 DEFAULT_PORT = 8642
 HOST = "127.0.0.1"
@@ -51,10 +63,35 @@ def say(message: str) -> None:
 # (training:emulatorStateDir): one reading of server.json and the health answer.
 health = emulator_health
 running_here = running_emulator
-__all__ = ["ensure", "health", "running_here", "same_dir", "start", "write_config"]
+__all__ = [
+    "catalog_overlay",
+    "ensure",
+    "health",
+    "running_here",
+    "same_dir",
+    "start",
+    "write_config",
+]
 
 
-def ensure(state_dir: Path) -> str:
+def catalog_overlay(stack_file: Path | None) -> Path | None:
+    """The stack file's ``training:catalogOverlay`` folder (relative to the project), or None."""
+    if stack_file is None:
+        return None
+    try:
+        document = yaml.safe_load(stack_file.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise SystemExit(f"cannot read {stack_file}: {exc}") from None
+    settings = document.get("config") if isinstance(document, Mapping) else None
+    value = settings.get("training:catalogOverlay") if isinstance(settings, Mapping) else None
+    if not value:
+        return None
+    if not isinstance(value, str):
+        raise SystemExit(f"{stack_file}: training:catalogOverlay must be a folder's path")
+    return (REPO / value).resolve()
+
+
+def ensure(state_dir: Path, overlay: Path | None = None) -> str:
     """The endpoint of this checkout's emulator, started if none runs (see the module doc)."""
     problem = usable_problem(state_dir)
     if problem is not None:
@@ -63,8 +100,14 @@ def ensure(state_dir: Path) -> str:
         endpoint = running_here(state_dir)
         if endpoint is not None:
             say(f"this checkout's emulator is already running at {endpoint} (state in {state_dir})")
+            running = (health(endpoint) or {}).get("catalogOverlay") or None
+            if running != (str(overlay) if overlay else None):
+                say(
+                    f"it runs with catalog overlay {running or 'none'}, the stack names "
+                    f"{overlay or 'none'}: `make down` restarts it with the stack's"
+                )
             return endpoint
-        return start(state_dir)
+        return start(state_dir, overlay)
 
 
 def usable_problem(state_dir: Path) -> str | None:
@@ -92,9 +135,10 @@ def one_at_a_time(state_dir: Path) -> Iterator[None]:
         yield
 
 
-def start(state_dir: Path) -> str:
+def start(state_dir: Path, overlay: Path | None = None) -> str:
     """Start the emulator of ``state_dir``: on DEFAULT_PORT, or where it found a free port."""
     say(f"starting the emulator (state in {state_dir})")
+    overlay_flags = ["--catalog-overlay", str(overlay)] if overlay else []
     started = subprocess.run(
         [
             sys.executable,
@@ -109,6 +153,7 @@ def start(state_dir: Path) -> str:
             "--port",
             str(DEFAULT_PORT),
             "--free-port-if-taken",
+            *overlay_flags,
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -142,8 +187,8 @@ def write_config(endpoint: str, source: Path, target: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) == 2 and argv[0] == "ensure":
-        print(ensure(Path(argv[1])))
+    if len(argv) in (2, 3) and argv[0] == "ensure":
+        print(ensure(Path(argv[1]), catalog_overlay(Path(argv[2]) if len(argv) == 3 else None)))
         return 0
     if len(argv) == 4 and argv[0] == "config":
         write_config(argv[1], Path(argv[2]), Path(argv[3]))

@@ -148,3 +148,30 @@ def test_one_checkout_started_twice_at_once_runs_one_emulator(port, tmp_path):
         assert _serves(str(results[0]), state_dir)
     finally:
         _stop(state_dir)
+
+
+def test_the_stack_files_catalog_overlay_reaches_the_emulator(port, dirs, tmp_path, capfd):
+    ours, _ = dirs
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    stack_file = tmp_path / "Pulumi.local.yaml"
+    stack_file.write_text(f"config:\n  training:catalogOverlay: {overlay}\n")
+    assert local_emulator.catalog_overlay(stack_file) == overlay.resolve()
+    endpoint = local_emulator.ensure(ours, local_emulator.catalog_overlay(stack_file))
+    answer = local_emulator.health(endpoint)
+    assert answer is not None and answer["catalogOverlay"] == str(overlay.resolve())
+    capfd.readouterr()
+    # A stack naming no overlay (or another) keeps the running emulator and says so.
+    assert local_emulator.ensure(ours, None) == endpoint
+    said = capfd.readouterr().err
+    assert f"catalog overlay {overlay.resolve()}" in said and "make down" in said
+
+
+def test_a_stack_file_without_an_overlay_names_none(tmp_path):
+    stack_file = tmp_path / "Pulumi.local.yaml"
+    stack_file.write_text("config:\n  gcp:project: local-training\n")
+    assert local_emulator.catalog_overlay(stack_file) is None
+    assert local_emulator.catalog_overlay(REPO / "stacks" / "Pulumi.local.yaml") is None
+    stack_file.write_text("config:\n  training:catalogOverlay: [a]\n")
+    with pytest.raises(SystemExit, match="must be a folder"):
+        local_emulator.catalog_overlay(stack_file)
