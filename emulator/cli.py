@@ -155,6 +155,15 @@ def _add_service_flags(serve: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="another directory packages may be read from (repeatable)",
     )
+    serve.add_argument(
+        "--catalog-overlay",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="a folder of catalog rows (the columns of components/catalog's files) put over the "
+        "catalog, as a stack's training:catalogOverlay is: a machine type, accelerator count or "
+        "image it adds is accepted; read again when a file in it changes",
+    )
 
 
 def _add_limit_flags(serve: argparse.ArgumentParser) -> None:
@@ -197,15 +206,6 @@ def _add_limit_flags(serve: argparse.ArgumentParser) -> None:
         metavar="CSV",
         help="the SKUs the Cloud Billing Catalog API serves (columns of "
         "components/catalog/billing_skus.csv, which is the default); read again when it changes",
-    )
-    serve.add_argument(
-        "--catalog-overlay",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="a folder of catalog rows (the columns of components/catalog's files) put over the "
-        "catalog, as a stack's training:catalogOverlay is: a machine type, accelerator count or "
-        "image it adds is accepted; read again when a file in it changes",
     )
     serve.add_argument(
         "--max-unpacked-mb",

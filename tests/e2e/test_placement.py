@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from tests._pools import on_one_t4
 from tests.e2e._engine import (
     GCP_PROJECT,
     HANG_LABELS,
@@ -151,15 +152,7 @@ def test_a_tuning_job_is_placed_the_same_way(ws: Workspace) -> None:
         document: dict[str, Any] = yaml.safe_load(
             (REPO / "stacks/jobs/local-tuning.yaml").read_text()
         )
-        pool = document["trialJobSpec"]["workerPoolSpecs"][0]
-        pool["machineSpec"] = {
-            "machineType": "n1-standard-4",
-            "acceleratorType": T4,
-            "acceleratorCount": 1,
-        }
-        # The image built for GPUs: a CPU image on a T4 is refused before launch.
-        package = pool["pythonPackageSpec"]
-        package["executorImageUri"] = package["executorImageUri"].replace("-cpu.", "-gpu.")
+        on_one_t4(document["trialJobSpec"]["workerPoolSpecs"][0])
         document["parallelTrialCount"] = 1
         spec = ws.write_job("tune", document)
         entry = job_entry("tune", spec, waitFor="running", regions=REGIONS)

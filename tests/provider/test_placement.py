@@ -20,6 +20,7 @@ from components.lifecycle._placement import (
 )
 from components.vertex.api import JobOperationError, capacity_refusal
 from emulator.testing import EmulatorProcess, running_emulator
+from tests._pools import on_one_t4
 from tests.provider.conftest import SIMULATE_ARGS, configured, job_inputs
 
 T4 = "NVIDIA_TESLA_T4"
@@ -42,15 +43,7 @@ def short() -> Iterator[EmulatorProcess]:
 def _t4(inputs: dict[str, Any], *, tuning: bool = False) -> dict[str, Any]:
     spec = inputs["spec"]
     job = spec["trialJobSpec"] if tuning else spec
-    pool = job["workerPoolSpecs"][0]
-    pool["machineSpec"] = {
-        "machineType": "n1-standard-4",
-        "acceleratorType": T4,
-        "acceleratorCount": 1,
-    }
-    # The image built for the pool's GPUs: a CPU image on a T4 is refused before launch.
-    package = pool["pythonPackageSpec"]
-    package["executorImageUri"] = package["executorImageUri"].replace("-cpu.", "-gpu.")
+    on_one_t4(job["workerPoolSpecs"][0])
     return inputs
 
 
