@@ -33,7 +33,7 @@ import argparse
 import json
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -58,7 +58,7 @@ from .lifecycle._wire import (
     decode_spec,
     is_secret_envelope,
 )
-from .rules._catalog import Catalog, load_catalog
+from .rules._catalog import Catalog, load_catalog, training_regions_for
 from .rules._spec import JobSpec
 from .rules._tuning_spec import TuningJobSpec
 
@@ -503,24 +503,82 @@ def _capacity(spec: JobSpec) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def _estimate(spec: JobSpec | None, region: str | None, catalog: Catalog) -> Estimate | None:
+def _estimate(
+    spec: JobSpec | None, region: str | None, catalog: Catalog, capacity: str | None = None
+) -> Estimate | None:
     if spec is None or region is None:
         return None
     try:
-        return estimate(spec, catalog, region=region)
+        return estimate(spec, catalog, region=region, capacity=capacity)
     except ValueError:
         return None
 
 
 def _estimate_tuning(
-    spec: TuningJobSpec | None, region: str | None, catalog: Catalog
+    spec: TuningJobSpec | None, region: str | None, catalog: Catalog, capacity: str | None = None
 ) -> TuningEstimate | None:
     if spec is None or region is None:
         return None
     try:
-        return estimate_tuning(spec, catalog, region=region)
+        return estimate_tuning(spec, catalog, region=region, capacity=capacity)
     except (SpecError, ValueError):
         return None
+
+
+@dataclass(frozen=True)
+class _Placed:
+    """A placed job's prices (``placement``): where it is expected to run, and the dearest
+    attempt, what it costs wherever it lands. Attempts in a region that does not offer its
+    machines are left out, as the policy pack leaves them."""
+
+    expected: Estimate | TuningEstimate | None
+    worst: Estimate | TuningEstimate | None
+    worst_where: str
+    unpriced: bool
+    """Some attempt that may run has no known price: the worst case is unknown."""
+
+
+def _placed(job: JobChange, which: str, catalog: Catalog) -> _Placed | None:
+    """The prices of each attempt of a job that names several (None: one region)."""
+    from .lifecycle._check import CUSTOM_JOB_SPEC, TUNING_JOB_SPEC
+    from .lifecycle._placement import attempts_of, parse_placement, priced_as, priced_attempts
+
+    inputs = (job.new_inputs if which == "new" else job.old_inputs) or {}
+    spec: JobSpec | TuningJobSpec | None = job.tuning_spec(which) if job.tuning else job.spec(which)
+    if spec is None or not inputs.get("placement"):
+        return None
+    try:
+        attempts = attempts_of(parse_placement(inputs["placement"])[0])
+        under = (TUNING_JOB_SPEC if job.tuning else CUSTOM_JOB_SPEC).pools_under
+        priced = priced_attempts(spec, attempts, catalog, under=under)
+    except (SpecError, ValueError, TypeError):
+        return None
+    if len(priced) < 2:
+        return None
+    trial = job.spec(which)
+    wanted = {
+        pool.machine_spec.accelerator_type
+        for pool in (trial.worker_pool_specs if trial is not None else [])
+        if pool.machine_spec and pool.machine_spec.accelerator_type
+    }
+    offering = set(training_regions_for(catalog, wanted)) if wanted else None
+    found: list[tuple[str, Estimate | TuningEstimate | None]] = []
+    for attempt, placed, _ in priced:
+        if offering is not None and attempt.region not in offering:
+            continue  # never tried: check() skips a candidate without the job's GPUs
+        capacity = priced_as(attempt.capacity)
+        if job.tuning:
+            found.append(
+                (attempt.shown, _estimate_tuning(placed, attempt.region, catalog, capacity))
+            )
+        else:
+            found.append((attempt.shown, _estimate(placed, attempt.region, catalog, capacity)))
+    offered = [(where, result) for where, result in found if result is not None]
+    if not offered:
+        return _Placed(None, None, "", True)
+    unpriced = any(r.usd_per_hour is None or r.max_usd is None for _, r in offered)
+    where, worst = max(offered, key=lambda item: item[1].max_usd or 0.0)
+    return _Placed(offered[0][1], None if unpriced else worst, where, unpriced)
 
 
 def _money(value: float | None) -> str:
@@ -574,16 +632,29 @@ class _Side:
     """The most it can cost: timeout x $/h (a tuning job: trials x one trial's ceiling)."""
     labels: tuple[str, ...] = ()
     """Where its prices came from (``Price.label``)."""
+    worst_hourly: float | None = None
+    """A placed job: the price per hour of its dearest attempt (``worst_where``)."""
+    worst_where: str = ""
+
+    @property
+    def cost(self) -> str:
+        """Its price per hour; a placed job's dearest attempt beside it when dearer."""
+        shown = _money(self.hourly)
+        if self.worst_hourly is not None and self.worst_hourly > (self.hourly or 0.0):
+            shown += f" (up to {_money(self.worst_hourly)} in {self.worst_where})"
+        return shown
 
 
 def _describe(job: JobChange, which: str, catalog: Catalog) -> _Side:
-    """A job's hardware and price on one side; a tuning job's per trial, and for all trials."""
+    """A job's hardware and price on one side; a tuning job's per trial, and for all trials.
+    A placed job is priced where it is expected to run, its ceiling at its dearest attempt."""
     spec = job.spec(which)
+    placed = _placed(job, which, catalog)
     if not job.tuning:
-        result = _estimate(spec, job.region, catalog)
-        if result is None:
+        result = placed.expected if placed is not None else _estimate(spec, job.region, catalog)
+        if not isinstance(result, Estimate):
             return _Side(_machines(spec), _gpus(spec), None, "on_demand", (), ceiling="unknown")
-        return _Side(
+        side = _Side(
             _machines(spec),
             _gpus(spec),
             result.usd_per_hour,
@@ -593,9 +664,11 @@ def _describe(job: JobChange, which: str, catalog: Catalog) -> _Side:
             ceiling_usd=result.max_usd,
             labels=result.price_labels,
         )
+        return _at_worst(side, placed)
     tuning = job.tuning_spec(which)
-    tuned = _estimate_tuning(tuning, job.region, catalog)
-    return _Side(
+    found = placed.expected if placed is not None else _estimate_tuning(tuning, job.region, catalog)
+    tuned = found if isinstance(found, TuningEstimate) else None
+    side = _Side(
         _machines(spec),
         _gpus(spec),
         None if tuned is None else tuned.usd_per_hour,
@@ -605,6 +678,24 @@ def _describe(job: JobChange, which: str, catalog: Catalog) -> _Side:
         _ceiling(tuned),
         None if tuned is None else tuned.max_usd,
         () if tuned is None else tuned.trial.price_labels,
+    )
+    return _at_worst(side, placed)
+
+
+def _at_worst(side: _Side, placed: _Placed | None) -> _Side:
+    """``side`` with a placed job's ceiling at its dearest attempt, and that attempt's price."""
+    if placed is None or placed.expected is None:
+        return side
+    worst = placed.worst
+    if worst is None:
+        return replace(side, ceiling="unknown (an attempt has no price)", ceiling_usd=None)
+    text = _ceiling(worst) if isinstance(worst, TuningEstimate) else _job_ceiling(worst)
+    return replace(
+        side,
+        ceiling=f"{text} in {placed.worst_where}",
+        ceiling_usd=worst.max_usd,
+        worst_hourly=worst.usd_per_hour,
+        worst_where=placed.worst_where,
     )
 
 
@@ -641,18 +732,18 @@ def _row(job: JobChange, catalog: Catalog) -> _Row:
     if old is None or new is None:  # create, delete
         hourly, ceiling = sides[0].hourly, sides[0].ceiling_usd
         sign = 1 if new is not None else -1
-        row.cost = _money(hourly) + spot
+        row.cost = sides[0].cost + spot
         row.delta = None if hourly is None else sign * hourly
         row.ceiling_delta = None if ceiling is None else sign * ceiling
         return row
     if job.op == "update":  # knobs only: the job and its price stay
-        row.cost, row.delta, row.ceiling = _money(new.hourly) + spot, 0.0, new.ceiling
+        row.cost, row.delta, row.ceiling = new.cost + spot, 0.0, new.ceiling
         row.ceiling_delta = 0.0
         return row
     if old.ceiling_usd is not None and new.ceiling_usd is not None:
         row.ceiling_delta = new.ceiling_usd - old.ceiling_usd
     delta = None if old.hourly is None or new.hourly is None else new.hourly - old.hourly
-    row.cost = _side(_money(old.hourly), _money(new.hourly))
+    row.cost = _side(old.cost, new.cost)
     if delta is not None and old.hourly != new.hourly:
         row.cost += f" ({_delta(delta)})"
     row.cost += spot
