@@ -6,7 +6,12 @@ catalog's dated snapshot; when the SKUs cannot be read (no credentials, no acces
 it keeps the snapshot and says why, so pricing never fails for want of the live API.
 
 ``catalog check`` compares the catalog's prices with the live SKUs the caller can read and
-prints each difference. Exit status: 0 none, 1 some, 2 the SKUs could not be read.
+prints each difference: a price the SKUs make otherwise, and a Spot price that Compute
+Engine's Spot SKU makes otherwise by the catalog's rule (the Spot SKU + the management fee),
+which shows a stale Spot input. It also names each suspect on-demand GPU price, one under
+``OUTLIER_RATIO`` x the median of the same GPU's prices in its other regions (the mark of a
+flex-start rate mixed in as on-demand). Exit status: 0 none, 1 some, 2 the SKUs could not be
+read.
 """
 
 from __future__ import annotations
@@ -17,7 +22,13 @@ from typing import TextIO
 
 from ..lifecycle._settings import Endpoint, parse_endpoint
 from ..rules._catalog import Catalog, load_catalog
-from ._billing import apply_billing, billing_prices, differences
+from ._billing import (
+    apply_billing,
+    billing_prices,
+    differences,
+    spot_rule_prices,
+    suspect_prices,
+)
 
 __all__ = ["cmd_catalog_check", "live_catalog", "snapshot_date"]
 
@@ -62,15 +73,19 @@ def cmd_catalog_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
         print(f"error: {exc}", file=err)
         return 2
     prices = billing_prices(skus, catalog)
-    found = differences(catalog, prices)
+    found = differences(catalog, prices) + differences(catalog, spot_rule_prices(skus, catalog))
     for difference in found:
         print(difference.line(), file=out)
+    suspects = suspect_prices(catalog)
+    for (name, region), why in sorted(suspects.items(), key=lambda item: item[0][::-1]):
+        print(f"{name} (accelerator) in {region}, on-demand: suspect: {why}", file=out)
     checked = sum(
         1 for p in prices.values() for c in ("on_demand", "spot", "flex_start") if p.value(c)
     )
     print(
         f"{len(found)} difference(s) in {checked} price(s) the billing SKUs make "
-        f"({len(skus)} SKUs); catalog snapshot as of {snapshot_date(catalog)}",
+        f"({len(skus)} SKUs), {len(suspects)} suspect on-demand price(s); catalog snapshot as "
+        f"of {snapshot_date(catalog)}",
         file=out,
     )
-    return 1 if found else 0
+    return 1 if found or suspects else 0

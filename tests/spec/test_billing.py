@@ -270,3 +270,53 @@ def test_a_series_sku_prices_its_own_machines_only() -> None:
     priced = {name for _, kind, name in billing_prices(read_snapshot(), load_catalog())}
     assert {"a3-highgpu-1g", "a3-highgpu-8g", "NVIDIA_H100_80GB"} <= priced
     assert not priced & {"a3-megagpu-8g", "a3-ultragpu-8g", "NVIDIA_H100_MEGA_80GB"}
+
+
+T4_SPOT_SKU = (
+    "6F81-5844-456A,Compute Engine,T4SP-0000-0001,Nvidia Tesla T4 GPU attached to Spot "
+    "Preemptible VMs running in Americas,Compute,GPU,Preemptible,us-central1,h,{usd},2026-11-27,"
+    "test row\n"
+)
+
+
+def test_catalog_check_catches_a_stale_spot_input(
+    emu: EmulatorProcess, snapshot: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The catalog's T4 Spot price in Iowa is Compute Engine's Spot rate 0.175 of its reference
+    # + the fee (15% of Compute Engine's on-demand 0.35). Compute Engine's Spot SKU now says
+    # 0.2: by the same rule the Spot price is 0.2 + 0.15 x 0.4025 / 1.15.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    original = snapshot.read_text()
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        snapshot.write_text(original + T4_SPOT_SKU.format(usd="0.2"))
+        code = main(["catalog", "check", "--endpoint", emu.endpoint], out, err)
+    finally:
+        snapshot.write_text(original)
+    assert code == 1, err.getvalue()
+    line = next(li for li in out.getvalue().splitlines() if "NVIDIA_TESLA_T4" in li)
+    assert line.startswith(
+        f"NVIDIA_TESLA_T4 (accelerator) in us-central1, spot: catalog 0.2275, billing "
+        f"{0.2 + 0.15 * 0.4025 / 1.15:.6g} USD/h"
+    )
+    assert "T4SP-0000-0001" in line and "the management fee rule" in line
+
+
+def test_catalog_check_names_a_suspect_on_demand_price(
+    emu: EmulatorProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An overlay's on-demand T4 price at half of what the T4 costs elsewhere: reported.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    (overlay / "prices.csv").write_text(
+        "region,resource_kind,name,on_demand_usd_per_hour,spot_usd_per_hour,as_of,source\n"
+        "us-west4,accelerator,NVIDIA_TESLA_T4,0.2,0.1,2026-11-27,a test's half-price row\n"
+    )
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["catalog", "check", "--endpoint", emu.endpoint, "--catalog-overlay", str(overlay)]
+    code = main(argv, out, err)
+    assert code == 1, err.getvalue()
+    text = out.getvalue()
+    assert "NVIDIA_TESLA_T4 (accelerator) in us-west4, on-demand: suspect: 0.2 is 0." in text
+    assert "1 suspect on-demand price(s)" in text.splitlines()[-1]
