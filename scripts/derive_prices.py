@@ -348,7 +348,9 @@ def _text(value: float | None) -> str:
 
 SPOT_NOTE = (
     "Spot: Compute Engine Spot + the management fee (15% of Compute Engine on-demand, the fee "
-    "Vertex bills on flex-start; no public source gives the Spot fee)"
+    "Vertex bills on flex-start; no public source gives the Spot fee: Vertex's Spot VMs page "
+    "says only that Spot jobs are billed by job duration and machine type, "
+    "https://cloud.google.com/vertex-ai/docs/predictions/use-spot-vms#billing, read 2026-11-27)"
 )
 
 

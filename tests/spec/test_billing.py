@@ -30,6 +30,7 @@ from components.rules._catalog import load_catalog
 from components.vertex import billing
 from components.vertex.billing import BillingUnavailable, read_skus
 from emulator.testing import EmulatorProcess, running_emulator
+from tests.spec.catalog_fixtures import packaged_catalog  # noqa: F401 (a fixture)
 
 DAY = datetime.date(2026, 11, 27)
 H100_DWS = "341A-49A5-0C07"
@@ -302,6 +303,7 @@ def test_catalog_check_catches_a_stale_spot_input(
     assert "T4SP-0000-0001" in line and "the management fee rule" in line
 
 
+@pytest.mark.usefixtures("packaged_catalog")
 def test_catalog_check_names_a_suspect_on_demand_price(
     emu: EmulatorProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
