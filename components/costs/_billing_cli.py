@@ -38,9 +38,15 @@ def snapshot_date(catalog: Catalog) -> str:
     return max((p.as_of for p in catalog.prices.values() if p.as_of[:4].isdigit()), default="")
 
 
-def live_catalog(catalog: Catalog, endpoint: Endpoint, note: Callable[[str], None]) -> Catalog:
+def live_catalog(
+    catalog: Catalog,
+    endpoint: Endpoint,
+    note: Callable[[str], None],
+    project: str | None = None,
+) -> Catalog:
     """``catalog`` with the live billing SKUs' prices over its own; itself (and a note saying
-    why) when they cannot be read."""
+    why) when they cannot be read. With ``project``, the SKUs at its billing account's own
+    prices where the caller may read them; else the list prices, and a note saying so once."""
     from ..vertex.billing import BillingUnavailable, read_skus
 
     try:
@@ -48,11 +54,22 @@ def live_catalog(catalog: Catalog, endpoint: Endpoint, note: Callable[[str], Non
     except BillingUnavailable as exc:
         note(f"{exc}; prices from the catalog's snapshot (as of {snapshot_date(catalog)})")
         return catalog
+    which = "list prices"
+    if project:
+        from ..vertex.account_prices import apply_account_prices, read_account_prices
+
+        try:
+            account = read_account_prices(endpoint, project)
+        except BillingUnavailable as exc:
+            note(f"account prices of project {project} not read ({exc}): list prices used")
+        else:
+            skus = apply_account_prices(skus, account)
+            which = f"{account.account}'s own prices where it has them"
     prices = billing_prices(skus, catalog)
     day = max((s.as_of for s in skus), default="")
     note(
         f"prices: {len(prices)} from the Cloud Billing Catalog API ({len(skus)} SKUs, read "
-        f"{day}), the rest from the catalog's snapshot"
+        f"{day}; {which}), the rest from the catalog's snapshot"
     )
     return apply_billing(catalog, prices)
 

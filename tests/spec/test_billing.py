@@ -28,11 +28,13 @@ from components.costs._billing import (
 from components.lifecycle._settings import Endpoint
 from components.rules._catalog import load_catalog
 from components.vertex import billing
+from components.vertex.account_prices import read_account_prices
 from components.vertex.billing import BillingUnavailable, read_skus
 from emulator.testing import EmulatorProcess, running_emulator
 from tests.spec.catalog_fixtures import packaged_catalog  # noqa: F401 (a fixture)
 
 DAY = datetime.date(2026, 11, 27)
+DAY_1 = datetime.timedelta(days=1)
 H100_DWS = "341A-49A5-0C07"
 
 
@@ -44,8 +46,15 @@ def snapshot(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def emu(snapshot: Path) -> Iterator[EmulatorProcess]:
-    with running_emulator("--mode", "simulate", "--billing-snapshot", str(snapshot)) as server:
+def account_file(snapshot: Path) -> Path:
+    """The emulator's billing-account discount file; absent: the caller may not read them."""
+    return snapshot.with_name("account.json")
+
+
+@pytest.fixture(scope="module")
+def emu(snapshot: Path, account_file: Path) -> Iterator[EmulatorProcess]:
+    argv = ["--billing-snapshot", str(snapshot), "--billing-account-prices", str(account_file)]
+    with running_emulator("--mode", "simulate", *argv) as server:
         yield server
 
 
@@ -60,10 +69,10 @@ def _repriced(path: Path, usd: str) -> Iterator[None]:
         path.write_text(original)
 
 
-def _flex_start_h100(endpoint: str) -> tuple[int, str, str]:
+def _flex_start_h100(endpoint: str, *more: str) -> tuple[int, str, str]:
     """``prices --gpu H100 --flex-start --live-prices`` in us-central1: the a3-highgpu-1g line."""
     out, err = io.StringIO(), io.StringIO()
-    argv = ["prices", "--gpu", "H100", "--region", "us-central1", "--flex-start"]
+    argv = ["prices", "--gpu", "H100", "--region", "us-central1", "--flex-start", *more]
     code = main([*argv, "--live-prices", "--endpoint", endpoint], out, err)
     line = next((li for li in out.getvalue().splitlines() if "a3-highgpu-1g" in li), "")
     return code, line, err.getvalue()
@@ -322,3 +331,67 @@ def test_catalog_check_names_a_suspect_on_demand_price(
     text = out.getvalue()
     assert "NVIDIA_TESLA_T4 (accelerator) in us-west4, on-demand: suspect: 0.2 is 0." in text
     assert "1 suspect on-demand price(s)" in text.splitlines()[-1]
+
+
+ACCOUNT = "billingAccounts/012345-6789AB-CDEF01"
+
+
+def test_the_callers_account_prices_go_over_the_list_prices(
+    emu: EmulatorProcess, account_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    account_file.write_text(json.dumps({"discountPercent": 20}))
+    try:
+        code, line, err = _flex_start_h100(emu.endpoint, "--project", "my-project")
+        # Read once a day: a discount changed since shows the next day, not before.
+        account_file.write_text(json.dumps({"discountPercent": 50}))
+        same_day = read_account_prices(Endpoint(emu.endpoint), "my-project")
+        prices = read_account_prices(Endpoint(emu.endpoint), "my-project", today=DAY + DAY_1)
+        again = read_account_prices(Endpoint(emu.endpoint), "my-project", today=DAY + DAY_1)
+    finally:
+        account_file.unlink()
+    assert code == 0, err
+    # Every SKU of the flex-start price (the DWS and management-fee SKUs) at 20% off.
+    assert f"{0.8 * (A3_1G_FLEX + 4.200761):.4f}" in line
+    assert f"{ACCOUNT}'s own prices where it has them" in err
+    assert same_day.usd[H100_DWS] == pytest.approx(0.8 * 4.200761)
+    assert prices.account == ACCOUNT and again is prices
+    assert prices.usd[H100_DWS] == pytest.approx(0.5 * 4.200761)
+
+
+def test_without_permission_the_list_prices_are_used_and_said_once(
+    emu: EmulatorProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No account file: the emulator answers 403 PERMISSION_DENIED, as Google does to a caller
+    # without billing.accounts.getPricing.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    code, line, err = _flex_start_h100(emu.endpoint, "--project", "other-project")
+    assert code == 0, err
+    assert f"{A3_1G_FLEX + 4.200761:.4f}" in line  # the list prices
+    assert err.count("account prices of project other-project not read") == 1
+    assert "no access to the Cloud Billing API" in err and "list prices used" in err
+    with pytest.raises(BillingUnavailable, match=r"billing\.accounts\.getPricing"):
+        read_account_prices(Endpoint(emu.endpoint), "other-project", today=DAY)
+
+
+def test_the_emulator_serves_billing_info_and_account_prices_as_the_api_does(
+    emu: EmulatorProcess, account_file: Path
+) -> None:
+    def get(path: str) -> dict[str, Any]:
+        with urllib.request.urlopen(f"{emu.endpoint}{path}", timeout=10) as answer:
+            found: dict[str, Any] = json.loads(answer.read())
+            return found
+
+    info = get("/v1/projects/p/billingInfo")
+    assert (info["billingAccountName"], info["billingEnabled"]) == (ACCOUNT, True)
+    account_file.write_text(json.dumps({"discountPercent": 10}))
+    try:
+        one = get(f"/v1beta/{ACCOUNT}/skus/{H100_DWS}/price")
+        page = get(f"/v1beta/{ACCOUNT}/skus/-/prices?pageSize=4")
+    finally:
+        account_file.unlink()
+    assert one["name"] == f"{ACCOUNT}/skus/{H100_DWS}/price"
+    tier = one["rate"]["tiers"][0]
+    assert (tier["listPrice"]["units"], tier["listPrice"]["nanos"]) == ("4", 200761000)
+    assert tier["effectiveDiscountPercent"] == {"value": "10"}
+    assert len(page["billingAccountPrices"]) == 4 and page["nextPageToken"] == "4"
