@@ -233,6 +233,9 @@ def dws_reason(
     return None
 
 
+REGIONAL = "regional check: "
+
+
 def suspects(
     catalog: Catalog,
     ce: dict[Key, tuple[float | None, float | None]],
@@ -246,7 +249,7 @@ def suspects(
         found = ce.get((kind, name, region))
         if kind == "accelerator" and found and found[0] and (name, region) not in known:
             figures[(name, region)] = found[0]
-    return {key: f"regional check: {why}" for key, why in regional_outliers(figures).items()}
+    return {key: f"{REGIONAL}{why}" for key, why in regional_outliers(figures).items()}
 
 
 def derive(
@@ -483,6 +486,10 @@ class _Cell:
             f"the source's figure {_round(figure)} is a DWS flex-start rate, not an on-demand "
             f"price: {self.dws}"
         )
+        if self.dws.startswith(REGIONAL):
+            said = (
+                f"the source's figure {_round(figure)} is suspect, no on-demand price: {self.dws}"
+            )
         if vertex is not None and vertex.on_demand_usd is not None:
             # The fee is 15% of the Compute Engine on-demand rate the Vertex price is 1.15 x of.
             fee = FEE * vertex.on_demand_usd / UPLIFT

@@ -393,9 +393,9 @@ def regional_outliers(
             )
             if value < ratio * median:
                 found[(name, region)] = (
-                    f"{value:.6g} is {value / median:.2f}x the median ({median:.6g}) of its "
+                    f"{value:.6g} is {value / median:.2f}x the median {median:.6g} of its "
                     f"on-demand price in {len(others)} other regions, under {ratio:g}x: "
-                    "likely a flex-start (DWS) rate, not an on-demand price"
+                    "likely a flex-start DWS rate, not an on-demand price"
                 )
     return found
 

@@ -91,8 +91,9 @@ def test_dev_config_rejects_a_prod_sized_job_naming_job_and_limits() -> None:
     # 34's regional check): no on-demand price, so the cost limits say they cannot be checked.
     assert results["max-hourly-cost-per-job"] == [
         "job 'a100-multiworker': cannot check the $5/h limit (unknown price: NVIDIA_TESLA_A100 "
-        "in europe-west4 (the source's figure 1.61365 is a DWS flex-start rate, not an "
-        "on-demand price: regional check: 1.61365 is 0.55x the median))"
+        "in europe-west4 (the source's figure 1.61365 is suspect, no on-demand price: regional "
+        "check: 1.61365 is 0.55x the median 2.93391 of its on-demand price in 7 other regions, "
+        "under 0.7x: likely a flex-start DWS rate, not an on-demand price))"
     ]
     assert results["max-hourly-cost-per-stack"] == [
         "cannot check the $10/h stack limit: no price for a100-multiworker"

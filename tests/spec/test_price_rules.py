@@ -18,7 +18,7 @@ def test_a_half_price_row_is_flagged_whatever_gpu_or_region(gpu: str, odd: str) 
     prices[odd] = prices[odd] / 2
     found = regional_outliers({(gpu, region): v for region, v in prices.items()})
     assert set(found) == {(gpu, odd)}
-    assert "likely a flex-start (DWS) rate" in found[(gpu, odd)]
+    assert "likely a flex-start DWS rate" in found[(gpu, odd)]
 
 
 def test_normal_regional_spread_is_not_flagged() -> None:
