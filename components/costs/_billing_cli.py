@@ -17,11 +17,12 @@ read.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Mapping
 from typing import TextIO
 
 from ..lifecycle._settings import Endpoint, parse_endpoint
-from ..rules._catalog import Catalog, load_catalog
+from ..rules._catalog import Catalog, Price, load_catalog
 from ._billing import (
     apply_billing,
     billing_prices,
@@ -30,7 +31,7 @@ from ._billing import (
     suspect_prices,
 )
 
-__all__ = ["cmd_catalog_check", "live_catalog", "snapshot_date"]
+__all__ = ["cmd_catalog_check", "live_catalog", "snapshot_date", "with_spot_rule"]
 
 
 def snapshot_date(catalog: Catalog) -> str:
@@ -71,7 +72,24 @@ def live_catalog(
         f"prices: {len(prices)} from the Cloud Billing Catalog API ({len(skus)} SKUs, read "
         f"{day}; {which}), the rest from the catalog's snapshot"
     )
-    return apply_billing(catalog, prices)
+    return with_spot_rule(apply_billing(catalog, prices), spot_rule_prices(skus, catalog))
+
+
+def with_spot_rule(catalog: Catalog, rule: Mapping[tuple[str, str, str], Price]) -> Catalog:
+    """``catalog`` with the Spot prices Compute Engine's live Spot SKUs make by the Spot rule
+    (``spot_rule_prices``), each keeping its basis (``unverified``, or ``floor``): the fee is
+    still the unpublished one."""
+    if not rule:
+        return catalog
+    merged = dict(catalog.prices)
+    for key, price in rule.items():
+        if key in merged and price.spot_usd is not None:
+            merged[key] = dataclasses.replace(
+                merged[key],
+                spot_usd=price.spot_usd,
+                source=f"Spot: {price.source}; otherwise: {merged[key].source}",
+            )
+    return dataclasses.replace(catalog, prices=merged)
 
 
 def cmd_catalog_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

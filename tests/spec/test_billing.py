@@ -395,3 +395,25 @@ def test_the_emulator_serves_billing_info_and_account_prices_as_the_api_does(
     assert (tier["listPrice"]["units"], tier["listPrice"]["nanos"]) == ("4", 200761000)
     assert tier["effectiveDiscountPercent"] == {"value": "10"}
     assert len(page["billingAccountPrices"]) == 4 and page["nextPageToken"] == "4"
+
+
+def test_live_spot_prices_follow_compute_engines_spot_skus_by_the_spot_rule(
+    emu: EmulatorProcess, snapshot: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No Vertex fee SKU for the T4: the live Spot price is the Spot SKU + the fee rule, and
+    # says it rests on the unpublished fee (derived, unverified), never "Vertex price".
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    original = snapshot.read_text()
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["prices", "--gpu", "T4", "--region", "us-central1", "--spot", "--live-prices"]
+    try:
+        snapshot.write_text(original + T4_SPOT_SKU.format(usd="0.2"))
+        code = main([*argv, "--endpoint", emu.endpoint], out, err)
+    finally:
+        snapshot.write_text(original)
+    assert code == 0, err.getvalue()
+    n1 = load_catalog().prices[("us-central1", "machine", "n1-standard-4")].spot_usd
+    assert n1 is not None
+    line = next(li for li in out.getvalue().splitlines() if " 1 " in li and "n1-standard-4" in li)
+    assert f"{n1 + 0.2 + 0.15 * 0.4025 / 1.15:.4f}" in line
+    assert line.rstrip().endswith("derived, unverified")
