@@ -114,6 +114,7 @@ def _add_serve(sub: Subparsers) -> None:
     serve = sub.add_parser("serve", help="run the service")
     _add_service_flags(serve)
     _add_limit_flags(serve)
+    _add_billing_flags(serve)
     _add_simulate_flags(serve)
     _add_fault_flags(serve)
     _add_process_flags(serve)
@@ -166,6 +167,26 @@ def _add_service_flags(serve: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_billing_flags(serve: argparse.ArgumentParser) -> None:
+    serve.add_argument(
+        "--billing-snapshot",
+        type=Path,
+        default=None,
+        metavar="CSV",
+        help="the SKUs the Cloud Billing Catalog API serves (columns of "
+        "components/catalog/billing_skus.csv, which is the default); read again when it changes",
+    )
+    serve.add_argument(
+        "--billing-account-prices",
+        type=Path,
+        default=None,
+        metavar="JSON",
+        help='the billing account prices the Cloud Billing API v1beta serves: {"discountPercent": '
+        "N} off the snapshot's list prices; while the file does not exist (and without this "
+        "flag) the caller may not read them (403 PERMISSION_DENIED)",
+    )
+
+
 def _add_limit_flags(serve: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--grace-seconds",
@@ -198,14 +219,6 @@ def _add_limit_flags(serve: argparse.ArgumentParser) -> None:
         action="store_true",
         help="with --no-capacity: refuse such a job at create instead (429 RESOURCE_EXHAUSTED, "
         "the same message; nothing is stored)",
-    )
-    serve.add_argument(
-        "--billing-snapshot",
-        type=Path,
-        default=None,
-        metavar="CSV",
-        help="the SKUs the Cloud Billing Catalog API serves (columns of "
-        "components/catalog/billing_skus.csv, which is the default); read again when it changes",
     )
     serve.add_argument(
         "--max-unpacked-mb",
@@ -425,6 +438,7 @@ def _settings(args: argparse.Namespace, state_dir: Path) -> config.Settings:
         no_capacity_at_create=args.no_capacity_at_create,
         project_numbers=project_numbers,
         billing_snapshot=args.billing_snapshot,
+        billing_account_prices=args.billing_account_prices,
     )
 
 

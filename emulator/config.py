@@ -61,6 +61,10 @@ class Settings:
     # ``--billing-snapshot FILE``: the SKUs the Cloud Billing Catalog API serves (emulator.billing;
     # None: the catalog's billing_skus.csv).
     billing_snapshot: Path | None = None
+    # ``--billing-account-prices FILE``: the caller's billing account prices (Cloud Billing API
+    # v1beta, emulator.billing): a JSON file ``{"discountPercent": N}`` (read again when it
+    # changes); while it does not exist the caller may not read them (403). None: 403 always.
+    billing_account_prices: Path | None = None
     # ``--project-number ID=NUMBER``: the number a project ID's jobs are named with
     # (emulator.names; the others get a number derived from their ID).
     project_numbers: dict[str, str] = field(default_factory=dict)

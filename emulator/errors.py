@@ -111,6 +111,11 @@ def failed_precondition(message: str) -> ApiError:
     return ApiError(400, "FAILED_PRECONDITION", message)
 
 
+def permission_denied(message: str) -> ApiError:
+    """403 PERMISSION_DENIED: the caller may not do or read this."""
+    return ApiError(403, "PERMISSION_DENIED", message)
+
+
 def not_found(message: str) -> ApiError:
     """404 NOT_FOUND."""
     return ApiError(404, "NOT_FOUND", message)

@@ -139,7 +139,7 @@ class Service:
         self.quotas = quotas.Quotas(
             settings.quota_limits, load=self._job_and_kind, project_key=self.projects.number
         )
-        self.billing = billing.Billing(settings.billing_snapshot)
+        self.billing = billing.Billing(settings.billing_snapshot, settings.billing_account_prices)
         self.httpd.service = self
         self.host = host
         self.port = int(self.httpd.server_address[1])
@@ -734,7 +734,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif (answer := svc.quotas.route(method, path, query, body)) is not None:
             return self._send_json(answer)  # the Cloud Quotas API (emulator.quotas)
         elif (answer := svc.billing.route(method, path, query)) is not None:
-            return self._send_json(answer)  # the Cloud Billing Catalog API (emulator.billing)
+            return self._send_json(answer)  # the Cloud Billing APIs (emulator.billing)
         raise errors.not_found(f"No such method: {method} {_printable(path)}")
 
     def _admin(self, method: str, path: str, body: bytes) -> int:

@@ -48,18 +48,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from components.costs._billing import Sku, billing_prices, read_snapshot, sku_capacity, sku_resource
+from components.costs import _billing
+from components.costs._billing import (
+    Sku,
+    billing_prices,
+    read_snapshot,
+    regional_outliers,
+    sku_capacity,
+    sku_resource,
+)
 from components.costs._price_sheet import PRICE_COLUMNS
 from components.rules._catalog import CATALOG_DIR, Catalog, Price, load_catalog_from, price_cells
 
-UPLIFT = 1.15
-"""Vertex custom-training price / Compute Engine list price, checked on n1-standard-4 and the
-T4 in us-central1 (0.21849885 / 0.19 and 0.4025 / 0.35)."""
-
-FEE = 0.15
-"""Vertex's management fee on flex-start capacity / the Compute Engine on-demand rate: Vertex's
-fee SKUs for an a3-highgpu-8g FLEX_START job in Iowa (H100 1.4694826, A3 core 0.0038247, RAM
-0.0003331) are 0.15 x the rates its on-demand SKUs are 1.15 x of (``billing_skus.csv``)."""
+UPLIFT = _billing.UPLIFT
+"""Vertex custom-training price / Compute Engine list price (``components.costs._billing``)."""
+FEE = _billing.SPOT_FEE
+"""Vertex's management fee / the Compute Engine on-demand rate (``components.costs._billing``)."""
 MATCH = 1e-5
 """Two rates closer than this (USD/h) are the same rate (the reference rounds to 5 places)."""
 
@@ -134,6 +138,55 @@ def read_compute_engine(path: Path) -> dict[Key, tuple[float | None, float | Non
     return per_gpu
 
 
+SPOT_INPUT_COLUMNS = (
+    "region",
+    "kind",
+    "name",
+    "accelerator_count",
+    "spot_usd_per_hour",
+    "as_of",
+    "source",
+)
+
+
+def read_spot_inputs(path: Path) -> dict[Key, tuple[float, str]]:
+    """(kind, enum name, region) → (Compute Engine Spot rate per machine or per GPU, where it
+    came from) of a Spot input file: rows re-read from a newer source than the reference, each
+    with its own ``as_of`` and ``source``; they replace the reference's Spot rates."""
+    found: dict[Key, tuple[float, str]] = {}
+    counts: dict[Key, int] = {}
+    with path.open(newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        missing = [c for c in SPOT_INPUT_COLUMNS if c not in (reader.fieldnames or ())]
+        if missing:
+            raise SystemExit(f"{path.name}:1: missing column {missing[0]!r}")
+        for number, row in enumerate(reader, start=2):
+            if not row["source"].strip() or not row["as_of"].strip():
+                raise SystemExit(f"{path.name}:{number}: every row needs a source and as_of")
+            spot = _number(row["spot_usd_per_hour"])
+            if spot is None or not spot > 0:
+                raise SystemExit(f"{path.name}:{number}: spot_usd_per_hour must be above 0")
+            name, count = row["name"], 1
+            if row["kind"] == "accelerator":
+                name, count = ACCELERATOR_NAMES.get(name, name), int(row["accelerator_count"])
+            key = (row["kind"], name, row["region"])
+            if key not in counts or count < counts[key]:
+                counts[key] = count
+                found[key] = (spot / count, f"{row['source']} (as of {row['as_of']})")
+    return found
+
+
+def with_spot_inputs(
+    ce: dict[Key, tuple[float | None, float | None]], inputs: dict[Key, tuple[float, str]]
+) -> dict[Key, tuple[float | None, float | None]]:
+    """The reference with each Spot rate the inputs give replaced (on-demand kept)."""
+    out = dict(ce)
+    for key, (spot, _source) in inputs.items():
+        if key in out:
+            out[key] = (out[key][0], spot)
+    return out
+
+
 def _round(value: float) -> str:
     return f"{value:.6f}".rstrip("0").rstrip(".")
 
@@ -180,11 +233,34 @@ def dws_reason(
     return None
 
 
+REGIONAL = "regional check: "
+
+
+def suspects(
+    catalog: Catalog,
+    ce: dict[Key, tuple[float | None, float | None]],
+    known: dict[tuple[str, str], str],
+) -> dict[tuple[str, str], str]:
+    """(GPU, region) → why its reference figure is suspect as an on-demand price: under
+    ``OUTLIER_RATIO`` x the median of the same GPU's figures in its other regions
+    (``regional_outliers``), the known DWS rates (``known``) left out of the median."""
+    figures = {}
+    for kind, name, region in price_cells(catalog):
+        found = ce.get((kind, name, region))
+        if kind == "accelerator" and found and found[0] and (name, region) not in known:
+            figures[(name, region)] = found[0]
+    return {key: f"{REGIONAL}{why}" for key, why in regional_outliers(figures).items()}
+
+
 def derive(
-    reference: Path, catalog_dir: Path, snapshot: Path | None = None
+    reference: Path,
+    catalog_dir: Path,
+    snapshot: Path | None = None,
+    spot_inputs: Path | None = None,
 ) -> tuple[list[dict[str, str]], dict[str, int]]:
     catalog = load_catalog_from(catalog_dir)
-    ce = read_compute_engine(reference)
+    inputs = read_spot_inputs(spot_inputs) if spot_inputs else {}
+    ce = with_spot_inputs(read_compute_engine(reference), inputs)
     skus = read_snapshot(snapshot or catalog_dir / "billing_skus.csv")
     rates = dws_rates(skus)
     kept = {
@@ -203,6 +279,7 @@ def derive(
         for kind, name, region in price_cells(catalog)
         if kind == "accelerator" and (why := dws_reason(catalog, ce, rates, name, region))
     }
+    dws.update(suspects(catalog, ce, dws))
     rows: list[dict[str, str]] = []
     derived_gpu: dict[tuple[str, str], float] = {}
     for kind, name, region in price_cells(catalog):
@@ -211,26 +288,11 @@ def derive(
             derived_gpu[(name, region)] = found[0] * UPLIFT
     billed = billing_prices(skus, catalog)
     for kind, name, region in price_cells(catalog):
-        cell = _Cell(catalog, ce, kept, derived_gpu, dws.get((name, region)))
+        spot_from = inputs.get((kind, name, region), (0.0, None))[1]
+        cell = _Cell(catalog, ce, kept, derived_gpu, dws.get((name, region)), spot_from)
         row = cell.row(kind, name, region)
         rows.append(_billed(row, billed.get((region, kind, name)), kept.get((kind, name, region))))
-    for _key, price in sorted(kept.items()):
-        if price.kind == "scale_tier":
-            rows.append(
-                {
-                    "region": price.region,
-                    "resource_kind": price.kind,
-                    "name": price.name,
-                    "on_demand_usd_per_hour": _text(price.on_demand_usd),
-                    "spot_usd_per_hour": _text(price.spot_usd),
-                    "as_of": price.as_of,
-                    "source": price.source,
-                    "basis": "vertex",
-                    "spot_basis": "",
-                    "flex_start_usd_per_hour": "",
-                    "flex_start_basis": "",
-                }
-            )
+    rows.extend(_tier_row(p) for _key, p in sorted(kept.items()) if p.kind == "scale_tier")
     counts: dict[str, int] = defaultdict(int)
     for row in rows:
         if row["resource_kind"] != "scale_tier":
@@ -238,6 +300,23 @@ def derive(
             counts["spot " + (row["spot_basis"] or row["basis"])] += 1
             counts["flex-start " + (row["flex_start_basis"] or "none")] += 1
     return rows, dict(counts)
+
+
+def _tier_row(price: Price) -> dict[str, str]:
+    """A legacy scale tier's row, kept as it is."""
+    return {
+        "region": price.region,
+        "resource_kind": price.kind,
+        "name": price.name,
+        "on_demand_usd_per_hour": _text(price.on_demand_usd),
+        "spot_usd_per_hour": _text(price.spot_usd),
+        "as_of": price.as_of,
+        "source": price.source,
+        "basis": "vertex",
+        "spot_basis": "",
+        "flex_start_usd_per_hour": "",
+        "flex_start_basis": "",
+    }
 
 
 _BILLED_COLUMNS = {
@@ -272,7 +351,9 @@ def _text(value: float | None) -> str:
 
 SPOT_NOTE = (
     "Spot: Compute Engine Spot + the management fee (15% of Compute Engine on-demand, the fee "
-    "Vertex bills on flex-start; no public source gives the Spot fee)"
+    "Vertex bills on flex-start; no public source gives the Spot fee: Vertex's Spot VMs page "
+    "says only that Spot jobs are billed by job duration and machine type, "
+    "https://cloud.google.com/vertex-ai/docs/predictions/use-spot-vms#billing, read 2026-11-27)"
 )
 
 
@@ -286,6 +367,9 @@ class _Cell:
     derived_gpu: dict[tuple[str, str], float]
     dws: str | None
     """Why this GPU's reference figure is a DWS rate (None: it is an on-demand price)."""
+    spot_from: str | None = None
+    """Where this cell's Spot input came from, when a Spot input file gave it (None: the
+    reference's own Spot rate)."""
 
     def flex_capable(self, kind: str, name: str) -> bool:
         """Whether FLEX_START can run on this GPU or machine (so it has a flex-start price)."""
@@ -305,7 +389,7 @@ class _Cell:
         found = self.ce.get((kind, name, region))
         vertex = self.kept.get((kind, name, region))
         if self.dws is not None and found is not None and found[0]:
-            return row | self._dws_row(found[0], found[1], vertex)
+            return row | self._dws_row(found[0], found[1], vertex, self.flex_capable(kind, name))
         if found is None or not found[0]:
             why = (
                 "the source lists it at 0.0, which is no price"
@@ -371,8 +455,9 @@ class _Cell:
             "flex_start_basis": "bound" if flex else "",
         }
 
-    @staticmethod
-    def _spot(ce_spot: float | None, ce_on_demand: float, notes: list[str]) -> tuple[float, str]:
+    def _spot(
+        self, ce_spot: float | None, ce_on_demand: float, notes: list[str]
+    ) -> tuple[float, str]:
         """Vertex's Spot price from Compute Engine's (plus the fee), or on-demand as its bound."""
         on_demand = ce_on_demand * UPLIFT
         if ce_spot is None or ce_spot >= ce_on_demand:
@@ -383,20 +468,28 @@ class _Cell:
                 "on-demand stands in as its bound"
             )
             return on_demand, "bound"
-        notes.append(SPOT_NOTE)
+        notes.append(SPOT_NOTE + self._spot_input())
         return ce_spot + FEE * ce_on_demand, "unverified"
 
+    def _spot_input(self) -> str:
+        """Where the Spot rate came from, when not from the reference itself."""
+        return f"; Spot input: {self.spot_from}" if self.spot_from else ""
+
     def _dws_row(
-        self, figure: float, ce_spot: float | None, vertex: Price | None
+        self, figure: float, ce_spot: float | None, vertex: Price | None, flex: bool
     ) -> dict[str, str]:
-        """A GPU whose reference figure is a DWS rate: flex-start from it, no on-demand price
-        unless a Vertex source states one."""
+        """A GPU whose reference figure is a DWS rate (or suspect as one): flex-start from it
+        where FLEX_START serves the GPU, no on-demand price unless a Vertex source states one."""
         assert self.dws is not None
         tail = CE_SOURCE.split("; ", 1)[1]
         said = (
             f"the source's figure {_round(figure)} is a DWS flex-start rate, not an on-demand "
             f"price: {self.dws}"
         )
+        if self.dws.startswith(REGIONAL):
+            said = (
+                f"the source's figure {_round(figure)} is suspect, no on-demand price: {self.dws}"
+            )
         if vertex is not None and vertex.on_demand_usd is not None:
             # The fee is 15% of the Compute Engine on-demand rate the Vertex price is 1.15 x of.
             fee = FEE * vertex.on_demand_usd / UPLIFT
@@ -406,22 +499,27 @@ class _Cell:
                 "spot_usd_per_hour": "" if spot is None else _round(spot),
                 "as_of": vertex.as_of,
                 "source": f"{vertex.source.split(SPOT_MARK)[0]}{SPOT_MARK}{said}; flex-start: "
-                f"the DWS rate + the management fee (15% of on-demand / 1.15); {SPOT_NOTE} ({tail})",
+                f"the DWS rate + the management fee (15% of on-demand / 1.15); {SPOT_NOTE}"
+                f"{self._spot_input()} ({tail})",
                 "basis": "vertex",
                 "spot_basis": "unverified" if spot is not None else "",
-                "flex_start_usd_per_hour": _round(figure + fee),
-                "flex_start_basis": "unverified",
+                "flex_start_usd_per_hour": _round(figure + fee) if flex else "",
+                "flex_start_basis": "unverified" if flex else "",
             }
+        rates = (
+            "Spot and flex-start: the Compute Engine Spot and DWS rates"
+            if flex
+            else ("Spot: the Compute Engine Spot rate")
+        )
         return {
             "on_demand_usd_per_hour": "",
             "spot_usd_per_hour": "" if ce_spot is None else _round(ce_spot),
-            "source": f"unknown: {said}; Spot and flex-start: the Compute Engine Spot and DWS "
-            f"rates alone, lower bounds (the management fee, 15% of the unknown on-demand rate, "
-            f"is not in them) ({tail})",
+            "source": f"unknown: {said}; {rates} alone, lower bounds (the management fee, 15% "
+            f"of the unknown on-demand rate, is not in them){self._spot_input()} ({tail})",
             "basis": "unknown",
             "spot_basis": "floor" if ce_spot is not None else "",
-            "flex_start_usd_per_hour": _round(figure),
-            "flex_start_basis": "floor",
+            "flex_start_usd_per_hour": _round(figure) if flex else "",
+            "flex_start_basis": "floor" if flex else "",
         }
 
 
@@ -449,8 +547,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("reference", type=Path, help="compute-engine-list-prices.csv")
     parser.add_argument("--catalog", type=Path, default=CATALOG_DIR)
+    parser.add_argument(
+        "--spot-inputs",
+        type=Path,
+        help="Compute Engine Spot rates re-read from a newer source than the reference "
+        "(columns: " + ", ".join(SPOT_INPUT_COLUMNS) + "); each replaces the reference's",
+    )
     args = parser.parse_args(argv)
-    rows, counts = derive(args.reference, args.catalog)
+    rows, counts = derive(args.reference, args.catalog, spot_inputs=args.spot_inputs)
     with (args.catalog / "prices.csv").open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, COLUMNS, lineterminator="\n")
         writer.writeheader()

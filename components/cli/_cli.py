@@ -645,7 +645,9 @@ def _priced_catalog(args: argparse.Namespace, err: TextIO) -> Catalog | int:
         except SettingError as exc:
             print(f"error: {str(exc).replace('training:endpoint', '--endpoint')}", file=err)
             return EXIT_UNREADABLE
-        base = live_catalog(base, endpoint, lambda text: print(f"note: {text}", file=err))
+        base = live_catalog(
+            base, endpoint, lambda text: print(f"note: {text}", file=err), args.project
+        )
     try:
         return apply_prices(base, setting)
     except PriceSheetError as exc:
@@ -756,6 +758,11 @@ def _price_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--endpoint",
         help="with --live-prices: the API's address, e.g. the local emulator http://127.0.0.1:8642",
+    )
+    parser.add_argument(
+        "--project",
+        help="with --live-prices: price at this project's billing account's own prices where "
+        "you may read them (Cloud Billing API; else the list prices, with a note)",
     )
     parser.add_argument(
         "--prices", metavar="SHEET", help="an organisation price sheet (CSV, prices.csv schema)"

@@ -35,7 +35,10 @@ from ..rules._catalog import CATALOG_DIR, Catalog, MachineType, Price, capacity_
 
 __all__ = [
     "COMPUTE_SERVICE",
+    "OUTLIER_RATIO",
     "SNAPSHOT_FILE",
+    "SPOT_FEE",
+    "UPLIFT",
     "VERTEX_SERVICE",
     "Difference",
     "Sku",
@@ -44,8 +47,11 @@ __all__ = [
     "differences",
     "machine_series",
     "read_snapshot",
+    "regional_outliers",
     "sku_capacity",
     "sku_resource",
+    "spot_rule_prices",
+    "suspect_prices",
 ]
 
 VERTEX_SERVICE = "Vertex AI"
@@ -351,4 +357,104 @@ def differences(
             have = shipped.value(capacity_of(capacity)) if shipped else None
             if have is None or abs(have - value) > tolerance * max(abs(value), abs(have)):
                 found.append(Difference(*key, capacity, have, value, billed.source))
+    return found
+
+
+OUTLIER_RATIO = 0.7
+"""An on-demand GPU price under this share of the median of the same GPU's on-demand prices in
+its other regions is suspect: Compute Engine's regional spread of a GPU's on-demand price is
+about +-30 % (T4 0.35-0.48, A100 1.6-3.2 per GPU in the 2026-11 reference), while a DWS
+(flex-start) rate filed as on-demand is about half of it (H100 4.20 against 9.80-12.74)."""
+MIN_OTHER_REGIONS = 2
+"""Regions besides its own a GPU needs priced before a price of it can be called an outlier."""
+
+
+def regional_outliers(
+    figures: Mapping[tuple[str, str], float],
+    ratio: float = OUTLIER_RATIO,
+    min_others: int = MIN_OTHER_REGIONS,
+) -> dict[tuple[str, str], str]:
+    """(GPU, region) → why its on-demand figure is suspect, for each of ``figures`` (keyed by
+    (GPU, region), per GPU) under ``ratio`` x the median of the same GPU's figures in its
+    other regions: the mark of a flex-start (DWS) rate mixed in as on-demand, whatever the GPU
+    or region. A GPU priced in fewer than ``min_others`` other regions is not judged."""
+    by_gpu: dict[str, dict[str, float]] = {}
+    for (name, region), value in figures.items():
+        by_gpu.setdefault(name, {})[region] = value
+    found: dict[tuple[str, str], str] = {}
+    for name, regions in by_gpu.items():
+        for region, value in regions.items():
+            others = sorted(v for r, v in regions.items() if r != region)
+            if len(others) < min_others:
+                continue
+            middle = len(others) // 2
+            median = (
+                others[middle] if len(others) % 2 else (others[middle - 1] + others[middle]) / 2
+            )
+            if value < ratio * median:
+                found[(name, region)] = (
+                    f"{value:.6g} is {value / median:.2f}x the median {median:.6g} of its "
+                    f"on-demand price in {len(others)} other regions, under {ratio:g}x: "
+                    "likely a flex-start DWS rate, not an on-demand price"
+                )
+    return found
+
+
+UPLIFT = 1.15
+"""Vertex custom-training on-demand price / Compute Engine list price, checked on n1-standard-4
+and the T4 in us-central1 (0.21849885 / 0.19 and 0.4025 / 0.35) and on Iowa's A3 core and RAM
+SKUs (``catalog/README.md``)."""
+SPOT_FEE = 0.15
+"""Vertex's management fee / Compute Engine's on-demand rate: the fee SKUs of a FLEX_START job
+in Iowa (``billing_skus.csv``). Vertex bills Spot as the Spot SKU plus a management fee too;
+no public source states the Spot fee, so a Spot price made with this one is ``unverified``."""
+
+
+def suspect_prices(catalog: Catalog) -> dict[tuple[str, str], str]:
+    """(GPU, region) → why ``catalog``'s on-demand price of it is suspect (``regional_outliers``
+    over its GPUs' known on-demand prices)."""
+    figures = {
+        (p.name, p.region): p.on_demand_usd
+        for p in catalog.prices.values()
+        if p.kind == "accelerator" and p.on_demand_usd is not None
+    }
+    return regional_outliers(figures)
+
+
+def spot_rule_prices(skus: Iterable[Sku], catalog: Catalog) -> dict[tuple[str, str, str], Price]:
+    """The Spot prices Compute Engine's Spot SKUs make by the catalog's documented rule where
+    Vertex's fee SKU is not listed: the Spot SKU + ``SPOT_FEE`` x the Compute Engine on-demand
+    rate (the catalog's on-demand price / ``UPLIFT``); the SKU alone where the catalog's Spot
+    price is a ``floor``. So a Spot input older than the SKUs shows as a difference."""
+    parts = _parts(skus)
+    found: dict[tuple[str, str, str], Price] = {}
+    for key, price in catalog.prices.items():
+        region, kind, name = key
+        if price.spot_usd is None or price.basis_for(True) not in (
+            "derived",
+            "unverified",
+            "floor",
+        ):
+            continue
+        if kind == "accelerator":
+            items: tuple[tuple[str, str, float], ...] = (("gpu", name, 1.0),)
+        elif kind == "machine" and name in catalog.machine_types:
+            machine = catalog.machine_types[name]
+            series = machine_series(machine)
+            items = (("core", series, float(machine.vcpus)), ("ram", series, machine.memory_gb))
+        else:
+            continue
+        spot = _sum(parts, ("spot",), region, items)
+        if spot is None or _sum(parts, ("spot", "fee"), region, items) is not None:
+            continue  # no Spot SKU, or billing_prices prices it from Vertex's own fee SKU
+        fee = 0.0
+        if price.basis_for(True) != "floor":
+            if price.on_demand_usd is None:
+                continue
+            fee = SPOT_FEE * price.on_demand_usd / UPLIFT
+        found[key] = dataclasses.replace(
+            price,
+            spot_usd=spot[0] + fee,
+            source=_source(spot[1]) + ("" if not fee else " + the management fee rule"),
+        )
     return found

@@ -6,20 +6,32 @@ catalog's dated snapshot; when the SKUs cannot be read (no credentials, no acces
 it keeps the snapshot and says why, so pricing never fails for want of the live API.
 
 ``catalog check`` compares the catalog's prices with the live SKUs the caller can read and
-prints each difference. Exit status: 0 none, 1 some, 2 the SKUs could not be read.
+prints each difference: a price the SKUs make otherwise, and a Spot price that Compute
+Engine's Spot SKU makes otherwise by the catalog's rule (the Spot SKU + the management fee),
+which shows a stale Spot input. It also names each suspect on-demand GPU price, one under
+``OUTLIER_RATIO`` x the median of the same GPU's prices in its other regions (the mark of a
+flex-start rate mixed in as on-demand). Exit status: 0 none, 1 some, 2 the SKUs could not be
+read.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Mapping
 from typing import TextIO
 
 from ..lifecycle._settings import Endpoint, parse_endpoint
-from ..rules._catalog import Catalog, load_catalog
-from ._billing import apply_billing, billing_prices, differences
+from ..rules._catalog import Catalog, Price, load_catalog
+from ._billing import (
+    apply_billing,
+    billing_prices,
+    differences,
+    spot_rule_prices,
+    suspect_prices,
+)
 
-__all__ = ["cmd_catalog_check", "live_catalog", "snapshot_date"]
+__all__ = ["cmd_catalog_check", "live_catalog", "snapshot_date", "with_spot_rule"]
 
 
 def snapshot_date(catalog: Catalog) -> str:
@@ -27,9 +39,15 @@ def snapshot_date(catalog: Catalog) -> str:
     return max((p.as_of for p in catalog.prices.values() if p.as_of[:4].isdigit()), default="")
 
 
-def live_catalog(catalog: Catalog, endpoint: Endpoint, note: Callable[[str], None]) -> Catalog:
+def live_catalog(
+    catalog: Catalog,
+    endpoint: Endpoint,
+    note: Callable[[str], None],
+    project: str | None = None,
+) -> Catalog:
     """``catalog`` with the live billing SKUs' prices over its own; itself (and a note saying
-    why) when they cannot be read."""
+    why) when they cannot be read. With ``project``, the SKUs at its billing account's own
+    prices where the caller may read them; else the list prices, and a note saying so once."""
     from ..vertex.billing import BillingUnavailable, read_skus
 
     try:
@@ -37,13 +55,41 @@ def live_catalog(catalog: Catalog, endpoint: Endpoint, note: Callable[[str], Non
     except BillingUnavailable as exc:
         note(f"{exc}; prices from the catalog's snapshot (as of {snapshot_date(catalog)})")
         return catalog
+    which = "list prices"
+    if project:
+        from ..vertex.account_prices import apply_account_prices, read_account_prices
+
+        try:
+            account = read_account_prices(endpoint, project)
+        except BillingUnavailable as exc:
+            note(f"account prices of project {project} not read ({exc}): list prices used")
+        else:
+            skus = apply_account_prices(skus, account)
+            which = f"{account.account}'s own prices where it has them"
     prices = billing_prices(skus, catalog)
     day = max((s.as_of for s in skus), default="")
     note(
         f"prices: {len(prices)} from the Cloud Billing Catalog API ({len(skus)} SKUs, read "
-        f"{day}), the rest from the catalog's snapshot"
+        f"{day}; {which}), the rest from the catalog's snapshot"
     )
-    return apply_billing(catalog, prices)
+    return with_spot_rule(apply_billing(catalog, prices), spot_rule_prices(skus, catalog))
+
+
+def with_spot_rule(catalog: Catalog, rule: Mapping[tuple[str, str, str], Price]) -> Catalog:
+    """``catalog`` with the Spot prices Compute Engine's live Spot SKUs make by the Spot rule
+    (``spot_rule_prices``), each keeping its basis (``unverified``, or ``floor``): the fee is
+    still the unpublished one."""
+    if not rule:
+        return catalog
+    merged = dict(catalog.prices)
+    for key, price in rule.items():
+        if key in merged and price.spot_usd is not None:
+            merged[key] = dataclasses.replace(
+                merged[key],
+                spot_usd=price.spot_usd,
+                source=f"Spot: {price.source}; otherwise: {merged[key].source}",
+            )
+    return dataclasses.replace(catalog, prices=merged)
 
 
 def cmd_catalog_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -62,15 +108,19 @@ def cmd_catalog_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
         print(f"error: {exc}", file=err)
         return 2
     prices = billing_prices(skus, catalog)
-    found = differences(catalog, prices)
+    found = differences(catalog, prices) + differences(catalog, spot_rule_prices(skus, catalog))
     for difference in found:
         print(difference.line(), file=out)
+    suspects = suspect_prices(catalog)
+    for (name, region), why in sorted(suspects.items(), key=lambda item: item[0][::-1]):
+        print(f"{name} (accelerator) in {region}, on-demand: suspect: {why}", file=out)
     checked = sum(
         1 for p in prices.values() for c in ("on_demand", "spot", "flex_start") if p.value(c)
     )
     print(
         f"{len(found)} difference(s) in {checked} price(s) the billing SKUs make "
-        f"({len(skus)} SKUs); catalog snapshot as of {snapshot_date(catalog)}",
+        f"({len(skus)} SKUs), {len(suspects)} suspect on-demand price(s); catalog snapshot as "
+        f"of {snapshot_date(catalog)}",
         file=out,
     )
-    return 1 if found else 0
+    return 1 if found or suspects else 0

@@ -161,7 +161,9 @@ def _billed_catalog(settings: PreviewSettings) -> Catalog | None:
     from ..costs._billing_cli import live_catalog
     from ..rules._catalog import load_catalog
 
-    return live_catalog(load_catalog(), Endpoint(settings.endpoint), pulumi.log.info)
+    return live_catalog(
+        load_catalog(), Endpoint(settings.endpoint), pulumi.log.info, settings.project
+    )
 
 
 def cost_message(jobs: Sequence[tuple[str, Spec | None]], settings: PreviewSettings) -> str:

@@ -966,17 +966,18 @@ def zones_offering(catalog: Catalog, region: str, accelerators: Iterable[str]) -
 def price_cells(catalog: Catalog) -> list[tuple[str, str, str]]:
     """Every (kind, name, region) whose price a Vertex training job can need, sorted.
 
-    A GPU in each region where a zone offers it (never a retired one); a machine type Vertex
-    AI training accepts that comes with its GPUs, where that GPU is offered; any other
-    accepted machine type (n1, n2, e2, c2) in every region. TPU machines and TPUs are left
-    out: ``zones.csv`` lists no TPU zones, so the catalog offers them nowhere.
+    A GPU in each region where Vertex AI offers it for custom training (``training_regions``:
+    Vertex's locations page, ``training_regions.csv``; the zones only for a catalog without
+    it), never a retired one; a machine type Vertex AI training accepts that comes with its
+    GPUs, where that GPU is offered; any other accepted machine type (n1, n2, e2, c2, ...) in
+    every region. TPU machines and TPUs are left out (the region rule checks GPUs only).
     """
     cells: set[tuple[str, str, str]] = set()
-    for region, accelerators in catalog.region_accelerators.items():
-        for name in accelerators:
-            info = catalog.accelerators.get(name)
-            if info is not None and info.kind == "gpu" and not info.retired:
-                cells.add(("accelerator", name, region))
+    for name, info in catalog.accelerators.items():
+        if info.kind != "gpu" or info.retired:
+            continue
+        for region in training_regions(catalog, name):
+            cells.add(("accelerator", name, region))
     for machine in catalog.machine_types.values():
         if not machine.training or machine.family == "tpu":
             continue

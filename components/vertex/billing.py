@@ -9,8 +9,9 @@ serves the same API from its snapshot) is the API's address, and an ``http://`` 
 anonymous credentials. The library is imported on the first call only.
 
 The list prices are the public ones (the Catalog API's). An account's own contract prices come
-from the Cloud Billing pricing API (``billingAccounts.skus``, v1beta), which this does not read:
-an organisation's rates are given as a price sheet (``training:prices``) instead.
+from the Cloud Billing pricing API (``billingAccounts.skus.prices``, v1beta), read by
+``components.vertex.account_prices`` where the caller may read them; an organisation's rates
+can also be given as a price sheet (``training:prices``).
 
 The SKUs are cached per endpoint and per UTC day, on disk (``$XDG_CACHE_HOME/gpu-training/
 billing``, else ``~/.cache/...``) and in the process: the first caller of a day reads them, every
@@ -88,7 +89,9 @@ def _cache_file(directory: Path, endpoint: Endpoint, day: datetime.date) -> Path
     return directory / f"skus-{key}-{day.isoformat()}.json"
 
 
-def _reason(exc: BaseException, endpoint: Endpoint) -> str:
+def _reason(
+    exc: BaseException, endpoint: Endpoint, api: str = "the Cloud Billing Catalog API"
+) -> str:
     from google.api_core import exceptions as gexc
     from google.auth import exceptions as auth_exc
 
@@ -96,7 +99,7 @@ def _reason(exc: BaseException, endpoint: Endpoint) -> str:
     if isinstance(exc, auth_exc.DefaultCredentialsError):
         return "no Google credentials (gcloud auth application-default login)"
     if isinstance(exc, gexc.PermissionDenied | gexc.Forbidden | gexc.Unauthorized):
-        return f"no access to the Cloud Billing Catalog API ({text})"
+        return f"no access to {api} ({text})"
     import requests
 
     if isinstance(exc, requests.exceptions.ConnectionError | requests.exceptions.Timeout):

@@ -49,14 +49,14 @@ def _rest_inputs() -> dict[str, Any]:
         "labels": {"team": "ml"},
         "jobSpec": _job_spec(),
         "project": "my-project",
-        "region": "europe-west4",
+        "region": "us-east1",
     }
 
 
 def _dynamic_inputs() -> dict[str, Any]:
     """The same job as the dynamic TrainingJob carries it."""
     document = {"displayName": "big", "labels": {"team": "ml"}, **_job_spec()}
-    return {"spec": json.dumps(document), "project": "my-project", "region": "europe-west4"}
+    return {"spec": json.dumps(document), "project": "my-project", "region": "us-east1"}
 
 
 @pytest.mark.parametrize("resource_type", [AI_CUSTOM_JOB_TYPE, PLUGIN])
@@ -64,12 +64,12 @@ def test_rest_shaped_inputs_get_the_dynamic_resources_verdicts(resource_type: st
     rest = job_from_props("big", resource_type, _rest_inputs())
     dynamic = job_from_props("big", DYNAMIC, _dynamic_inputs())
     assert rest is not None and dynamic is not None
-    assert rest.spec == dynamic.spec and rest.region == "europe-west4"
+    assert rest.spec == dynamic.spec and rest.region == "us-east1"
     assert rest.project == "my-project"
     verdicts = evaluate([rest], _dev())
     assert verdicts == evaluate([dynamic], _dev())
     assert verdicts["allowed-regions"] == [
-        "job 'big' runs in europe-west4; this stack allows us-central1"
+        "job 'big' runs in us-east1; this stack allows us-central1"
     ]
     assert verdicts["max-gpus-per-job"] == [
         "job 'big' holds 8 accelerators at once; the limit is 4"

@@ -107,6 +107,30 @@ def test_the_preview_prices_from_the_billing_skus_the_endpoint_serves(
     assert f"example-trainer: ${n1:,.2f}/h on-demand" in costs
 
 
+def test_the_preview_prices_at_the_projects_billing_account_prices(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same SKUs; the project's billing account pays half, and the caller may read it.
+    snapshot = tmp_path / "skus.csv"
+    snapshot.write_text(
+        BILLING_HEADER
+        + "C7E2-9256-1C43,Vertex AI,T-1,Vertex AI: Training/Pipelines on N1 Predefined Instance "
+        "Core in Iowa,Compute,CPU,OnDemand,us-central1,h,0.05,2026-11-27,test\n"
+        "C7E2-9256-1C43,Vertex AI,T-2,Vertex AI: Training/Pipelines on N1 Predefined Instance "
+        "Ram in Iowa,Compute,RAM,OnDemand,us-central1,GiBy.h,0.005,2026-11-27,test\n"
+    )
+    account = tmp_path / "account.json"
+    account.write_text('{"discountPercent": 50}')
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    logged = _cost_lines(monkeypatch)
+    argv = ["--billing-snapshot", str(snapshot), "--billing-account-prices", str(account)]
+    with running_emulator("--mode", "simulate", *argv) as emu:
+        run_stack("local", {"training:endpoint": emu.endpoint, "training:quota": "off"})
+    [costs] = [m for m in logged if m.startswith("estimated cost per job:")]
+    assert f"example-trainer: ${4 * 0.025 + 15 * 0.0025:,.2f}/h on-demand" in costs
+    assert any("billingAccounts/012345-6789AB-CDEF01's own prices" in m for m in logged)
+
+
 def test_a_bad_live_prices_setting_names_the_key() -> None:
     with pytest.raises(
         ConfigError, match=r"training:livePrices: expected true or false, got 'yes'"

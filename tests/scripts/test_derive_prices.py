@@ -148,3 +148,59 @@ def test_a_rebuild_of_its_own_output_changes_nothing(inputs: tuple[Path, Path]) 
     # The shipped file's SKU-priced rows are not taken for Vertex prices a public page states.
     a3 = next(r for r in first if (r["region"], r["name"]) == ("us-central1", "a3-highgpu-8g"))
     assert "uplift check" not in a3["source"] and a3["source"].startswith("derived: ")
+
+
+# T4 per GPU in four regions at Compute Engine's normal spread, and one at half the price: the
+# mark of a flex-start (DWS) rate filed as on-demand, whatever the GPU or region.
+SPREAD = HEADER + (
+    "us-central1,accelerator,T4,1,,,0.35,0.1,us-central1-a\n"
+    "us-east1,accelerator,T4,1,,,0.35,0.1,us-east1-c\n"
+    "europe-west4,accelerator,T4,1,,,0.41,0.12,europe-west4-b\n"
+    "asia-east2,accelerator,T4,1,,,0.45,0.13,asia-east2-a\n"
+    "asia-southeast1,accelerator,T4,1,,,0.185,0.09,asia-southeast1-b\n"
+)
+
+
+def test_a_gpu_far_below_its_other_regions_is_no_on_demand_price(
+    inputs: tuple[Path, Path],
+) -> None:
+    reference, catalog = inputs
+    reference.write_text(SPREAD)
+    found, _ = derive(reference, catalog)
+    rows = {(r["region"], r["name"]): r for r in found if r["resource_kind"] == "accelerator"}
+    odd = rows[("asia-southeast1", "NVIDIA_TESLA_T4")]
+    assert (odd["on_demand_usd_per_hour"], odd["basis"]) == ("", "unknown")
+    assert "regional check: 0.185 is 0.49x the median 0.38 of" in odd["source"]
+    assert "likely a flex-start DWS rate" in odd["source"]
+    # FLEX_START does not serve the T4: no flex-start price; its Spot rate is a lower bound.
+    assert (odd["flex_start_usd_per_hour"], odd["flex_start_basis"]) == ("", "")
+    assert (odd["spot_usd_per_hour"], odd["spot_basis"]) == ("0.09", "floor")
+    # Normal regional spread (0.35 to 0.45) is no suspect.
+    for region in ("us-east1", "europe-west4", "asia-east2"):
+        row = rows[(region, "NVIDIA_TESLA_T4")]
+        assert row["basis"] == "derived" and "regional check" not in row["source"], region
+
+
+def test_spot_inputs_replace_the_references_spot_rates_with_their_source(
+    inputs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    reference, catalog = inputs
+    spot = tmp_path / "spot.csv"
+    spot.write_text(
+        "region,kind,name,accelerator_count,spot_usd_per_hour,as_of,source\n"
+        "us-central1,machine,n2-standard-4,,0.08,2026-11-20,https://example.org/spot-n2\n"
+        "us-central1,accelerator,A100,2,,2026-11-20,x\n".replace(",,2026", ",3.0,2026")
+    )
+    found, _ = derive(reference, catalog, spot_inputs=spot)
+    rows = {(r["region"], r["name"]): r for r in found}
+    n2 = rows[("us-central1", "n2-standard-4")]
+    # The documented rule: the Compute Engine Spot rate + the fee (15% of Compute Engine's
+    # on-demand rate), from the newer input, which the row names with its date.
+    assert float(n2["spot_usd_per_hour"]) == pytest.approx(0.08 + FEE * 0.2)
+    assert n2["spot_basis"] == "unverified"
+    assert "Spot input: https://example.org/spot-n2 (as of 2026-11-20)" in n2["source"]
+    a100 = rows[("us-central1", "NVIDIA_TESLA_A100")]  # two GPUs at 3.0: 1.5 per GPU
+    assert float(a100["spot_usd_per_hour"]) == pytest.approx(1.5 + FEE * 2.0)
+    # A cell without an input keeps the reference's Spot rate and says nothing of inputs.
+    t4 = rows[("us-central1", "NVIDIA_TESLA_T4")]
+    assert "Spot input:" not in t4["source"]

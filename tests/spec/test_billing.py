@@ -28,10 +28,13 @@ from components.costs._billing import (
 from components.lifecycle._settings import Endpoint
 from components.rules._catalog import load_catalog
 from components.vertex import billing
+from components.vertex.account_prices import read_account_prices
 from components.vertex.billing import BillingUnavailable, read_skus
 from emulator.testing import EmulatorProcess, running_emulator
+from tests.spec.catalog_fixtures import packaged_catalog  # noqa: F401 (a fixture)
 
 DAY = datetime.date(2026, 11, 27)
+DAY_1 = datetime.timedelta(days=1)
 H100_DWS = "341A-49A5-0C07"
 
 
@@ -43,8 +46,15 @@ def snapshot(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def emu(snapshot: Path) -> Iterator[EmulatorProcess]:
-    with running_emulator("--mode", "simulate", "--billing-snapshot", str(snapshot)) as server:
+def account_file(snapshot: Path) -> Path:
+    """The emulator's billing-account discount file; absent: the caller may not read them."""
+    return snapshot.with_name("account.json")
+
+
+@pytest.fixture(scope="module")
+def emu(snapshot: Path, account_file: Path) -> Iterator[EmulatorProcess]:
+    argv = ["--billing-snapshot", str(snapshot), "--billing-account-prices", str(account_file)]
+    with running_emulator("--mode", "simulate", *argv) as server:
         yield server
 
 
@@ -59,10 +69,10 @@ def _repriced(path: Path, usd: str) -> Iterator[None]:
         path.write_text(original)
 
 
-def _flex_start_h100(endpoint: str) -> tuple[int, str, str]:
+def _flex_start_h100(endpoint: str, *more: str) -> tuple[int, str, str]:
     """``prices --gpu H100 --flex-start --live-prices`` in us-central1: the a3-highgpu-1g line."""
     out, err = io.StringIO(), io.StringIO()
-    argv = ["prices", "--gpu", "H100", "--region", "us-central1", "--flex-start"]
+    argv = ["prices", "--gpu", "H100", "--region", "us-central1", "--flex-start", *more]
     code = main([*argv, "--live-prices", "--endpoint", endpoint], out, err)
     line = next((li for li in out.getvalue().splitlines() if "a3-highgpu-1g" in li), "")
     return code, line, err.getvalue()
@@ -270,3 +280,140 @@ def test_a_series_sku_prices_its_own_machines_only() -> None:
     priced = {name for _, kind, name in billing_prices(read_snapshot(), load_catalog())}
     assert {"a3-highgpu-1g", "a3-highgpu-8g", "NVIDIA_H100_80GB"} <= priced
     assert not priced & {"a3-megagpu-8g", "a3-ultragpu-8g", "NVIDIA_H100_MEGA_80GB"}
+
+
+T4_SPOT_SKU = (
+    "6F81-5844-456A,Compute Engine,T4SP-0000-0001,Nvidia Tesla T4 GPU attached to Spot "
+    "Preemptible VMs running in Americas,Compute,GPU,Preemptible,us-central1,h,{usd},2026-11-27,"
+    "test row\n"
+)
+
+
+def test_catalog_check_catches_a_stale_spot_input(
+    emu: EmulatorProcess, snapshot: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The catalog's T4 Spot price in Iowa is Compute Engine's Spot rate 0.175 of its reference
+    # + the fee (15% of Compute Engine's on-demand 0.35). Compute Engine's Spot SKU now says
+    # 0.2: by the same rule the Spot price is 0.2 + 0.15 x 0.4025 / 1.15.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    original = snapshot.read_text()
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        snapshot.write_text(original + T4_SPOT_SKU.format(usd="0.2"))
+        code = main(["catalog", "check", "--endpoint", emu.endpoint], out, err)
+    finally:
+        snapshot.write_text(original)
+    assert code == 1, err.getvalue()
+    line = next(li for li in out.getvalue().splitlines() if "NVIDIA_TESLA_T4" in li)
+    assert line.startswith(
+        f"NVIDIA_TESLA_T4 (accelerator) in us-central1, spot: catalog 0.2275, billing "
+        f"{0.2 + 0.15 * 0.4025 / 1.15:.6g} USD/h"
+    )
+    assert "T4SP-0000-0001" in line and "the management fee rule" in line
+
+
+@pytest.mark.usefixtures("packaged_catalog")
+def test_catalog_check_names_a_suspect_on_demand_price(
+    emu: EmulatorProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An overlay's on-demand T4 price at half of what the T4 costs elsewhere: reported.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    (overlay / "prices.csv").write_text(
+        "region,resource_kind,name,on_demand_usd_per_hour,spot_usd_per_hour,as_of,source\n"
+        "us-west4,accelerator,NVIDIA_TESLA_T4,0.2,0.1,2026-11-27,a test's half-price row\n"
+    )
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["catalog", "check", "--endpoint", emu.endpoint, "--catalog-overlay", str(overlay)]
+    code = main(argv, out, err)
+    assert code == 1, err.getvalue()
+    text = out.getvalue()
+    assert "NVIDIA_TESLA_T4 (accelerator) in us-west4, on-demand: suspect: 0.2 is 0." in text
+    assert "1 suspect on-demand price(s)" in text.splitlines()[-1]
+
+
+ACCOUNT = "billingAccounts/012345-6789AB-CDEF01"
+
+
+def test_the_callers_account_prices_go_over_the_list_prices(
+    emu: EmulatorProcess, account_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    account_file.write_text(json.dumps({"discountPercent": 20}))
+    try:
+        code, line, err = _flex_start_h100(emu.endpoint, "--project", "my-project")
+        # Read once a day: a discount changed since shows the next day, not before.
+        account_file.write_text(json.dumps({"discountPercent": 50}))
+        same_day = read_account_prices(Endpoint(emu.endpoint), "my-project")
+        prices = read_account_prices(Endpoint(emu.endpoint), "my-project", today=DAY + DAY_1)
+        again = read_account_prices(Endpoint(emu.endpoint), "my-project", today=DAY + DAY_1)
+    finally:
+        account_file.unlink()
+    assert code == 0, err
+    # Every SKU of the flex-start price (the DWS and management-fee SKUs) at 20% off.
+    assert f"{0.8 * (A3_1G_FLEX + 4.200761):.4f}" in line
+    assert f"{ACCOUNT}'s own prices where it has them" in err
+    assert same_day.usd[H100_DWS] == pytest.approx(0.8 * 4.200761)
+    assert prices.account == ACCOUNT and again is prices
+    assert prices.usd[H100_DWS] == pytest.approx(0.5 * 4.200761)
+
+
+def test_without_permission_the_list_prices_are_used_and_said_once(
+    emu: EmulatorProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No account file: the emulator answers 403 PERMISSION_DENIED, as Google does to a caller
+    # without billing.accounts.getPricing.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    code, line, err = _flex_start_h100(emu.endpoint, "--project", "other-project")
+    assert code == 0, err
+    assert f"{A3_1G_FLEX + 4.200761:.4f}" in line  # the list prices
+    assert err.count("account prices of project other-project not read") == 1
+    assert "no access to the Cloud Billing API" in err and "list prices used" in err
+    with pytest.raises(BillingUnavailable, match=r"billing\.accounts\.getPricing"):
+        read_account_prices(Endpoint(emu.endpoint), "other-project", today=DAY)
+
+
+def test_the_emulator_serves_billing_info_and_account_prices_as_the_api_does(
+    emu: EmulatorProcess, account_file: Path
+) -> None:
+    def get(path: str) -> dict[str, Any]:
+        with urllib.request.urlopen(f"{emu.endpoint}{path}", timeout=10) as answer:
+            found: dict[str, Any] = json.loads(answer.read())
+            return found
+
+    info = get("/v1/projects/p/billingInfo")
+    assert (info["billingAccountName"], info["billingEnabled"]) == (ACCOUNT, True)
+    account_file.write_text(json.dumps({"discountPercent": 10}))
+    try:
+        one = get(f"/v1beta/{ACCOUNT}/skus/{H100_DWS}/price")
+        page = get(f"/v1beta/{ACCOUNT}/skus/-/prices?pageSize=4")
+    finally:
+        account_file.unlink()
+    assert one["name"] == f"{ACCOUNT}/skus/{H100_DWS}/price"
+    tier = one["rate"]["tiers"][0]
+    assert (tier["listPrice"]["units"], tier["listPrice"]["nanos"]) == ("4", 200761000)
+    assert tier["effectiveDiscountPercent"] == {"value": "10"}
+    assert len(page["billingAccountPrices"]) == 4 and page["nextPageToken"] == "4"
+
+
+def test_live_spot_prices_follow_compute_engines_spot_skus_by_the_spot_rule(
+    emu: EmulatorProcess, snapshot: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No Vertex fee SKU for the T4: the live Spot price is the Spot SKU + the fee rule, and
+    # says it rests on the unpublished fee (derived, unverified), never "Vertex price".
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    original = snapshot.read_text()
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["prices", "--gpu", "T4", "--region", "us-central1", "--spot", "--live-prices"]
+    try:
+        snapshot.write_text(original + T4_SPOT_SKU.format(usd="0.2"))
+        code = main([*argv, "--endpoint", emu.endpoint], out, err)
+    finally:
+        snapshot.write_text(original)
+    assert code == 0, err.getvalue()
+    n1 = load_catalog().prices[("us-central1", "machine", "n1-standard-4")].spot_usd
+    assert n1 is not None
+    line = next(li for li in out.getvalue().splitlines() if " 1 " in li and "n1-standard-4" in li)
+    assert f"{n1 + 0.2 + 0.15 * 0.4025 / 1.15:.4f}" in line
+    assert line.rstrip().endswith("derived, unverified")

@@ -42,11 +42,16 @@ DOCUMENTED_GAPS = frozenset(
         "a4x-highgpu-4g",
         "NVIDIA_GB200",
         "NVIDIA_H100_MEGA_80GB",
+        "NVIDIA_RTX_PRO_6000",
+        "a3-highgpu-*",
+        "g4-standard-*",
         # The reference's figure is a DWS (flex-start) rate, never an on-demand price.
         "NVIDIA_H100_80GB",
         "NVIDIA_A100_80GB",
         "NVIDIA_B200",
         "NVIDIA_H200_141GB",
+        # Under 0.7x the same GPU's median elsewhere (regional check): a DWS rate, most likely.
+        "NVIDIA_TESLA_A100",
     }
 )
 
@@ -54,7 +59,9 @@ DOCUMENTED_GAPS = frozenset(
 def _gap(catalog: Catalog, kind: str, name: str) -> str:
     """The name of a gap as the README's table writes it: a family's machines as one."""
     family = catalog.machine_types[name].family if kind == "machine" else ""
-    return {"n1": "n1-*", "c2": "c2-standard-*", "n4": "n4-*", "m1": "m1-*"}.get(family, name)
+    families = {"n1": "n1-*", "c2": "c2-standard-*", "n4": "n4-*", "m1": "m1-*"}
+    families |= {"a3": "a3-highgpu-*", "g4": "g4-standard-*"}
+    return families.get(family, name)
 
 
 UNPRICED_FAMILIES = frozenset({"n4", "m1"})
@@ -94,7 +101,9 @@ def test_every_accepted_cell_is_priced_or_a_documented_gap() -> None:
         if cell[0] != "machine" or catalog.machine_types[cell[1]].family not in UNPRICED_FAMILIES
     ]
     priced = sum(_row(catalog, *cell).on_demand_usd is not None for cell in referenced)
-    assert priced / len(referenced) > 0.9
+    # Since issue 34 item 2 and 4 (cells from Vertex's training regions, suspect figures kept out
+    # of on-demand) 1,876 of 2,087: the rest are the documented gaps above.
+    assert priced / len(referenced) > 0.85
 
 
 def test_spot_is_below_on_demand_or_marked_as_its_bound() -> None:
@@ -149,7 +158,10 @@ def test_a_gpu_dearer_than_a_larger_one_is_flagged(line: tuple[str, str]) -> Non
         if small is None or large is None or small.basis == "vertex":
             continue
         if small.on_demand_usd is None or large.on_demand_usd is None:
-            assert "DWS flex-start rate" in (small.source + large.source)
+            assert any(
+                mark in small.source + large.source
+                for mark in ("DWS flex-start rate", "regional check")
+            )
             dws += 1
             continue
         if large.on_demand_usd < small.on_demand_usd:
@@ -163,14 +175,14 @@ def test_a_gpu_dearer_than_a_larger_one_is_flagged(line: tuple[str, str]) -> Non
 
 def test_a_pool_is_its_machine_plus_its_gpus_and_pools_add_up() -> None:
     catalog = load_catalog()
-    machine = _row(catalog, "machine", "a2-highgpu-4g", "europe-west4").on_demand_usd
-    gpu = _row(catalog, "accelerator", "NVIDIA_TESLA_A100", "europe-west4").on_demand_usd
-    chief = _row(catalog, "machine", "a2-highgpu-1g", "europe-west4").on_demand_usd
+    machine = _row(catalog, "machine", "a2-highgpu-4g", "us-east1").on_demand_usd
+    gpu = _row(catalog, "accelerator", "NVIDIA_TESLA_A100", "us-east1").on_demand_usd
+    chief = _row(catalog, "machine", "a2-highgpu-1g", "us-east1").on_demand_usd
     assert machine is not None and gpu is not None and chief is not None
     job = spec(
         pool("a2-highgpu-1g", "NVIDIA_TESLA_A100", 1),
         pool("a2-highgpu-4g", "NVIDIA_TESLA_A100", 4, replicas=2),
-        region="europe-west4",
+        region="us-east1",
     )
     result = estimate(job, catalog)
     assert [p.replica_usd_per_hour for p in result.pools] == [
