@@ -78,10 +78,7 @@ def _node_modules() -> Path:
 def _compiled_sdk(base: Path, node_modules: Path) -> Path:
     """sdk/nodejs compiled with tsc, as a package directory (what npm would install)."""
     sdk = base / "sdk-nodejs"
-    shutil.copytree(REPO / "sdk" / "nodejs", sdk)
-    package = json.loads((sdk / "package.json").read_text())
-    package["version"] = "0.2.0"
-    (sdk / "package.json").write_text(json.dumps(package))
+    shutil.copytree(REPO / "sdk" / "nodejs", sdk)  # its package.json has the schema's version
     (sdk / "node_modules").symlink_to(node_modules, target_is_directory=True)
     subprocess.run(
         ["node", str(node_modules / "typescript" / "bin" / "tsc"), "-p", str(sdk)],
