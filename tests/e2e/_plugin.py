@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
@@ -40,6 +42,34 @@ def job_states(client: Any) -> dict[str, str]:
 
 
 _ENDED = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"}
+
+
+def install_python_sdk(base: Path) -> Path:
+    """sdk/python installed as a user would (``pip install --no-deps --target``, from a copy: the
+    build writes beside its setup.py) into ``base/site``; answers that directory, to put on
+    PYTHONPATH beside this virtualenv's ``pulumi``."""
+    source, site = base / "sdk-python", base / "site"
+    shutil.copytree(REPO / "sdk" / "python", source)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--target",
+            str(site),
+            ".",
+        ],
+        cwd=source,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    assert proc.returncode == 0, f"pip install of sdk/python failed:\n{proc.stdout}{proc.stderr}"
+    return site
 
 
 def plugin_workspace(bin_dir: Path, base: Path) -> Workspace:

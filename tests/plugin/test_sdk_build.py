@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from components.plugin._schema import PACKAGE, VERSION
+from tests.e2e._plugin import install_python_sdk
 
 REPO = Path(__file__).resolve().parents[2]
 SDK = REPO / "sdk"
@@ -58,26 +59,7 @@ def _run(
 @pytest.fixture(scope="module")
 def python_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """sdk/python installed (``pip install --no-deps --target``) into a directory of its own."""
-    base = tmp_path_factory.mktemp("sdk-python")
-    source = base / "src"
-    shutil.copytree(SDK / "python", source)  # the build writes build/ and *.egg-info beside it
-    site = base / "site"
-    _run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--target",
-            str(site),
-            ".",
-        ],
-        cwd=source,
-        timeout=BUILD_TIMEOUT,
-    )
-    return site
+    return install_python_sdk(tmp_path_factory.mktemp("sdk-python"))
 
 
 @pytest.mark.timeout(BUILD_TIMEOUT)
@@ -95,13 +77,12 @@ PYTHON_CHECK = """\
 import json
 import pulumi_gpu_training as gpu
 from pulumi_gpu_training import _utilities
-from pulumi_gpu_training.vertex import _inputs
 
 job_args = gpu.vertex.TrainingJobArgs(
-    job_spec=_inputs.CustomJobSpecArgs(
+    job_spec=gpu.vertex.CustomJobSpecArgs(
         worker_pool_specs=[
-            _inputs.WorkerPoolSpecArgs(
-                machine_spec=_inputs.MachineSpecArgs(machine_type="n1-standard-4"),
+            gpu.vertex.WorkerPoolSpecArgs(
+                machine_spec=gpu.vertex.MachineSpecArgs(machine_type="n1-standard-4"),
                 replica_count=1,
             )
         ]
