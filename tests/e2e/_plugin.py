@@ -19,7 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from components.lifecycle._wire import SECRET_SIGNATURE
-from tests.e2e._engine import GCP_PROJECT, GCP_REGION, PARENT, REPO, Workspace, list_jobs
+from tests.e2e._engine import (
+    GCP_PROJECT,
+    GCP_REGION,
+    PARENT,
+    REPO,
+    SIMULATE,
+    Workspace,
+    list_jobs,
+)
 
 TOKEN = "gpu-training:vertex:TrainingJob"
 SECRET = "plugin-e2e-secret-4242"
@@ -27,6 +35,10 @@ HAND_SECRET = "hand-started-secret-777"
 IMAGE = "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-15.py310:latest"
 GPU_IMAGE = "us-docker.pkg.dev/vertex-ai/training/tf-gpu.2-15.py310:latest"
 """The image a T4 pool runs (a CPU image on GPUs is refused before launch)."""
+SCENARIO = (*SIMULATE, "--simulate-run-seconds", "600")
+"""Emulator arguments for a scenario: a simulated job runs until cancelled (the default 5 s run
+can end before a slow program's next step, on a loaded machine, and a replaced job is then
+SUCCEEDED, not CANCELLED)."""
 HIDDEN = ("held", "run_key", "runKey", "identity", "pulumi_resource", "status")
 """Bookkeeping of the core: never in a plugin resource's diff."""
 

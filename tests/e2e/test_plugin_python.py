@@ -20,9 +20,10 @@ import pytest
 import yaml
 
 from components.lifecycle._wire import SECRET_SIGNATURE
-from tests.e2e._engine import SIMULATE, Workspace, emulator_for, list_jobs, venv_dir
+from tests.e2e._engine import Workspace, emulator_for, list_jobs, venv_dir
 from tests.e2e._plugin import (
     GPU_IMAGE,
+    SCENARIO,
     SECRET,
     TOKEN,
     active_jobs,
@@ -125,7 +126,7 @@ def _settings(ws: Workspace, machine_type: str = "n1-standard-4", **labels: str)
 def test_python_program_on_the_sdk_up_preview_edit_destroy(py_ws: Workspace) -> None:
     ws = py_ws
     _settings(ws)
-    with emulator_for(ws, *SIMULATE) as emu:
+    with emulator_for(ws, *SCENARIO) as emu:
         client = emu.client()
         init_plugin_stack(ws, emu.endpoint)
 
