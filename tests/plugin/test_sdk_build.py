@@ -3,7 +3,8 @@
 - Python: ``pip install --no-deps --target`` of a copy of sdk/python (its setup.py, as a user
   would install it), then imported in a fresh interpreter beside this virtualenv's ``pulumi``;
   its package metadata names the package, the schema's version and the plugin ``gpu-training``.
-  (tests/e2e/test_plugin_python.py runs a program on it against the plugin and the emulator.)
+  (tests/e2e/test_plugin_python.py runs a program on it against the plugin and the emulator;
+  tests/e2e/test_plugin_go.py does so for Go, through our Go language host.)
 - Go: ``go build`` and ``go vet`` of a copy of sdk/go (a module of its own, go.mod/go.sum from
   scripts/gen-sdk, ``-mod=readonly``), and ``go test`` of a tiny program that declares a
   TrainingJob through the SDK under Pulumi's mocks (it type-checks and registers the right
