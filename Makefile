@@ -37,7 +37,7 @@ $(POLICY_STAMP): policy/requirements.txt policy/constraints.txt $(VENV_SCRIPTS)
 	scripts/make-venv policy/.venv policy/constraints.txt policy/requirements.txt
 	@touch $@
 
-# The Pulumi CLI and the Python, YAML and Node.js language hosts, built once from Go modules
+# The Pulumi CLI and the Python, YAML, Node.js and Go language hosts, built once from Go modules
 # into a cache.
 pulumi:
 	scripts/install-pulumi >/dev/null

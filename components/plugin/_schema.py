@@ -332,11 +332,14 @@ def build_schema() -> dict[str, Any]:
         "provider": {"description": "The gpu-training provider.", "inputProperties": _CONFIG},
         "resources": {TRAINING_JOB_TOKEN: training, TUNING_JOB_TOKEN: tuning},
         "types": dict(sorted(walker.types.items())),
+        # Each SDK carries the schema's version (its package metadata, pulumi-plugin.json), so a
+        # program asks the engine for the plugin of that version, not 0.0.0.
         "language": {
-            "python": {"packageName": "pulumi_gpu_training"},
-            "nodejs": {"packageName": "@gpu-training/pulumi"},
+            "python": {"packageName": "pulumi_gpu_training", "respectSchemaVersion": True},
+            "nodejs": {"packageName": "@gpu-training/pulumi", "respectSchemaVersion": True},
             "go": {
-                "importBasePath": "github.com/gpu-training/pulumi-gpu-training/sdk/go/gputraining"
+                "importBasePath": "github.com/gpu-training/pulumi-gpu-training/sdk/go/gputraining",
+                "respectSchemaVersion": True,
             },
         },
     }

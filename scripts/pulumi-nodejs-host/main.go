@@ -7,8 +7,9 @@
 // TypeScript program. Run starts `node <@pulumi/pulumi>/cmd/run` (the npm package's own program
 // runner, resolved from the program's node_modules) with the engine's arguments and the stack
 // config in PULUMI_CONFIG; TypeScript is compiled by the SDK's bundled ts-node unless the
-// project's `typescript` runtime option is false. Everything else answers Unimplemented or
-// nothing (plugins load on demand).
+// project's `typescript` runtime option is false. GenerateProgram (codegen.go) writes TypeScript
+// with pkg/v3's codegen/nodejs, so `pulumi import` prints the code of what it imported. Everything
+// else answers Unimplemented or nothing (plugins load on demand).
 package main
 
 import (

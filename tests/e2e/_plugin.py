@@ -9,15 +9,25 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
 from components.lifecycle._wire import SECRET_SIGNATURE
-from tests.e2e._engine import GCP_PROJECT, GCP_REGION, PARENT, REPO, Workspace, list_jobs
+from tests.e2e._engine import (
+    GCP_PROJECT,
+    GCP_REGION,
+    PARENT,
+    REPO,
+    SIMULATE,
+    Workspace,
+    list_jobs,
+)
 
 TOKEN = "gpu-training:vertex:TrainingJob"
 SECRET = "plugin-e2e-secret-4242"
@@ -25,6 +35,10 @@ HAND_SECRET = "hand-started-secret-777"
 IMAGE = "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-15.py310:latest"
 GPU_IMAGE = "us-docker.pkg.dev/vertex-ai/training/tf-gpu.2-15.py310:latest"
 """The image a T4 pool runs (a CPU image on GPUs is refused before launch)."""
+SCENARIO = (*SIMULATE, "--simulate-run-seconds", "600")
+"""Emulator arguments for a scenario: a simulated job runs until cancelled (the default 5 s run
+can end before a slow program's next step, on a loaded machine, and a replaced job is then
+SUCCEEDED, not CANCELLED)."""
 HIDDEN = ("held", "run_key", "runKey", "identity", "pulumi_resource", "status")
 """Bookkeeping of the core: never in a plugin resource's diff."""
 
@@ -40,6 +54,34 @@ def job_states(client: Any) -> dict[str, str]:
 
 
 _ENDED = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"}
+
+
+def install_python_sdk(base: Path) -> Path:
+    """sdk/python installed as a user would (``pip install --no-deps --target``, from a copy: the
+    build writes beside its setup.py) into ``base/site``; answers that directory, to put on
+    PYTHONPATH beside this virtualenv's ``pulumi``."""
+    source, site = base / "sdk-python", base / "site"
+    shutil.copytree(REPO / "sdk" / "python", source)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--target",
+            str(site),
+            ".",
+        ],
+        cwd=source,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    assert proc.returncode == 0, f"pip install of sdk/python failed:\n{proc.stdout}{proc.stderr}"
+    return site
 
 
 def plugin_workspace(bin_dir: Path, base: Path) -> Workspace:

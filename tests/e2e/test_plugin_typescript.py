@@ -13,6 +13,7 @@ edit with ``preview --diff``, up (replace), ``pulumi import`` of a job started w
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -22,9 +23,10 @@ from typing import Any
 import pytest
 
 from components.lifecycle._wire import is_secret_envelope
-from tests.e2e._engine import REPO, SIMULATE, Workspace, emulator_for
+from tests.e2e._engine import REPO, Workspace, emulator_for
 from tests.e2e._plugin import (
     HAND_SECRET,
+    SCENARIO,
     SECRET,
     TOKEN,
     end_plugin_workspace,
@@ -54,12 +56,17 @@ function inputs(value: any): any {
     return value;
 }
 
-const resources: Record<string, gpu.vertex.TrainingJobArgs> = JSON.parse(
+// {"__code": "./file"} is code of its own (what `pulumi import` printed), taken as it is.
+const resources: Record<string, gpu.vertex.TrainingJobArgs | { __code: string }> = JSON.parse(
     fs.readFileSync("resources.json", "utf8"),
 );
 export const states: Record<string, pulumi.Output<string>> = {};
 for (const [name, args] of Object.entries(resources)) {
-    states[name] = new gpu.vertex.TrainingJob(name, inputs(args)).state;
+    if ("__code" in args) {
+        require(args.__code);
+    } else {
+        states[name] = new gpu.vertex.TrainingJob(name, inputs(args)).state;
+    }
 }
 """
 
@@ -78,10 +85,7 @@ def _node_modules() -> Path:
 def _compiled_sdk(base: Path, node_modules: Path) -> Path:
     """sdk/nodejs compiled with tsc, as a package directory (what npm would install)."""
     sdk = base / "sdk-nodejs"
-    shutil.copytree(REPO / "sdk" / "nodejs", sdk)
-    package = json.loads((sdk / "package.json").read_text())
-    package["version"] = "0.2.0"
-    (sdk / "package.json").write_text(json.dumps(package))
+    shutil.copytree(REPO / "sdk" / "nodejs", sdk)  # its package.json has the schema's version
     (sdk / "node_modules").symlink_to(node_modules, target_is_directory=True)
     subprocess.run(
         ["node", str(node_modules / "typescript" / "bin" / "tsc"), "-p", str(sdk)],
@@ -149,21 +153,25 @@ def test_typescript_program_up_diff_replace_import_invalid_destroy(ts_ws: Worksp
     ws = ts_ws
 
     def import_job(name: str) -> Any:
-        # This language host generates no code: the program's resource is the state's inputs.
-        ws.pulumi(
-            "import", TOKEN, "byhand", name, "--yes", "--protect=false", "--generate-code=false"
-        )
+        # Our Node host generates the TypeScript code (pkg/v3 codegen/nodejs), which the program
+        # then takes as it is: the preview after it shows no change.
+        code = ws.project / "imported.ts"
+        ws.pulumi("import", TOKEN, "byhand", name, "--yes", "--protect=false", "--out", str(code))
+        text = code.read_text()
+        assert 'from "@gpu-training/pulumi"' in text, text
+        assert re.search(r'new \w+\.vertex\.TrainingJob\("byhand", \{', text), text
+        assert f'pulumi.secret("{HAND_SECRET}")' in text, text
+        assert 'displayName: "by-hand"' in text and "protect" not in text, text
         [resource] = [
             r
             for r in ws.export(show_secrets=True)["resources"]
             if r["urn"].endswith(f"{TOKEN}::byhand")
         ]
-        imported = _as_program_inputs(resource["inputs"])
-        env = imported["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["env"]
-        assert env == [{"name": "K", "value": {SECRET_MARK: HAND_SECRET}}]
-        return imported
+        env = _as_program_inputs(resource["inputs"])["jobSpec"]["workerPoolSpecs"][0]
+        assert env["containerSpec"]["env"] == [{"name": "K", "value": {SECRET_MARK: HAND_SECRET}}]
+        return {"__code": "./imported"}
 
-    with emulator_for(ws, *SIMULATE) as emu:
+    with emulator_for(ws, *SCENARIO) as emu:
         up_diff_replace_import_invalid_destroy(
             ws, emu, lambda resources: _write_resources(ws, resources), _job, import_job
         )

@@ -1,0 +1,172 @@
+"""The provider plugin from a Python program on the generated SDK, on the real engine.
+
+``sdk/python`` installed with pip (``pip install --no-deps --target``, once per module) and put
+on PYTHONPATH beside this virtualenv's ``pulumi``; the repo's Python language host (``make
+pulumi``) and the plugin (``make provider``). The program declares two
+``gpu_training.vertex.TrainingJob`` resources through the SDK, one with its ``*Args`` classes and
+one with plain dicts (snake_case keys, as the ``*ArgsDict`` types have them), each with an env
+value wrapped in ``pulumi.Output.secret``; ``job.json`` carries what the test edits. Steps: up,
+a preview with no change, an edit that ``preview --diff`` marks as replacing, destroy, counting
+the jobs the emulator holds.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from components.lifecycle._wire import SECRET_SIGNATURE
+from tests.e2e._engine import Workspace, emulator_for, list_jobs, venv_dir
+from tests.e2e._plugin import (
+    GPU_IMAGE,
+    SCENARIO,
+    SECRET,
+    TOKEN,
+    active_jobs,
+    assert_no_change,
+    assert_replacing_diff,
+    end_plugin_workspace,
+    init_plugin_stack,
+    install_python_sdk,
+    job_states,
+    plugin_jobs,
+    plugin_workspace,
+)
+
+PROGRAM = f"""\
+import json
+from pathlib import Path
+
+import pulumi
+import pulumi_gpu_training as gpu
+
+settings = json.loads(Path("job.json").read_text())
+machine = dict(
+    machine_type=settings["machineType"], accelerator_type="NVIDIA_TESLA_T4", accelerator_count=1
+)
+container = dict(image_uri={GPU_IMAGE!r}, command=["python", "-c", "print(1)"])
+labels = {{"team": "ml", **settings["labels"]}}
+
+typed = gpu.vertex.TrainingJob(
+    "train",
+    labels=labels,
+    job_spec=gpu.vertex.CustomJobSpecArgs(
+        worker_pool_specs=[
+            gpu.vertex.WorkerPoolSpecArgs(
+                machine_spec=gpu.vertex.MachineSpecArgs(**machine),
+                replica_count=1,
+                container_spec=gpu.vertex.ContainerSpecArgs(
+                    **container,
+                    env=[gpu.vertex.EnvVarArgs(name="TOKEN", value=pulumi.Output.secret({SECRET!r}))],
+                ),
+            )
+        ],
+        scheduling=gpu.vertex.SchedulingArgs(timeout="600s"),
+    ),
+)
+dicts = gpu.vertex.TrainingJob(
+    "train-dicts",
+    labels=labels,
+    job_spec={{
+        "worker_pool_specs": [
+            {{
+                "machine_spec": machine,
+                "replica_count": 1,
+                "container_spec": {{
+                    **container,
+                    "env": [{{"name": "TOKEN", "value": pulumi.Output.secret({SECRET!r})}}],
+                }},
+            }}
+        ],
+        "scheduling": {{"timeout": "600s"}},
+    }},
+)
+pulumi.export("states", [typed.state, dicts.state])
+"""
+
+
+@pytest.fixture(scope="module")
+def python_sdk_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return install_python_sdk(tmp_path_factory.mktemp("python-sdk"))
+
+
+@pytest.fixture
+def py_ws(pulumi_bin_dir: Path, tmp_path: Path, python_sdk_site: Path) -> Iterator[Workspace]:
+    ws = plugin_workspace(pulumi_bin_dir, tmp_path)
+    (ws.project / "Pulumi.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "name": "plugin-python",
+                "runtime": {
+                    "name": "python",
+                    "options": {"toolchain": "pip", "virtualenv": ".venv"},
+                },
+                "stackConfigDir": "stacks",
+            },
+            sort_keys=False,
+        )
+    )
+    (ws.project / ".venv").symlink_to(venv_dir(), target_is_directory=True)
+    (ws.project / "__main__.py").write_text(PROGRAM)
+    ws.env["PYTHONPATH"] = str(python_sdk_site)  # the installed SDK, not the checkout
+    yield ws
+    end_plugin_workspace(ws)
+
+
+def _settings(ws: Workspace, machine_type: str = "n1-standard-4", **labels: str) -> None:
+    (ws.project / "job.json").write_text(
+        json.dumps({"machineType": machine_type, "labels": labels})
+    )
+
+
+def test_python_program_on_the_sdk_up_preview_edit_destroy(py_ws: Workspace) -> None:
+    ws = py_ws
+    _settings(ws)
+    with emulator_for(ws, *SCENARIO) as emu:
+        client = emu.client()
+        init_plugin_stack(ws, emu.endpoint)
+
+        # up: two jobs, the same inputs whichever way the program wrote them.
+        ws.up()
+        jobs = plugin_jobs(ws)
+        assert sorted(jobs) == ["train", "train-dicts"]
+        assert sorted(j.name for j in list_jobs(client)) == sorted(r["id"] for r in jobs.values())
+        shown = {
+            r["urn"].rsplit("::", 1)[-1]: r["inputs"]
+            for r in ws.export(show_secrets=True)["resources"]
+            if r["type"] == TOKEN
+        }  # (each secret's ciphertext differs)
+        assert shown["train"] == shown["train-dicts"]
+        pool = shown["train"]["jobSpec"]["workerPoolSpecs"][0]
+        assert json.loads(pool["containerSpec"]["env"][0]["value"]["plaintext"]) == SECRET
+        machine = jobs["train"]["inputs"]["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]
+        assert machine == {
+            "machineType": "n1-standard-4",
+            "acceleratorType": "NVIDIA_TESLA_T4",
+            "acceleratorCount": 1,
+        }
+        env = jobs["train"]["outputs"]["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["env"]
+        assert env[0]["value"][SECRET_SIGNATURE[0]] == SECRET_SIGNATURE[1]
+        assert SECRET not in json.dumps(ws.export())
+        assert all(r["type"] == TOKEN for r in jobs.values())
+        outputs = ws.pulumi("stack", "output", "states", "--json").json()
+        assert all(state.startswith("JOB_STATE_") for state in outputs), outputs
+
+        # The same program again: nothing to do, no job submitted.
+        assert_no_change(ws, resources=2)
+        assert len(list_jobs(client)) == 2
+
+        # An edit: the changed paths show, each marked as replacing.
+        _settings(ws, "n1-standard-8", stage="two")
+        assert_replacing_diff(ws)
+        assert len(list_jobs(client)) == 2
+
+        # destroy: both jobs cancelled, their records kept.
+        ws.pulumi("destroy", "--yes", "--skip-preview")
+        assert active_jobs(client) == []
+        assert set(job_states(client)) == {r["id"] for r in jobs.values()}
+        assert plugin_jobs(ws) == {}
