@@ -3,7 +3,7 @@
 # setup and flags override it (as gcloud did). The program stages the package itself, so
 # --package-path is only kept for the record.
 gcloud ai-platform jobs submit training prod_a100 \
-  --region europe-west4 \
+  --region us-central1 \
   --config prod-a100-config.yaml \
   --module-name trainer.task \
   --package-path ../../examples/trainer/trainer \

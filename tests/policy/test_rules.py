@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -216,12 +217,17 @@ def test_real_stack_jobs_dev_accepted_prod_rejected_by_dev_config() -> None:
     assert rejected["max-gpus-per-job"] == [
         "job 'prod-a100' holds 9 accelerators at once; the limit is 4"
     ]
-    assert rejected["allowed-regions"] == [
-        "job 'prod-a100' runs in europe-west4; this stack allows us-central1"
+    assert rejected["allowed-accelerators"] == [
+        "job 'prod-a100' uses NVIDIA_TESLA_A100; this stack allows NVIDIA_L4, NVIDIA_TESLA_T4"
     ]
-    # The prod stack's A100 in europe-west4 has no on-demand price since issue 34's regional
-    # check (the reference's figure is half the A100's elsewhere): prod says it cannot check.
-    judged = evaluate([prod], config("prod"))
+    assert all(m == [] for m in evaluate([prod], config("prod")).values())
+
+
+def test_a_job_whose_price_is_suspect_cannot_pass_a_mandatory_cost_limit() -> None:
+    # The A100's figure in europe-west4 is half its price elsewhere (a flex-start rate, issue
+    # 34's regional check): no on-demand price, so prod's cost limits say they cannot check it.
+    prod = stack_job("prod-a100", "prod-a100.gcloud.sh")
+    judged = evaluate([replace(prod, region="europe-west4")], config("prod"))
     assert [k for k, m in judged.items() if m] == [
         "max-hourly-cost-per-job",
         "max-hourly-cost-per-stack",

@@ -153,11 +153,11 @@ def test_dev_stack_is_a_small_t4_spot_job_in_us_central1():
     assert "env_values" not in job.inputs  # no env vars in this job
 
 
-def test_prod_stack_is_a_multi_worker_a100_job_in_europe_west4():
+def test_prod_stack_is_a_multi_worker_a100_job_in_us_central1():
     run = run_stack("prod")
-    spec = _infra_checks(run, "europe-west4")
+    spec = _infra_checks(run, "us-central1")
     job = run.one(JOB_TYPE)
-    assert job.inputs["region"] == "europe-west4"
+    assert job.inputs["region"] == "us-central1"
     chief, workers = _pools(spec)
     assert chief["machineSpec"]["machineType"].startswith("a2-highgpu-")
     assert chief["machineSpec"]["acceleratorType"] == "NVIDIA_TESLA_A100"
