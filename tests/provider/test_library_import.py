@@ -153,6 +153,47 @@ def test_a_refresh_and_a_delete_import_the_job_service_only(sim: EmulatorProcess
         sim.client().get_custom_job(name=created.id)
 
 
+def test_the_types_are_whole_for_threads_that_convert_at_once() -> None:
+    """``types_only`` runs the types package's ``__init__`` (which ``job_service`` defers): 16
+    creates building their jobs at once all find the types (a pulumi up of 200 jobs failed
+    some with "module 'google.cloud.aiplatform_v1.types' has no attribute 'CustomJobSpec'")."""
+    found = fresh(
+        f"""
+        import json, sys, threading
+        from components.vertex._library import job_service, types_only
+        job_service()
+        whole_at_once = "CustomJobSpec" in vars(types_only())
+        errors, barrier = [], threading.Barrier(16)
+
+        def convert():
+            barrier.wait()
+            try:
+                types_only().CustomJobSpec, types_only().StudySpec
+            except Exception as exc:
+                errors.append(repr(exc))
+
+        threads = [threading.Thread(target=convert) for _ in range(16)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        types = sys.modules["google.cloud.aiplatform_v1.types"]
+        print(json.dumps({{
+            "errors": errors,
+            "whole_at_once": whole_at_once,
+            "executed": "__getattr__" not in vars(types),
+            "other_service": {OTHER_SERVICE!r} in sys.modules,
+        }}))
+        """
+    )
+    assert found == {
+        "errors": [],
+        "whole_at_once": True,
+        "executed": True,
+        "other_service": False,
+    }
+
+
 def test_a_create_imports_the_job_service_and_the_message_types_only(
     sim: EmulatorProcess,
 ) -> None:
