@@ -155,6 +155,7 @@ def main(argv: list[str]) -> None:
     if target == "-m":
         module, *args = rest
         sys.argv = [module, *args]
+        sys.path[0] = os.getcwd()  # as ``python -m``: not this file's folder (bench/emulator.py)
         runpy.run_module(module, run_name="__main__", alter_sys=True)
     else:
         sys.argv = [target, *rest]
