@@ -109,6 +109,7 @@ from .lifecycle._wire import (
 )
 from .rules._spec import JobSpec
 from .rules._validation import MAX_LABELS
+from .vertex._library import types_only
 from .vertex.api import (
     CUSTOM_JOB,
     TERMINAL_STATES,
@@ -120,7 +121,6 @@ from .vertex.api import (
     RetryPolicy,
     Submission,
     WaitFailed,
-    aiplatform,
     is_not_found,
     job_api,
     job_document,
@@ -169,7 +169,9 @@ class JobResourceKind:
 
 
 def _custom_job(document: dict[str, Any]) -> Any:
-    aiplatform()  # first import here, with the library's version warnings silenced
+    # The message types alone, without the library's clients and its version warnings: the
+    # job is sent on the job service's client (the whole library costs 0.25 s more of CPU).
+    types_only()
     from .vertex.convert import to_custom_job
 
     return to_custom_job(JobSpec.parse(document))

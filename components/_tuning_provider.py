@@ -20,8 +20,9 @@ from .costs._pricing import tuning_cost_outputs
 from .lifecycle._check import TUNING_JOB_SPEC
 from .lifecycle._wire import parse_tuning_job_name
 from .rules._tuning_spec import TuningJobSpec
+from .vertex._library import types_only
 from .vertex.api import TUNING_JOB as TUNING_JOB_API
-from .vertex.api import aiplatform, tuning_job_outputs
+from .vertex.api import tuning_job_outputs
 
 __all__ = ["TUNING_JOB", "TuningJobProvider"]
 
@@ -36,7 +37,9 @@ def _described_tuning_job(document: dict[str, Any]) -> TuningJobSpec:
 
 
 def _tuning_job(document: dict[str, Any]) -> Any:
-    aiplatform()  # first import here, with the library's version warnings silenced
+    # The message types alone, without the library's clients and its version warnings: the
+    # job is sent on the job service's client (the whole library costs 0.25 s more of CPU).
+    types_only()
     from .vertex.tuning_convert import to_tuning_job
 
     return to_tuning_job(TuningJobSpec.parse(document))

@@ -290,8 +290,8 @@ class GpuTrainingProvider(Provider):
         user wrote, those of the job marked as replacing it. Outputs never show."""
         kind = self._kind(request.urn)
         names = _input_names(kind)
-        olds = {k: v for k, v in plain_map(request.old_state).items() if k in names}
-        news = {k: v for k, v in plain_map(request.new_inputs).items() if k in names}
+        olds = plain_map({k: v for k, v in request.old_state.items() if k in names})
+        news = plain_map({k: v for k, v in request.new_inputs.items() if k in names})
         # The project and region the job runs in are in the state even when they were the
         # provider's defaults: unset in the new inputs, they are the defaults again, and a
         # default that moved moves the job.
@@ -549,7 +549,10 @@ def _changes(
     for key in sorted(names):
         if key in ignored:
             continue
-        yield from _leaf_changes(key, olds.get(key), news.get(key))
+        old, new = olds.get(key), news.get(key)
+        if old == new and not contains_unknown(new):
+            continue  # nothing under it differs: one comparison, not a walk of every leaf
+        yield from _leaf_changes(key, old, new)
 
 
 def _empty(value: Any) -> bool:

@@ -1,10 +1,17 @@
-"""The plugin's gRPC server: the SDK's, less the tracebacks.
+"""The plugin's gRPC server: the SDK's, less the tracebacks, with the provider imported on first
+use.
 
 ``pulumi.provider.experimental.server.ProviderServicer`` answers any exception of an operation
 with the exception's text followed by its Python traceback, which the engine prints to the
 user. ``CleanServicer`` answers with the message alone: the SDK re-raises inside its ``except``
 block, so the original exception is the re-raised one's ``__context__``; its text (already
 redacted by the provider, ``GpuTrainingProvider._guarded``) is the gRPC status's details.
+
+``DeferredProvider`` answers ``GetSchema`` from the schema file and imports the provider (the
+lifecycle core, its models and catalog: 0.15 s of CPU) only when another call comes. The engine
+starts the plugin once more in each ``pulumi up`` and ``preview`` of a YAML or other non-Python
+program, for the language host to read the schema, and keeps that process to the end of the
+command: it never imports the core.
 """
 
 from __future__ import annotations
@@ -13,20 +20,43 @@ import argparse
 import asyncio
 import contextlib
 import sys
+import threading
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc  # type: ignore[import-untyped]
 import grpc.aio  # type: ignore[import-untyped]
+from pulumi.provider.experimental.provider import (
+    CheckRequest,
+    CheckResponse,
+    ConfigureRequest,
+    ConfigureResponse,
+    CreateRequest,
+    CreateResponse,
+    DeleteRequest,
+    DiffRequest,
+    DiffResponse,
+    GetSchemaRequest,
+    GetSchemaResponse,
+    InvokeRequest,
+    InvokeResponse,
+    Provider,
+    ReadRequest,
+    ReadResponse,
+    UpdateRequest,
+    UpdateResponse,
+)
 from pulumi.provider.experimental.server import ProviderServicer
 from pulumi.runtime._grpc_settings import _GRPC_CHANNEL_OPTIONS
 from pulumi.runtime.proto import provider_pb2_grpc
 
 from ..lifecycle._engine_watch import watch_engine
-from ._provider import GpuTrainingProvider
-from ._schema import VERSION
+from ._schema import VERSION, load_schema
 
-__all__ = ["CleanServicer", "main", "message_of"]
+if TYPE_CHECKING:
+    from ._provider import GpuTrainingProvider
+
+__all__ = ["CleanServicer", "DeferredProvider", "main", "message_of"]
 
 
 def message_of(exc: BaseException) -> str:
@@ -65,6 +95,58 @@ class CleanServicer(ProviderServicer):
     GetSchema = _clean(ProviderServicer.GetSchema)
 
 
+class DeferredProvider(Provider):
+    """``GpuTrainingProvider``, imported and made on the first call that needs it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._made: GpuTrainingProvider | None = None
+
+    @property
+    def provider(self) -> GpuTrainingProvider:
+        """The provider (made now if it is not yet)."""
+        with self._lock:  # held across one import, before any operation
+            if self._made is None:
+                from ._provider import GpuTrainingProvider
+
+                self._made = GpuTrainingProvider()
+            return self._made
+
+    async def get_schema(self, request: GetSchemaRequest) -> GetSchemaResponse:
+        return GetSchemaResponse(schema=load_schema())
+
+    async def check_config(self, request: CheckRequest) -> CheckResponse:
+        return await self.provider.check_config(request)
+
+    async def configure(self, request: ConfigureRequest) -> ConfigureResponse:
+        return await self.provider.configure(request)
+
+    async def cancel(self) -> None:
+        if self._made is not None:  # nothing runs before the provider is made
+            await self._made.cancel()
+
+    async def check(self, request: CheckRequest) -> CheckResponse:
+        return await self.provider.check(request)
+
+    async def diff(self, request: DiffRequest) -> DiffResponse:
+        return await self.provider.diff(request)
+
+    async def invoke(self, request: InvokeRequest) -> InvokeResponse:
+        return await self.provider.invoke(request)
+
+    async def create(self, request: CreateRequest) -> CreateResponse:
+        return await self.provider.create(request)
+
+    async def read(self, request: ReadRequest) -> ReadResponse:
+        return await self.provider.read(request)
+
+    async def update(self, request: UpdateRequest) -> UpdateResponse:
+        return await self.provider.update(request)
+
+    async def delete(self, request: DeleteRequest) -> None:
+        await self.provider.delete(request)
+
+
 def main(argv: list[str] | None = None) -> None:
     """``pulumi-resource-gpu-training ENGINE_ADDRESS``: serve, print the port, wait."""
     args = sys.argv[1:] if argv is None else argv
@@ -80,7 +162,7 @@ def main(argv: list[str] | None = None) -> None:
 
     async def serve() -> None:
         server = grpc.aio.server(options=_GRPC_CHANNEL_OPTIONS)
-        servicer = CleanServicer(args, VERSION, GpuTrainingProvider(), known.engine)
+        servicer = CleanServicer(args, VERSION, DeferredProvider(), known.engine)
         provider_pb2_grpc.add_ResourceProviderServicer_to_server(servicer, server)
         port = server.add_insecure_port(address="127.0.0.1:0")
         await server.start()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from ..lifecycle._check import CUSTOM_JOB_SPEC, TUNING_JOB_SPEC, SpecKind
@@ -175,6 +176,7 @@ def plugin_path(shape: Shape, path: str) -> str:
     return f"{shape.nested}.{path}" if head in _CUSTOM_JOB_SPEC_FIELDS else path
 
 
+@cache  # a few dozen names, each read and answered by every operation
 def camel(snake: str) -> str:
     """``best_trial_model_dir`` → ``bestTrialModelDir``."""
     head, *rest = snake.split("_")

@@ -71,14 +71,19 @@ def job_service() -> ModuleType:
 def types_only() -> ModuleType:
     """``google.cloud.aiplatform_v1.types`` (every message type), without the clients of the
     library's package ``__init__`` when the library is not imported yet: what a conversion
-    needs. Code that later asks the package for another name finds it whole (see above)."""
+    needs. Code that later asks the package for another name finds it whole (see above).
+
+    The types package's ``__init__`` has run when this returns (``job_service`` leaves it
+    unexecuted): a conversion in one thread never reads it while another runs it."""
     with _quiet(), _lock:
         if PACKAGE not in sys.modules:
             try:
                 _defer(PACKAGE)
             except ImportError:
                 _execute_all()
-        return importlib.import_module(_TYPES)
+        types = importlib.import_module(_TYPES)
+        _execute(_TYPES)
+        return types
 
 
 def whole_library() -> ModuleType:
@@ -131,6 +136,10 @@ def _execute(name: str) -> None:
     if entry is None:
         return
     spec, module = entry
-    del module.__dict__["__getattr__"]
+    hook = module.__dict__["__getattr__"]
     assert spec.loader is not None
+    # The hook stays while the ``__init__`` runs: another thread that asks the package for a
+    # name meanwhile waits for the lock (held here) rather than find the name missing.
     spec.loader.exec_module(module)
+    if module.__dict__.get("__getattr__") is hook:
+        del module.__dict__["__getattr__"]

@@ -363,3 +363,45 @@ def test_a_replace_with_the_same_run_keeps_one_running_job(emu: EmulatorProcess)
     job = emu.client().get_custom_job(name=old.resource_id)
     assert job.state.name == "JOB_STATE_RUNNING"
     emu.client().cancel_custom_job(name=old.resource_id)
+
+
+def test_the_schema_is_served_without_the_core_which_the_first_operation_imports() -> None:
+    """The process the engine starts for a language host to read the schema imports no core."""
+    import json
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+
+    code = """
+        import asyncio, json, sys
+        import components.plugin  # first, as the plugin's executable: google.rpc.Status once
+        from pulumi.provider.experimental.provider import CheckRequest, GetSchemaRequest
+        from components.plugin._schema import load_schema
+        from components.plugin._server import DeferredProvider
+        provider = DeferredProvider()
+        loop = asyncio.new_event_loop()
+        schema = loop.run_until_complete(provider.get_schema(GetSchemaRequest(0, None, None)))
+        found = {"same_schema": schema.schema == load_schema()}
+        found["core_after_schema"] = "components._provider" in sys.modules
+        checked = loop.run_until_complete(provider.check(CheckRequest(
+            "urn:pulumi:dev::proj::gpu-training:vertex:TrainingJob::train", {}, {}, None
+        )))
+        found["core_after_check"] = "components._provider" in sys.modules
+        found["failures"] = sorted(f.property for f in checked.failures or [])
+        print(json.dumps(found))
+    """
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert found["same_schema"] is True
+    assert found["core_after_schema"] is False
+    assert found["core_after_check"] is True
+    assert found["failures"]  # an empty TrainingJob is refused by the core's check
