@@ -62,6 +62,9 @@ from ..lifecycle._adoption import identity_label
 from ..lifecycle._interrupt import interrupt
 from ..lifecycle._settings import (
     CANCEL_TIMEOUT_KEY,
+    CATALOG_OVERLAY_KEY,
+    DELETE_RECORDS_KEY,
+    EMULATOR_STATE_DIR_KEY,
     ENDPOINT_KEY,
     MAX_CONCURRENT_OPERATIONS_KEY,
     RETRY_DEADLINE_KEY,
@@ -70,6 +73,8 @@ from ..lifecycle._settings import (
 )
 from ..lifecycle._wire import IDENTITY, STATUS, contains_unknown, decode_spec, is_unknown
 from ..vertex.api import JobOperationError
+from ._log import EngineLog
+from ._quota import job_quota
 from ._schema import TRAINING_JOB_TOKEN, TUNING_JOB_TOKEN, load_schema
 from ._shape import (
     KNOBS,
@@ -82,6 +87,7 @@ from ._shape import (
     plugin_path,
     status_of_outputs,
 )
+from ._stack_state import held_reader, read_resources
 from ._values import plain_map, secret_texts, wrap, wrap_map
 
 __all__ = ["CONFIG_KEYS", "VALIDATE_FUNCTION", "GpuTrainingProvider", "PluginError"]
@@ -99,6 +105,9 @@ CONFIG_KEYS = {
     CANCEL_TIMEOUT_KEY: "cancelTimeout",
     RETRY_DEADLINE_KEY: "retryDeadline",
     MAX_CONCURRENT_OPERATIONS_KEY: "maxConcurrentOperations",
+    EMULATOR_STATE_DIR_KEY: "emulatorStateDir",
+    CATALOG_OVERLAY_KEY: "catalogOverlay",
+    DELETE_RECORDS_KEY: "deleteRecords",
 }
 """The core's settings (``ProviderSettings``) → the plugin's configuration keys."""
 _QUOTA_MODES = ("error", "warn", "off")
@@ -137,9 +146,9 @@ def _read_config(values: Mapping[str, Any]) -> _Config:
     """The provider configuration (plain values by plugin key); raises ``SettingError``."""
 
     def get(key: str) -> Any:
-        # A core setting the plugin does not offer (the catalog overlay, the emulator's state
-        # dir, record and run-directory defaults: the dynamic provider's stack settings) is
-        # at its default.
+        # A core setting the plugin does not offer (`training:continueLastRun`: the plugin's
+        # jobs write where their spec says, there is no project-chosen run directory) is at
+        # its default.
         return values.get(CONFIG_KEYS[key]) if key in CONFIG_KEYS else None
 
     try:
@@ -188,7 +197,15 @@ class _CoreConfigureRequest:
 class GpuTrainingProvider(Provider):
     """The ``gpu-training`` resource provider (``pulumi-resource-gpu-training``)."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        engine: str = "",
+        read_state: Callable[[str], list[Mapping[str, Any]]] = read_resources,
+    ) -> None:
+        """``engine``: the engine's address (its ``Log`` service); ``read_state(urn)``: the
+        resources of the stack ``urn`` belongs to (``components.plugin._stack_state``)."""
+        self._log = EngineLog(engine)
+        self._read_state = read_state
         self._pool = ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="operation")
         self._config = _read_config({})
         self._kinds = {
@@ -225,6 +242,24 @@ class GpuTrainingProvider(Provider):
     def _identity(self, kind: _Kind, urn: str) -> str:
         project, stack, name = _parse_urn(urn)
         return identity_label(project, stack, name, kind.token)
+
+    def _held_reader(self, urn: str) -> Callable[[], list[str]]:
+        """Where a create of ``urn`` reads the jobs the stack holds for it, should it find
+        an active job of its own (``components.plugin._stack_state``)."""
+
+        def identity_of(other: str) -> str | None:
+            try:
+                return self._identity(self._kind(other), other)
+            except PluginError:
+                return None
+
+        return held_reader(
+            urn,
+            identity_of,
+            frozenset(self._kinds),
+            lambda text: self._log.warn(text, urn),
+            self._read_state,
+        )
 
     # -- configuration and schema -----------------------------------------------------------
 
@@ -283,7 +318,27 @@ class GpuTrainingProvider(Provider):
             for key in unknown_props
         ]
         failures += await self._run(lambda: self._failures(kind, request.urn, news))
+        if not failures and self._config.quota != "off":
+            failures += await self._run(lambda: self._quota_failures(kind, request.urn, news))
         return CheckResponse(inputs=request.new_inputs, failures=failures)
+
+    def _quota_failures(self, kind: _Kind, urn: str, news: dict[str, Any]) -> list[CheckFailure]:
+        """``gpu-training:quota`` (``components.plugin._quota``): a shortfall fails the check
+        on the job's pools (``error``) or is a warning (``warn``)."""
+        _, _, name = _parse_urn(urn)
+        inputs = self._core_inputs(kind, news, urn)
+        shortfalls, unchecked = job_quota(kind.shape, name, inputs, kind.core.endpoint)
+        if unchecked is not None:
+            self._log.warn(unchecked, urn)
+        if self._config.quota == "warn":
+            for shortfall in shortfalls:
+                self._log.warn(shortfall, urn)
+            return []
+        pools = plugin_path(kind.shape, "workerPoolSpecs" if kind.shape.nested else "trialJobSpec")
+        return [
+            CheckFailure(pools, f"{text} (gpu-training:quota: warn makes this a warning)")
+            for text in shortfalls
+        ]
 
     async def diff(self, request: DiffRequest) -> DiffResponse:
         """The core says whether the job changes; the answer lists each changed path the
@@ -361,7 +416,7 @@ class GpuTrainingProvider(Provider):
                         for f in checked.failures
                     )
                 )
-            result = kind.core.create(checked.inputs)
+            result = kind.core.create(checked.inputs, self._held_reader(request.urn))
             return str(result.id), checked.inputs, dict(result.outs or {})
 
         job, inputs, outs = await self._guarded(create, secrets)

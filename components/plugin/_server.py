@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
 
     async def serve() -> None:
         server = grpc.aio.server(options=_GRPC_CHANNEL_OPTIONS)
-        servicer = CleanServicer(args, VERSION, GpuTrainingProvider(), known.engine)
+        servicer = CleanServicer(args, VERSION, GpuTrainingProvider(known.engine), known.engine)
         provider_pb2_grpc.add_ResourceProviderServicer_to_server(servicer, server)
         port = server.add_insecure_port(address="127.0.0.1:0")
         await server.start()

@@ -1,0 +1,48 @@
+"""Warnings the engine shows: the plugin logs through the engine's ``Log`` service.
+
+A plugin's stderr is a debug message to the engine (only the dynamic provider's host is shown
+at the default verbosity, ``docs/provider.md`` "Progress while waiting"), so a warning the user
+must see (the stack's state could not be read, a quota is short under ``quota: warn``) goes to
+the engine's address, which the engine passes the plugin as its first argument. Without one
+(a test calling the provider directly) the line goes to stderr.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from ..lifecycle._progress import write_line
+
+__all__ = ["EngineLog"]
+
+_LOG_TIMEOUT = 30.0
+
+
+class EngineLog:
+    """Log messages to the engine at ``address`` (``host:port``; empty: stderr)."""
+
+    def __init__(self, address: str = "") -> None:
+        self._address = address
+        self._stub: object | None = None
+        self._lock = threading.Lock()
+
+    def warn(self, message: str, urn: str = "") -> None:
+        """A warning on ``urn``'s resource (the stack's where empty); never raises."""
+        if self._address:
+            try:
+                self._log(message, urn)
+                return
+            except Exception:  # the engine is gone or refuses: the line goes to stderr
+                pass
+        write_line(f"warning: {message}")
+
+    def _log(self, message: str, urn: str) -> None:
+        import grpc  # type: ignore[import-untyped]
+        from pulumi.runtime.proto import engine_pb2, engine_pb2_grpc
+
+        with self._lock:
+            if self._stub is None:
+                self._stub = engine_pb2_grpc.EngineStub(grpc.insecure_channel(self._address))
+            stub = self._stub
+        request = engine_pb2.LogRequest(severity=engine_pb2.WARNING, message=message, urn=urn)
+        stub.Log(request, timeout=_LOG_TIMEOUT)  # type: ignore[attr-defined]
