@@ -28,15 +28,22 @@ class EngineLog:
 
     def warn(self, message: str, urn: str = "") -> None:
         """A warning on ``urn``'s resource (the stack's where empty); never raises."""
+        self._send("warning", message, urn)
+
+    def info(self, message: str, urn: str = "") -> None:
+        """An info message on ``urn``'s resource; never raises."""
+        self._send("info", message, urn)
+
+    def _send(self, severity: str, message: str, urn: str) -> None:
         if self._address:
             try:
-                self._log(message, urn)
+                self._log(severity, message, urn)
                 return
             except Exception:  # the engine is gone or refuses: the line goes to stderr
                 pass
-        write_line(f"warning: {message}")
+        write_line(f"{severity}: {message}")
 
-    def _log(self, message: str, urn: str) -> None:
+    def _log(self, severity: str, message: str, urn: str) -> None:
         import grpc  # type: ignore[import-untyped]
         from pulumi.runtime.proto import engine_pb2, engine_pb2_grpc
 
@@ -44,5 +51,6 @@ class EngineLog:
             if self._stub is None:
                 self._stub = engine_pb2_grpc.EngineStub(grpc.insecure_channel(self._address))
             stub = self._stub
-        request = engine_pb2.LogRequest(severity=engine_pb2.WARNING, message=message, urn=urn)
+        level = engine_pb2.WARNING if severity == "warning" else engine_pb2.INFO
+        request = engine_pb2.LogRequest(severity=level, message=message, urn=urn)
         stub.Log(request, timeout=_LOG_TIMEOUT)  # type: ignore[attr-defined]

@@ -71,7 +71,14 @@ from ..lifecycle._settings import (
     ProviderSettings,
     SettingError,
 )
-from ..lifecycle._wire import IDENTITY, STATUS, contains_unknown, decode_spec, is_unknown
+from ..lifecycle._wire import (
+    EXCLUSIVE_GPUS,
+    IDENTITY,
+    STATUS,
+    contains_unknown,
+    decode_spec,
+    is_unknown,
+)
 from ..vertex.api import JobOperationError
 from ._log import EngineLog
 from ._quota import job_quota
@@ -416,7 +423,10 @@ class GpuTrainingProvider(Provider):
                         for f in checked.failures
                     )
                 )
-            result = kind.core.create(checked.inputs, self._held_reader(request.urn))
+            held = self._held_reader(request.urn)
+            if checked.inputs.get(EXCLUSIVE_GPUS) is True:
+                self._stop_held(kind, request.urn, checked.inputs, held())
+            result = kind.core.create(checked.inputs, held)
             return str(result.id), checked.inputs, dict(result.outs or {})
 
         job, inputs, outs = await self._guarded(create, secrets)
@@ -424,6 +434,20 @@ class GpuTrainingProvider(Provider):
             resource_id=job,
             properties=self._state(kind, request.properties, inputs, outs),
         )
+
+    def _stop_held(self, kind: _Kind, urn: str, inputs: dict[str, Any], held: list[str]) -> None:
+        """``exclusiveGpus``: the jobs the stack holds for the resource are cancelled, and
+        waited for, before a new one is submitted. A create of a resource the stack holds a job
+        for is a replace the engine creates first: a forced one (``--replace``) calls no diff,
+        so ``deleteBeforeReplace`` never reaches it. The delete of the replaced resource then
+        finds its job stopped (its record goes as ``deleteRecords`` says, now or then)."""
+        for job in held:
+            self._log.info(
+                f"exclusiveGpus: cancelling job {job}, held by the resource this one replaces, "
+                "before the new job is submitted",
+                urn,
+            )
+            kind.core.delete(job, inputs)
 
     def _state(
         self,

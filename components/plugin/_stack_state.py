@@ -94,9 +94,14 @@ def held_reader(
     read: Callable[[str], list[Mapping[str, Any]]] = read_resources,
 ) -> Callable[[], list[str]]:
     """What ``RunLabels.read_held`` calls for the resource ``urn``: the names of the jobs the
-    stack holds for the resources whose identity (``identity_of(urn)``) is ``urn``'s."""
+    stack holds for the resources whose identity (``identity_of(urn)``) is ``urn``'s (the
+    state is read on the first call only)."""
+
+    answer: list[list[str]] = []  # read once, however often asked
 
     def held() -> list[str]:
+        if answer:
+            return list(answer[0])
         try:
             resources = read(urn)
         except StateUnreadable as exc:
@@ -104,13 +109,16 @@ def held_reader(
                 f"could not read the stack's state ({exc}); a replace of a job with unchanged "
                 "inputs (pulumi up --replace) keeps its running job instead of starting a new one"
             )
-            return []
+            resources = []
         identity = identity_of(urn)
-        return [
-            job
-            for other, jobs in held_by_urn(resources, tokens).items()
-            if identity_of(other) == identity
-            for job in jobs
-        ]
+        answer.append(
+            [
+                job
+                for other, jobs in held_by_urn(resources, tokens).items()
+                if identity_of(other) == identity
+                for job in jobs
+            ]
+        )
+        return list(answer[0])
 
     return held

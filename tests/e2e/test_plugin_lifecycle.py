@@ -110,6 +110,29 @@ def test_a_forced_replace_starts_a_new_job_and_cancels_the_old(
         assert plugin_jobs(ws)["train"]["id"] == new["id"]
 
 
+def test_a_forced_replace_with_exclusive_gpus_cancels_the_old_job_first(
+    yaml_ws: Workspace,
+) -> None:
+    # No diff for a forced replace, so no deleteBeforeReplace from the plugin: the engine
+    # creates first. The plugin's create cancels the held job, and waits for it to stop,
+    # before it submits the new one.
+    ws = yaml_ws
+    with emulator_for(ws, *SIMULATE) as emu:
+        client = emu.client()
+        _program(ws, waitFor="running", exclusiveGpus=True)
+        _init(ws, emu.endpoint)
+        ws.up()
+        old = str(plugin_jobs(ws)["train"]["id"])
+
+        ws.up("--replace", URN)
+
+        new = client.get_custom_job(name=plugin_jobs(ws)["train"]["id"])
+        stopped = client.get_custom_job(name=old)
+        assert stopped.state == JobState.JOB_STATE_CANCELLED
+        assert new.state == JobState.JOB_STATE_RUNNING
+        assert new.create_time >= stopped.end_time, "the new job started before the old one ended"
+
+
 def test_a_killed_forced_replace_run_again_adopts_the_new_job(
     yaml_ws: Workspace, tmp_path: Path
 ) -> None:

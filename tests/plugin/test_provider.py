@@ -400,6 +400,25 @@ def test_a_forced_replace_starts_a_new_job_the_old_one_is_cancelled(emu: Emulato
     client.cancel_custom_job(name=second.resource_id)
 
 
+def test_exclusive_gpus_stops_the_held_job_before_submitting(emu: EmulatorProcess) -> None:
+    # A forced replace calls no diff, so deleteBeforeReplace never reaches the engine: the
+    # create itself cancels the held job, and waits for it to stop, before it submits.
+    urn = URN.replace("::train", "::exclusive")
+    props = wrap_map(
+        _job(labels={"emulator-outcome": "hang"}, waitFor="running", exclusiveGpus=True)
+    )
+    first = run_isolated(_configured(emu, _state_of()).create(CreateRequest(urn, props, 0, False)))
+    provider = _configured(emu, _state_of((urn, first.resource_id)))
+    second = run_isolated(provider.create(CreateRequest(urn, props, 0, False)))
+    client = emu.client()
+    stopped = client.get_custom_job(name=first.resource_id)
+    new = client.get_custom_job(name=second.resource_id)
+    assert stopped.state.name == "JOB_STATE_CANCELLED"
+    assert new.state.name == "JOB_STATE_RUNNING"
+    assert new.create_time >= stopped.end_time
+    client.cancel_custom_job(name=second.resource_id)
+
+
 def test_a_job_the_stack_does_not_hold_is_adopted_after_a_crash(emu: EmulatorProcess) -> None:
     # A create killed after submitting: the next create of the resource finds its job, which
     # the state does not hold (another resource's job there changes nothing), and adopts it.
