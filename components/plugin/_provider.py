@@ -74,6 +74,7 @@ from ..lifecycle._settings import (
 from ..lifecycle._wire import (
     EXCLUSIVE_GPUS,
     IDENTITY,
+    OWNER,
     STATUS,
     contains_unknown,
     decode_spec,
@@ -415,6 +416,9 @@ class GpuTrainingProvider(Provider):
         def create() -> tuple[str, dict[str, Any], dict[str, Any]]:
             inputs = self._core_inputs(kind, props, request.urn)
             inputs[IDENTITY] = self._identity(kind, request.urn)
+            # project/stack/resource: the job's `pulumi_owner` label, and the stack whose lock
+            # the waits watch (`pulumi cancel` from another shell, file:// backends).
+            inputs[OWNER] = "/".join(_parse_urn(request.urn))
             checked = kind.core.check({}, inputs)
             if checked.failures:
                 raise PluginError(

@@ -279,8 +279,9 @@ _CONFIG: dict[str, dict[str, Any]] = {
     },
     "catalogOverlay": {
         "type": "string",
-        "description": "A catalog overlay file (relative to the project directory) the jobs are "
-        "checked against, as `training:catalogOverlay`.",
+        "description": "A folder of catalog CSV files (relative to the project directory) whose "
+        "rows are put over the packaged catalog the jobs are checked against, as "
+        "`training:catalogOverlay`.",
     },
     "deleteRecords": {
         "type": "boolean",

@@ -60,7 +60,7 @@ export interface ProviderArgs {
      */
     cancelTimeout?: pulumi.Input<string | undefined>;
     /**
-     * A catalog overlay file (relative to the project directory) the jobs are checked against, as `training:catalogOverlay`.
+     * A folder of catalog CSV files (relative to the project directory) whose rows are put over the packaged catalog the jobs are checked against, as `training:catalogOverlay`.
      */
     catalogOverlay?: pulumi.Input<string | undefined>;
     /**

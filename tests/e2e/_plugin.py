@@ -39,6 +39,11 @@ def job_states(client: Any) -> dict[str, str]:
     return {j.name: j.state.name for j in list_jobs(client)}
 
 
+SCENARIO_EMULATOR = ("--simulate-run-seconds", "600")
+"""``up_diff_replace_import_invalid_destroy``'s emulator: a simulated job runs until it is
+cancelled (the default 5 s ended the first job before a loaded machine got to the replace that
+cancels it)."""
+
 _ENDED = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"}
 
 

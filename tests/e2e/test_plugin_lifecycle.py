@@ -3,11 +3,12 @@
 The rows the dynamic resources prove in ``test_running_jobs.py``, ``test_crash_recovery.py``
 and ``test_lifecycle.py``, here for a YAML program of ``gpu-training:vertex:TrainingJob`` on the
 real engine against the emulator (simulate mode), counting the jobs the emulator holds: a
-forced replace (``--replace``, ``--target-replace``) starts a new job and cancels the old one;
-``up --replace`` killed after the new job was submitted, then run again, adopts that job; an
-API outage and Ctrl-C during a wait leave the job running for the next ``up`` to adopt; a
-refresh of a job deleted out of band removes the resource. (A diff-driven replace, ``destroy``
-and ``up`` killed during a create are in ``test_plugin_yaml.py``.)
+forced replace (``--replace``, ``--target-replace``) starts a new job and cancels the old one
+(with ``exclusiveGpus``, first); ``up --replace`` killed after the new job was submitted, then
+run again, adopts that job; an API outage, Ctrl-C and ``pulumi cancel`` from another shell
+during a wait leave the job running for the next ``up`` to adopt; a refresh of a job deleted
+out of band removes the resource. (A diff-driven replace, ``destroy`` and ``up`` killed during
+a create are in ``test_plugin_yaml.py``.)
 """
 
 from __future__ import annotations
@@ -247,6 +248,35 @@ def test_ctrl_c_during_the_wait_leaves_the_job_for_the_next_up(
         assert up.returncode != 0, out
         assert ended < 60, f"pulumi up took {ended:.1f}s to end after SIGINT:\n{out}"
         assert "pulumi was cancelled" in out and "left running" in out, out
+        assert job_states(emu.client()) == {job: RUNNING}
+        wait_until(lambda: not plugin_processes(ws), timeout=30, what="the plugin to end")
+        ws.kill_strays()
+
+        _next_up_adopts(ws, emu, job)
+
+
+def test_cancel_from_another_shell_leaves_the_job_for_the_next_up(
+    yaml_ws: Workspace, tmp_path: Path
+) -> None:
+    # A file:// backend: `pulumi cancel` only removes the stack's lock; the plugin's waits
+    # notice within seconds and end as after Ctrl-C. (No "pulumi" in the test's name: the
+    # emulator's state dir is under it, and kill_strays ends what names "pulumi".)
+    ws = yaml_ws
+    with emulator_for(ws, *SIMULATE) as emu:
+        _waiting(ws)
+        _init(ws, emu.endpoint)
+        log = tmp_path / "up.log"
+        up, job = _spawn_waiting_up(ws, emu, log)
+        try:
+            sent = time.monotonic()
+            ws.pulumi("cancel", "--yes")
+            up.wait(timeout=120)
+            ended = time.monotonic() - sent
+        finally:
+            kill_group(up)
+        out = log.read_text(errors="replace")
+        assert ended < 60, f"pulumi up took {ended:.1f}s to end after pulumi cancel:\n{out}"
+        assert "the stack's lock was removed" in out and "left running" in out, out
         assert job_states(emu.client()) == {job: RUNNING}
         wait_until(lambda: not plugin_processes(ws), timeout=30, what="the plugin to end")
         ws.kill_strays()

@@ -25,6 +25,7 @@ from components.lifecycle._wire import is_secret_envelope
 from tests.e2e._engine import REPO, SIMULATE, Workspace, emulator_for
 from tests.e2e._plugin import (
     HAND_SECRET,
+    SCENARIO_EMULATOR,
     SECRET,
     TOKEN,
     end_plugin_workspace,
@@ -163,7 +164,7 @@ def test_typescript_program_up_diff_replace_import_invalid_destroy(ts_ws: Worksp
         assert env == [{"name": "K", "value": {SECRET_MARK: HAND_SECRET}}]
         return imported
 
-    with emulator_for(ws, *SIMULATE) as emu:
+    with emulator_for(ws, *SIMULATE, *SCENARIO_EMULATOR) as emu:
         up_diff_replace_import_invalid_destroy(
             ws, emu, lambda resources: _write_resources(ws, resources), _job, import_job
         )

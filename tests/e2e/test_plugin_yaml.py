@@ -31,6 +31,7 @@ from tests.e2e._engine import (
 )
 from tests.e2e._plugin import (
     HAND_SECRET,
+    SCENARIO_EMULATOR,
     SECRET,
     TOKEN,
     active_jobs,
@@ -85,7 +86,7 @@ def test_yaml_program_up_diff_replace_import_invalid_destroy(yaml_ws: Workspace)
         assert "project" not in props  # the provider's: Vertex names the project by number
         return imported
 
-    with emulator_for(ws, *SIMULATE) as emu:
+    with emulator_for(ws, *SIMULATE, *SCENARIO_EMULATOR) as emu:
         up_diff_replace_import_invalid_destroy(
             ws, emu, lambda resources: _write_program(ws, resources), _job, import_job
         )

@@ -41,7 +41,7 @@ func NewProvider(ctx *pulumi.Context,
 type providerArgs struct {
 	// How long delete waits for a cancelled job to stop (default 600s).
 	CancelTimeout *string `pulumi:"cancelTimeout"`
-	// A catalog overlay file (relative to the project directory) the jobs are checked against, as `training:catalogOverlay`.
+	// A folder of catalog CSV files (relative to the project directory) whose rows are put over the packaged catalog the jobs are checked against, as `training:catalogOverlay`.
 	CatalogOverlay *string `pulumi:"catalogOverlay"`
 	// A delete removes the job's record too (default false: the record, with its logs, times and metrics, is kept).
 	DeleteRecords *bool `pulumi:"deleteRecords"`
@@ -67,7 +67,7 @@ type providerArgs struct {
 type ProviderArgs struct {
 	// How long delete waits for a cancelled job to stop (default 600s).
 	CancelTimeout pulumi.StringPtrInput
-	// A catalog overlay file (relative to the project directory) the jobs are checked against, as `training:catalogOverlay`.
+	// A folder of catalog CSV files (relative to the project directory) whose rows are put over the packaged catalog the jobs are checked against, as `training:catalogOverlay`.
 	CatalogOverlay pulumi.StringPtrInput
 	// A delete removes the job's record too (default false: the record, with its logs, times and metrics, is kept).
 	DeleteRecords pulumi.BoolPtrInput

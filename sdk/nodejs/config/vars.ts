@@ -19,7 +19,7 @@ Object.defineProperty(exports, "cancelTimeout", {
 });
 
 /**
- * A catalog overlay file (relative to the project directory) the jobs are checked against, as `training:catalogOverlay`.
+ * A folder of catalog CSV files (relative to the project directory) whose rows are put over the packaged catalog the jobs are checked against, as `training:catalogOverlay`.
  */
 export declare const catalogOverlay: string | undefined;
 Object.defineProperty(exports, "catalogOverlay", {

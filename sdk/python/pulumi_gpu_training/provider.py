@@ -34,7 +34,7 @@ class ProviderArgs:
         The set of arguments for constructing a Provider resource.
 
         :param pulumi.Input[_builtins.str] cancel_timeout: How long delete waits for a cancelled job to stop (default 600s).
-        :param pulumi.Input[_builtins.str] catalog_overlay: A catalog overlay file (relative to the project directory) the jobs are checked against, as `training:catalogOverlay`.
+        :param pulumi.Input[_builtins.str] catalog_overlay: A folder of catalog CSV files (relative to the project directory) whose rows are put over the packaged catalog the jobs are checked against, as `training:catalogOverlay`.
         :param pulumi.Input[_builtins.bool] delete_records: A delete removes the job's record too (default false: the record, with its logs, times and metrics, is kept).
         :param pulumi.Input[_builtins.str] emulator_state_dir: The local emulator by its state directory (relative to the project directory), wherever it runs now; `endpoint` is then checked, not used.
         :param pulumi.Input[_builtins.str] endpoint: `http(s)://HOST[:PORT]` of a Vertex AI API other than Google's (the local emulator); it may carry credentials.
@@ -84,7 +84,7 @@ class ProviderArgs:
     @pulumi.getter(name="catalogOverlay")
     def catalog_overlay(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        A catalog overlay file (relative to the project directory) the jobs are checked against, as `training:catalogOverlay`.
+        A folder of catalog CSV files (relative to the project directory) whose rows are put over the packaged catalog the jobs are checked against, as `training:catalogOverlay`.
         """
         return pulumi.get(self, "catalog_overlay")
 
@@ -225,7 +225,7 @@ class Provider(pulumi.ProviderResource):
         :param str resource_name: The name of the resource.
         :param pulumi.ResourceOptions opts: Options for the resource.
         :param pulumi.Input[_builtins.str] cancel_timeout: How long delete waits for a cancelled job to stop (default 600s).
-        :param pulumi.Input[_builtins.str] catalog_overlay: A catalog overlay file (relative to the project directory) the jobs are checked against, as `training:catalogOverlay`.
+        :param pulumi.Input[_builtins.str] catalog_overlay: A folder of catalog CSV files (relative to the project directory) whose rows are put over the packaged catalog the jobs are checked against, as `training:catalogOverlay`.
         :param pulumi.Input[_builtins.bool] delete_records: A delete removes the job's record too (default false: the record, with its logs, times and metrics, is kept).
         :param pulumi.Input[_builtins.str] emulator_state_dir: The local emulator by its state directory (relative to the project directory), wherever it runs now; `endpoint` is then checked, not used.
         :param pulumi.Input[_builtins.str] endpoint: `http(s)://HOST[:PORT]` of a Vertex AI API other than Google's (the local emulator); it may carry credentials.

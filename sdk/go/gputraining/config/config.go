@@ -16,7 +16,7 @@ func GetCancelTimeout(ctx *pulumi.Context) string {
 	return config.Get(ctx, "gpu-training:cancelTimeout")
 }
 
-// A catalog overlay file (relative to the project directory) the jobs are checked against, as `training:catalogOverlay`.
+// A folder of catalog CSV files (relative to the project directory) whose rows are put over the packaged catalog the jobs are checked against, as `training:catalogOverlay`.
 func GetCatalogOverlay(ctx *pulumi.Context) string {
 	return config.Get(ctx, "gpu-training:catalogOverlay")
 }

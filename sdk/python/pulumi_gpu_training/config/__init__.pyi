@@ -21,7 +21,7 @@ How long delete waits for a cancelled job to stop (default 600s).
 
 catalogOverlay: Optional[str]
 """
-A catalog overlay file (relative to the project directory) the jobs are checked against, as `training:catalogOverlay`.
+A folder of catalog CSV files (relative to the project directory) whose rows are put over the packaged catalog the jobs are checked against, as `training:catalogOverlay`.
 """
 
 deleteRecords: Optional[bool]

@@ -30,7 +30,7 @@ class _ExportableConfig(types.ModuleType):
     @_builtins.property
     def catalog_overlay(self) -> Optional[str]:
         """
-        A catalog overlay file (relative to the project directory) the jobs are checked against, as `training:catalogOverlay`.
+        A folder of catalog CSV files (relative to the project directory) whose rows are put over the packaged catalog the jobs are checked against, as `training:catalogOverlay`.
         """
         return __config__.get('catalogOverlay')
 
