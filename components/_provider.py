@@ -598,6 +598,11 @@ class JobProvider(ResourceProvider):
         identity, run = props.get(IDENTITY), status_of(props).get("run_hash")
         if not isinstance(identity, str) or not identity:
             return
+        if not run:  # the provider plugin keeps no run hash in its state: the inputs give it
+            try:
+                run = _Run.of(dict(props), self.kind.spec).labels.run
+            except Exception:  # inputs it cannot read: nothing to compare with
+                return
         labels = RunLabels(identity=identity, run=str(run or ""), held=frozenset({job_id(name)}))
         try:
             found = api.look_up(f"projects/{project}/locations/{region}", labels)

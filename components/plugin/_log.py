@@ -4,14 +4,17 @@ A plugin's stderr is a debug message to the engine (only the dynamic provider's 
 at the default verbosity, ``docs/provider.md`` "Progress while waiting"), so a warning the user
 must see (the stack's state could not be read, a quota is short under ``quota: warn``) goes to
 the engine's address, which the engine passes the plugin as its first argument. Without one
-(a test calling the provider directly) the line goes to stderr.
+(a test calling the provider directly) the line goes to stderr. The plugin's process sends the
+core's own lines (progress of a wait, a job left running or not in the stack) the same way,
+as info messages of the stack (``EngineLog.line``, ``components.plugin._server``), as the
+engine shows the dynamic provider host's stderr.
 """
 
 from __future__ import annotations
 
 import threading
 
-from ..lifecycle._progress import write_line
+from ..lifecycle._progress import stderr_line
 
 __all__ = ["EngineLog"]
 
@@ -34,6 +37,14 @@ class EngineLog:
         """An info message on ``urn``'s resource; never raises."""
         self._send("info", message, urn)
 
+    def line(self, text: str) -> None:
+        """One of the core's lines (``components.lifecycle._progress.write_line``: progress
+        of a wait, a job left running, a stray): an info message of the stack; raises when
+        the engine cannot be reached (``write_line`` then writes it to stderr)."""
+        if not self._address:
+            raise ConnectionError("no engine to log to")
+        self._log("info", text, "")
+
     def _send(self, severity: str, message: str, urn: str) -> None:
         if self._address:
             try:
@@ -41,7 +52,7 @@ class EngineLog:
                 return
             except Exception:  # the engine is gone or refuses: the line goes to stderr
                 pass
-        write_line(f"{severity}: {message}")
+        stderr_line(f"{severity}: {message}")
 
     def _log(self, severity: str, message: str, urn: str) -> None:
         import grpc  # type: ignore[import-untyped]

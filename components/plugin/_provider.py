@@ -480,7 +480,12 @@ class GpuTrainingProvider(Provider):
 
         def read() -> tuple[str, dict[str, Any], dict[str, Any]]:
             inputs = self._core_inputs(kind, props, request.urn)
-            core_props = {**inputs, STATUS: status_of_outputs(kind.shape, props)}
+            core_props = {
+                **inputs,
+                # the core then names an active job of the resource the stack does not hold
+                IDENTITY: self._identity(kind, request.urn),
+                STATUS: status_of_outputs(kind.shape, props),
+            }
             result = kind.core.read(request.resource_id, core_props)
             return str(result.id or ""), inputs, dict(result.outs or {})
 

@@ -23,6 +23,8 @@ from pulumi.runtime._grpc_settings import _GRPC_CHANNEL_OPTIONS
 from pulumi.runtime.proto import provider_pb2_grpc
 
 from ..lifecycle._engine_watch import watch_engine
+from ..lifecycle._progress import set_line_sink
+from ._log import EngineLog
 from ._provider import GpuTrainingProvider
 from ._schema import VERSION
 
@@ -80,7 +82,10 @@ def main(argv: list[str] | None = None) -> None:
 
     async def serve() -> None:
         server = grpc.aio.server(options=_GRPC_CHANNEL_OPTIONS)
-        servicer = CleanServicer(args, VERSION, GpuTrainingProvider(known.engine), known.engine)
+        provider = GpuTrainingProvider(known.engine)
+        if known.engine:  # the core's lines to the engine: a plugin's stderr is a debug message
+            set_line_sink(EngineLog(known.engine).line)
+        servicer = CleanServicer(args, VERSION, provider, known.engine)
         provider_pb2_grpc.add_ResourceProviderServicer_to_server(servicer, server)
         port = server.add_insecure_port(address="127.0.0.1:0")
         await server.start()

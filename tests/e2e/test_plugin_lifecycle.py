@@ -160,7 +160,12 @@ def test_a_killed_forced_replace_run_again_adopts_the_new_job(
         wait_until(lambda: not plugin_processes(ws), timeout=10, what="the plugin to end by itself")
         ws.kill_strays()
         ws.pulumi("cancel", "--yes")
-        ws.pulumi("refresh", "--yes", "--skip-preview", "--clear-pending-creates")
+        # The refresh names the job the killed run left, and the command that takes it over.
+        refreshed = ws.pulumi(
+            "refresh", "--yes", "--skip-preview", "--clear-pending-creates"
+        ).output
+        assert new in refreshed and "not in the stack" in refreshed, refreshed
+        assert "`pulumi up --replace <this resource's URN>` takes it over" in refreshed
         assert plugin_jobs(ws)["train"]["id"] == old
 
         ws.up("--replace", URN)
