@@ -27,6 +27,7 @@ from tests.e2e._engine import (
     GCP_PROJECT,
     GCP_REGION,
     HANG_LABELS,
+    PARENT,
     SIMULATE,
     Workspace,
     emulator_for,
@@ -35,6 +36,7 @@ from tests.e2e._engine import (
     wait_until,
 )
 from tests.e2e._plugin import (
+    IMAGE,
     SECRET,
     TOKEN,
     end_plugin_workspace,
@@ -47,6 +49,7 @@ from tests.e2e._plugin import (
 from tests.e2e.test_plugin_yaml import _write_program
 
 URN = f"urn:pulumi:e2e::plugin-yaml::{TOKEN}::train"
+TUNING_TOKEN = "gpu-training:vertex:HyperparameterTuningJob"
 
 RUNNING = "JOB_STATE_RUNNING"
 CANCELLED = "JOB_STATE_CANCELLED"
@@ -109,6 +112,49 @@ def test_a_forced_replace_starts_a_new_job_and_cancels_the_old(
         assert job_states(emu.client()) == {new["id"]: RUNNING, old: CANCELLED}
         ws.pulumi("refresh", "--yes", "--skip-preview")
         assert plugin_jobs(ws)["train"]["id"] == new["id"]
+
+
+def test_a_forced_replace_of_a_tuning_job_starts_a_new_one(yaml_ws: Workspace) -> None:
+    # The other front door's kind: the held tuning job is told apart by the identity of its
+    # type, and cancelled once its replacement runs.
+    ws = yaml_ws
+    trial = training_job(secret={"fn::secret": SECRET})["jobSpec"]
+    trial["workerPoolSpecs"][0]["machineSpec"] = {"machineType": "n1-standard-4"}
+    trial["workerPoolSpecs"][0]["containerSpec"]["imageUri"] = IMAGE
+    tuning = {
+        "labels": dict(HANG_LABELS),
+        "studySpec": {
+            "metrics": [{"metricId": "loss", "goal": "MINIMIZE"}],
+            "parameters": [{"parameterId": "lr", "discreteValueSpec": {"values": [0.01, 0.1]}}],
+            "algorithm": "GRID_SEARCH",
+        },
+        "maxTrialCount": 2,
+        "parallelTrialCount": 1,
+        "trialJobSpec": trial,
+        "waitFor": "running",
+    }
+    with emulator_for(ws, *SIMULATE) as emu:
+        client = emu.client()
+        _write_program(ws, {"tune": {"type": TUNING_TOKEN, "properties": tuning}})
+        _init(ws, emu.endpoint)
+        ws.up()
+
+        def tuning_jobs() -> dict[str, str]:
+            listed = client.list_hyperparameter_tuning_jobs(parent=PARENT)
+            return {j.name: j.state.name for j in listed}
+
+        def held() -> str:
+            [resource] = [r for r in ws.export()["resources"] if r["type"] == TUNING_TOKEN]
+            return str(resource["id"])
+
+        old = held()
+        assert tuning_jobs() == {old: RUNNING}
+
+        ws.up("--replace", f"urn:pulumi:e2e::plugin-yaml::{TUNING_TOKEN}::tune")
+
+        new = held()
+        assert new != old
+        assert tuning_jobs() == {new: RUNNING, old: CANCELLED}
 
 
 def test_a_forced_replace_with_exclusive_gpus_cancels_the_old_job_first(
