@@ -95,7 +95,7 @@ from ._shape import (
     plugin_path,
     status_of_outputs,
 )
-from ._stack_state import held_reader, read_resources
+from ._stack_state import StateCache, held_reader, read_resources
 from ._values import plain_map, secret_texts, wrap, wrap_map
 
 __all__ = ["CONFIG_KEYS", "VALIDATE_FUNCTION", "GpuTrainingProvider", "PluginError"]
@@ -213,7 +213,7 @@ class GpuTrainingProvider(Provider):
         """``engine``: the engine's address (its ``Log`` service); ``read_state(urn)``: the
         resources of the stack ``urn`` belongs to (``components.plugin._stack_state``)."""
         self._log = EngineLog(engine)
-        self._read_state = read_state
+        self._read_state = StateCache(read_state)
         self._pool = ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="operation")
         self._config = _read_config({})
         self._kinds = {

@@ -24,12 +24,20 @@ import json
 import os
 import shutil
 import subprocess
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from .._errors import TrainingJobError
 
-__all__ = ["EXPORT_TIMEOUT", "StateUnreadable", "held_by_urn", "read_resources"]
+__all__ = [
+    "EXPORT_TIMEOUT",
+    "StateCache",
+    "StateUnreadable",
+    "held_by_urn",
+    "held_reader",
+    "read_resources",
+]
 
 EXPORT_TIMEOUT = 120.0
 """Seconds ``pulumi stack export`` may take (a loaded machine, a remote backend)."""
@@ -72,6 +80,25 @@ def read_resources(urn: str, timeout: float = EXPORT_TIMEOUT) -> list[Mapping[st
     except (ValueError, AttributeError):
         raise StateUnreadable("`pulumi stack export` printed no deployment") from None
     return [r for r in resources if isinstance(r, Mapping)]
+
+
+class StateCache:
+    """``read(urn)`` once per stack for the life of the provider process (one ``pulumi``
+    command): a replace of 200 jobs runs one export, not 200. The checkpoint read at the first
+    need holds every resource the command started with, the ones it replaces included; what
+    the command adds since (new jobs) is never held by another create of the same command."""
+
+    def __init__(self, read: Callable[[str], list[Mapping[str, Any]]]) -> None:
+        self._read = read
+        self._lock = threading.Lock()
+        self._stacks: dict[str, list[Mapping[str, Any]]] = {}
+
+    def __call__(self, urn: str) -> list[Mapping[str, Any]]:
+        stack = _stack_of(urn)
+        with self._lock:  # the creates that need it wait for the one read
+            if stack not in self._stacks:
+                self._stacks[stack] = self._read(urn)  # an error is not kept: the next asks again
+            return self._stacks[stack]
 
 
 def held_by_urn(resources: list[Mapping[str, Any]], tokens: frozenset[str]) -> dict[str, list[str]]:
