@@ -781,8 +781,10 @@ class JobProvider(ResourceProvider):
         """
         message = f"could not submit the {self.kind.what} to {run.parent}: {exc}"
         try:
+            # Never the job the stack holds (labels that read it late read it now).
+            labels = run.labels.with_state()
             found = api.retried(
-                "looking for a job that got through", lambda: api.look_up(run.parent, run.labels)
+                "looking for a job that got through", lambda: api.look_up(run.parent, labels)
             )
         except Exception:
             return (
