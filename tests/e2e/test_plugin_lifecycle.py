@@ -6,8 +6,9 @@ real engine against the emulator (simulate mode), counting the jobs the emulator
 forced replace (``--replace``, ``--target-replace``) starts a new job and cancels the old one
 (with ``exclusiveGpus``, first); ``up --replace`` killed after the new job was submitted, then
 run again, adopts that job; an API outage, Ctrl-C and ``pulumi cancel`` from another shell
-during a wait leave the job running for the next ``up`` to adopt; a refresh of a job deleted
-out of band removes the resource. (A diff-driven replace, ``destroy`` and ``up`` killed during
+during a wait leave the job running for the next ``up`` to adopt; a job that fails during the
+wait, or whose ``waitTimeout`` expires (then cancelled), leaves no resource; a refresh of a job
+deleted out of band removes the resource. (A diff-driven replace, ``destroy`` and ``up`` killed during
 a create are in ``test_plugin_yaml.py``.)
 """
 
@@ -353,3 +354,30 @@ def test_refresh_of_a_job_deleted_out_of_band_removes_the_resource(yaml_ws: Work
 
         assert plugin_jobs(ws) == {}
         assert list_jobs(client) == []
+
+
+@pytest.mark.parametrize(
+    ("outcome", "knobs", "state", "said"),
+    [
+        # The job ends badly during the wait: nothing to cancel, its record kept for its logs.
+        ("fail", {"waitFor": "succeeded"}, "JOB_STATE_FAILED", "nothing to cancel"),
+        # waitTimeout expires: the one wait that cancels its job.
+        ("hang", {"waitFor": "succeeded", "waitTimeout": "3s"}, CANCELLED, "was cancelled (now"),
+    ],
+)
+def test_a_wait_that_ends_badly_leaves_no_resource(
+    yaml_ws: Workspace, outcome: str, knobs: dict[str, str], state: str, said: str
+) -> None:
+    ws = yaml_ws
+    with emulator_for(ws, *SIMULATE, "--simulate-run-seconds", "0.5") as emu:
+        job = training_job(secret={"fn::secret": SECRET})
+        job["labels"]["emulator-outcome"] = outcome
+        _write_program(ws, {"train": {"type": TOKEN, "properties": {**job, **knobs}}})
+        _init(ws, emu.endpoint)
+
+        out = ws.pulumi("up", "--yes", "--skip-preview", expect_failure=True).output
+
+        assert said in out, out
+        [(name, ended)] = job_states(emu.client()).items()
+        assert ended == state and name in out
+        assert "train" not in plugin_jobs(ws)
