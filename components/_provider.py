@@ -30,7 +30,7 @@ reach the API fails and leaves the job in the stack as it was. docs/provider.md 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -322,15 +322,21 @@ class JobProvider(ResourceProvider):
 
     # -- API path ---------------------------------------------------------------------------
 
-    def create(self, props: dict[str, Any]) -> CreateResult:
+    def create(
+        self, props: dict[str, Any], read_held: Callable[[], Iterable[str]] | None = None
+    ) -> CreateResult:
         """Submit the job (or adopt the one this run already started, or take over the
-        existing job the inputs name), then maybe wait."""
-        return profiled(lambda: self._create(props))
+        existing job the inputs name), then maybe wait. ``read_held``: where a caller without
+        the ``held_jobs`` input (the provider plugin) reads the jobs the stack holds, when an
+        active job of the resource is found (``RunLabels.read_held``)."""
+        return profiled(lambda: self._create(props, read_held))
 
-    def _create(self, props: dict[str, Any]) -> CreateResult:
+    def _create(
+        self, props: dict[str, Any], read_held: Callable[[], Iterable[str]] | None = None
+    ) -> CreateResult:
         inputs = {k: v for k, v in props.items() if k != PROVIDER_KEY}
         kind = self.kind
-        run = _Run.of(inputs, kind.spec)
+        run = _Run.of(inputs, kind.spec, read_held)
         endpoint = self.endpoint
         if run.placement:
             return self._create_placed(run, inputs)
@@ -594,6 +600,11 @@ class JobProvider(ResourceProvider):
         identity, run = props.get(IDENTITY), status_of(props).get("run_hash")
         if not isinstance(identity, str) or not identity:
             return
+        if not run:  # the provider plugin keeps no run hash in its state: the inputs give it
+            try:
+                run = _Run.of(dict(props), self.kind.spec).labels.run
+            except Exception:  # inputs it cannot read: nothing to compare with
+                return
         labels = RunLabels(identity=identity, run=str(run or ""), held=frozenset({job_id(name)}))
         try:
             found = api.look_up(f"projects/{project}/locations/{region}", labels)
@@ -772,8 +783,10 @@ class JobProvider(ResourceProvider):
         """
         message = f"could not submit the {self.kind.what} to {run.parent}: {exc}"
         try:
+            # Never the job the stack holds (labels that read it late read it now).
+            labels = run.labels.with_state()
             found = api.retried(
-                "looking for a job that got through", lambda: api.look_up(run.parent, run.labels)
+                "looking for a job that got through", lambda: api.look_up(run.parent, labels)
             )
         except Exception:
             return (
@@ -886,7 +899,12 @@ class _Run:
         return str(self.document.get("displayName") or "")
 
     @classmethod
-    def of(cls, inputs: dict[str, Any], spec: SpecKind[Any]) -> _Run:
+    def of(
+        cls,
+        inputs: dict[str, Any],
+        spec: SpecKind[Any],
+        read_held: Callable[[], Iterable[str]] | None = None,
+    ) -> _Run:
         project, region = str(inputs[PROJECT]), str(inputs[REGION])
         secrets = _secrets(inputs)
         document = spec.merge_env(decode_spec(inputs[SPEC]), secrets)
@@ -910,6 +928,7 @@ class _Run:
             identity=str(identity),
             key=key if isinstance(key, str) else None,
             held=held if isinstance(held, list) else (),
+            read_held=read_held,
         )
         existing = inputs.get(EXISTING_JOB)
         take_over = isinstance(existing, str) and existing and job_id(existing) not in labels.held

@@ -22,7 +22,10 @@ idempotent; these rules make a create safe to repeat.
    are never adopted. That is what a replace with the same run hash (``pulumi up --replace``,
    ``--target-replace``, a tainted resource, ``replaceOnChanges`` on a setting) would otherwise
    take over, right before the engine deletes (cancels) the replaced job: a replace always
-   starts a new job. Should the program not know them (the state could not be read), a delete
+   starts a new job. The provider plugin has no program: it reads them from the stack's
+   backend only when a look-up finds an active job of the identity (``RunLabels.read_held``,
+   ``components.plugin._stack_state``). Should neither know them (the state could not be
+   read), a delete
    never cancels a job that a create of the same identity adopted in the same provider
    process (``adopted_here``): the replacement keeps the running job rather than lose it.
 4. **When.** Before every attempt to submit (so a lost response, a 503 after the job was
@@ -60,8 +63,8 @@ import hmac
 import re
 import secrets
 import threading
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -227,10 +230,19 @@ class RunLabels:
     """The same run's hashes as an earlier release computed them (the unkeyed hash)."""
     held: frozenset[str] = frozenset()
     """Ids of the jobs the stack holds for this resource (``held_jobs``)."""
+    read_held: Callable[[], Iterable[str]] | None = field(default=None, compare=False)
+    """Where a front door without a program reads the held jobs' names, once, only when a
+    look-up finds an active job of the identity (``with_state``); None: ``held`` is all."""
 
     @property
     def runs(self) -> tuple[str, ...]:
         return (self.run, *(r for r in self.earlier_runs if r != self.run))
+
+    def with_state(self) -> RunLabels:
+        """These labels with the jobs ``read_held`` names added to ``held`` (read now, once)."""
+        if self.read_held is None:
+            return self
+        return replace(self, held=self.held | _held_ids(self.read_held()), read_held=None)
 
     @classmethod
     def of(
@@ -243,6 +255,7 @@ class RunLabels:
         identity: str,
         key: str | None,
         held: Iterable[str] = (),
+        read_held: Callable[[], Iterable[str]] | None = None,
     ) -> RunLabels:
         """The labels of a run of ``document`` (the spec with its env values)."""
 
@@ -256,6 +269,7 @@ class RunLabels:
             run=hashed(key),
             earlier_runs=(hashed(None),),
             held=_held_ids(held),
+            read_held=read_held,
         )
 
 

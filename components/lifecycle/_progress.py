@@ -37,7 +37,14 @@ from typing import Any
 
 from ._settings import Endpoint, public_url
 
-__all__ = ["EVERY", "WaitProgress", "local_chief_log", "write_line"]
+__all__ = [
+    "EVERY",
+    "WaitProgress",
+    "local_chief_log",
+    "set_line_sink",
+    "stderr_line",
+    "write_line",
+]
 
 EVERY = 20.0
 """Seconds between two lines while a job's state stays the same."""
@@ -47,10 +54,32 @@ _ADMIN_TIMEOUT = 2.0
 _TAIL_BYTES = 8192
 
 _write_lock = threading.Lock()
+_sink: Callable[[str], None] | None = None
+
+
+def set_line_sink(sink: Callable[[str], None] | None) -> None:
+    """Send every ``write_line`` to ``sink`` instead of stderr (None: stderr again). The
+    provider plugin's process sends them to the engine's log: a plugin's stderr is only a
+    debug message to the engine, unlike the dynamic provider host's."""
+    global _sink
+    _sink = sink
 
 
 def write_line(line: str) -> None:
-    """Write one line to stderr whole (operations in other threads write theirs too)."""
+    """Write one line whole (operations in other threads write theirs too): to stderr, or to
+    the sink ``set_line_sink`` named (stderr when the sink fails)."""
+    sink = _sink
+    if sink is not None:
+        try:
+            sink(line)
+            return
+        except Exception:  # the engine is gone: the line is worth more on stderr than lost
+            pass
+    stderr_line(line)
+
+
+def stderr_line(line: str) -> None:
+    """Write one line to stderr whole."""
     with _write_lock:
         sys.stderr.write(line + "\n")
         sys.stderr.flush()

@@ -62,14 +62,27 @@ from ..lifecycle._adoption import identity_label
 from ..lifecycle._interrupt import interrupt
 from ..lifecycle._settings import (
     CANCEL_TIMEOUT_KEY,
+    CATALOG_OVERLAY_KEY,
+    DELETE_RECORDS_KEY,
+    EMULATOR_STATE_DIR_KEY,
     ENDPOINT_KEY,
     MAX_CONCURRENT_OPERATIONS_KEY,
     RETRY_DEADLINE_KEY,
     ProviderSettings,
     SettingError,
 )
-from ..lifecycle._wire import IDENTITY, STATUS, contains_unknown, decode_spec, is_unknown
+from ..lifecycle._wire import (
+    EXCLUSIVE_GPUS,
+    IDENTITY,
+    OWNER,
+    STATUS,
+    contains_unknown,
+    decode_spec,
+    is_unknown,
+)
 from ..vertex.api import JobOperationError
+from ._log import EngineLog
+from ._quota import job_quota
 from ._schema import TRAINING_JOB_TOKEN, TUNING_JOB_TOKEN, load_schema
 from ._shape import (
     KNOBS,
@@ -82,6 +95,7 @@ from ._shape import (
     plugin_path,
     status_of_outputs,
 )
+from ._stack_state import StateCache, held_reader, read_resources
 from ._values import plain_map, secret_texts, wrap, wrap_map
 
 __all__ = ["CONFIG_KEYS", "VALIDATE_FUNCTION", "GpuTrainingProvider", "PluginError"]
@@ -99,6 +113,9 @@ CONFIG_KEYS = {
     CANCEL_TIMEOUT_KEY: "cancelTimeout",
     RETRY_DEADLINE_KEY: "retryDeadline",
     MAX_CONCURRENT_OPERATIONS_KEY: "maxConcurrentOperations",
+    EMULATOR_STATE_DIR_KEY: "emulatorStateDir",
+    CATALOG_OVERLAY_KEY: "catalogOverlay",
+    DELETE_RECORDS_KEY: "deleteRecords",
 }
 """The core's settings (``ProviderSettings``) → the plugin's configuration keys."""
 _QUOTA_MODES = ("error", "warn", "off")
@@ -137,9 +154,9 @@ def _read_config(values: Mapping[str, Any]) -> _Config:
     """The provider configuration (plain values by plugin key); raises ``SettingError``."""
 
     def get(key: str) -> Any:
-        # A core setting the plugin does not offer (the catalog overlay, the emulator's state
-        # dir, record and run-directory defaults: the dynamic provider's stack settings) is
-        # at its default.
+        # A core setting the plugin does not offer (`training:continueLastRun`: the plugin's
+        # jobs write where their spec says, there is no project-chosen run directory) is at
+        # its default.
         return values.get(CONFIG_KEYS[key]) if key in CONFIG_KEYS else None
 
     try:
@@ -188,7 +205,15 @@ class _CoreConfigureRequest:
 class GpuTrainingProvider(Provider):
     """The ``gpu-training`` resource provider (``pulumi-resource-gpu-training``)."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        engine: str = "",
+        read_state: Callable[[str], list[Mapping[str, Any]]] = read_resources,
+    ) -> None:
+        """``engine``: the engine's address (its ``Log`` service); ``read_state(urn)``: the
+        resources of the stack ``urn`` belongs to (``components.plugin._stack_state``)."""
+        self._log = EngineLog(engine)
+        self._read_state = StateCache(read_state)
         self._pool = ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="operation")
         self._config = _read_config({})
         self._kinds = {
@@ -225,6 +250,24 @@ class GpuTrainingProvider(Provider):
     def _identity(self, kind: _Kind, urn: str) -> str:
         project, stack, name = _parse_urn(urn)
         return identity_label(project, stack, name, kind.token)
+
+    def _held_reader(self, urn: str) -> Callable[[], list[str]]:
+        """Where a create of ``urn`` reads the jobs the stack holds for it, should it find
+        an active job of its own (``components.plugin._stack_state``)."""
+
+        def identity_of(other: str) -> str | None:
+            try:
+                return self._identity(self._kind(other), other)
+            except PluginError:
+                return None
+
+        return held_reader(
+            urn,
+            identity_of,
+            frozenset(self._kinds),
+            lambda text: self._log.warn(text, urn),
+            self._read_state,
+        )
 
     # -- configuration and schema -----------------------------------------------------------
 
@@ -283,7 +326,27 @@ class GpuTrainingProvider(Provider):
             for key in unknown_props
         ]
         failures += await self._run(lambda: self._failures(kind, request.urn, news))
+        if not failures and self._config.quota != "off":
+            failures += await self._run(lambda: self._quota_failures(kind, request.urn, news))
         return CheckResponse(inputs=request.new_inputs, failures=failures)
+
+    def _quota_failures(self, kind: _Kind, urn: str, news: dict[str, Any]) -> list[CheckFailure]:
+        """``gpu-training:quota`` (``components.plugin._quota``): a shortfall fails the check
+        on the job's pools (``error``) or is a warning (``warn``)."""
+        _, _, name = _parse_urn(urn)
+        inputs = self._core_inputs(kind, news, urn)
+        shortfalls, unchecked = job_quota(kind.shape, name, inputs, kind.core.endpoint)
+        if unchecked is not None:
+            self._log.warn(unchecked, urn)
+        if self._config.quota == "warn":
+            for shortfall in shortfalls:
+                self._log.warn(shortfall, urn)
+            return []
+        pools = plugin_path(kind.shape, "workerPoolSpecs" if kind.shape.nested else "trialJobSpec")
+        return [
+            CheckFailure(pools, f"{text} (gpu-training:quota: warn makes this a warning)")
+            for text in shortfalls
+        ]
 
     async def diff(self, request: DiffRequest) -> DiffResponse:
         """The core says whether the job changes; the answer lists each changed path the
@@ -353,6 +416,9 @@ class GpuTrainingProvider(Provider):
         def create() -> tuple[str, dict[str, Any], dict[str, Any]]:
             inputs = self._core_inputs(kind, props, request.urn)
             inputs[IDENTITY] = self._identity(kind, request.urn)
+            # project/stack/resource: the job's `pulumi_owner` label, and the stack whose lock
+            # the waits watch (`pulumi cancel` from another shell, file:// backends).
+            inputs[OWNER] = "/".join(_parse_urn(request.urn))
             checked = kind.core.check({}, inputs)
             if checked.failures:
                 raise PluginError(
@@ -361,7 +427,10 @@ class GpuTrainingProvider(Provider):
                         for f in checked.failures
                     )
                 )
-            result = kind.core.create(checked.inputs)
+            held = self._held_reader(request.urn)
+            if checked.inputs.get(EXCLUSIVE_GPUS) is True:
+                self._stop_held(kind, request.urn, checked.inputs, held())
+            result = kind.core.create(checked.inputs, held)
             return str(result.id), checked.inputs, dict(result.outs or {})
 
         job, inputs, outs = await self._guarded(create, secrets)
@@ -369,6 +438,20 @@ class GpuTrainingProvider(Provider):
             resource_id=job,
             properties=self._state(kind, request.properties, inputs, outs),
         )
+
+    def _stop_held(self, kind: _Kind, urn: str, inputs: dict[str, Any], held: list[str]) -> None:
+        """``exclusiveGpus``: the jobs the stack holds for the resource are cancelled, and
+        waited for, before a new one is submitted. A create of a resource the stack holds a job
+        for is a replace the engine creates first: a forced one (``--replace``) calls no diff,
+        so ``deleteBeforeReplace`` never reaches it. The delete of the replaced resource then
+        finds its job stopped (its record goes as ``deleteRecords`` says, now or then)."""
+        for job in held:
+            self._log.info(
+                f"exclusiveGpus: cancelling job {job}, held by the resource this one replaces, "
+                "before the new job is submitted",
+                urn,
+            )
+            kind.core.delete(job, inputs)
 
     def _state(
         self,
@@ -397,7 +480,12 @@ class GpuTrainingProvider(Provider):
 
         def read() -> tuple[str, dict[str, Any], dict[str, Any]]:
             inputs = self._core_inputs(kind, props, request.urn)
-            core_props = {**inputs, STATUS: status_of_outputs(kind.shape, props)}
+            core_props = {
+                **inputs,
+                # the core then names an active job of the resource the stack does not hold
+                IDENTITY: self._identity(kind, request.urn),
+                STATUS: status_of_outputs(kind.shape, props),
+            }
             result = kind.core.read(request.resource_id, core_props)
             return str(result.id or ""), inputs, dict(result.outs or {})
 

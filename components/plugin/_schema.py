@@ -269,7 +269,24 @@ _CONFIG: dict[str, dict[str, Any]] = {
     },
     "quota": {
         "type": "string",
-        "description": "Vertex training quotas at preview: `error` (default), `warn` or `off`.",
+        "description": "Vertex training quotas at check (preview): `error` (default: a job whose "
+        "accelerators exceed the project's limit in its region fails its check), `warn` or `off`.",
+    },
+    "emulatorStateDir": {
+        "type": "string",
+        "description": "The local emulator by its state directory (relative to the project "
+        "directory), wherever it runs now; `endpoint` is then checked, not used.",
+    },
+    "catalogOverlay": {
+        "type": "string",
+        "description": "A folder of catalog CSV files (relative to the project directory) whose "
+        "rows are put over the packaged catalog the jobs are checked against, as "
+        "`training:catalogOverlay`.",
+    },
+    "deleteRecords": {
+        "type": "boolean",
+        "description": "A delete removes the job's record too (default false: the record, with "
+        "its logs, times and metrics, is kept).",
     },
     "runKey": {
         "type": "string",

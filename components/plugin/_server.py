@@ -98,8 +98,9 @@ class CleanServicer(ProviderServicer):
 class DeferredProvider(Provider):
     """``GpuTrainingProvider``, imported and made on the first call that needs it."""
 
-    def __init__(self) -> None:
+    def __init__(self, engine: str = "") -> None:
         self._lock = threading.Lock()
+        self._engine = engine
         self._made: GpuTrainingProvider | None = None
 
     @property
@@ -107,9 +108,13 @@ class DeferredProvider(Provider):
         """The provider (made now if it is not yet)."""
         with self._lock:  # held across one import, before any operation
             if self._made is None:
+                from ..lifecycle._progress import set_line_sink
+                from ._log import EngineLog
                 from ._provider import GpuTrainingProvider
 
-                self._made = GpuTrainingProvider()
+                if self._engine:  # the core's lines to the engine: a plugin's stderr is debug
+                    set_line_sink(EngineLog(self._engine).line)
+                self._made = GpuTrainingProvider(self._engine)
             return self._made
 
     async def get_schema(self, request: GetSchemaRequest) -> GetSchemaResponse:
@@ -162,7 +167,7 @@ def main(argv: list[str] | None = None) -> None:
 
     async def serve() -> None:
         server = grpc.aio.server(options=_GRPC_CHANNEL_OPTIONS)
-        servicer = CleanServicer(args, VERSION, DeferredProvider(), known.engine)
+        servicer = CleanServicer(args, VERSION, DeferredProvider(known.engine), known.engine)
         provider_pb2_grpc.add_ResourceProviderServicer_to_server(servicer, server)
         port = server.add_insecure_port(address="127.0.0.1:0")
         await server.start()

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, TypeVar
 
 from .._errors import TrainingJobError
@@ -576,15 +577,20 @@ class JobApi:
         A lost response (connection dropped, 503 after the job was stored) is retried, and each
         retry looks for an adoptable job first, so at most one job is started per run. The
         look-up is idempotent and retried on its own; only the create counts as an attempt.
-        The job is built once, and only when it is submitted.
+        The job is built once, and only when it is submitted. Labels that read the held jobs
+        late (``RunLabels.read_held``) read them when the identity has an active job.
         """
         backoff = Backoff(self.policy, self.sleep)
         strays: list[Any] | None = None
         job: Any = None
         while True:
             found = self.retried(
-                f"looking for this run's job in {parent}", lambda: self.look_up(parent, labels)
+                f"looking for this run's job in {parent}",
+                partial(self.look_up, parent, labels),
             )
+            if labels.read_held is not None and (found.adoptable is not None or found.strays):
+                labels = labels.with_state()  # an active job: is it the one the stack holds?
+                continue
             strays = found.strays if strays is None else strays
             if found.adoptable is not None:
                 return Submission(found.adoptable, True, backoff.attempts, strays)

@@ -35,6 +35,9 @@ export class Provider extends pulumi.ProviderResource {
         opts = opts || {};
         {
             resourceInputs["cancelTimeout"] = args?.cancelTimeout;
+            resourceInputs["catalogOverlay"] = args?.catalogOverlay;
+            resourceInputs["deleteRecords"] = pulumi.output(args?.deleteRecords).apply(JSON.stringify);
+            resourceInputs["emulatorStateDir"] = args?.emulatorStateDir;
             resourceInputs["endpoint"] = args?.endpoint ? pulumi.secret(args.endpoint) : undefined;
             resourceInputs["maxConcurrentOperations"] = pulumi.output(args?.maxConcurrentOperations).apply(JSON.stringify);
             resourceInputs["project"] = args?.project;
@@ -57,6 +60,18 @@ export interface ProviderArgs {
      */
     cancelTimeout?: pulumi.Input<string | undefined>;
     /**
+     * A folder of catalog CSV files (relative to the project directory) whose rows are put over the packaged catalog the jobs are checked against, as `training:catalogOverlay`.
+     */
+    catalogOverlay?: pulumi.Input<string | undefined>;
+    /**
+     * A delete removes the job's record too (default false: the record, with its logs, times and metrics, is kept).
+     */
+    deleteRecords?: pulumi.Input<boolean | undefined>;
+    /**
+     * The local emulator by its state directory (relative to the project directory), wherever it runs now; `endpoint` is then checked, not used.
+     */
+    emulatorStateDir?: pulumi.Input<string | undefined>;
+    /**
      * `http(s)://HOST[:PORT]` of a Vertex AI API other than Google's (the local emulator); it may carry credentials.
      */
     endpoint?: pulumi.Input<string | undefined>;
@@ -69,7 +84,7 @@ export interface ProviderArgs {
      */
     project?: pulumi.Input<string | undefined>;
     /**
-     * Vertex training quotas at preview: `error` (default), `warn` or `off`.
+     * Vertex training quotas at check (preview): `error` (default: a job whose accelerators exceed the project's limit in its region fails its check), `warn` or `off`.
      */
     quota?: pulumi.Input<string | undefined>;
     /**

@@ -158,3 +158,26 @@ def test_the_policy_pack_judges_the_plugins_resources(yaml_ws: Workspace) -> Non
         assert "job 'big' uses NVIDIA_TESLA_A100; this stack allows" in output
         assert "job 'big' lacks the label(s) cost-center, required in this stack" in output
         assert list_jobs(emu.client()) == []
+
+
+def test_gpu_training_quota_is_applied_at_preview(yaml_ws: Workspace) -> None:
+    # `gpu-training:quota`: a job over the project's limit fails the preview on its pools
+    # (error, the default); under `warn` the preview passes and the engine shows the warning
+    # (the plugin logs through the engine, not to its stderr, which is a debug message).
+    ws = yaml_ws
+    t4 = "custom_model_training_nvidia_t4_gpus"
+    with emulator_for(ws, *SIMULATE, "--quota", f"{t4}@us-central1=1") as emu:
+        _write_program(ws, {"train": _job("n1-standard-4", 2)})
+        init_plugin_stack(ws, emu.endpoint)
+        failed = ws.pulumi("preview", expect_failure=True).output
+        assert "jobSpec.workerPoolSpecs" in failed
+        assert f"quota aiplatform.googleapis.com/{t4} in us-central1" in failed
+        assert "the job needs 2 at once, the project's limit is 1" in failed
+        assert "Traceback" not in failed
+
+        ws.pulumi("config", "set", "gpu-training:quota", "warn")
+        warned = ws.pulumi("preview").output
+        lines = [x for x in warned.splitlines() if "the job needs 2 at once" in x]
+        assert lines and all("the project's limit is 1" in x for x in lines), warned
+        assert any(x.lstrip().startswith("warning: quota ") for x in lines), warned
+        assert list_jobs(emu.client()) == []

@@ -29,6 +29,7 @@ from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
 from components.lifecycle import _interrupt
 from components.plugin._provider import GpuTrainingProvider, PluginError
 from components.plugin._server import CleanServicer
+from components.plugin._stack_state import StateUnreadable
 from components.plugin._values import plain_map, secret_texts, wrap, wrap_map
 from emulator.testing import EmulatorProcess, running_emulator
 from tests.e2e._plugin import SECRET, training_job
@@ -347,18 +348,111 @@ def test_a_tuning_job_through_the_plugin_reports_its_best_trial(emu: EmulatorPro
     assert [(j.name, j.state.name) for j in jobs] == [(created.resource_id, "JOB_STATE_SUCCEEDED")]
 
 
-def test_a_replace_with_the_same_run_keeps_one_running_job(emu: EmulatorProcess) -> None:
-    # The plugin does not know the jobs the stack holds (docs/provider.md): a replacement with
-    # the same run (`pulumi up --replace`) takes the running job over, and the delete of the
-    # replaced resource then leaves it running: one job, never two, never none.
-    provider = _provider(endpoint=emu.endpoint, retryDeadline="20", cancelTimeout="20")
-    urn = URN.replace("::train", "::replaced")
+def _state_of(*held: tuple[str, str | None]) -> Any:
+    """A ``read_state`` answering the resources ``(urn, job)`` (and counting its calls)."""
+    calls: list[str] = []
+
+    def read(urn: str) -> list[dict[str, Any]]:
+        calls.append(urn)
+        return [{"urn": u, "type": u.split("::")[2], "id": job} for u, job in held]
+
+    read.calls = calls  # type: ignore[attr-defined]
+    return read
+
+
+def _unreadable(urn: str) -> list[dict[str, Any]]:
+    raise StateUnreadable("`pulumi` is not on PATH")
+
+
+def _configured(emu: EmulatorProcess, read_state: Any) -> GpuTrainingProvider:
+    provider = GpuTrainingProvider(read_state=read_state)
+    settings = {
+        "project": "local-training",
+        "region": "us-central1",
+        "endpoint": emu.endpoint,
+        "retryDeadline": "20",
+        "cancelTimeout": "20",
+    }
+    run_isolated(provider.configure(ConfigureRequest({}, wrap_map(settings), True, True)))
+    return provider
+
+
+def _create(provider: GpuTrainingProvider, urn: str) -> Any:
     props = wrap_map(_job(labels={"emulator-outcome": "hang"}, waitFor="running"))
-    old = run_isolated(provider.create(CreateRequest(urn, props, 0, False)))
-    new = run_isolated(provider.create(CreateRequest(urn, props, 0, False)))
+    return run_isolated(provider.create(CreateRequest(urn, props, 0, False)))
+
+
+def test_a_forced_replace_starts_a_new_job_the_old_one_is_cancelled(emu: EmulatorProcess) -> None:
+    # `pulumi up --replace`: the engine calls create with the new inputs only. The running
+    # job is this resource's, with the same run: the stack holds it, so it is not adopted.
+    urn = URN.replace("::train", "::forced")
+    first = _create(_configured(emu, _state_of()), urn)
+    state = _state_of((urn, first.resource_id))
+    provider = _configured(emu, state)
+    second = _create(provider, urn)
+    assert second.resource_id != first.resource_id
+    assert plain_map(second.properties)["adopted"] is False
+    assert state.calls == [urn]  # read once: the create found an active job of its own
+    run_isolated(provider.delete(DeleteRequest(urn, first.resource_id, first.properties, 0)))
+    client = emu.client()
+    assert client.get_custom_job(name=first.resource_id).state.name == "JOB_STATE_CANCELLED"
+    assert client.get_custom_job(name=second.resource_id).state.name == "JOB_STATE_RUNNING"
+    client.cancel_custom_job(name=second.resource_id)
+
+
+def test_exclusive_gpus_stops_the_held_job_before_submitting(emu: EmulatorProcess) -> None:
+    # A forced replace calls no diff, so deleteBeforeReplace never reaches the engine: the
+    # create itself cancels the held job, and waits for it to stop, before it submits.
+    urn = URN.replace("::train", "::exclusive")
+    props = wrap_map(
+        _job(labels={"emulator-outcome": "hang"}, waitFor="running", exclusiveGpus=True)
+    )
+    first = run_isolated(_configured(emu, _state_of()).create(CreateRequest(urn, props, 0, False)))
+    provider = _configured(emu, _state_of((urn, first.resource_id)))
+    second = run_isolated(provider.create(CreateRequest(urn, props, 0, False)))
+    client = emu.client()
+    stopped = client.get_custom_job(name=first.resource_id)
+    new = client.get_custom_job(name=second.resource_id)
+    assert stopped.state.name == "JOB_STATE_CANCELLED"
+    assert new.state.name == "JOB_STATE_RUNNING"
+    assert new.create_time >= stopped.end_time
+    client.cancel_custom_job(name=second.resource_id)
+
+
+def test_a_job_the_stack_does_not_hold_is_adopted_after_a_crash(emu: EmulatorProcess) -> None:
+    # A create killed after submitting: the next create of the resource finds its job, which
+    # the state does not hold (another resource's job there changes nothing), and adopts it.
+    urn = URN.replace("::train", "::crashed")
+    other = URN.replace("::train", "::other")
+    lost = _create(_configured(emu, _state_of()), urn)
+    state = _state_of((other, "projects/local-training/locations/us-central1/customJobs/9"))
+    again = _create(_configured(emu, state), urn)
+    assert again.resource_id == lost.resource_id
+    assert plain_map(again.properties)["adopted"] is True
+    assert state.calls == [urn]
+    emu.client().cancel_custom_job(name=lost.resource_id)
+
+
+def test_a_first_create_reads_no_state(emu: EmulatorProcess) -> None:
+    state = _state_of()
+    created = _create(_configured(emu, state), URN.replace("::train", "::first"))
+    assert state.calls == []  # no job of the resource yet: nothing to tell apart
+    emu.client().cancel_custom_job(name=created.resource_id)
+
+
+def test_a_replace_when_the_state_cannot_be_read_keeps_one_running_job(
+    emu: EmulatorProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The state unreadable: the replacement takes the running job over, the delete of the
+    # replaced resource leaves it running (adopted_here): one job, never two, never none; a
+    # warning says why.
+    provider = _configured(emu, _unreadable)
+    urn = URN.replace("::train", "::replaced")
+    old = _create(provider, urn)
+    new = _create(provider, urn)
     assert new.resource_id == old.resource_id
     assert plain_map(new.properties)["adopted"] is True
-    assert old.resource_id is not None
+    assert "could not read the stack's state (`pulumi` is not on PATH)" in capsys.readouterr().err
     run_isolated(provider.delete(DeleteRequest(urn, old.resource_id, old.properties, 0)))
     job = emu.client().get_custom_job(name=old.resource_id)
     assert job.state.name == "JOB_STATE_RUNNING"

@@ -72,5 +72,8 @@ def test_provider_configuration_is_the_training_settings() -> None:
         "maxConcurrentOperations",
         "quota",
         "runKey",
+        "emulatorStateDir",
+        "catalogOverlay",
+        "deleteRecords",
     }
     assert config["endpoint"]["secret"] is True

@@ -41,13 +41,19 @@ func NewProvider(ctx *pulumi.Context,
 type providerArgs struct {
 	// How long delete waits for a cancelled job to stop (default 600s).
 	CancelTimeout *string `pulumi:"cancelTimeout"`
+	// A folder of catalog CSV files (relative to the project directory) whose rows are put over the packaged catalog the jobs are checked against, as `training:catalogOverlay`.
+	CatalogOverlay *string `pulumi:"catalogOverlay"`
+	// A delete removes the job's record too (default false: the record, with its logs, times and metrics, is kept).
+	DeleteRecords *bool `pulumi:"deleteRecords"`
+	// The local emulator by its state directory (relative to the project directory), wherever it runs now; `endpoint` is then checked, not used.
+	EmulatorStateDir *string `pulumi:"emulatorStateDir"`
 	// `http(s)://HOST[:PORT]` of a Vertex AI API other than Google's (the local emulator); it may carry credentials.
 	Endpoint *string `pulumi:"endpoint"`
 	// HTTP connections the provider keeps to the API (4 to 256, default 32).
 	MaxConcurrentOperations *int `pulumi:"maxConcurrentOperations"`
 	// The default project of the jobs.
 	Project *string `pulumi:"project"`
-	// Vertex training quotas at preview: `error` (default), `warn` or `off`.
+	// Vertex training quotas at check (preview): `error` (default: a job whose accelerators exceed the project's limit in its region fails its check), `warn` or `off`.
 	Quota *string `pulumi:"quota"`
 	// The default region of the jobs.
 	Region *string `pulumi:"region"`
@@ -61,13 +67,19 @@ type providerArgs struct {
 type ProviderArgs struct {
 	// How long delete waits for a cancelled job to stop (default 600s).
 	CancelTimeout pulumi.StringPtrInput
+	// A folder of catalog CSV files (relative to the project directory) whose rows are put over the packaged catalog the jobs are checked against, as `training:catalogOverlay`.
+	CatalogOverlay pulumi.StringPtrInput
+	// A delete removes the job's record too (default false: the record, with its logs, times and metrics, is kept).
+	DeleteRecords pulumi.BoolPtrInput
+	// The local emulator by its state directory (relative to the project directory), wherever it runs now; `endpoint` is then checked, not used.
+	EmulatorStateDir pulumi.StringPtrInput
 	// `http(s)://HOST[:PORT]` of a Vertex AI API other than Google's (the local emulator); it may carry credentials.
 	Endpoint pulumi.StringPtrInput
 	// HTTP connections the provider keeps to the API (4 to 256, default 32).
 	MaxConcurrentOperations pulumi.IntPtrInput
 	// The default project of the jobs.
 	Project pulumi.StringPtrInput
-	// Vertex training quotas at preview: `error` (default), `warn` or `off`.
+	// Vertex training quotas at check (preview): `error` (default: a job whose accelerators exceed the project's limit in its region fails its check), `warn` or `off`.
 	Quota pulumi.StringPtrInput
 	// The default region of the jobs.
 	Region pulumi.StringPtrInput

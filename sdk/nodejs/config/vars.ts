@@ -19,6 +19,39 @@ Object.defineProperty(exports, "cancelTimeout", {
 });
 
 /**
+ * A folder of catalog CSV files (relative to the project directory) whose rows are put over the packaged catalog the jobs are checked against, as `training:catalogOverlay`.
+ */
+export declare const catalogOverlay: string | undefined;
+Object.defineProperty(exports, "catalogOverlay", {
+    get() {
+        return __config.get("catalogOverlay");
+    },
+    enumerable: true,
+});
+
+/**
+ * A delete removes the job's record too (default false: the record, with its logs, times and metrics, is kept).
+ */
+export declare const deleteRecords: boolean | undefined;
+Object.defineProperty(exports, "deleteRecords", {
+    get() {
+        return __config.getObject<boolean>("deleteRecords");
+    },
+    enumerable: true,
+});
+
+/**
+ * The local emulator by its state directory (relative to the project directory), wherever it runs now; `endpoint` is then checked, not used.
+ */
+export declare const emulatorStateDir: string | undefined;
+Object.defineProperty(exports, "emulatorStateDir", {
+    get() {
+        return __config.get("emulatorStateDir");
+    },
+    enumerable: true,
+});
+
+/**
  * `http(s)://HOST[:PORT]` of a Vertex AI API other than Google's (the local emulator); it may carry credentials.
  */
 export declare const endpoint: string | undefined;
@@ -52,7 +85,7 @@ Object.defineProperty(exports, "project", {
 });
 
 /**
- * Vertex training quotas at preview: `error` (default), `warn` or `off`.
+ * Vertex training quotas at check (preview): `error` (default: a job whose accelerators exceed the project's limit in its region fails its check), `warn` or `off`.
  */
 export declare const quota: string | undefined;
 Object.defineProperty(exports, "quota", {

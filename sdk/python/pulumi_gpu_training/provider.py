@@ -20,6 +20,9 @@ __all__ = ['ProviderArgs', 'Provider']
 class ProviderArgs:
     def __init__(__self__, *,
                  cancel_timeout: pulumi.Input[Optional[_builtins.str]] = None,
+                 catalog_overlay: pulumi.Input[Optional[_builtins.str]] = None,
+                 delete_records: pulumi.Input[Optional[_builtins.bool]] = None,
+                 emulator_state_dir: pulumi.Input[Optional[_builtins.str]] = None,
                  endpoint: pulumi.Input[Optional[_builtins.str]] = None,
                  max_concurrent_operations: pulumi.Input[Optional[_builtins.int]] = None,
                  project: pulumi.Input[Optional[_builtins.str]] = None,
@@ -31,16 +34,25 @@ class ProviderArgs:
         The set of arguments for constructing a Provider resource.
 
         :param pulumi.Input[_builtins.str] cancel_timeout: How long delete waits for a cancelled job to stop (default 600s).
+        :param pulumi.Input[_builtins.str] catalog_overlay: A folder of catalog CSV files (relative to the project directory) whose rows are put over the packaged catalog the jobs are checked against, as `training:catalogOverlay`.
+        :param pulumi.Input[_builtins.bool] delete_records: A delete removes the job's record too (default false: the record, with its logs, times and metrics, is kept).
+        :param pulumi.Input[_builtins.str] emulator_state_dir: The local emulator by its state directory (relative to the project directory), wherever it runs now; `endpoint` is then checked, not used.
         :param pulumi.Input[_builtins.str] endpoint: `http(s)://HOST[:PORT]` of a Vertex AI API other than Google's (the local emulator); it may carry credentials.
         :param pulumi.Input[_builtins.int] max_concurrent_operations: HTTP connections the provider keeps to the API (4 to 256, default 32).
         :param pulumi.Input[_builtins.str] project: The default project of the jobs.
-        :param pulumi.Input[_builtins.str] quota: Vertex training quotas at preview: `error` (default), `warn` or `off`.
+        :param pulumi.Input[_builtins.str] quota: Vertex training quotas at check (preview): `error` (default: a job whose accelerators exceed the project's limit in its region fails its check), `warn` or `off`.
         :param pulumi.Input[_builtins.str] region: The default region of the jobs.
         :param pulumi.Input[_builtins.str] retry_deadline: How long transient API errors are retried (default 120s).
         :param pulumi.Input[_builtins.str] run_key: A secret that keys the run hash labelled on each job (default: none, the unkeyed hash).
         """
         if cancel_timeout is not None:
             pulumi.set(__self__, "cancel_timeout", cancel_timeout)
+        if catalog_overlay is not None:
+            pulumi.set(__self__, "catalog_overlay", catalog_overlay)
+        if delete_records is not None:
+            pulumi.set(__self__, "delete_records", delete_records)
+        if emulator_state_dir is not None:
+            pulumi.set(__self__, "emulator_state_dir", emulator_state_dir)
         if endpoint is not None:
             pulumi.set(__self__, "endpoint", endpoint)
         if max_concurrent_operations is not None:
@@ -67,6 +79,42 @@ class ProviderArgs:
     @cancel_timeout.setter
     def cancel_timeout(self, value: pulumi.Input[Optional[_builtins.str]]):
         pulumi.set(self, "cancel_timeout", value)
+
+    @_builtins.property
+    @pulumi.getter(name="catalogOverlay")
+    def catalog_overlay(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        A folder of catalog CSV files (relative to the project directory) whose rows are put over the packaged catalog the jobs are checked against, as `training:catalogOverlay`.
+        """
+        return pulumi.get(self, "catalog_overlay")
+
+    @catalog_overlay.setter
+    def catalog_overlay(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "catalog_overlay", value)
+
+    @_builtins.property
+    @pulumi.getter(name="deleteRecords")
+    def delete_records(self) -> pulumi.Input[Optional[_builtins.bool]]:
+        """
+        A delete removes the job's record too (default false: the record, with its logs, times and metrics, is kept).
+        """
+        return pulumi.get(self, "delete_records")
+
+    @delete_records.setter
+    def delete_records(self, value: pulumi.Input[Optional[_builtins.bool]]):
+        pulumi.set(self, "delete_records", value)
+
+    @_builtins.property
+    @pulumi.getter(name="emulatorStateDir")
+    def emulator_state_dir(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        The local emulator by its state directory (relative to the project directory), wherever it runs now; `endpoint` is then checked, not used.
+        """
+        return pulumi.get(self, "emulator_state_dir")
+
+    @emulator_state_dir.setter
+    def emulator_state_dir(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "emulator_state_dir", value)
 
     @_builtins.property
     @pulumi.getter
@@ -108,7 +156,7 @@ class ProviderArgs:
     @pulumi.getter
     def quota(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        Vertex training quotas at preview: `error` (default), `warn` or `off`.
+        Vertex training quotas at check (preview): `error` (default: a job whose accelerators exceed the project's limit in its region fails its check), `warn` or `off`.
         """
         return pulumi.get(self, "quota")
 
@@ -160,6 +208,9 @@ class Provider(pulumi.ProviderResource):
                  resource_name: str,
                  opts: Optional[pulumi.ResourceOptions] = None,
                  cancel_timeout: pulumi.Input[Optional[_builtins.str]] = None,
+                 catalog_overlay: pulumi.Input[Optional[_builtins.str]] = None,
+                 delete_records: pulumi.Input[Optional[_builtins.bool]] = None,
+                 emulator_state_dir: pulumi.Input[Optional[_builtins.str]] = None,
                  endpoint: pulumi.Input[Optional[_builtins.str]] = None,
                  max_concurrent_operations: pulumi.Input[Optional[_builtins.int]] = None,
                  project: pulumi.Input[Optional[_builtins.str]] = None,
@@ -174,10 +225,13 @@ class Provider(pulumi.ProviderResource):
         :param str resource_name: The name of the resource.
         :param pulumi.ResourceOptions opts: Options for the resource.
         :param pulumi.Input[_builtins.str] cancel_timeout: How long delete waits for a cancelled job to stop (default 600s).
+        :param pulumi.Input[_builtins.str] catalog_overlay: A folder of catalog CSV files (relative to the project directory) whose rows are put over the packaged catalog the jobs are checked against, as `training:catalogOverlay`.
+        :param pulumi.Input[_builtins.bool] delete_records: A delete removes the job's record too (default false: the record, with its logs, times and metrics, is kept).
+        :param pulumi.Input[_builtins.str] emulator_state_dir: The local emulator by its state directory (relative to the project directory), wherever it runs now; `endpoint` is then checked, not used.
         :param pulumi.Input[_builtins.str] endpoint: `http(s)://HOST[:PORT]` of a Vertex AI API other than Google's (the local emulator); it may carry credentials.
         :param pulumi.Input[_builtins.int] max_concurrent_operations: HTTP connections the provider keeps to the API (4 to 256, default 32).
         :param pulumi.Input[_builtins.str] project: The default project of the jobs.
-        :param pulumi.Input[_builtins.str] quota: Vertex training quotas at preview: `error` (default), `warn` or `off`.
+        :param pulumi.Input[_builtins.str] quota: Vertex training quotas at check (preview): `error` (default: a job whose accelerators exceed the project's limit in its region fails its check), `warn` or `off`.
         :param pulumi.Input[_builtins.str] region: The default region of the jobs.
         :param pulumi.Input[_builtins.str] retry_deadline: How long transient API errors are retried (default 120s).
         :param pulumi.Input[_builtins.str] run_key: A secret that keys the run hash labelled on each job (default: none, the unkeyed hash).
@@ -207,6 +261,9 @@ class Provider(pulumi.ProviderResource):
                  resource_name: str,
                  opts: Optional[pulumi.ResourceOptions] = None,
                  cancel_timeout: pulumi.Input[Optional[_builtins.str]] = None,
+                 catalog_overlay: pulumi.Input[Optional[_builtins.str]] = None,
+                 delete_records: pulumi.Input[Optional[_builtins.bool]] = None,
+                 emulator_state_dir: pulumi.Input[Optional[_builtins.str]] = None,
                  endpoint: pulumi.Input[Optional[_builtins.str]] = None,
                  max_concurrent_operations: pulumi.Input[Optional[_builtins.int]] = None,
                  project: pulumi.Input[Optional[_builtins.str]] = None,
@@ -224,6 +281,9 @@ class Provider(pulumi.ProviderResource):
             __props__ = ProviderArgs.__new__(ProviderArgs)
 
             __props__.__dict__["cancel_timeout"] = cancel_timeout
+            __props__.__dict__["catalog_overlay"] = catalog_overlay
+            __props__.__dict__["delete_records"] = pulumi.Output.from_input(delete_records).apply(pulumi.runtime.to_json) if delete_records is not None else None
+            __props__.__dict__["emulator_state_dir"] = emulator_state_dir
             __props__.__dict__["endpoint"] = None if endpoint is None else pulumi.Output.secret(endpoint)
             __props__.__dict__["max_concurrent_operations"] = pulumi.Output.from_input(max_concurrent_operations).apply(pulumi.runtime.to_json) if max_concurrent_operations is not None else None
             __props__.__dict__["project"] = project

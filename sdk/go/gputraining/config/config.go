@@ -16,6 +16,21 @@ func GetCancelTimeout(ctx *pulumi.Context) string {
 	return config.Get(ctx, "gpu-training:cancelTimeout")
 }
 
+// A folder of catalog CSV files (relative to the project directory) whose rows are put over the packaged catalog the jobs are checked against, as `training:catalogOverlay`.
+func GetCatalogOverlay(ctx *pulumi.Context) string {
+	return config.Get(ctx, "gpu-training:catalogOverlay")
+}
+
+// A delete removes the job's record too (default false: the record, with its logs, times and metrics, is kept).
+func GetDeleteRecords(ctx *pulumi.Context) bool {
+	return config.GetBool(ctx, "gpu-training:deleteRecords")
+}
+
+// The local emulator by its state directory (relative to the project directory), wherever it runs now; `endpoint` is then checked, not used.
+func GetEmulatorStateDir(ctx *pulumi.Context) string {
+	return config.Get(ctx, "gpu-training:emulatorStateDir")
+}
+
 // `http(s)://HOST[:PORT]` of a Vertex AI API other than Google's (the local emulator); it may carry credentials.
 func GetEndpoint(ctx *pulumi.Context) string {
 	return config.Get(ctx, "gpu-training:endpoint")
@@ -31,7 +46,7 @@ func GetProject(ctx *pulumi.Context) string {
 	return config.Get(ctx, "gpu-training:project")
 }
 
-// Vertex training quotas at preview: `error` (default), `warn` or `off`.
+// Vertex training quotas at check (preview): `error` (default: a job whose accelerators exceed the project's limit in its region fails its check), `warn` or `off`.
 func GetQuota(ctx *pulumi.Context) string {
 	return config.Get(ctx, "gpu-training:quota")
 }

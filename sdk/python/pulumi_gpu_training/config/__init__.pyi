@@ -19,6 +19,21 @@ cancelTimeout: Optional[str]
 How long delete waits for a cancelled job to stop (default 600s).
 """
 
+catalogOverlay: Optional[str]
+"""
+A folder of catalog CSV files (relative to the project directory) whose rows are put over the packaged catalog the jobs are checked against, as `training:catalogOverlay`.
+"""
+
+deleteRecords: Optional[bool]
+"""
+A delete removes the job's record too (default false: the record, with its logs, times and metrics, is kept).
+"""
+
+emulatorStateDir: Optional[str]
+"""
+The local emulator by its state directory (relative to the project directory), wherever it runs now; `endpoint` is then checked, not used.
+"""
+
 endpoint: Optional[str]
 """
 `http(s)://HOST[:PORT]` of a Vertex AI API other than Google's (the local emulator); it may carry credentials.
@@ -36,7 +51,7 @@ The default project of the jobs.
 
 quota: Optional[str]
 """
-Vertex training quotas at preview: `error` (default), `warn` or `off`.
+Vertex training quotas at check (preview): `error` (default: a job whose accelerators exceed the project's limit in its region fails its check), `warn` or `off`.
 """
 
 region: Optional[str]

@@ -28,6 +28,27 @@ class _ExportableConfig(types.ModuleType):
         return __config__.get('cancelTimeout')
 
     @_builtins.property
+    def catalog_overlay(self) -> Optional[str]:
+        """
+        A folder of catalog CSV files (relative to the project directory) whose rows are put over the packaged catalog the jobs are checked against, as `training:catalogOverlay`.
+        """
+        return __config__.get('catalogOverlay')
+
+    @_builtins.property
+    def delete_records(self) -> Optional[bool]:
+        """
+        A delete removes the job's record too (default false: the record, with its logs, times and metrics, is kept).
+        """
+        return __config__.get_bool('deleteRecords')
+
+    @_builtins.property
+    def emulator_state_dir(self) -> Optional[str]:
+        """
+        The local emulator by its state directory (relative to the project directory), wherever it runs now; `endpoint` is then checked, not used.
+        """
+        return __config__.get('emulatorStateDir')
+
+    @_builtins.property
     def endpoint(self) -> Optional[str]:
         """
         `http(s)://HOST[:PORT]` of a Vertex AI API other than Google's (the local emulator); it may carry credentials.
@@ -51,7 +72,7 @@ class _ExportableConfig(types.ModuleType):
     @_builtins.property
     def quota(self) -> Optional[str]:
         """
-        Vertex training quotas at preview: `error` (default), `warn` or `off`.
+        Vertex training quotas at check (preview): `error` (default: a job whose accelerators exceed the project's limit in its region fails its check), `warn` or `off`.
         """
         return __config__.get('quota')
 

@@ -1,0 +1,56 @@
+"""``gpu-training:quota``: a job's Vertex training quotas at check, as the stack setting says.
+
+The dynamic resources check the quotas in their program, stack-wide, before any resource is
+registered (``components.lifecycle._job_preview.quota_problem``, ``training:quota``). The
+plugin has no program and sees one resource at a time: its ``check`` holds each job alone
+against the project's limits in the job's region (the same catalog metrics, the same Cloud
+Quotas read, cached per process, ``components.vertex.quotas``); the sum of a stack's jobs is
+the policy pack's ``quota-fits``. ``error`` (the default): a shortfall is a check failure on
+the job's pools; ``warn``: a warning; ``off``: not read. Quotas that cannot be read are a
+warning, never a failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..lifecycle._settings import Endpoint
+from ..lifecycle._wire import PROJECT, REGION, SPEC, contains_unknown, decode_spec
+from ._shape import Shape
+
+__all__ = ["QuotaVerdict", "job_quota"]
+
+QuotaVerdict = tuple[list[str], str | None]
+"""(one message per shortfall, why the quotas were not checked or None)."""
+
+
+def job_quota(
+    shape: Shape, name: str, inputs: Mapping[str, Any], endpoint: Endpoint
+) -> QuotaVerdict:
+    """``inputs`` (the core's, valid) of the job ``name`` against its project's limits."""
+    from ..costs._quota import compare, job_needs, load_quota_metrics
+    from ..rules._catalog import load_catalog
+    from ..vertex import quotas
+
+    project, region, spec = inputs.get(PROJECT), inputs.get(REGION), inputs.get(SPEC)
+    if not (isinstance(project, str) and project and isinstance(region, str) and region):
+        return [], None  # not known yet (a preview of a value from another resource)
+    if contains_unknown(project) or contains_unknown(region) or contains_unknown(spec):
+        return [], None
+    try:
+        parsed = shape.spec.model.parse(decode_spec(spec))
+    except Exception:  # the check said why already
+        return [], None
+    catalog = load_catalog()
+    needs, unchecked = job_needs(name, parsed, catalog, load_quota_metrics())
+    if not needs:
+        return [], None
+    try:
+        limits = quotas.read_limits(endpoint, project)
+    except quotas.QuotaUnavailable as exc:
+        return [], f"{exc}; the job's quotas were not checked (gpu-training:quota: off skips this)"
+    report = compare(project, region, needs, limits, catalog, unchecked)
+    return [
+        p.replace("the stack's jobs need", "the job needs", 1) for p in report.problems(limits)
+    ], None

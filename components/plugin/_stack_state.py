@@ -1,0 +1,151 @@
+"""The jobs the stack holds, for a plugin that has no program to ask.
+
+A create never adopts a job the stack holds (``components.lifecycle._adoption``, rule 3). The
+dynamic resources learn those jobs from their program (``components.lifecycle._stack_state``:
+the engine's ``readStackResourceOutputs`` invoke); a resource plugin has no resource monitor,
+and for a replace the engine decides by itself (``pulumi up --replace``, ``--target-replace``,
+a tainted resource) it calls ``check`` without the old resource, never ``diff``, and
+``create`` with the new inputs only: to the plugin it is a new resource whose job already
+runs, as after a killed ``up``. So the plugin asks the backend, as a user would:
+``pulumi stack export --stack STACK`` (no ``--show-secrets``: nothing is decrypted), run in
+the plugin's working directory (the engine starts it in the program's directory) with its
+environment (the engine's: ``PULUMI_BACKEND_URL``, ``PULUMI_HOME``...). During an update the
+backend's checkpoint is current: it holds the resource being replaced, never the replacement.
+
+Only when a create's look-up finds an active job of the resource's identity
+(``RunLabels.read_held``): a first ``up`` runs no export. If the state cannot be read (no
+``pulumi`` on ``PATH``, a backend that refuses), nothing is held: a warning says so, and the
+core's guard keeps the running job in a replace (``adopted_here``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .._errors import TrainingJobError
+
+__all__ = [
+    "EXPORT_TIMEOUT",
+    "StateCache",
+    "StateUnreadable",
+    "held_by_urn",
+    "held_reader",
+    "read_resources",
+]
+
+EXPORT_TIMEOUT = 120.0
+"""Seconds ``pulumi stack export`` may take (a loaded machine, a remote backend)."""
+
+
+class StateUnreadable(TrainingJobError):
+    """The stack's state could not be read from its backend."""
+
+
+def _stack_of(urn: str) -> str:
+    """The stack of ``urn:pulumi:STACK::PROJECT::TYPE::NAME``."""
+    return urn.split("::", 1)[0].rsplit(":", 1)[-1]
+
+
+def read_resources(urn: str, timeout: float = EXPORT_TIMEOUT) -> list[Mapping[str, Any]]:
+    """The resources of the last checkpoint of the stack ``urn`` belongs to; raises
+    ``StateUnreadable`` with the reason."""
+    pulumi = shutil.which("pulumi")
+    if pulumi is None:
+        raise StateUnreadable("`pulumi` is not on PATH")
+    env = {**os.environ, "PULUMI_SKIP_UPDATE_CHECK": "true"}
+    try:
+        done = subprocess.run(
+            [pulumi, "stack", "export", "--stack", _stack_of(urn)],
+            capture_output=True,
+            env=env,
+            timeout=timeout,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise StateUnreadable(f"`pulumi stack export` did not run: {exc}") from None
+    if done.returncode != 0:
+        reason = done.stderr.decode(errors="replace").strip().splitlines()
+        raise StateUnreadable(
+            f"`pulumi stack export` failed: {reason[-1] if reason else done.returncode}"
+        )
+    try:
+        deployment = json.loads(done.stdout).get("deployment") or {}
+        resources = deployment.get("resources") or []
+    except (ValueError, AttributeError):
+        raise StateUnreadable("`pulumi stack export` printed no deployment") from None
+    return [r for r in resources if isinstance(r, Mapping)]
+
+
+class StateCache:
+    """``read(urn)`` once per stack for the life of the provider process (one ``pulumi``
+    command): a replace of 200 jobs runs one export, not 200. The checkpoint read at the first
+    need holds every resource the command started with, the ones it replaces included; what
+    the command adds since (new jobs) is never held by another create of the same command."""
+
+    def __init__(self, read: Callable[[str], list[Mapping[str, Any]]]) -> None:
+        self._read = read
+        self._lock = threading.Lock()
+        self._stacks: dict[str, list[Mapping[str, Any]]] = {}
+
+    def __call__(self, urn: str) -> list[Mapping[str, Any]]:
+        stack = _stack_of(urn)
+        with self._lock:  # the creates that need it wait for the one read
+            if stack not in self._stacks:
+                self._stacks[stack] = self._read(urn)  # an error is not kept: the next asks again
+            return self._stacks[stack]
+
+
+def held_by_urn(resources: list[Mapping[str, Any]], tokens: frozenset[str]) -> dict[str, list[str]]:
+    """``{urn: [job name, ...]}`` of the resources of a type in ``tokens`` (a child's type is
+    ``PARENT$TYPE``) that hold a job, one resource pending deletion included."""
+    found: dict[str, list[str]] = {}
+    for resource in resources:
+        kind = str(resource.get("type", "")).rsplit("$", 1)[-1]
+        job, urn = resource.get("id"), resource.get("urn")
+        if kind in tokens and isinstance(job, str) and job and isinstance(urn, str):
+            found.setdefault(urn, []).append(job)
+    return found
+
+
+def held_reader(
+    urn: str,
+    identity_of: Callable[[str], str | None],
+    tokens: frozenset[str],
+    warn: Callable[[str], None],
+    read: Callable[[str], list[Mapping[str, Any]]] = read_resources,
+) -> Callable[[], list[str]]:
+    """What ``RunLabels.read_held`` calls for the resource ``urn``: the names of the jobs the
+    stack holds for the resources whose identity (``identity_of(urn)``) is ``urn``'s (the
+    state is read on the first call only)."""
+
+    answer: list[list[str]] = []  # read once, however often asked
+
+    def held() -> list[str]:
+        if answer:
+            return list(answer[0])
+        try:
+            resources = read(urn)
+        except StateUnreadable as exc:
+            warn(
+                f"could not read the stack's state ({exc}); a replace of a job with unchanged "
+                "inputs (pulumi up --replace) keeps its running job instead of starting a new one"
+            )
+            resources = []
+        identity = identity_of(urn)
+        answer.append(
+            [
+                job
+                for other, jobs in held_by_urn(resources, tokens).items()
+                if identity_of(other) == identity
+                for job in jobs
+            ]
+        )
+        return list(answer[0])
+
+    return held

@@ -1,0 +1,120 @@
+"""The plugin's provider configuration beyond the API's: ``quota`` applied at check, and the
+core settings the dynamic stacks have (``catalogOverlay``, ``deleteRecords``,
+``emulatorStateDir``), against the simulate-mode emulator where they reach the API."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pulumi.provider.experimental.provider import (
+    CheckRequest,
+    ConfigureRequest,
+    CreateRequest,
+    DeleteRequest,
+)
+
+from components.plugin._provider import GpuTrainingProvider
+from components.plugin._values import wrap_map
+from emulator.testing import EmulatorProcess, running_emulator
+from tests.e2e._plugin import IMAGE, training_job
+from tests.plugin.conftest import run_isolated
+from tests.spec.catalog_fixtures import packaged_catalog  # noqa: F401 (a fixture)
+
+URN = "urn:pulumi:dev::proj::gpu-training:vertex:TrainingJob::train"
+PROVIDER_URN = "urn:pulumi:dev::proj::pulumi:providers:gpu-training::default"
+T4_LIMIT = "custom_model_training_nvidia_t4_gpus@us-central1=1"
+MACHINES = (
+    "machine_type,family,vcpus,memory_gb,fixed_accelerator_type,fixed_accelerator_count,source"
+)
+
+
+@pytest.fixture(scope="module")
+def emu() -> Iterator[EmulatorProcess]:
+    with running_emulator("--mode", "simulate", "--quota", T4_LIMIT) as server:
+        yield server
+
+
+def _provider(**config: Any) -> GpuTrainingProvider:
+    provider = GpuTrainingProvider()
+    settings = {"project": "local-training", "region": "us-central1", **config}
+    run_isolated(provider.configure(ConfigureRequest({}, wrap_map(settings), True, True)))
+    return provider
+
+
+def _failures(provider: GpuTrainingProvider, props: dict[str, Any]) -> list[tuple[str, str]]:
+    result = run_isolated(provider.check(CheckRequest(URN, {}, wrap_map(props), b"")))
+    return [(f.property, f.reason) for f in result.failures or []]
+
+
+def _config_failures(**config: Any) -> list[tuple[str, str]]:
+    request = CheckRequest(PROVIDER_URN, {}, wrap_map(config), b"")
+    result = run_isolated(GpuTrainingProvider().check_config(request))
+    return [(f.property, f.reason) for f in result.failures or []]
+
+
+# -- quota -------------------------------------------------------------------------------------
+
+
+def test_a_job_over_the_projects_quota_fails_its_check_on_its_pools(emu: EmulatorProcess) -> None:
+    failures = _failures(_provider(endpoint=emu.endpoint), training_job(count=2))
+    assert [path for path, _ in failures] == ["jobSpec.workerPoolSpecs"]
+    reason = failures[0][1]
+    assert "quota aiplatform.googleapis.com/custom_model_training_nvidia_t4_gpus" in reason
+    assert "the job needs 2 at once, the project's limit is 1" in reason
+    assert "gpu-training:quota: warn makes this a warning" in reason
+    assert _failures(_provider(endpoint=emu.endpoint), training_job(count=1)) == []
+
+
+def test_quota_warn_is_a_warning_and_off_reads_nothing(
+    emu: EmulatorProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = training_job(count=2)
+    assert _failures(_provider(endpoint=emu.endpoint, quota="warn"), job) == []
+    assert "the job needs 2 at once, the project's limit is 1" in capsys.readouterr().err
+    # off: not checked, so an endpoint where nothing listens costs nothing and says nothing.
+    assert _failures(_provider(endpoint="http://127.0.0.1:9", quota="off"), job) == []
+    assert capsys.readouterr().err == ""
+
+
+# -- core settings -----------------------------------------------------------------------------
+
+
+def test_the_core_settings_are_checked_naming_the_plugin_key() -> None:
+    assert _config_failures(deleteRecords=True, catalogOverlay="stacks/catalog") == []
+    assert _config_failures(deleteRecords="maybe") == [
+        ("deleteRecords", "expected true or false, got 'maybe'")
+    ]
+    [(key, reason)] = _config_failures(emulatorStateDir="/nonexistent/emulator")
+    assert key == "emulatorStateDir" and "no emulator runs with its state in" in reason
+
+
+@pytest.mark.usefixtures("packaged_catalog")
+def test_check_uses_the_catalog_overlay(tmp_path: Path) -> None:
+    overlay = tmp_path / "catalog"
+    overlay.mkdir()
+    (overlay / "machine_types.csv").write_text(
+        f"{MACHINES}\nn9-standard-8,n9,8,32,,,src (2026-12)\n"
+    )
+    job = training_job()
+    pool = job["jobSpec"]["workerPoolSpecs"][0]
+    pool["machineSpec"] = {"machineType": "n9-standard-8"}
+    pool["containerSpec"]["imageUri"] = IMAGE
+    machine = "jobSpec.workerPoolSpecs[0].machineSpec.machineType"
+    assert machine in [path for path, _ in _failures(_provider(quota="off"), job)]
+    overlaid = _provider(quota="off", catalogOverlay=str(overlay))
+    assert _failures(overlaid, job) == []
+
+
+def test_delete_records_deletes_the_jobs_record(emu: EmulatorProcess) -> None:
+    client = emu.client()
+    for setting, kept in ((False, True), (True, False)):
+        provider = _provider(endpoint=emu.endpoint, deleteRecords=setting, cancelTimeout="30")
+        props = wrap_map({**training_job(), "waitFor": "submitted"})
+        created = run_isolated(provider.create(CreateRequest(URN, props, 0, False)))
+        job = str(created.resource_id)
+        run_isolated(provider.delete(DeleteRequest(URN, job, created.properties, 0)))
+        names = [j.name for j in client.list_custom_jobs(parent=job.rsplit("/customJobs/", 1)[0])]
+        assert (job in names) is kept, setting
