@@ -607,7 +607,7 @@ class JobProvider(ResourceProvider):
                 return
         labels = RunLabels(identity=identity, run=str(run or ""), held=frozenset({job_id(name)}))
         try:
-            found = api.look_up(f"projects/{project}/locations/{region}", labels)
+            found = api.active_look_up(f"projects/{project}/locations/{region}", labels)
         except Exception:  # best effort: the refresh itself succeeded
             return
         scrub = self._scrubber(_secrets(props))

@@ -43,6 +43,7 @@ from ..lifecycle._settings import (
     DEFAULT_RETRY_DEADLINE,
     Endpoint,
 )
+from ..lifecycle._wire import IDENTITY_LABEL
 from ._library import job_service, whole_library
 
 __all__ = [
@@ -533,6 +534,29 @@ class Submission:
 # -- the lifecycle ---------------------------------------------------------------------------
 
 
+ACTIVE_LISTING_SECONDS = 30.0
+"""How long one listing of a region's active jobs answers ``JobApi.active_look_up``."""
+ACTIVE_FILTER = " AND ".join(
+    [
+        f"labels.{IDENTITY_LABEL}:*",
+        *(
+            f'state!="{state}"'
+            for state in (
+                "JOB_STATE_SUCCEEDED",
+                "JOB_STATE_FAILED",
+                "JOB_STATE_CANCELLED",
+                "JOB_STATE_EXPIRED",
+            )
+        ),
+    ]
+)
+"""Every job of a Pulumi resource that has not ended: only forms the v1 reference documents
+(``labels.key:*``, ``state!="..."``, ``AND``), no parentheses (``identity_filter``)."""
+_LISTINGS: dict[tuple[int, str, str], tuple[float, dict[str, list[Any]]]] = {}
+_LISTING_LOCKS: dict[tuple[int, str, str], threading.Lock] = {}
+_LISTINGS_LOCK = threading.Lock()
+
+
 @dataclass
 class JobApi:
     """One kind of job's lifecycle on one client: submit or adopt, wait, cancel, delete.
@@ -568,6 +592,31 @@ class JobApi:
         """
         request = {"parent": parent, "filter": identity_filter(labels.identity), "page_size": 100}
         return find_adoptable(self.kind.list(self.client, request), labels)
+
+    def active_look_up(self, parent: str, labels: RunLabels) -> Lookup:
+        """What one identity's ACTIVE jobs in ``parent`` offer this run, from one listing of
+        every active job of a Pulumi resource in ``parent`` shared by the calls of the next
+        ``ACTIVE_LISTING_SECONDS``: a refresh of N jobs lists once per region, not N times.
+
+        Only for reports (a refresh naming a job left outside the stack): a finished job is not
+        listed, and a listing may be that many seconds old. A create's look-up is ``look_up``.
+        """
+        key = (id(self.client), self.kind.method, parent)
+        with _LISTINGS_LOCK:
+            lock = _LISTING_LOCKS.setdefault(key, threading.Lock())
+        with lock:  # the first read of a region lists; the others wait for its answer
+            listing = _LISTINGS.get(key)
+            if listing is None or time.monotonic() - listing[0] > ACTIVE_LISTING_SECONDS:
+                request = {"parent": parent, "filter": ACTIVE_FILTER, "page_size": 100}
+                jobs = self.retried(
+                    f"listing the active jobs in {parent}",
+                    lambda: list(self.kind.list(self.client, request)),
+                )
+                by_identity: dict[str, list[Any]] = {}
+                for job in jobs:
+                    by_identity.setdefault(str(job.labels.get(IDENTITY_LABEL, "")), []).append(job)
+                listing = _LISTINGS[key] = (time.monotonic(), by_identity)
+        return find_adoptable(listing[1].get(labels.identity, ()), labels)
 
     def submit_or_adopt(
         self, parent: str, build: Callable[[], Any], labels: RunLabels
