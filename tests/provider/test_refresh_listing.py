@@ -78,9 +78,12 @@ def test_the_listing_is_read_again_once_it_is_old(long_jobs, monkeypatch):
     client = api.shared_client(provider.endpoint, REGION)
     listed: list[Any] = []
     real_list = client.list_custom_jobs
-    monkeypatch.setattr(
-        client, "list_custom_jobs", lambda *a, **k: listed.append(k) or real_list(*a, **k)
-    )
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        listed.append(kwargs)
+        return real_list(*args, **kwargs)
+
+    monkeypatch.setattr(client, "list_custom_jobs", counted)
     monkeypatch.setattr(api, "_LISTINGS", {})
     provider.read(job_id, outs)
     provider.read(job_id, outs)
