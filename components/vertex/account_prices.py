@@ -38,7 +38,14 @@ from typing import Any
 
 from ..costs._billing import Sku
 from ..lifecycle._settings import Endpoint, public_url
-from .billing import BILLING_API, CALL_TIMEOUT, MAX_PAGES, BillingUnavailable, cache_dir
+from .billing import (
+    BILLING_API,
+    CALL_TIMEOUT,
+    MAX_PAGES,
+    BillingUnavailable,
+    billing_client_options,
+    cache_dir,
+)
 
 __all__ = ["AccountPrices", "apply_account_prices", "read_account_prices"]
 
@@ -60,17 +67,7 @@ class AccountPrices:
 def _billing_info_client(endpoint: Endpoint) -> Any:
     from google.cloud import billing_v1
 
-    kwargs: dict[str, Any] = {
-        "transport": "rest",
-        "client_options": {
-            "api_endpoint": endpoint.url.rstrip("/") if endpoint.url else BILLING_API
-        },
-    }
-    if endpoint.anonymous:
-        from google.auth.credentials import AnonymousCredentials
-
-        kwargs["credentials"] = AnonymousCredentials()  # type: ignore[no-untyped-call]
-    return billing_v1.CloudBillingClient(**kwargs)
+    return billing_v1.CloudBillingClient(**billing_client_options(endpoint))
 
 
 def _session(endpoint: Endpoint) -> Any:

@@ -39,6 +39,7 @@ __all__ = [
     "BILLING_API",
     "BillingUnavailable",
     "billing_client",
+    "billing_client_options",
     "cache_dir",
     "read_skus",
 ]
@@ -60,10 +61,9 @@ class BillingUnavailable(TrainingJobError, RuntimeError):
     """The billing SKUs could not be read; the message says why."""
 
 
-def billing_client(endpoint: Endpoint) -> Any:
-    """A REST ``CloudCatalogClient`` for Google's API, or for ``endpoint`` if it has a URL."""
-    from google.cloud import billing_v1
-
+def billing_client_options(endpoint: Endpoint) -> dict[str, Any]:
+    """The keyword arguments of a REST Cloud Billing client (``billing_v1``'s catalog or billing
+    client) for Google's API, or for ``endpoint`` if it has a URL (anonymous over ``http://``)."""
     kwargs: dict[str, Any] = {
         "transport": "rest",
         "client_options": {
@@ -74,7 +74,14 @@ def billing_client(endpoint: Endpoint) -> Any:
         from google.auth.credentials import AnonymousCredentials
 
         kwargs["credentials"] = AnonymousCredentials()  # type: ignore[no-untyped-call]
-    return billing_v1.CloudCatalogClient(**kwargs)
+    return kwargs
+
+
+def billing_client(endpoint: Endpoint) -> Any:
+    """A REST ``CloudCatalogClient`` for Google's API, or for ``endpoint`` if it has a URL."""
+    from google.cloud import billing_v1
+
+    return billing_v1.CloudCatalogClient(**billing_client_options(endpoint))
 
 
 def cache_dir() -> Path:
