@@ -478,3 +478,17 @@ def test_hostile_scripts_end_quickly_with_short_messages(results: dict[str, Any]
     assert finished["script-deep-substitution"]["code"] == 1
     longest = max(len(line) for s in scripts for line in finished[s]["stderr"].splitlines())
     assert longest < 1000
+
+
+def test_the_drivers_peak_is_its_own_not_its_parents() -> None:
+    # Linux's ru_maxrss of a spawned process starts at its parent's size (exec keeps the fork's
+    # high-water mark): after 3,000 tests pytest is far larger than the driver ever gets.
+    ballast = bytearray(300 << 20)
+    for offset in range(0, len(ballast), 4096):
+        ballast[offset] = 1
+    code = "import tests.spec.hostile_driver as d; print(d.peak_rss_bytes())"
+    answer = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    del ballast
+    assert int(answer.stdout) < 200 << 20, answer.stderr
