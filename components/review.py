@@ -541,7 +541,7 @@ class _Placed:
 def _placed(job: JobChange, which: str, catalog: Catalog) -> _Placed | None:
     """The prices of each attempt of a job that names several (None: one region)."""
     from .lifecycle._check import CUSTOM_JOB_SPEC, TUNING_JOB_SPEC
-    from .lifecycle._placement import attempts_of, parse_placement, priced_as, priced_attempts
+    from .lifecycle._placement import attempts_of, parse_placement, placed_specs, priced_as
 
     inputs = (job.new_inputs if which == "new" else job.old_inputs) or {}
     spec: JobSpec | TuningJobSpec | None = job.tuning_spec(which) if job.tuning else job.spec(which)
@@ -550,10 +550,10 @@ def _placed(job: JobChange, which: str, catalog: Catalog) -> _Placed | None:
     try:
         attempts = attempts_of(parse_placement(inputs["placement"])[0])
         under = (TUNING_JOB_SPEC if job.tuning else CUSTOM_JOB_SPEC).pools_under
-        priced = priced_attempts(spec, attempts, catalog, under=under)
+        placed_attempts = placed_specs(spec, attempts, under=under)
     except (SpecError, ValueError, TypeError):
         return None
-    if len(priced) < 2:
+    if len(placed_attempts) < 2:
         return None
     trial = job.spec(which)
     wanted = {
@@ -563,7 +563,7 @@ def _placed(job: JobChange, which: str, catalog: Catalog) -> _Placed | None:
     }
     offering = set(training_regions_for(catalog, wanted)) if wanted else None
     found: list[tuple[str, Estimate | TuningEstimate | None]] = []
-    for attempt, placed, _ in priced:
+    for attempt, placed in placed_attempts:
         if offering is not None and attempt.region not in offering:
             continue  # never tried: check() skips a candidate without the job's GPUs
         capacity = priced_as(attempt.capacity)

@@ -76,6 +76,7 @@ __all__ = [
     "check_placed",
     "declared_placement",
     "parse_placement",
+    "placed_specs",
     "placement_replaces",
     "preview_lines",
     "priced_attempts",
@@ -390,17 +391,26 @@ def preview_lines(
     return [head, *lines], first is not None
 
 
+def placed_specs(
+    spec: Any, attempts: Sequence[Attempt], *, under: str | None
+) -> list[tuple[Attempt, Any]]:
+    """Each attempt with its spec as submitted there (the capacity kind applied)."""
+    model = type(spec)
+    return [
+        (attempt, model.parse(with_capacity(spec.to_document(), attempt.capacity, under=under)))
+        for attempt in attempts
+    ]
+
+
 def priced_attempts(
     spec: Any, attempts: Sequence[Attempt], catalog: Catalog, *, under: str | None
 ) -> list[tuple[Attempt, Any, float | None]]:
     """Each attempt with its spec (the capacity kind applied) and its price per hour (a tuning
     job: every parallel trial at once; None: unknown)."""
-    model = type(spec)
-    found = []
-    for attempt in attempts:
-        placed = model.parse(with_capacity(spec.to_document(), attempt.capacity, under=under))
-        found.append((attempt, placed, _hourly(placed, attempt, catalog)))
-    return found
+    return [
+        (attempt, placed, _hourly(placed, attempt, catalog))
+        for attempt, placed in placed_specs(spec, attempts, under=under)
+    ]
 
 
 def worst_case(priced: Sequence[tuple[Attempt, Any, float | None]]) -> float | None:
