@@ -72,19 +72,23 @@ BILLING_HEADER = (
 )
 
 
+N1_SKUS = (
+    BILLING_HEADER
+    + "C7E2-9256-1C43,Vertex AI,T-1,Vertex AI: Training/Pipelines on N1 Predefined Instance "
+    "Core in Iowa,Compute,CPU,OnDemand,us-central1,h,0.05,2026-11-27,test\n"
+    "C7E2-9256-1C43,Vertex AI,T-2,Vertex AI: Training/Pipelines on N1 Predefined Instance "
+    "Ram in Iowa,Compute,RAM,OnDemand,us-central1,GiBy.h,0.005,2026-11-27,test\n"
+)
+"""Vertex's N1 training SKUs (core, RAM) in us-central1 at rates of the tests' own."""
+
+
 def test_the_preview_prices_from_the_billing_skus_the_endpoint_serves(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Vertex's N1 training SKUs at rates of this test's own: the local stack's cost lines use
     # them, read through the Cloud Billing Catalog API the emulator serves.
     snapshot = tmp_path / "skus.csv"
-    snapshot.write_text(
-        BILLING_HEADER
-        + "C7E2-9256-1C43,Vertex AI,T-1,Vertex AI: Training/Pipelines on N1 Predefined Instance "
-        "Core in Iowa,Compute,CPU,OnDemand,us-central1,h,0.05,2026-11-27,test\n"
-        "C7E2-9256-1C43,Vertex AI,T-2,Vertex AI: Training/Pipelines on N1 Predefined Instance "
-        "Ram in Iowa,Compute,RAM,OnDemand,us-central1,GiBy.h,0.005,2026-11-27,test\n"
-    )
+    snapshot.write_text(N1_SKUS)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     logged = _cost_lines(monkeypatch)
     with running_emulator("--mode", "simulate", "--billing-snapshot", str(snapshot)) as emu:
@@ -112,13 +116,7 @@ def test_the_preview_prices_at_the_projects_billing_account_prices(
 ) -> None:
     # The same SKUs; the project's billing account pays half, and the caller may read it.
     snapshot = tmp_path / "skus.csv"
-    snapshot.write_text(
-        BILLING_HEADER
-        + "C7E2-9256-1C43,Vertex AI,T-1,Vertex AI: Training/Pipelines on N1 Predefined Instance "
-        "Core in Iowa,Compute,CPU,OnDemand,us-central1,h,0.05,2026-11-27,test\n"
-        "C7E2-9256-1C43,Vertex AI,T-2,Vertex AI: Training/Pipelines on N1 Predefined Instance "
-        "Ram in Iowa,Compute,RAM,OnDemand,us-central1,GiBy.h,0.005,2026-11-27,test\n"
-    )
+    snapshot.write_text(N1_SKUS)
     account = tmp_path / "account.json"
     account.write_text('{"discountPercent": 50}')
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
