@@ -568,7 +568,7 @@ class JobProvider(ResourceProvider):
         endpoint = self.endpoint
         with self._job_api(region) as api, _credentials_scrubbed(endpoint, _secrets(props)):
             try:
-                job = api.get(id_)
+                job = api.current(f"projects/{project}/locations/{region}", id_)
             except Exception as exc:
                 if is_not_found(exc):
                     # An empty id tells the engine the resource is gone (outs must be a dict).

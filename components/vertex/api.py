@@ -36,7 +36,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from .._errors import TrainingJobError
-from ..lifecycle._adoption import Lookup, RunLabels, find_adoptable, identity_filter
+from ..lifecycle._adoption import Lookup, RunLabels, find_adoptable, identity_filter, job_id
 from ..lifecycle._interrupt import Interrupted, pause
 from ..lifecycle._settings import (
     DEFAULT_MAX_CONCURRENT_OPERATIONS,
@@ -536,6 +536,10 @@ class Submission:
 
 ACTIVE_LISTING_SECONDS = 30.0
 """How long one listing of a region's active jobs answers ``JobApi.active_look_up``."""
+READ_LISTING_SECONDS = 5.0
+"""How old a listing of a region's active jobs may be to answer a read (``JobApi.current``):
+the reads of one ``pulumi refresh`` come in a burst, and each sees its job as it was at a
+moment of that burst."""
 ACTIVE_FILTER = " AND ".join(
     [
         f"labels.{IDENTITY_LABEL}:*",
@@ -552,7 +556,18 @@ ACTIVE_FILTER = " AND ".join(
 )
 """Every job of a Pulumi resource that has not ended: only forms the v1 reference documents
 (``labels.key:*``, ``state!="..."``, ``AND``), no parentheses (``identity_filter``)."""
-_LISTINGS: dict[tuple[int, str, str], tuple[float, dict[str, list[Any]]]] = {}
+
+
+@dataclass(frozen=True)
+class _Listing:
+    """One listing of a region's active jobs of Pulumi resources, and when it was taken."""
+
+    taken: float
+    by_identity: dict[str, list[Any]]
+    by_id: dict[str, Any]
+
+
+_LISTINGS: dict[tuple[int, str, str], _Listing] = {}
 _LISTING_LOCKS: dict[tuple[int, str, str], threading.Lock] = {}
 _LISTINGS_LOCK = threading.Lock()
 
@@ -601,13 +616,39 @@ class JobApi:
         Only for reports (a refresh naming a job left outside the stack): a finished job is not
         listed, and a listing may be that many seconds old. A create's look-up is ``look_up``.
         """
+        listing = self._active_listing(parent, ACTIVE_LISTING_SECONDS)
+        return find_adoptable(listing.by_identity.get(labels.identity, ()), labels)
+
+    def current(self, parent: str, name: str) -> Any:
+        """The job ``name`` of ``parent`` for a read: from the shared listing of the region's
+        active jobs when it lists the job and is at most ``READ_LISTING_SECONDS`` old (a
+        refresh of N running jobs makes a list call per 100 jobs, not N calls), else ``get``.
+
+        A job the listing does not hold (ended, deleted, not a Pulumi resource's) is read
+        alone, so an ended or vanished job is always seen as it is now. A listing the API
+        refuses (a role without the list permission) leaves the read to ``get``; an API that
+        cannot be reached fails the read as ``get`` would, without a second round of retries.
+        """
+        try:
+            listing = self._active_listing(parent, READ_LISTING_SECONDS)
+        except (ApiUnreachable, Interrupted):
+            raise
+        except Exception:
+            return self.get(name)
+        listed = listing.by_id.get(job_id(name))
+        return self.get(name) if listed is None else listed
+
+    def _active_listing(self, parent: str, max_age: float) -> _Listing:
+        """The shared listing of ``parent``'s active jobs, listed again once ``max_age``
+        seconds old; the first caller of a region lists, the others wait for its answer."""
         key = (id(self.client), self.kind.method, parent)
         with _LISTINGS_LOCK:
             lock = _LISTING_LOCKS.setdefault(key, threading.Lock())
-        with lock:  # the first read of a region lists; the others wait for its answer
+        with lock:
             listing = _LISTINGS.get(key)
-            if listing is None or time.monotonic() - listing[0] > ACTIVE_LISTING_SECONDS:
+            if listing is None or time.monotonic() - listing.taken > max_age:
                 request = {"parent": parent, "filter": ACTIVE_FILTER, "page_size": 100}
+                taken = time.monotonic()
                 jobs = self.retried(
                     f"listing the active jobs in {parent}",
                     lambda: list(self.kind.list(self.client, request)),
@@ -615,8 +656,9 @@ class JobApi:
                 by_identity: dict[str, list[Any]] = {}
                 for job in jobs:
                     by_identity.setdefault(str(job.labels.get(IDENTITY_LABEL, "")), []).append(job)
-                listing = _LISTINGS[key] = (time.monotonic(), by_identity)
-        return find_adoptable(listing[1].get(labels.identity, ()), labels)
+                by_id = {job_id(str(job.name)): job for job in jobs}
+                listing = _LISTINGS[key] = _Listing(taken, by_identity, by_id)
+        return listing
 
     def submit_or_adopt(
         self, parent: str, build: Callable[[], Any], labels: RunLabels
