@@ -168,6 +168,7 @@ class _Model(BaseModel):
         serialize_by_alias=True,
         extra="forbid",
         str_strip_whitespace=True,
+        defer_build=True,
     )
 
 
