@@ -7,11 +7,15 @@ with a fixed set of outputs of the real resource's shape: what any provider plug
 ``pulumi.provider.experimental`` server costs the engine.
 
 Run as ``python bench/noop_plugin.py ENGINE_ADDRESS`` (the bench links it as
-``pulumi-resource-noop``).
+``pulumi-resource-noop``). With ``NOOP_CLIENT=1`` in its environment, ``configure`` also imports
+Vertex AI's job service client (the library's job service alone, ``components.vertex._library``)
+and makes one, and nothing more: what any provider plugin that calls Vertex AI through ``google-cloud-aiplatform``
+pays before its first operation, whatever it does then (the bench's "client floor").
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import uuid
 from pathlib import Path
@@ -25,6 +29,8 @@ import components.plugin  # noqa: E402,F401
 # isort: split
 
 from pulumi.provider.experimental.provider import (  # noqa: E402
+    ConfigureRequest,
+    ConfigureResponse,
     CreateRequest,
     CreateResponse,
     DeleteRequest,
@@ -58,6 +64,19 @@ OUTPUTS: dict[str, object] = {
 
 class NoopProvider(Provider):
     """Answers at once; keeps nothing."""
+
+    async def configure(self, request: ConfigureRequest) -> ConfigureResponse:
+        if os.environ.get("NOOP_CLIENT"):
+            from google.auth.credentials import AnonymousCredentials
+
+            from components.vertex._library import job_service  # its cheapest import
+
+            job_service().JobServiceClient(
+                transport="rest",
+                credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
+                client_options={"api_endpoint": "http://127.0.0.1:1"},
+            )
+        return await super().configure(request)
 
     async def get_schema(self, request: GetSchemaRequest) -> GetSchemaResponse:
         text = SCHEMA_FILE.read_text(encoding="utf-8")

@@ -5,19 +5,25 @@ schema and server, nothing done): what is left between them is the plugin's own 
 Run: ``.venv/bin/python bench/plugin_scale.py [--size 200] [--rounds 1] [--profile DIR]``
 (``make provider`` and ``make pulumi`` first: the plugin and the YAML host in .tools/bin).
 
-Both projects run on the real engine (its default ``--parallel``) with ``file://`` backends in a
-temp dir; the jobs against an emulator in simulate mode (jobs run for a day; a cancel is
-immediate). Each round runs ``up``, ``refresh`` and ``destroy`` of both projects, the one that
-goes first alternating from round to round; after each round no job may be left running (a
-cancelled job's record is kept, as by default). Printed, per command: the median wall seconds
-of each side and their ratio (the issue's target: at most 1.2x), and the median CPU seconds of
-the command's processes (the engine, the YAML host and the plugin: ``RUSAGE_CHILDREN``) and, for
-the plugin's side, of the emulator, which stands for Vertex AI but shares the machine; then the
-checkpoint's bytes per resource after ``up`` (target: at most 1.5x).
+A third side, the **client floor**, is the same no-op plugin that also imports Vertex AI's job
+service client at ``configure`` (``NOOP_CLIENT=1``): what any plugin that calls Vertex AI through
+``google-cloud-aiplatform`` pays before its first operation. Its ratio to the no-op is the part
+of the plugin's that comes with Google's Python client, not with what the plugin does; the
+plugin's ratio to it is the rest.
 
-``--profile DIR`` runs both plugins under ``bench/sampling.py`` (CPU samples of every thread,
+All three projects run on the real engine (its default ``--parallel``) with ``file://`` backends
+in a temp dir; the jobs against an emulator in simulate mode (jobs run for a day; a cancel is
+immediate). Each round runs ``up``, ``refresh`` and ``destroy`` of the three projects, the one that
+goes first moving on from round to round; after each round no job may be left running (a
+cancelled job's record is kept, as by default). Printed, per command: the median wall seconds of
+each side and their ratios (the issue's target: plugin/no-op at most 1.2x), and the median CPU
+seconds of the command's processes (the engine, the YAML host and the plugin:
+``RUSAGE_CHILDREN``) and, for the plugin's side, of the emulator, which stands for Vertex AI but
+shares the machine; then the checkpoint's bytes per resource after ``up`` (target: at most 1.5x).
+
+``--profile DIR`` runs every plugin under ``bench/sampling.py`` (CPU samples of every thread,
 one JSON file per plugin process, command and round in DIR) and prints each command's figures, all
-rounds added up. Sampling costs both sides alike, but the times of a profiled run are not the
+rounds added up. Sampling costs every side alike, but the times of a profiled run are not the
 benchmark's.
 """
 
@@ -59,6 +65,8 @@ SIMULATE = (
     "--simulate-cancel-seconds",
     "0",
 )
+SIDES = {"gpu-training": "gpu-training", "noop": "noop", "client-floor": "noop"}
+"""Each side of the benchmark and the package its plugin serves."""
 COMMANDS = {
     "up": ("up", "--yes", "--skip-preview"),
     "refresh": ("refresh", "--yes", "--skip-preview"),
@@ -130,22 +138,32 @@ def _timed(ws: Workspace, command: str, emulator_pid: int, figures: Figures, pac
     figures.add(package, command, wall, cpu, _cpu(emulator_pid) - emulator)
 
 
-def _launchers(bin_dir: Path, profile: Path | None) -> None:
-    """``pulumi-resource-noop`` in ``bin_dir``; with ``profile``, both plugins under the sampler
-    (``BENCH_SAMPLE_OUT`` names each run's file)."""
+def _launchers(root: Path, profile: Path | None) -> dict[str, Path]:
+    """Per side, a directory for the front of its ``PATH``: ``pulumi-resource-noop`` for the
+    no-op and the client floor (with ``NOOP_CLIENT=1``); with ``profile``, every plugin under
+    the sampler (``BENCH_SAMPLE_OUT`` names each run's file)."""
     python = REPO / ".venv" / "bin" / "python"
     noop = REPO / "bench" / "noop_plugin.py"
     sampled = f'{python} {REPO / "bench" / "sampling.py"} "$BENCH_SAMPLE_OUT"'
-    scripts = {"pulumi-resource-noop": f'exec {python} {noop} "$@"\n'}
+    run_noop = f"{sampled} {noop}" if profile is not None else f"{python} {noop}"
+    scripts = {
+        "noop": {"pulumi-resource-noop": f'exec {run_noop} "$@"\n'},
+        "client-floor": {"pulumi-resource-noop": f'export NOOP_CLIENT=1\nexec {run_noop} "$@"\n'},
+        "gpu-training": {},
+    }
     if profile is not None:
-        scripts["pulumi-resource-noop"] = f'exec {sampled} {noop} "$@"\n'
-        scripts["pulumi-resource-gpu-training"] = (
+        scripts["gpu-training"]["pulumi-resource-gpu-training"] = (
             f'export PYTHONPATH={REPO}\nexec {sampled} -m components.plugin "$@"\n'
         )
-    for name, body in scripts.items():
-        launcher = bin_dir / name
-        launcher.write_text(f"#!/bin/sh\n{body}")
-        launcher.chmod(0o755)
+    dirs = {}
+    for side, launchers in scripts.items():
+        dirs[side] = root / "bin" / side
+        dirs[side].mkdir(parents=True)
+        for name, body in launchers.items():
+            launcher = dirs[side] / name
+            launcher.write_text(f"#!/bin/sh\n{body}")
+            launcher.chmod(0o755)
+    return dirs
 
 
 def _round(
@@ -154,25 +172,27 @@ def _round(
     args: argparse.Namespace,
     emu: Any,
     figures: Figures,
-    env: dict[str, str],
+    env: dict[str, Path],
 ) -> None:
-    """One round: both projects made, then up, refresh, destroy of each in turn."""
-    order = ("gpu-training", "noop") if round_ % 2 == 0 else ("noop", "gpu-training")
+    """One round: the three projects made, then up, refresh, destroy of each in turn (the
+    side that goes first moves on by one each round)."""
+    sides = list(SIDES)
+    order = sides[round_ % len(sides) :] + sides[: round_ % len(sides)]
     spaces: dict[str, Workspace] = {}
-    for package in order:
-        ws = _workspace(root / f"{package}-{round_}", Path(env["BIN"]))
-        ws.env["PATH"] = f"{env['NOOP_BIN']}:{ws.env['PATH']}"
-        _project(ws, package, args.size, emu.endpoint)
-        spaces[package] = ws
+    for side in order:
+        ws = _workspace(root / f"{side}-{round_}", env["BIN"])
+        ws.env["PATH"] = f"{env[side]}:{ws.env['PATH']}"
+        _project(ws, SIDES[side], args.size, emu.endpoint)
+        spaces[side] = ws
     for command in COMMANDS:
-        for package in order:
-            ws = spaces[package]
+        for side in order:
+            ws = spaces[side]
             if args.profile is not None:
-                ws.env["BENCH_SAMPLE_OUT"] = str(args.profile / f"{package}-{command}-{round_}")
-            _timed(ws, command, emu.process.pid, figures, package)
+                ws.env["BENCH_SAMPLE_OUT"] = str(args.profile / f"{side}-{command}-{round_}")
+            _timed(ws, command, emu.process.pid, figures, side)
             if command == "up":
                 size = len(json.dumps(ws.export()).encode())
-                figures.state[package] = size // args.size
+                figures.state[side] = size // args.size
     # A cancelled job's record is kept (the default): only a running one is left over.
     if active_jobs(emu.client()):
         raise SystemExit("jobs were left running by destroy")
@@ -180,18 +200,20 @@ def _round(
 
 def _print(args: argparse.Namespace, figures: Figures) -> None:
     median = statistics.median
-    print(f"{args.size} resources, {args.rounds} round(s), medians:")
+    print(f"{args.size} resources, {args.rounds} round(s), medians (wall and CPU seconds):")
     print(
-        f"{'command':<10}{'plugin s':>10}{'no-op s':>10}{'ratio':>8}"
-        f"{'plugin cpu':>12}{'no-op cpu':>11}{'emulator cpu':>14}"
+        f"{'command':<9}{'plugin':>8}{'no-op':>8}{'floor':>8}"
+        f"{'plugin/no-op':>14}{'floor/no-op':>13}{'plugin/floor':>14}"
+        f"{'plugin cpu':>12}{'no-op cpu':>11}{'floor cpu':>11}{'emulator cpu':>14}"
     )
     for command in COMMANDS:
-        plugin = median(figures.wall["gpu-training"][command])
-        floor = median(figures.wall["noop"][command])
+        wall = {side: median(figures.wall[side][command]) for side in SIDES}
+        cpu = {side: median(figures.cpu[side][command]) for side in SIDES}
+        plugin, noop, floor = wall["gpu-training"], wall["noop"], wall["client-floor"]
         print(
-            f"{command:<10}{plugin:>10.2f}{floor:>10.2f}{plugin / floor:>8.2f}"
-            f"{median(figures.cpu['gpu-training'][command]):>12.2f}"
-            f"{median(figures.cpu['noop'][command]):>11.2f}"
+            f"{command:<9}{plugin:>8.2f}{noop:>8.2f}{floor:>8.2f}"
+            f"{plugin / noop:>14.2f}{floor / noop:>13.2f}{plugin / floor:>14.2f}"
+            f"{cpu['gpu-training']:>12.2f}{cpu['noop']:>11.2f}{cpu['client-floor']:>11.2f}"
             f"{median(figures.emulator['gpu-training'][command]):>14.2f}"
         )
     state = figures.state
@@ -202,9 +224,9 @@ def _print(args: argparse.Namespace, figures: Figures) -> None:
     )
     if args.profile is not None:
         for command in COMMANDS:
-            for package in ("gpu-training", "noop"):
-                print(f"\nprofile of the {package} plugin, `{command}`, all rounds:")
-                report(sorted(args.profile.glob(f"{package}-{command}-*.json")))
+            for side in SIDES:
+                print(f"\nprofile of the {side} plugin, `{command}`, all rounds:")
+                report(sorted(args.profile.glob(f"{side}-{command}-*.json")))
 
 
 def main() -> None:
@@ -224,10 +246,7 @@ def main() -> None:
     figures = Figures()
     with tempfile.TemporaryDirectory(prefix="plugin-scale-") as tmp:
         root = Path(tmp)
-        noop_bin = root / "bin"
-        noop_bin.mkdir()
-        _launchers(noop_bin, args.profile)
-        env = {"BIN": str(bin_dir), "NOOP_BIN": str(noop_bin)}
+        env = {"BIN": bin_dir, **_launchers(root, args.profile)}
         with running_emulator(*SIMULATE, state_dir=root / "emulator") as emu:
             for round_ in range(args.rounds):
                 _round(root, round_, args, emu, figures, env)
