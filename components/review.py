@@ -556,11 +556,7 @@ def _placed(job: JobChange, which: str, catalog: Catalog) -> _Placed | None:
     if len(placed_attempts) < 2:
         return None
     trial = job.spec(which)
-    wanted = {
-        pool.machine_spec.accelerator_type
-        for pool in (trial.worker_pool_specs if trial is not None else [])
-        if pool.machine_spec and pool.machine_spec.accelerator_type
-    }
+    wanted = trial.accelerator_types if trial is not None else set()
     offering = set(training_regions_for(catalog, wanted)) if wanted else None
     found: list[tuple[str, Estimate | TuningEstimate | None]] = []
     for attempt, placed in placed_attempts:

@@ -114,11 +114,7 @@ class PolicyJob:
 
     @property
     def accelerators(self) -> set[str]:
-        return {
-            pool.machine_spec.accelerator_type
-            for pool in self.spec.worker_pool_specs
-            if pool.machine_spec and pool.machine_spec.accelerator_type
-        }
+        return self.spec.accelerator_types
 
 
 def _plain(value: Any) -> Any:

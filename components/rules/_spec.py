@@ -414,6 +414,15 @@ class JobSpec(CustomJobSpec):
     def kms_key_name(self) -> str | None:
         return self.encryption_spec.kms_key_name if self.encryption_spec else None
 
+    @property
+    def accelerator_types(self) -> set[str]:
+        """The GPU (or TPU) types the job's pools ask for; empty for a CPU-only job."""
+        return {
+            pool.machine_spec.accelerator_type
+            for pool in self.worker_pool_specs
+            if pool.machine_spec and pool.machine_spec.accelerator_type
+        }
+
     @classmethod
     def parse(cls, data: Any) -> JobSpec:
         """Build a spec from a mapping; raises ``SpecInvalidError`` naming each bad field."""
