@@ -2,10 +2,12 @@ module gpu-training.local/pulumi-go-host
 
 go 1.26.6
 
+replace gpu-training.local/pulumi-host-serve => ../pulumi-host-serve
+
 require (
 	github.com/pulumi/pulumi/sdk/v3 v3.274.1
-	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
+	gpu-training.local/pulumi-host-serve v0.0.0
 )
 
 require (
@@ -80,5 +82,6 @@ require (
 	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
+	google.golang.org/grpc v1.85.0 // indirect
 	lukechampine.com/frand v1.4.2 // indirect
 )

@@ -5,13 +5,14 @@ go 1.26.6
 replace (
 	github.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-20241001131231-d02d263e614e
 	golang.org/x/text => golang.org/x/text v0.41.0
+	gpu-training.local/pulumi-host-serve => ../pulumi-host-serve
 )
 
 require (
 	github.com/pulumi/pulumi/pkg/v3 v3.274.1
 	github.com/pulumi/pulumi/sdk/v3 v3.274.1
-	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
+	gpu-training.local/pulumi-host-serve v0.0.0
 )
 
 require (
@@ -128,6 +129,7 @@ require (
 	golang.org/x/tools v0.52.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20261026165753-2ffab32bce7e // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261026165753-2ffab32bce7e // indirect
+	google.golang.org/grpc v1.85.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	lukechampine.com/frand v1.5.1 // indirect
 )
