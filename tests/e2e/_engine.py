@@ -435,6 +435,34 @@ def wait_until(condition: Callable[[], T | None], *, timeout: float, what: str) 
         time.sleep(0.1)
 
 
+def stack_resource(ws: Workspace, type_: str, name: str) -> dict[str, Any]:
+    """What the state holds of the resource ``name`` of ``type_``: its id, inputs and outputs,
+    secrets in plain text (the engine encrypts them anew, and may drop empty
+    ``propertyDependencies``, whenever it writes the state)."""
+    [resource] = [
+        r
+        for r in ws.export(show_secrets=True).get("resources") or []
+        if r["type"] == type_ and r["urn"].rsplit("::", 1)[-1] == name
+    ]
+    return {key: resource.get(key) for key in ("id", "inputs", "outputs")}
+
+
+def fails_while_unreachable(ws: Workspace, emu: Any, command: str, type_: str, name: str) -> str:
+    """``pulumi <command> --yes`` (``refresh``, ``destroy``) while every API call fails: it must
+    fail with the provider's message only (no traceback) and leave the resource ``name`` of
+    ``type_`` in the state as it was. Answers its output."""
+    before = stack_resource(ws, type_, name)
+    emu.set_faults(unavailable_rate=1.0)
+    try:
+        out = ws.pulumi(command, "--yes", "--skip-preview", expect_failure=True).output
+    finally:
+        emu.clear_faults()
+    assert "Traceback" not in out and 'File "' not in out, out
+    after = stack_resource(ws, type_, name)
+    assert after == before, f"pulumi {command} changed the resource in the stack:\n{out}"
+    return out
+
+
 @contextmanager
 def emulator_for(ws: Workspace, *args: str) -> Iterator[Any]:
     """A per-test emulator (``running_emulator``) on a free port, allowed to read the workspace.
