@@ -8,18 +8,21 @@ forced replace (``--replace``, ``--target-replace``) starts a new job and cancel
 run again, adopts that job; an API outage, Ctrl-C and ``pulumi cancel`` from another shell
 during a wait leave the job running for the next ``up`` to adopt; a job that fails during the
 wait, or whose ``waitTimeout`` expires (then cancelled), leaves no resource; a refresh of a job
-deleted out of band removes the resource. (A diff-driven replace, ``destroy`` and ``up`` killed during
-a create are in ``test_plugin_yaml.py``.)
+deleted out of band removes the resource; a refresh or ``destroy`` with the API unreachable, and
+a ``destroy`` interrupted while it waits for the cancelled job, keep the resource for the next
+command. (A diff-driven replace, ``destroy`` and ``up`` killed during a create are in
+``test_plugin_yaml.py``.)
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from google.cloud.aiplatform_v1 import JobState
@@ -32,8 +35,10 @@ from tests.e2e._engine import (
     SIMULATE,
     Workspace,
     emulator_for,
+    fails_while_unreachable,
     kill_group,
     list_jobs,
+    stack_resource,
     wait_until,
 )
 from tests.e2e._plugin import (
@@ -54,6 +59,9 @@ TUNING_TOKEN = "gpu-training:vertex:HyperparameterTuningJob"
 
 RUNNING = "JOB_STATE_RUNNING"
 CANCELLED = "JOB_STATE_CANCELLED"
+CANCELLING = "JOB_STATE_CANCELLING"
+
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -83,10 +91,10 @@ def _init(ws: Workspace, endpoint: str, retry_deadline: str = "20") -> None:
     ws.pulumi("stack", "init", ws.stack)
 
 
-def _running_job(ws: Workspace, emu: Any) -> str:
+def _running_job(ws: Workspace, emu: Any, retry_deadline: str = "20") -> str:
     """``up`` of the one job, waited for until RUNNING: its name."""
     _program(ws, waitFor="running")
-    _init(ws, emu.endpoint)
+    _init(ws, emu.endpoint, retry_deadline)
     ws.up()
     name = str(plugin_jobs(ws)["train"]["id"])
     assert job_states(emu.client()) == {name: RUNNING}
@@ -227,23 +235,34 @@ def _waiting(ws: Workspace) -> None:
     _program(ws, waitFor="succeeded", waitTimeout="30m")
 
 
+def _spawn_until(
+    ws: Workspace, command: str, log: Path, reached: Callable[[], T | None], what: str
+) -> tuple[subprocess.Popen[bytes], T]:
+    """``pulumi <command> --yes`` in the background, once ``reached`` answers something
+    (``what`` says what): (the CLI process, that answer)."""
+    started = ws.spawn(command, "--yes", "--skip-preview", log=log)
+    try:
+        value = wait_until(reached, timeout=120, what=what)
+        # Well inside the wait: the plugin polls the job.
+        wait_until(
+            lambda: started.poll() is None and plugin_processes(ws), timeout=10, what="the wait"
+        )
+    except BaseException:
+        kill_group(started)
+        raise
+    return started, value
+
+
 def _spawn_waiting_up(ws: Workspace, emu: Any, log: Path) -> tuple[subprocess.Popen[bytes], str]:
     """``pulumi up`` of the program (``_waiting``), once its job runs: (the CLI process, the
     job's name)."""
-    up = ws.spawn("up", "--yes", "--skip-preview", log=log)
-    try:
-        [job] = wait_until(
-            lambda: [
-                j.name for j in list_jobs(emu.client()) if j.state == JobState.JOB_STATE_RUNNING
-            ],
-            timeout=120,
-            what="a RUNNING job",
-        )
-        # Well inside the wait: the plugin polls the job it submitted.
-        wait_until(lambda: up.poll() is None and plugin_processes(ws), timeout=10, what="the wait")
-    except BaseException:
-        kill_group(up)
-        raise
+    up, [job] = _spawn_until(
+        ws,
+        "up",
+        log,
+        lambda: [j.name for j in list_jobs(emu.client()) if j.state == JobState.JOB_STATE_RUNNING],
+        "a RUNNING job",
+    )
     return up, job
 
 
@@ -280,6 +299,29 @@ def test_an_outage_during_the_wait_leaves_the_job_for_the_next_up(
         _next_up_adopts(ws, emu, job)
 
 
+def _interrupted(
+    ws: Workspace,
+    command: subprocess.Popen[bytes],
+    log: Path,
+    interrupt: Callable[[subprocess.Popen[bytes]], object],
+    what: str,
+) -> str:
+    """``interrupt`` the running pulumi ``command`` (``what`` says how) and check that it ends
+    within a minute, and the plugin with it; its output (written to ``log``)."""
+    try:
+        sent = time.monotonic()
+        interrupt(command)
+        command.wait(timeout=120)
+        ended = time.monotonic() - sent
+    finally:
+        kill_group(command)
+    out = log.read_text(errors="replace")
+    assert ended < 60, f"pulumi took {ended:.1f}s to end after {what}:\n{out}"
+    wait_until(lambda: not plugin_processes(ws), timeout=30, what="the plugin to end")
+    ws.kill_strays()
+    return out
+
+
 def _interrupt_the_wait(
     ws: Workspace, log: Path, interrupt: Callable[[subprocess.Popen[bytes]], object], what: str
 ) -> tuple[int, str]:
@@ -290,19 +332,9 @@ def _interrupt_the_wait(
         _waiting(ws)
         _init(ws, emu.endpoint)
         up, job = _spawn_waiting_up(ws, emu, log)
-        try:
-            sent = time.monotonic()
-            interrupt(up)
-            up.wait(timeout=120)
-            ended = time.monotonic() - sent
-        finally:
-            kill_group(up)
-        out = log.read_text(errors="replace")
-        assert ended < 60, f"pulumi up took {ended:.1f}s to end after {what}:\n{out}"
+        out = _interrupted(ws, up, log, interrupt, what)
         assert "left running" in out, out
         assert job_states(emu.client()) == {job: RUNNING}
-        wait_until(lambda: not plugin_processes(ws), timeout=30, what="the plugin to end")
-        ws.kill_strays()
 
         _next_up_adopts(ws, emu, job)
     return int(up.returncode), out
@@ -350,6 +382,64 @@ def test_refresh_of_a_job_deleted_out_of_band_removes_the_resource(yaml_ws: Work
 
         assert plugin_jobs(ws) == {}
         assert list_jobs(client) == []
+
+
+def test_refresh_and_destroy_with_the_api_unreachable_keep_the_resource(
+    yaml_ws: Workspace,
+) -> None:
+    # The read and the delete give up after the 2 s retry deadline: the stack keeps the
+    # resource as it was, the job keeps running; once the API answers, both succeed.
+    ws = yaml_ws
+    with emulator_for(ws, *SIMULATE) as emu:
+        job = _running_job(ws, emu, retry_deadline="2")
+
+        out = fails_while_unreachable(ws, emu, "refresh", TOKEN, "train")
+        assert f"could not refresh job {job}: " in out, out
+        assert "; the stack keeps what it last knew" in out, out
+        assert job_states(emu.client()) == {job: RUNNING}
+        ws.pulumi("refresh", "--yes", "--skip-preview")
+        assert plugin_jobs(ws)["train"]["id"] == job
+
+        out = fails_while_unreachable(ws, emu, "destroy", TOKEN, "train")
+        assert f"job {job} was not deleted: " in out and "; it stays in the stack" in out, out
+        assert job_states(emu.client()) == {job: RUNNING}, "the cancel got through"
+        ws.pulumi("destroy", "--yes", "--skip-preview")
+        assert plugin_jobs(ws) == {}
+        assert job_states(emu.client()) == {job: CANCELLED}
+
+
+def test_an_interrupted_destroy_keeps_the_resource_for_the_next_destroy(
+    yaml_ws: Workspace, tmp_path: Path
+) -> None:
+    # The cancel never ends by itself (600 s), so the interrupt cannot lose a race with it:
+    # SIGINT to destroy's process group (Ctrl-C) while the plugin waits for the cancelled job.
+    ws = yaml_ws
+    with emulator_for(ws, *SIMULATE, "--simulate-cancel-seconds", "600") as emu:
+        client = emu.client()
+        job = _running_job(ws, emu)
+        held = stack_resource(ws, TOKEN, "train")
+        log = tmp_path / "destroy.log"
+        destroy, _ = _spawn_until(
+            ws, "destroy", log, lambda: job_states(client)[job] == CANCELLING, "the cancel"
+        )
+        out = _interrupted(
+            ws, destroy, log, lambda p: os.killpg(p.pid, signal.SIGINT), "SIGINT to its group"
+        )
+        assert destroy.returncode != 0, out
+        assert f"job {job} was not deleted: pulumi was cancelled; it stays in the stack" in out, out
+        assert "Traceback" not in out and 'File "' not in out, out
+        assert stack_resource(ws, TOKEN, "train") == held
+        assert job_states(client) == {job: CANCELLING}
+        # A restarted emulator finishes a CANCELLING job at once (its replicas are gone).
+        emu.stop()
+        emu.restart()
+        client = emu.client()  # a connection to the restarted server
+        assert job_states(client) == {job: CANCELLED}
+
+        ws.pulumi("destroy", "--yes", "--skip-preview")
+
+        assert plugin_jobs(ws) == {}
+        assert job_states(client) == {job: CANCELLED}
 
 
 @pytest.mark.parametrize(
