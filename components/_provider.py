@@ -434,7 +434,9 @@ class JobProvider(ResourceProvider):
         from .vertex.quotas import QuotaUnavailable, read_limits
 
         try:
-            limits = read_limits(self.endpoint, run.project)
+            limits = read_limits(
+                self.endpoint, run.project, retry_deadline=self.settings.retry_deadline
+            )
         except QuotaUnavailable:
             limits = None
         in_use = _active_needs(api, run.parent)

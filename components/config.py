@@ -68,6 +68,7 @@ from .costs._quota import QUOTA_MODES
 from .lifecycle._check import wait_timeout_seconds
 from .lifecycle._settings import (
     CATALOG_OVERLAY_KEY,
+    DEFAULT_RETRY_DEADLINE,
     ProviderSettings,
     SettingError,
     target_for_endpoint,
@@ -147,6 +148,9 @@ class StackConfig:
     """``training:livePrices``: price the preview from the live billing SKUs where readable."""
     catalog_overlay: Path | None = None
     """``training:catalogOverlay``: catalog rows over the packaged catalog."""
+    retry_deadline: float = DEFAULT_RETRY_DEADLINE
+    """``training:retryDeadline``: how long a call retries an unavailable API (the quota read
+    at preview; the provider reads the setting itself)."""
 
     @property
     def target(self) -> Target:
@@ -403,4 +407,5 @@ def load_stack_config(root: Path = PROJECT_ROOT) -> StackConfig:
         quota=quota,
         live_prices=load_live_prices(training.get("livePrices")),
         catalog_overlay=overlay,
+        retry_deadline=settings.retry_deadline,
     )

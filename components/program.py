@@ -127,6 +127,7 @@ def _settings(config: StackConfig) -> PreviewSettings:
         quota=config.quota,
         live_prices=config.live_prices and bool(config.jobs),
         root=_config_module.PROJECT_ROOT,
+        retry_deadline=config.retry_deadline,
     )
 
 

@@ -36,7 +36,7 @@ from ..rules._catalog import Catalog
 from ..rules._spec import JobSpec
 from ..rules._tuning_spec import TrialJobSpec, TuningJobSpec
 from ._packaging import source_digest
-from ._settings import Endpoint, ProviderSettings, SettingError
+from ._settings import DEFAULT_RETRY_DEADLINE, Endpoint, ProviderSettings, SettingError
 from ._wire import (
     PROJECT,
     REGION,
@@ -103,6 +103,8 @@ class PreviewSettings:
     stack reads the emulator's Catalog API) over the catalog's snapshot."""
     root: Path = Path()
     """Where the quota snapshot for the policy pack goes (``components.costs._quota.SNAPSHOT_DIR``)."""
+    retry_deadline: float = DEFAULT_RETRY_DEADLINE
+    """``training:retryDeadline``: how long the quota read retries an unavailable API."""
 
     @classmethod
     def from_stack(cls, project: Any, region: Any) -> PreviewSettings:
@@ -138,6 +140,7 @@ class PreviewSettings:
             quota=quota,
             live_prices=load_live_prices(training.get("livePrices")),
             root=root,
+            retry_deadline=settings.retry_deadline,
         )
 
 
@@ -209,7 +212,9 @@ def quota_problem(
         needs += found
         unchecked += skipped
     try:
-        limits = quotas.read_limits(Endpoint(settings.endpoint), settings.project)
+        limits = quotas.read_limits(
+            Endpoint(settings.endpoint), settings.project, retry_deadline=settings.retry_deadline
+        )
     except quotas.QuotaUnavailable as exc:
         pulumi.log.warn(f"{exc}; the jobs' quotas were not checked ({QUOTA_KEY}: off skips this)")
         _placement_lines(placed, settings, None)

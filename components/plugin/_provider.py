@@ -335,7 +335,10 @@ class GpuTrainingProvider(Provider):
         on the job's pools (``error``) or is a warning (``warn``)."""
         _, _, name = _parse_urn(urn)
         inputs = self._core_inputs(kind, news, urn)
-        shortfalls, unchecked = job_quota(kind.shape, name, inputs, kind.core.endpoint)
+        core = kind.core
+        shortfalls, unchecked = job_quota(
+            kind.shape, name, inputs, core.endpoint, core.settings.retry_deadline
+        )
         if unchecked is not None:
             self._log.warn(unchecked, urn)
         if self._config.quota == "warn":

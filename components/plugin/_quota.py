@@ -26,9 +26,14 @@ QuotaVerdict = tuple[list[str], str | None]
 
 
 def job_quota(
-    shape: Shape, name: str, inputs: Mapping[str, Any], endpoint: Endpoint
+    shape: Shape,
+    name: str,
+    inputs: Mapping[str, Any],
+    endpoint: Endpoint,
+    retry_deadline: float,
 ) -> QuotaVerdict:
-    """``inputs`` (the core's, valid) of the job ``name`` against its project's limits."""
+    """``inputs`` (the core's, valid) of the job ``name`` against its project's limits, read
+    within ``retry_deadline`` seconds (``gpu-training:retryDeadline``)."""
     from ..costs._quota import compare, job_needs, load_quota_metrics
     from ..rules._catalog import load_catalog
     from ..vertex import quotas
@@ -47,7 +52,7 @@ def job_quota(
     if not needs:
         return [], None
     try:
-        limits = quotas.read_limits(endpoint, project)
+        limits = quotas.read_limits(endpoint, project, retry_deadline=retry_deadline)
     except quotas.QuotaUnavailable as exc:
         return [], f"{exc}; the job's quotas were not checked (gpu-training:quota: off skips this)"
     report = compare(project, region, needs, limits, catalog, unchecked)

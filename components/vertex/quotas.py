@@ -53,6 +53,21 @@ def quota_client(endpoint: Endpoint) -> Any:
     return cloudquotas_v1.CloudQuotasClient(**kwargs)
 
 
+def _retry(deadline: float) -> Any:
+    """The client library's own retry of the list call (its backoff and what it retries: the
+    API unavailable), ended at ``deadline`` seconds instead of its 60."""
+    from google.api_core import exceptions as gexc
+    from google.api_core import retry as retries
+
+    return retries.Retry(
+        initial=1.0,
+        maximum=10.0,
+        multiplier=1.3,
+        predicate=retries.if_exception_type(gexc.ServiceUnavailable),
+        timeout=deadline,
+    )
+
+
 def _reason(exc: BaseException, endpoint: Endpoint) -> str:
     from google.api_core import exceptions as gexc
     from google.auth import exceptions as auth_exc
@@ -74,10 +89,16 @@ def _reason(exc: BaseException, endpoint: Endpoint) -> str:
     return f"{type(exc).__name__}: {text}"
 
 
-def read_limits(endpoint: Endpoint, project: str) -> QuotaLimits:
+def read_limits(
+    endpoint: Endpoint, project: str, *, retry_deadline: float = CALL_TIMEOUT
+) -> QuotaLimits:
     """The project's per-region limits of ``aiplatform.googleapis.com``; cached per process.
 
-    Raises ``QuotaUnavailable`` (never anything else) when they cannot be read.
+    Transient errors are retried for at most ``retry_deadline`` seconds
+    (``training:retryDeadline``; at most ``CALL_TIMEOUT``), not the client library's own 60 s:
+    quotas that cannot be read only make a warning, and a preview must not wait longer for them
+    than the provider waits for the API. Raises ``QuotaUnavailable`` (never anything else) when
+    they cannot be read.
     """
     key = (endpoint.url, project)
     with _lock:  # one list call per project, whoever asks first
@@ -86,8 +107,11 @@ def read_limits(endpoint: Endpoint, project: str) -> QuotaLimits:
         try:
             client = quota_client(endpoint)
             parent = f"projects/{project}/locations/global/services/{SERVICE}"
+            deadline = min(retry_deadline, CALL_TIMEOUT)
             pager = client.list_quota_infos(
-                request={"parent": parent, "page_size": 500}, timeout=CALL_TIMEOUT
+                request={"parent": parent, "page_size": 500},
+                retry=_retry(deadline),
+                timeout=deadline,
             )
             infos = []
             for number, page in enumerate(pager.pages):

@@ -17,7 +17,7 @@ from components.vertex import quotas
 
 @pytest.fixture(autouse=True)
 def _no_quota_api(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
-    def unavailable(endpoint: object, project: str) -> QuotaLimits:
+    def unavailable(endpoint: object, project: str, *, retry_deadline: float) -> QuotaLimits:
         raise quotas.QuotaUnavailable(f"quotas of {project} are not read in tests")
 
     monkeypatch.setattr(quotas, "read_limits", unavailable)

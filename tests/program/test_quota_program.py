@@ -41,11 +41,11 @@ def _limits(values: dict[str, int]) -> QuotaLimits:
     return QuotaLimits.from_quota_infos(infos)
 
 
-def _serve(monkeypatch: pytest.MonkeyPatch, limits: QuotaLimits) -> list[tuple[Any, str]]:
-    calls: list[tuple[Any, str]] = []
+def _serve(monkeypatch: pytest.MonkeyPatch, limits: QuotaLimits) -> list[tuple[Any, str, float]]:
+    calls: list[tuple[Any, str, float]] = []
 
-    def read(endpoint: Any, project: str) -> QuotaLimits:
-        calls.append((endpoint, project))
+    def read(endpoint: Any, project: str, *, retry_deadline: float) -> QuotaLimits:
+        calls.append((endpoint, project, retry_deadline))
         return limits
 
     monkeypatch.setattr(quotas, "read_limits", read)
@@ -63,7 +63,14 @@ def test_a_stack_that_does_not_fit_fails_before_any_job_is_registered(monkeypatc
     assert "the project's limit is 0" in message and "--quota-id=Q0" in message
     assert "training:quota: warn" in message
     assert record.by_type(JOB_TYPE) == []
-    assert [project for _, project in calls] == ["gpu-training-dev"]
+    assert [project for _, project, _ in calls] == ["gpu-training-dev"]
+    assert calls[0][2] == 120.0  # training:retryDeadline's default
+
+
+def test_the_quota_read_retries_within_training_retry_deadline(monkeypatch, logs):
+    calls = _serve(monkeypatch, _limits({T4_SPOT: 4, SPOT_CPUS: 100}))
+    run_stack("dev", {"training:retryDeadline": "7"})
+    assert [deadline for _, _, deadline in calls] == [7.0]
 
 
 def test_warn_makes_a_shortfall_a_warning_and_the_jobs_go_ahead(monkeypatch, logs):

@@ -150,7 +150,7 @@ def test_the_resource_says_its_cost_and_checks_its_quota(project, monkeypatch, l
     assert "\n  train: " in costs and "in us-central1" in costs
     [table] = [m for m in logs["info"] if m.startswith("quota (")]
     assert "train: custom_model_training_cpus: need 4, limit 8: fits" in table
-    assert [(endpoint.url, p) for endpoint, p in calls] == [
+    assert [(endpoint.url, p) for endpoint, p, _ in calls] == [
         ("http://127.0.0.1:8642", "local-training")
     ]
 

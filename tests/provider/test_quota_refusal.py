@@ -52,3 +52,22 @@ def test_rate_limits_stay_transient_and_quota_refusals_do_not():
     assert quota_refusal(rate_limit) == [] and is_transient(rate_limit)
     bad_request = gexc.BadRequest(f"exceed quota limits: {CPUS}")  # type: ignore[no-untyped-call]
     assert quota_refusal(bad_request) == []
+
+
+def test_the_quota_read_gives_up_at_the_retry_deadline(sim, monkeypatch):
+    """Quotas that cannot be read are a warning: with the API unavailable, the read retries for
+    ``training:retryDeadline`` (here 2 s), not the client library's own 60 s."""
+    from components.lifecycle._settings import Endpoint
+    from components.vertex import quotas
+
+    monkeypatch.setattr(quotas, "_cache", {})
+    sim.set_faults(unavailable_rate=1.0)
+    started = time.monotonic()
+    with pytest.raises(quotas.QuotaUnavailable) as info:
+        quotas.read_limits(Endpoint(sim.endpoint), "local-training", retry_deadline=2.0)
+    took = time.monotonic() - started
+    assert took < 15, f"the quota read took {took:.1f}s"  # the library's own retry: 60 s
+    assert "could not be read" in str(info.value)
+    sim.clear_faults()
+    limits = quotas.read_limits(Endpoint(sim.endpoint), "local-training", retry_deadline=2.0)
+    assert limits is not None
