@@ -602,15 +602,16 @@ class JobProvider(ResourceProvider):
         identity, run = props.get(IDENTITY), status_of(props).get("run_hash")
         if not isinstance(identity, str) or not identity:
             return
-        if not run:  # the provider plugin keeps no run hash in its state: the inputs give it
-            try:
-                run = _Run.of(dict(props), self.kind.spec).labels.run
-            except Exception:  # inputs it cannot read: nothing to compare with
-                return
-        labels = RunLabels(identity=identity, run=str(run or ""), held=frozenset({job_id(name)}))
+        held, parent = frozenset({job_id(name)}), f"projects/{project}/locations/{region}"
         try:
-            found = api.active_look_up(f"projects/{project}/locations/{region}", labels)
-        except Exception:  # best effort: the refresh itself succeeded
+            if not api.lists_active_others(parent, identity, held):
+                return  # the usual case: nothing to say, and no run hash to work out
+            if not run:  # the provider plugin keeps no run hash in its state: the inputs give it
+                run = _Run.of(dict(props), self.kind.spec).labels.run
+            found = api.active_look_up(
+                parent, RunLabels(identity=identity, run=str(run or ""), held=held)
+            )
+        except Exception:  # best effort (the refresh itself succeeded), or unreadable inputs
             return
         scrub = self._scrubber(_secrets(props))
         if found.adoptable is not None and state_name(found.adoptable) in ADOPTABLE_ACTIVE:

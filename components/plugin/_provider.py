@@ -414,7 +414,6 @@ class GpuTrainingProvider(Provider):
     async def create(self, request: CreateRequest) -> CreateResponse:
         kind = self._kind(request.urn)
         props = plain_map(request.properties)
-        secrets = _secrets(request.properties)
 
         def create() -> tuple[str, dict[str, Any], dict[str, Any]]:
             inputs = self._core_inputs(kind, props, request.urn)
@@ -436,7 +435,7 @@ class GpuTrainingProvider(Provider):
             result = kind.core.create(checked.inputs, held)
             return str(result.id), checked.inputs, dict(result.outs or {})
 
-        job, inputs, outs = await self._guarded(create, secrets)
+        job, inputs, outs = await self._guarded(create, request.properties)
         return CreateResponse(
             resource_id=job,
             properties=self._state(kind, request.properties, inputs, outs),
@@ -479,7 +478,6 @@ class GpuTrainingProvider(Provider):
         if not request.properties and not request.inputs:
             return await self._import(kind, request)
         props = plain_map(request.properties)
-        secrets = _secrets(request.properties)
 
         def read() -> tuple[str, dict[str, Any], dict[str, Any]]:
             inputs = self._core_inputs(kind, props, request.urn)
@@ -492,7 +490,7 @@ class GpuTrainingProvider(Provider):
             result = kind.core.read(request.resource_id, core_props)
             return str(result.id or ""), inputs, dict(result.outs or {})
 
-        job, inputs, outs = await self._guarded(read, secrets)
+        job, inputs, outs = await self._guarded(read, request.properties)
         if not job:
             return ReadResponse(resource_id="", properties={}, inputs={})
         given = request.inputs or {k: v for k, v in request.properties.items()}
@@ -530,7 +528,7 @@ class GpuTrainingProvider(Provider):
             result = core.read(request.resource_id, {**inputs, STATUS: {}})
             return props, inputs, dict(result.outs or {})
 
-        props, inputs, outs = await self._guarded(read, [])
+        props, inputs, outs = await self._guarded(read, {})
         given = _with_secret_env(wrap_map(props))
         return ReadResponse(
             resource_id=request.resource_id,
@@ -550,7 +548,7 @@ class GpuTrainingProvider(Provider):
             result = kind.core.update(request.resource_id, old_inputs, new_inputs)
             return new_inputs, dict(result.outs or {})
 
-        inputs, outs = await self._guarded(update, _secrets(request.news))
+        inputs, outs = await self._guarded(update, request.news)
         return UpdateResponse(properties=self._state(kind, request.news, inputs, outs))
 
     async def delete(self, request: DeleteRequest) -> None:
@@ -563,21 +561,22 @@ class GpuTrainingProvider(Provider):
             inputs[IDENTITY] = self._identity(kind, request.urn)
             kind.core.delete(request.resource_id, inputs)
 
-        await self._guarded(delete, _secrets(request.properties))
+        await self._guarded(delete, request.properties)
 
-    async def _guarded(self, call: Callable[[], T], secrets: list[str]) -> T:
+    async def _guarded(self, call: Callable[[], T], given: Mapping[str, PropertyValue]) -> T:
         """``call()`` in a worker; any error leaves as a ``PluginError`` whose message has no
-        secret in it (the core already redacts its own; this covers the rest)."""
+        secret of ``given`` (the operation's properties) in it: the core already redacts its
+        own; this covers the rest. The secrets are looked for only when there is an error."""
         from .._redaction import redact
 
         try:
             return await self._run(call)
         except PluginError as exc:
-            raise PluginError(redact(str(exc), secrets)) from None
+            raise PluginError(redact(str(exc), _secrets(given))) from None
         except Exception as exc:
             text = str(exc) or type(exc).__name__
             scrubbed = self._kinds[TRAINING_JOB_TOKEN].core.endpoint.scrub(text)
-            raise PluginError(redact(scrubbed, secrets)) from None
+            raise PluginError(redact(scrubbed, _secrets(given))) from None
 
 
 def _input_names(kind: _Kind) -> frozenset[str]:

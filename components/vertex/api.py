@@ -619,6 +619,13 @@ class JobApi:
         listing = self._active_listing(parent, ACTIVE_LISTING_SECONDS)
         return find_adoptable(listing.by_identity.get(labels.identity, ()), labels)
 
+    def lists_active_others(self, parent: str, identity: str, held: frozenset[str]) -> bool:
+        """Whether the listing ``active_look_up`` reads holds an active job of ``identity``
+        other than the ``held`` ids: when it does not, that look-up finds nothing."""
+        listing = self._active_listing(parent, ACTIVE_LISTING_SECONDS)
+        jobs = listing.by_identity.get(identity, ())
+        return any(job_id(str(job.name)) not in held for job in jobs)
+
     def current(self, parent: str, name: str) -> Any:
         """The job ``name`` of ``parent`` for a read: from the shared listing of the region's
         active jobs when it lists the job and is at most ``READ_LISTING_SECONDS`` old (a
