@@ -1,7 +1,7 @@
-// Package hostserve is what our small language hosts (scripts/pulumi-go-host,
-// scripts/pulumi-nodejs-host) share: the gRPC serve loop the engine expects of a language host,
-// the LanguageRuntime RPCs they answer alike, and how a Run passes the stack config to the
-// program and reads its exit.
+// Package hostserve is what our small language hosts (scripts/pulumi-wrapper's
+// pulumi-language-python, scripts/pulumi-go-host, scripts/pulumi-nodejs-host) share: the gRPC
+// serve loop the engine expects of a language host, the LanguageRuntime RPCs they answer alike,
+// and how a Run passes the stack config to the program and reads its exit.
 package hostserve
 
 import (

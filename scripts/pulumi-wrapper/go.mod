@@ -5,6 +5,7 @@ go 1.26.6
 replace (
 	github.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-20241001131231-d02d263e614e
 	golang.org/x/text => golang.org/x/text v0.41.0
+	gpu-training.local/pulumi-host-serve => ../pulumi-host-serve
 )
 
 tool github.com/pulumi/pulumi/pkg/v3/cmd/pulumi
@@ -13,6 +14,7 @@ require (
 	github.com/pulumi/pulumi/sdk/v3 v3.274.1
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
+	gpu-training.local/pulumi-host-serve v0.0.0
 )
 
 require (

@@ -17,22 +17,20 @@
 // Pack, Link, ...) answers Unimplemented.
 //
 // The engine starts it as `pulumi-language-python [flags] <engine-address>`; it prints the port
-// it listens on, on one line, and serves until the engine stops it.
+// it listens on, on one line, and serves until the engine stops it. That serve loop, the RPCs
+// answered alike and how Run passes the config and reads the program's exit are
+// scripts/pulumi-host-serve's, shared with the Go and Node.js hosts.
 package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/util/rpcutil"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/version"
@@ -41,106 +39,30 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	hostserve "gpu-training.local/pulumi-host-serve"
 )
 
 // execScriptName is the SDK's Python launcher that configures the runtime and runs the program.
 const execScriptName = "pulumi-language-python-exec"
 
-// bailExitCode is what the launcher exits with after it already reported a user-actionable error.
-const bailExitCode = 32
-
 type host struct {
-	pulumirpc.UnimplementedLanguageRuntimeServer
+	hostserve.Base
 
-	mu            sync.Mutex
-	engineAddress string
-	tracing       string
+	tracing string
 }
 
 func main() {
 	h := &host{}
+	// Flags of other language hosts (-root, -virtualenv, ...) are ignored: the engine sends the
+	// same information in ProgramInfo with every request.
 	for _, arg := range os.Args[1:] {
-		switch {
-		case strings.HasPrefix(arg, "-tracing="), strings.HasPrefix(arg, "--tracing="):
+		if strings.HasPrefix(arg, "-tracing=") || strings.HasPrefix(arg, "--tracing=") {
 			h.tracing = arg[strings.Index(arg, "=")+1:]
-		case strings.HasPrefix(arg, "-"):
-			// Flags of other language hosts (-root, -virtualenv, ...) are ignored: the engine sends
-			// the same information in ProgramInfo with every request.
-		default:
-			h.engineAddress = arg
 		}
 	}
-
-	// Stop serving if the engine goes away without stopping us (e.g. it was killed): at once when
-	// the pipe the engine gave us as stdin reaches end of file (only the engine holds its write
-	// end), else when the engine stops answering health checks.
-	stop := make(chan bool)
-	var stopOnce sync.Once
-	engineGone := func() { stopOnce.Do(func() { close(stop) }) }
-	if info, err := os.Stdin.Stat(); err == nil && info.Mode()&os.ModeNamedPipe != 0 {
-		go func() {
-			_, _ = io.Copy(io.Discard, os.Stdin)
-			engineGone()
-		}()
-	}
-	if h.engineAddress != "" {
-		ctx, cancel := context.WithCancel(context.Background())
-		if err := rpcutil.Healthcheck(ctx, h.engineAddress, time.Minute, cancel); err == nil {
-			go func() { <-ctx.Done(); engineGone() }()
-		}
-	}
-
-	handle, err := rpcutil.ServeWithOptions(rpcutil.ServeOptions{
-		Init: func(s *grpc.Server) error {
-			pulumirpc.RegisterLanguageRuntimeServer(s, h)
-			return nil
-		},
-		Cancel: stop,
-	})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "pulumi-language-python: could not start the gRPC server: %v\n", err)
-		os.Exit(1)
-	}
-	fmt.Printf("%d\n", handle.Port)
-	if err := <-handle.Done; err != nil {
-		fmt.Fprintf(os.Stderr, "pulumi-language-python: %v\n", err)
-		os.Exit(1)
-	}
-}
-
-func (h *host) Handshake(
-	_ context.Context, req *pulumirpc.LanguageHandshakeRequest,
-) (*pulumirpc.LanguageHandshakeResponse, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if req.GetEngineAddress() != "" {
-		h.engineAddress = req.GetEngineAddress()
-	}
-	return &pulumirpc.LanguageHandshakeResponse{}, nil
-}
-
-func (h *host) GetPluginInfo(context.Context, *emptypb.Empty) (*pulumirpc.PluginInfo, error) {
-	return &pulumirpc.PluginInfo{Version: version.Version}, nil
-}
-
-// GetRequiredPlugins reports none: plugins are loaded on demand when the program registers a
-// resource (dynamic providers use the pulumi-resource-pulumi-python script beside the CLI).
-func (h *host) GetRequiredPlugins(
-	context.Context, *pulumirpc.GetRequiredPluginsRequest,
-) (*pulumirpc.GetRequiredPluginsResponse, error) {
-	return &pulumirpc.GetRequiredPluginsResponse{}, nil
-}
-
-func (h *host) GetRequiredPackages(
-	context.Context, *pulumirpc.GetRequiredPackagesRequest,
-) (*pulumirpc.GetRequiredPackagesResponse, error) {
-	return &pulumirpc.GetRequiredPackagesResponse{}, nil
-}
-
-func (h *host) Cancel(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
-	return &emptypb.Empty{}, nil
+	hostserve.Main("pulumi-language-python", h)
 }
 
 // pythonToolchain builds the toolchain (pip, poetry or uv, with the virtualenv option) that the
@@ -221,9 +143,7 @@ func (h *host) Run(ctx context.Context, req *pulumirpc.RunRequest) (*pulumirpc.R
 		return &pulumirpc.RunResponse{Error: err.Error()}, nil
 	}
 
-	h.mu.Lock()
-	engine, tracing := h.engineAddress, h.tracing
-	h.mu.Unlock()
+	engine, tracing := h.EngineAddress(), h.tracing
 
 	program := req.GetProgram()
 	if program == "" {
@@ -251,15 +171,7 @@ func (h *host) Run(ctx context.Context, req *pulumirpc.RunRequest) (*pulumirpc.R
 	if err != nil {
 		return &pulumirpc.RunResponse{Error: fmt.Sprintf("could not prepare the Python command: %v", err)}, nil
 	}
-	config, err := json.Marshal(req.GetConfig())
-	if err != nil {
-		return nil, err
-	}
-	secretKeys := req.GetConfigSecretKeys()
-	if secretKeys == nil {
-		secretKeys = []string{}
-	}
-	secrets, err := json.Marshal(secretKeys)
+	configEnv, err := hostserve.ConfigEnv(req)
 	if err != nil {
 		return nil, err
 	}
@@ -267,24 +179,9 @@ func (h *host) Run(ctx context.Context, req *pulumirpc.RunRequest) (*pulumirpc.R
 	if env == nil {
 		env = os.Environ()
 	}
-	cmd.Env = append(env, "PULUMI_CONFIG="+string(config), "PULUMI_CONFIG_SECRET_KEYS="+string(secrets))
+	cmd.Env = append(env, configEnv...)
 	cmd.Dir = req.GetPwd()
-	cmd.Stdout = os.Stdout
-	cmd.Stderr = os.Stderr
-
-	if err := cmd.Run(); err != nil {
-		var exitErr *exec.ExitError
-		if errors.As(err, &exitErr) {
-			if exitErr.ExitCode() == bailExitCode {
-				return &pulumirpc.RunResponse{Bail: true}, nil
-			}
-			return &pulumirpc.RunResponse{
-				Error: fmt.Sprintf("Program exited with non-zero exit code: %d", exitErr.ExitCode()),
-			}, nil
-		}
-		return &pulumirpc.RunResponse{Error: fmt.Sprintf("Problem executing program (could not run Python): %v", err)}, nil
-	}
-	return &pulumirpc.RunResponse{}, nil
+	return hostserve.RunCommand(cmd, "Python"), nil
 }
 
 func (h *host) InstallDependencies(
