@@ -49,6 +49,10 @@ _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", 
 SIMULATE = ("--mode", "simulate", "--simulate-queued-seconds", "0.1")
 """Emulator arguments: no process runs, jobs only move through their states on timers."""
 
+SLOW_START = (*SIMULATE, "--simulate-queued-seconds", "3", "--simulate-pending-seconds", "1")
+"""A job stays QUEUED/PENDING for a few seconds, so a killed `up` is still waiting for it to
+run when it dies (with ``HANG_LABELS`` it then keeps RUNNING until it is cancelled)."""
+
 HANG_LABELS = {"emulator-outcome": "hang"}
 """Job labels that keep a simulated job RUNNING until it is cancelled."""
 
@@ -433,6 +437,32 @@ def wait_until(condition: Callable[[], T | None], *, timeout: float, what: str) 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
         time.sleep(0.1)
+
+
+def kill_replace_once_submitted(ws: Workspace, client: Any, old: str, urn: str, log: Path) -> str:
+    """``pulumi up --replace urn`` killed (its whole process group, SIGKILL) once it has
+    submitted a job other than ``old``, while it still runs: that new job's name."""
+    up = ws.spawn("up", "--yes", "--skip-preview", "--replace", urn, log=log)
+    try:
+        [new] = wait_until(
+            lambda: [j.name for j in list_jobs(client) if j.name != old],
+            timeout=120,
+            what="the replacement's job",
+        )
+        assert up.poll() is None, "pulumi up --replace ended before it could be killed"
+    finally:
+        kill_group(up)
+    return str(new)
+
+
+def assert_refresh_names_the_job_left(ws: Workspace, new: str) -> None:
+    """After a killed ``up --replace`` (``kill_replace_once_submitted``): the stack's lock
+    removed, a refresh that clears the pending create names ``new``, active outside the stack,
+    and the command that takes it over."""
+    ws.pulumi("cancel", "--yes")
+    refreshed = ws.pulumi("refresh", "--yes", "--skip-preview", "--clear-pending-creates").output
+    assert new in refreshed and "not in the stack" in refreshed, refreshed
+    assert "`pulumi up --replace <this resource's URN>` takes it over" in refreshed
 
 
 def stack_resource(ws: Workspace, type_: str, name: str) -> dict[str, Any]:

@@ -233,6 +233,31 @@ def assert_no_change(ws: Workspace, resources: int) -> None:
     assert [s["op"] for s in preview["steps"]] == ["same"] * len(preview["steps"])
 
 
+def write_job_settings(ws: Workspace, machine_type: str = "n1-standard-4", **labels: str) -> None:
+    """``job.json``, what an SDK program (Go, Python) reads of its job: the machine type and
+    labels the tests edit."""
+    (ws.project / "job.json").write_text(
+        json.dumps({"machineType": machine_type, "labels": labels})
+    )
+
+
+def same_then_edit_then_destroy(
+    ws: Workspace, client: Any, edit: Callable[[], None], ids: set[str]
+) -> None:
+    """The stack up with the jobs ``ids``: the same program again changes nothing and submits
+    nothing; ``edit()`` (to ``training_job("n1-standard-8", stage="two")``) previews as a
+    replace of the changed paths alone; destroy cancels every job and keeps its record."""
+    assert_no_change(ws, resources=len(ids))
+    assert len(list_jobs(client)) == len(ids)
+    edit()
+    assert_replacing_diff(ws)
+    assert len(list_jobs(client)) == len(ids)
+    ws.pulumi("destroy", "--yes", "--skip-preview")
+    assert active_jobs(client) == []
+    assert set(job_states(client)) == ids
+    assert plugin_jobs(ws) == {}
+
+
 ProgramJob = Callable[..., dict[str, Any]]
 """``job(machine_type="n1-standard-4", count=1, **labels)``: a TrainingJob as the program's
 language writes it (``training_job`` with its secret marker)."""

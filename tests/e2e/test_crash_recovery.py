@@ -22,12 +22,14 @@ from google.cloud.aiplatform_v1 import JobState
 
 from tests.e2e._engine import (
     HANG_LABELS,
-    SIMULATE,
+    SLOW_START,
     TRAINING_JOB_TYPE,
     Workspace,
+    assert_refresh_names_the_job_left,
     emulator_for,
     job_entry,
     kill_group,
+    kill_replace_once_submitted,
     list_jobs,
     local_config,
     python_job,
@@ -35,9 +37,6 @@ from tests.e2e._engine import (
 )
 
 URN = f"urn:pulumi:e2e::gpu-training::{TRAINING_JOB_TYPE}::train"
-SLOW_START = (*SIMULATE, "--simulate-queued-seconds", "3", "--simulate-pending-seconds", "1")
-"""A job stays QUEUED/PENDING for a few seconds, so a killed `up` is still waiting for it to
-run when it dies; the job then keeps RUNNING (hang) until it is cancelled."""
 
 
 def _one_job_waited_for(ws: Workspace, emu: Any) -> None:
@@ -115,33 +114,18 @@ def test_a_killed_replace_leaves_one_job_after_the_documented_recovery(
         ws.up()
         old = ws.training_jobs()["train"]["id"]
 
-        log = tmp_path / "killed-replace.log"
-        up = ws.spawn("up", "--yes", "--skip-preview", "--replace", urn, log=log)
-        try:
-            new = wait_until(
-                lambda: [j.name for j in list_jobs(client) if j.name != old],
-                timeout=120,
-                what="the replacement's job",
-            )
-            assert up.poll() is None, "pulumi up --replace ended before it could be killed"
-        finally:
-            kill_group(up)
+        new = kill_replace_once_submitted(ws, client, old, urn, tmp_path / "killed-replace.log")
         ws.kill_strays()  # the provider too, as a machine crash would
 
         # A refresh names the job the killed run left, and the command that takes it.
-        ws.pulumi("cancel", "--yes")
-        refreshed = ws.pulumi(
-            "refresh", "--yes", "--skip-preview", "--clear-pending-creates"
-        ).output
-        assert new[0] in refreshed and "not in the stack" in refreshed, refreshed
-        assert "`pulumi up --replace <this resource's URN>` takes it over" in refreshed
+        assert_refresh_names_the_job_left(ws, new)
 
         ws.up("--replace", urn)
 
         jobs = {j.name: j.state for j in list_jobs(client)}
         # The old job cancelled, its record kept (issue 35); the new one runs.
-        assert jobs == {new[0]: JobState.JOB_STATE_RUNNING, old: JobState.JOB_STATE_CANCELLED}, jobs
+        assert jobs == {new: JobState.JOB_STATE_RUNNING, old: JobState.JOB_STATE_CANCELLED}, jobs
         resource = ws.training_jobs()["train"]
-        assert resource["id"] == new[0]
+        assert resource["id"] == new
         assert resource["outputs"]["status"]["adopted"] is True
         assert not ws.export().get("pending_operations")

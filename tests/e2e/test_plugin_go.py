@@ -25,14 +25,12 @@ from tests.e2e._plugin import (
     GPU_IMAGE,
     SCENARIO,
     SECRET,
-    active_jobs,
-    assert_no_change,
-    assert_replacing_diff,
     end_plugin_workspace,
     init_plugin_stack,
-    job_states,
     plugin_jobs,
     plugin_workspace,
+    same_then_edit_then_destroy,
+    write_job_settings,
 )
 
 GO_MODULE = "github.com/gpu-training/pulumi-gpu-training/sdk/go"
@@ -128,16 +126,10 @@ def go_ws(pulumi_bin_dir: Path, tmp_path: Path) -> Iterator[Workspace]:
     end_plugin_workspace(ws)
 
 
-def _settings(ws: Workspace, machine_type: str = "n1-standard-4", **labels: str) -> None:
-    (ws.project / "job.json").write_text(
-        json.dumps({"machineType": machine_type, "labels": labels})
-    )
-
-
 @pytest.mark.timeout(1800)  # the first go build of a program on pulumi/sdk, on a cold cache
 def test_go_program_on_the_sdk_up_preview_edit_destroy(go_ws: Workspace) -> None:
     ws = go_ws
-    _settings(ws)
+    write_job_settings(ws)
     with emulator_for(ws, *SCENARIO) as emu:
         client = emu.client()
         init_plugin_stack(ws, emu.endpoint)
@@ -157,17 +149,8 @@ def test_go_program_on_the_sdk_up_preview_edit_destroy(go_ws: Workspace) -> None
         assert SECRET not in json.dumps(ws.export())
         assert ws.pulumi("stack", "output", "state").stdout.startswith("JOB_STATE_")
 
-        # The same program again: nothing to do, no job submitted.
-        assert_no_change(ws, resources=1)
-        assert len(list_jobs(client)) == 1
-
-        # An edit: the changed paths show, each marked as replacing.
-        _settings(ws, "n1-standard-8", stage="two")
-        assert_replacing_diff(ws)
-        assert len(list_jobs(client)) == 1
-
-        # destroy: the job cancelled, its record kept.
-        ws.pulumi("destroy", "--yes", "--skip-preview")
-        assert active_jobs(client) == []
-        assert set(job_states(client)) == {train["id"]}
-        assert plugin_jobs(ws) == {}
+        # The same program again: nothing to do; an edit previews as a replace of the changed
+        # paths; destroy cancels the jobs and keeps their records.
+        same_then_edit_then_destroy(
+            ws, client, lambda: write_job_settings(ws, "n1-standard-8", stage="two"), {train["id"]}
+        )

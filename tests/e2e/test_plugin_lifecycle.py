@@ -33,10 +33,13 @@ from tests.e2e._engine import (
     HANG_LABELS,
     PARENT,
     SIMULATE,
+    SLOW_START,
     Workspace,
+    assert_refresh_names_the_job_left,
     emulator_for,
     fails_while_unreachable,
     kill_group,
+    kill_replace_once_submitted,
     list_jobs,
     stack_resource,
     wait_until,
@@ -196,31 +199,15 @@ def test_a_killed_forced_replace_run_again_adopts_the_new_job(
     # the old one. The same command again adopts the new job (not the held one, not a third)
     # and cancels the old.
     ws = yaml_ws
-    with emulator_for(
-        ws, *SIMULATE, "--simulate-queued-seconds", "3", "--simulate-pending-seconds", "1"
-    ) as emu:
+    with emulator_for(ws, *SLOW_START) as emu:
         client = emu.client()
         old = _running_job(ws, emu)
 
-        up = ws.spawn("up", "--yes", "--skip-preview", "--replace", URN, log=tmp_path / "k.log")
-        try:
-            [new] = wait_until(
-                lambda: [j.name for j in list_jobs(client) if j.name != old],
-                timeout=120,
-                what="the replacement's job",
-            )
-            assert up.poll() is None, "pulumi up --replace ended before it could be killed"
-        finally:
-            kill_group(up)
+        new = kill_replace_once_submitted(ws, client, old, URN, tmp_path / "k.log")
         wait_until(lambda: not plugin_processes(ws), timeout=10, what="the plugin to end by itself")
         ws.kill_strays()
-        ws.pulumi("cancel", "--yes")
         # The refresh names the job the killed run left, and the command that takes it over.
-        refreshed = ws.pulumi(
-            "refresh", "--yes", "--skip-preview", "--clear-pending-creates"
-        ).output
-        assert new in refreshed and "not in the stack" in refreshed, refreshed
-        assert "`pulumi up --replace <this resource's URN>` takes it over" in refreshed
+        assert_refresh_names_the_job_left(ws, new)
         assert plugin_jobs(ws)["train"]["id"] == old
 
         ws.up("--replace", URN)

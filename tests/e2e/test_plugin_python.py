@@ -26,15 +26,13 @@ from tests.e2e._plugin import (
     SCENARIO,
     SECRET,
     TOKEN,
-    active_jobs,
-    assert_no_change,
-    assert_replacing_diff,
     end_plugin_workspace,
     init_plugin_stack,
     install_python_sdk,
-    job_states,
     plugin_jobs,
     plugin_workspace,
+    same_then_edit_then_destroy,
+    write_job_settings,
 )
 
 PROGRAM = f"""\
@@ -117,15 +115,9 @@ def py_ws(pulumi_bin_dir: Path, tmp_path: Path, python_sdk_site: Path) -> Iterat
     end_plugin_workspace(ws)
 
 
-def _settings(ws: Workspace, machine_type: str = "n1-standard-4", **labels: str) -> None:
-    (ws.project / "job.json").write_text(
-        json.dumps({"machineType": machine_type, "labels": labels})
-    )
-
-
 def test_python_program_on_the_sdk_up_preview_edit_destroy(py_ws: Workspace) -> None:
     ws = py_ws
-    _settings(ws)
+    write_job_settings(ws)
     with emulator_for(ws, *SCENARIO) as emu:
         client = emu.client()
         init_plugin_stack(ws, emu.endpoint)
@@ -156,17 +148,11 @@ def test_python_program_on_the_sdk_up_preview_edit_destroy(py_ws: Workspace) -> 
         outputs = ws.pulumi("stack", "output", "states", "--json").json()
         assert all(state.startswith("JOB_STATE_") for state in outputs), outputs
 
-        # The same program again: nothing to do, no job submitted.
-        assert_no_change(ws, resources=2)
-        assert len(list_jobs(client)) == 2
-
-        # An edit: the changed paths show, each marked as replacing.
-        _settings(ws, "n1-standard-8", stage="two")
-        assert_replacing_diff(ws)
-        assert len(list_jobs(client)) == 2
-
-        # destroy: both jobs cancelled, their records kept.
-        ws.pulumi("destroy", "--yes", "--skip-preview")
-        assert active_jobs(client) == []
-        assert set(job_states(client)) == {r["id"] for r in jobs.values()}
-        assert plugin_jobs(ws) == {}
+        # The same program again: nothing to do; an edit previews as a replace of the changed
+        # paths; destroy cancels the jobs and keeps their records.
+        same_then_edit_then_destroy(
+            ws,
+            client,
+            lambda: write_job_settings(ws, "n1-standard-8", stage="two"),
+            {r["id"] for r in jobs.values()},
+        )

@@ -23,6 +23,7 @@ from tests.e2e._engine import (
     HANG_LABELS,
     REPO,
     SIMULATE,
+    SLOW_START,
     Workspace,
     emulator_for,
     kill_group,
@@ -104,9 +105,7 @@ def test_up_killed_while_waiting_leaves_one_job_that_the_next_up_adopts(
     # A row of docs/provider.md's table through the plugin: the engine killed (kill -9) while a
     # create waits; the plugin ends with it; the next `up` adopts the job, never starts another.
     ws = yaml_ws
-    with emulator_for(
-        ws, *SIMULATE, "--simulate-queued-seconds", "3", "--simulate-pending-seconds", "1"
-    ) as emu:
+    with emulator_for(ws, *SLOW_START) as emu:
         client = emu.client()
         job = _job("n1-standard-4", 1, **HANG_LABELS)
         job["properties"]["waitFor"] = "running"
