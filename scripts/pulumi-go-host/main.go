@@ -7,8 +7,9 @@
 // in its directory, or takes the prebuilt `binary` runtime option) and starts it with the
 // engine's settings in the environment variables the Go SDK's pulumi.Run reads (PULUMI_MONITOR,
 // PULUMI_ENGINE, PULUMI_PROJECT, PULUMI_STACK, PULUMI_CONFIG, ...). The serve loop and the RPCs
-// it answers as the Node.js host does are shared (scripts/pulumi-host-serve); everything else
-// answers Unimplemented (no code generation).
+// it answers as the Node.js host does are shared (scripts/pulumi-host-serve), GenerateProgram too
+// (codegen.go: the Go code `pulumi import --out FILE.go` writes, by pkg/v3's codegen/go);
+// everything else answers Unimplemented.
 package main
 
 import (

@@ -1,26 +1,30 @@
-package main
+package hostserve
 
-// GenerateProgram: the TypeScript code `pulumi import` prints for the resources it imported (and
-// `pulumi convert --language typescript` writes), as the upstream Node.js host makes it: the
-// engine's PCL program bound against the packages' schemas (served by the engine's loader at
-// loader_target) and rendered by pkg/v3's codegen/nodejs, at the CLI's pinned version.
+// GenerateProgram: the code `pulumi import --out` prints for the resources it imported (and
+// `pulumi convert` writes), as the upstream language hosts make it: the engine's PCL program
+// bound against the packages' schemas (served by the engine's loader at loader_target) and
+// rendered by one of pkg/v3's generators (codegen/nodejs, codegen/go, codegen/python), at the
+// CLI's pinned version. Each host passes its language's generator.
 
 import (
-	"context"
 	"errors"
 	"sort"
 	"strings"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/pulumi/pulumi/pkg/v3/codegen/hcl2/syntax"
-	"github.com/pulumi/pulumi/pkg/v3/codegen/nodejs"
 	"github.com/pulumi/pulumi/pkg/v3/codegen/pcl"
 	"github.com/pulumi/pulumi/pkg/v3/codegen/schema"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/plugin"
 	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
 )
 
-func (h *host) GenerateProgram(
-	_ context.Context, req *pulumirpc.GenerateProgramRequest,
+// Generator renders a bound program as source files of one language.
+type Generator func(program *pcl.Program) (map[string][]byte, hcl.Diagnostics, error)
+
+// GenerateProgram answers the engine's GenerateProgram request with generate's files.
+func GenerateProgram(
+	req *pulumirpc.GenerateProgramRequest, generate Generator,
 ) (*pulumirpc.GenerateProgramResponse, error) {
 	loader, err := schema.NewLoaderClient(req.GetLoaderTarget())
 	if err != nil {
@@ -61,7 +65,7 @@ func (h *host) GenerateProgram(
 	if program == nil {
 		return nil, errors.New("the PCL program did not bind")
 	}
-	files, diags, err := nodejs.GenerateProgram(program)
+	files, diags, err := generate(program)
 	if err != nil {
 		return nil, err
 	}

@@ -317,3 +317,27 @@ def up_diff_replace_import_invalid_destroy(
     assert active_jobs(client) == []
     assert set(job_states(client)) == {first["id"], second["id"], hand.name}
     assert plugin_jobs(ws) == {}
+
+
+def import_as_the_program(ws: Workspace, emu: Any, program_file: str) -> str:
+    """``pulumi import --out`` of a job started by hand, into a stack of its own, writes the
+    program's language; that code as the whole program previews no change; destroy cancels the
+    job. Answers the code (each language's test checks its form)."""
+    client = emu.client()
+    init_plugin_stack(ws, emu.endpoint)
+    hand = start_job_by_hand(client)
+    code = ws.project / "imported" / program_file
+    code.parent.mkdir()
+    imported = ws.pulumi(
+        "import", TOKEN, "byhand", hand.name, "--yes", "--protect=false", "--out", str(code)
+    )
+    assert "not implemented" not in imported.output, imported.output
+    text = code.read_text()
+    assert plugin_jobs(ws)["byhand"]["id"] == hand.name
+    assert [j.name for j in list_jobs(client)] == [hand.name]  # taken over, none started
+    (ws.project / program_file).write_text(text)
+    assert_no_change(ws, resources=1)
+    ws.pulumi("destroy", "--yes", "--skip-preview")
+    assert active_jobs(client) == []
+    assert set(job_states(client)) == {hand.name}
+    return text

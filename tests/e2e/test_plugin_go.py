@@ -23,9 +23,11 @@ from components.lifecycle._wire import SECRET_SIGNATURE
 from tests.e2e._engine import REPO, Workspace, emulator_for, list_jobs
 from tests.e2e._plugin import (
     GPU_IMAGE,
+    HAND_SECRET,
     SCENARIO,
     SECRET,
     end_plugin_workspace,
+    import_as_the_program,
     init_plugin_stack,
     plugin_jobs,
     plugin_workspace,
@@ -154,3 +156,15 @@ def test_go_program_on_the_sdk_up_preview_edit_destroy(go_ws: Workspace) -> None
         same_then_edit_then_destroy(
             ws, client, lambda: write_job_settings(ws, "n1-standard-8", stage="two"), {train["id"]}
         )
+
+
+@pytest.mark.timeout(1800)  # a go build of the imported program on pulumi/sdk, on a cold cache
+def test_pulumi_import_writes_go_that_previews_no_change(go_ws: Workspace) -> None:
+    # Our Go host generates the code (pkg/v3 codegen/go): before, GenerateProgram was not
+    # implemented and `pulumi import --out imported.go` failed with the job already imported.
+    with emulator_for(go_ws, *SCENARIO) as emu:
+        code = import_as_the_program(go_ws, emu, "main.go")
+    assert f'"{GO_MODULE}/gputraining/vertex"' in code, code
+    assert 'vertex.NewTrainingJob(ctx, "byhand", &vertex.TrainingJobArgs{' in code, code
+    assert 'DisplayName: pulumi.String("by-hand")' in code, code
+    assert f'pulumi.ToSecret("{HAND_SECRET}")' in code, code

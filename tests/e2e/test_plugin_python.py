@@ -23,10 +23,12 @@ from components.lifecycle._wire import SECRET_SIGNATURE
 from tests.e2e._engine import Workspace, emulator_for, list_jobs, venv_dir
 from tests.e2e._plugin import (
     GPU_IMAGE,
+    HAND_SECRET,
     SCENARIO,
     SECRET,
     TOKEN,
     end_plugin_workspace,
+    import_as_the_program,
     init_plugin_stack,
     install_python_sdk,
     plugin_jobs,
@@ -156,3 +158,14 @@ def test_python_program_on_the_sdk_up_preview_edit_destroy(py_ws: Workspace) -> 
             lambda: write_job_settings(ws, "n1-standard-8", stage="two"),
             {r["id"] for r in jobs.values()},
         )
+
+
+def test_pulumi_import_writes_python_that_previews_no_change(py_ws: Workspace) -> None:
+    # Our Python host generates the code (pkg/v3 codegen/python): before, GenerateProgram was
+    # not implemented and `pulumi import --out imported.py` failed with the job already imported.
+    with emulator_for(py_ws, *SCENARIO) as emu:
+        code = import_as_the_program(py_ws, emu, "__main__.py")
+    assert "import pulumi_gpu_training as gpu_training" in code, code
+    assert 'gpu_training.vertex.TrainingJob("byhand"' in code, code
+    assert '"display_name": "by-hand"' in code or 'display_name="by-hand"' in code, code
+    assert f'pulumi.Output.secret("{HAND_SECRET}")' in code, code

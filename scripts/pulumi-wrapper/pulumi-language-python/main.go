@@ -12,9 +12,11 @@
 //     `pulumi preview --policy-pack`) with the same interpreter selection.
 //   - GetPluginInfo, GetRequiredPlugins/GetRequiredPackages (none: plugins load on demand),
 //     InstallDependencies, About, GetProgramDependencies, Handshake, Cancel.
+//   - GenerateProgram (codegen.go): the Python code `pulumi import --out FILE.py` writes, by
+//     pkg/v3's codegen/python.
 //
-// Everything else (code generation for `pulumi convert`/`package gen-sdk`, `pulumi new` templating,
-// Pack, Link, ...) answers Unimplemented.
+// Everything else (GenerateProject and GeneratePackage for `pulumi convert`/`package gen-sdk`,
+// `pulumi new` templating, Pack, Link, ...) answers Unimplemented.
 //
 // The engine starts it as `pulumi-language-python [flags] <engine-address>`; it prints the port
 // it listens on, on one line, and serves until the engine stops it. That serve loop, the RPCs
