@@ -484,7 +484,14 @@ def _merged(
     other is added. The overlay's columns must be the packaged file's (those up to ``source``
     required), and every key cell filled."""
     # A stack's or a pull request's folder: a regular file, read to a cap, never a device,
-    # a FIFO or a link to either (components._files).
+    # a FIFO or a link to either (components._files), nor a link out of the folder (to a
+    # file of the system or of the user: an overlay is what a pull request brings).
+    try:
+        linked_out = not path.resolve().is_relative_to(path.parent.resolve())
+    except (OSError, RuntimeError):
+        linked_out = True
+    if linked_out:
+        raise CatalogError(f"{_shown(path)}: links out of the overlay folder; not read")
     try:
         text = read_text_capped(path, MAX_OVERLAY_FILE_BYTES, what="catalog overlay file")
     except FileReadError as exc:

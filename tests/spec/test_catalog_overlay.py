@@ -175,7 +175,10 @@ def test_an_overlay_file_that_is_a_fifo_or_a_device_is_refused_unread(tmp_path: 
     device = tmp_path / "device"
     device.mkdir()
     (device / "zones.csv").symlink_to("/dev/zero")  # reads forever
-    with pytest.raises(CatalogError, match=r"zones\.csv: is a device"):
+    with pytest.raises(CatalogError, match=r"zones\.csv: links out of the overlay folder"):
+        load_catalog_from(CATALOG_DIR, device)
+    os.mkfifo(device / "regions.csv")
+    with pytest.raises(CatalogError, match=r"regions\.csv: is a FIFO"):
         load_catalog_from(CATALOG_DIR, device)
 
 
