@@ -7,6 +7,13 @@ secrets), or a symlink to any of them. Every path this package reads goes throug
 ``read_bytes_capped``: it opens without blocking, checks what the open file *is* (not what the
 path looked like a moment before), reads at most ``limit`` bytes and no more than the file's
 size says it holds.
+
+A path a stack's settings name (``training:prices``, ``training:catalogOverlay``) must also lie
+in the project's folder, symlinks resolved (``outside_read_roots``): those settings come with a
+pull request, and a sheet naming ``/etc/passwd`` or ``~/.ssh/id_rsa`` must not be read. The
+person running may allow more folders by naming them in ``GPU_TRAINING_READ_ROOTS``
+(``os.pathsep``-separated), which no file of the stack can set. A path named on the command
+line (``--prices``, ``--catalog-overlay``) is the user's own choice and may lie anywhere.
 """
 
 from __future__ import annotations
@@ -17,11 +24,28 @@ from pathlib import Path
 
 from ._errors import TrainingJobError
 
-__all__ = ["FileReadError", "is_regular_file", "read_bytes_capped", "read_text_capped"]
+__all__ = [
+    "READ_ROOTS_ENV",
+    "FileReadError",
+    "is_regular_file",
+    "outside_read_roots",
+    "read_bytes_capped",
+    "read_roots",
+    "read_text_capped",
+]
+
+READ_ROOTS_ENV = "GPU_TRAINING_READ_ROOTS"
+"""Folders besides the project's that a stack's settings may name files in (``os.pathsep``
+between them): set by the person running, never by the stack."""
 
 
 class FileReadError(TrainingJobError, ValueError):
     """A file cannot be read as a regular file within the cap; the message names the path."""
+
+
+def _printable(text: str) -> str:
+    """``text`` with control characters escaped: a path in a message never acts on a terminal."""
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
 
 
 def _kind(mode: int) -> str:
@@ -41,10 +65,10 @@ def read_bytes_capped(path: str | os.PathLike[str], limit: int, *, what: str = "
 
     ``what`` names the file in messages (``spec file``, ``--config file``...).
     """
-    shown = os.fspath(path)
+    shown = _printable(os.fspath(path))
     try:
         # O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever.
-        fd = os.open(shown, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise FileReadError(f"{shown}: no such file") from None
     except ValueError:  # an embedded NUL byte
@@ -87,7 +111,7 @@ def read_text_capped(path: str | os.PathLike[str], limit: int, *, what: str = "f
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise FileReadError(f"{os.fspath(path)}: not UTF-8 text") from None
+        raise FileReadError(f"{_printable(os.fspath(path))}: not UTF-8 text") from None
 
 
 def is_regular_file(path: Path) -> bool:
@@ -96,3 +120,25 @@ def is_regular_file(path: Path) -> bool:
         return stat.S_ISREG(path.stat().st_mode)
     except (OSError, ValueError):
         return False
+
+
+def read_roots(project: Path) -> tuple[Path, ...]:
+    """The folders a stack's settings may name files in: ``project`` and those of
+    ``READ_ROOTS_ENV``, each resolved."""
+    named = [p for p in os.environ.get(READ_ROOTS_ENV, "").split(os.pathsep) if p.strip()]
+    return (project.resolve(), *(Path(p).resolve() for p in named))
+
+
+def outside_read_roots(path: Path, project: Path) -> str | None:
+    """None when ``path`` (symlinks resolved) lies in ``project`` or a folder of
+    ``READ_ROOTS_ENV``; else a sentence saying so, for the setting's error."""
+    try:
+        real = path.resolve()
+    except (OSError, RuntimeError, ValueError):
+        return "cannot be resolved (a symlink loop or a NUL byte)"
+    if any(real == root or real.is_relative_to(root) for root in read_roots(project)):
+        return None
+    return (
+        f"lies outside the project folder {project} (symlinks resolved): a stack reads files "
+        f"in its project only; name other folders in {READ_ROOTS_ENV} to allow them"
+    )

@@ -248,9 +248,19 @@ class JobProvider(ResourceProvider):
             # The program checked the jobs against the overlaid catalog; `check` here must too.
             # The engine starts the provider in the program's directory, which a relative
             # overlay path is relative to (as the program reads it).
+            from ._errors import CatalogError
+            from ._files import outside_read_roots
+            from .lifecycle._settings import CATALOG_OVERLAY_KEY, SettingError
             from .rules._catalog import use_catalog_overlay
 
-            use_catalog_overlay(Path.cwd() / self._settings.catalog_overlay)
+            overlay = Path.cwd() / self._settings.catalog_overlay
+            outside = outside_read_roots(overlay, Path.cwd())
+            if outside:  # the program refused it already; a provider run alone must too
+                raise SettingError(f"{CATALOG_OVERLAY_KEY}: {outside}")
+            try:
+                use_catalog_overlay(overlay)
+            except CatalogError as exc:  # names the file, row and field
+                raise SettingError(f"{CATALOG_OVERLAY_KEY}: {exc}") from None
         # The host calls this in one of its worker threads, before the first operation.
         widen_host_pool(self._settings.max_concurrent_operations)
         install_cancel_handler()

@@ -62,7 +62,7 @@ from typing import Any, cast
 import pulumi
 
 from ._errors import CatalogError, TrainingJobError
-from ._files import is_regular_file
+from ._files import is_regular_file, outside_read_roots
 from .costs._price_sheet import PriceSetting, PriceSheetError, apply_prices, parse_price_setting
 from .costs._quota import QUOTA_MODES
 from .lifecycle._check import wait_timeout_seconds
@@ -76,6 +76,7 @@ from .lifecycle._settings import (
 from .lifecycle._wire import WAIT_FOR_VALUES, WaitFor
 from .rules._catalog import Catalog, load_catalog, use_catalog_overlay
 from .rules._validation import Target
+from .rules._violations import terminal_safe
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -314,6 +315,9 @@ def load_catalog_overlay(value: str | None, root: Path = PROJECT_ROOT) -> Path |
     process (every later ``load_catalog()``); unset: the packaged catalog alone. Raises
     ``ConfigError`` naming the key, and the file, row and field of a bad row."""
     path = _path(value, CATALOG_OVERLAY_KEY, root, directory=True) if value else None
+    outside = outside_read_roots(path, root) if path is not None else None
+    if outside:
+        raise ConfigError(f"{CATALOG_OVERLAY_KEY}: {terminal_safe(value or '', 200)} {outside}")
     try:
         use_catalog_overlay(path)
     except CatalogError as exc:

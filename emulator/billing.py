@@ -37,13 +37,14 @@ Nothing here imports the project's ``components`` package.
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from . import errors, hardware
+from . import errors, hardware, paths
 from .quotas import _page
 
 __all__ = ["ACCOUNT", "SNAPSHOT_FILE", "Billing"]
@@ -56,6 +57,8 @@ _ACCOUNT_PRICE = re.compile(
     r"^/v1beta/billingAccounts/(?P<a>[^/:]+)/skus/(?P<sku>[^/:]+)/(?P<verb>price|prices)$"
 )
 ACCOUNT = "012345-6789AB-CDEF01"
+MAX_ACCOUNT_PRICES_BYTES = 64 * 1024
+"""The account prices file holds one small JSON object; a larger one is refused unread."""
 """The one billing account every project of the emulator is on."""
 _UNIT_DESCRIPTIONS = {"h": "hour", "GiBy.h": "gibibyte hour", "GiBy.mo": "gibibyte month"}
 
@@ -196,12 +199,23 @@ class Billing:
         )
         if account != ACCOUNT or self._account_prices is None:
             raise denied
+        file = self._account_prices
+        if not os.path.lexists(file):
+            raise denied
         try:
-            data = json.loads(self._account_prices.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise denied from None
-        except (OSError, ValueError) as exc:
-            raise errors.internal(f"the emulator's account prices file: {exc}") from None
+            # A regular file to a cap, opened without blocking: a FIFO would hang every price
+            # request, /dev/zero would fill the memory (paths.read_regular).
+            raw = paths.read_regular(
+                file.resolve(), MAX_ACCOUNT_PRICES_BYTES, what="the account prices file"
+            )
+            data = json.loads(raw.decode("utf-8-sig"))
+        except paths.PackageError as exc:
+            raise errors.internal(f"the emulator's account prices: {exc}") from None
+        except (OSError, RuntimeError, ValueError):
+            raise errors.internal(
+                "the emulator's account prices file: not a JSON object such as "
+                '{"discountPercent": 10}'
+            ) from None
         percent = data.get("discountPercent", 0) if isinstance(data, dict) else None
         if not isinstance(percent, int | float) or not 0 <= percent < 100:
             raise errors.internal("the emulator's account prices file: discountPercent 0-99")

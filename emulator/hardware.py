@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import csv
 import functools
+import io
 import logging
 import os
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
+
+from . import paths
 
 __all__ = [
     "OVERLAY_ENV",
@@ -127,16 +130,24 @@ def catalog_rows(directory: Path, name: str, overlay: Path | None = None) -> lis
 
 
 def _file_rows(path: Path) -> list[dict[str, str]]:
+    shown = ascii(str(path))  # a path's control characters never reach the log raw
     try:
-        if path.stat().st_size > _MAX_FILE_BYTES:
-            log.warning("%s is larger than %d bytes: not read", path, _MAX_FILE_BYTES)
-            return []
-        with path.open(newline="", encoding="utf-8") as f:
-            return [
-                {k: (v or "").strip() for k, v in row.items() if k} for row in csv.DictReader(f)
-            ]
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        log.warning("catalog file %s not read (%s): the checks it serves are skipped", path, exc)
+        # A regular file only, to a cap, opened without blocking (paths.read_regular): an
+        # overlay file may be a FIFO (a plain open waits for a writer forever) or /dev/zero.
+        data = paths.read_regular(path.resolve(), _MAX_FILE_BYTES, what=f"catalog file {shown}")
+        text = data.decode("utf-8-sig")
+        return [
+            {k: (v or "").strip() for k, v in row.items() if k}
+            for row in csv.DictReader(io.StringIO(text, newline=""))
+        ]
+    except paths.PackageError as exc:
+        log.warning("%s: the checks it serves are skipped", exc)
+        return []
+    except (OSError, RuntimeError, UnicodeDecodeError, csv.Error) as exc:
+        reason = type(exc).__name__
+        log.warning(
+            "catalog file %s not read (%s): the checks it serves are skipped", shown, reason
+        )
         return []
 
 

@@ -631,7 +631,8 @@ def _priced_catalog(args: argparse.Namespace, err: TextIO) -> Catalog | int:
     if args.prices is not None or args.discount is not None:
         value = {"sheet": args.prices, "discountPercent": args.discount or 0}
         try:
-            setting = parse_price_setting(value, Path.cwd(), "--prices/--discount")
+            # A sheet the user names on the command line may lie anywhere (components._files).
+            setting = parse_price_setting(value, Path.cwd(), "--prices/--discount", anywhere=True)
         except PriceSheetError as exc:
             print(f"error: {exc}", file=err)
             return EXIT_UNREADABLE

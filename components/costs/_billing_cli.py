@@ -21,7 +21,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import TextIO
 
-from ..lifecycle._settings import Endpoint, parse_endpoint
+from ..lifecycle._settings import DEFAULT_RETRY_DEADLINE, Endpoint, parse_endpoint
 from ..rules._catalog import Catalog, Price, load_catalog
 from ._billing import (
     apply_billing,
@@ -44,26 +44,37 @@ def live_catalog(
     endpoint: Endpoint,
     note: Callable[[str], None],
     project: str | None = None,
+    deadline: float = DEFAULT_RETRY_DEADLINE,
 ) -> Catalog:
     """``catalog`` with the live billing SKUs' prices over its own; itself (and a note saying
     why) when they cannot be read. With ``project``, the SKUs at its billing account's own
-    prices where the caller may read them; else the list prices, and a note saying so once."""
+    prices where the caller may read them; else the list prices, and a note saying so once.
+    Each read takes at most ``deadline`` seconds in all (``training:retryDeadline``); an
+    account price far from the list price is not taken (a note names the SKU and the range)."""
     from ..vertex.billing import BillingUnavailable, read_skus
 
     try:
-        skus = read_skus(endpoint)
+        skus = read_skus(endpoint, deadline=deadline)
     except BillingUnavailable as exc:
         note(f"{exc}; prices from the catalog's snapshot (as of {snapshot_date(catalog)})")
         return catalog
     which = "list prices"
     if project:
-        from ..vertex.account_prices import apply_account_prices, read_account_prices
+        from ..vertex.account_prices import (
+            apply_account_prices,
+            implausible_account_prices,
+            read_account_prices,
+        )
 
         try:
-            account = read_account_prices(endpoint, project)
+            account = read_account_prices(endpoint, project, deadline=deadline)
         except BillingUnavailable as exc:
             note(f"account prices of project {project} not read ({exc}): list prices used")
         else:
+            refused = implausible_account_prices(skus, account)
+            if refused:
+                more = f" (and {len(refused) - 3} more)" if len(refused) > 3 else ""
+                note(f"account prices refused: {'; '.join(refused[:3])}{more}")
             skus = apply_account_prices(skus, account)
             which = f"{account.account}'s own prices where it has them"
     prices = billing_prices(skus, catalog)

@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import TrainingJobError
-from .._files import FileReadError, read_text_capped
+from .._files import FileReadError, outside_read_roots, read_text_capped
 from ..rules._catalog import Catalog, Price, price_problem
-from ..rules._violations import clipped
+from ..rules._violations import clipped, terminal_safe
 
 __all__ = [
     "MAX_SHEET_BYTES",
@@ -90,11 +90,15 @@ class PriceSetting:
     discount_percent: float = 0.0
 
 
-def parse_price_setting(value: Any, root: Path, key: str = KEY) -> PriceSetting | None:
+def parse_price_setting(
+    value: Any, root: Path, key: str = KEY, *, anywhere: bool = False
+) -> PriceSetting | None:
     """The setting from its config value (None when unset); raises ``PriceSheetError``.
 
     ``value`` is what the stack configuration holds: a path, a number, a mapping, or the
-    JSON text of one (as ``pulumi.Config.get`` and the preview's config give it).
+    JSON text of one (as ``pulumi.Config.get`` and the preview's config give it). A sheet must
+    lie in the project folder ``root`` (or a folder of ``GPU_TRAINING_READ_ROOTS``,
+    ``components._files``) unless ``anywhere`` (a path the user typed: ``--prices``).
     """
     if value is None or value == "":
         return None
@@ -102,7 +106,7 @@ def parse_price_setting(value: Any, root: Path, key: str = KEY) -> PriceSetting 
         with contextlib.suppress(ValueError):  # not JSON: a plain path
             value = json.loads(value)
     if isinstance(value, str):
-        return PriceSetting(sheet=_sheet_path(value, root, key))
+        return PriceSetting(sheet=_sheet_path(value, root, key, anywhere))
     if isinstance(value, int | float) and not isinstance(value, bool):
         return PriceSetting(discount_percent=_discount(value, key))
     if not isinstance(value, Mapping):
@@ -118,7 +122,7 @@ def parse_price_setting(value: Any, root: Path, key: str = KEY) -> PriceSetting 
         raise PriceSheetError(f"{key}.sheet: expected a path, got {_cell(sheet)}")
     discount = value.get("discountPercent", 0)
     return PriceSetting(
-        sheet=_sheet_path(sheet, root, f"{key}.sheet") if sheet else None,
+        sheet=_sheet_path(sheet, root, f"{key}.sheet", anywhere) if sheet else None,
         discount_percent=_discount(discount, f"{key}.discountPercent"),
     )
 
@@ -134,11 +138,15 @@ def _discount(value: Any, key: str) -> float:
     return number
 
 
-def _sheet_path(value: str, root: Path, key: str) -> Path:
+def _sheet_path(value: str, root: Path, key: str, anywhere: bool) -> Path:
     if "\0" in value:
         raise PriceSheetError(f"{key}: {_cell(value)} is not a valid path (it holds a NUL byte)")
     path = Path(value)
-    return path if path.is_absolute() else root / path
+    path = path if path.is_absolute() else root / path
+    outside = None if anywhere else outside_read_roots(path, root)
+    if outside:
+        raise PriceSheetError(f"{key}: {_cell(value)} {outside}")
+    return path
 
 
 def read_price_sheet(path: Path, catalog: Catalog) -> dict[tuple[str, str, str], Price]:
@@ -152,7 +160,7 @@ def read_price_sheet(path: Path, catalog: Catalog) -> dict[tuple[str, str, str],
         text = read_text_capped(path, MAX_SHEET_BYTES, what="price sheet")
     except FileReadError as exc:
         raise PriceSheetError(f"{KEY}: price sheet {exc}") from None
-    return _sheet_rows(text, path.name, catalog)
+    return _sheet_rows(text, terminal_safe(path.name, 100), catalog)
 
 
 def _sheet_rows(text: str, name: str, catalog: Catalog) -> dict[tuple[str, str, str], Price]:
@@ -161,10 +169,12 @@ def _sheet_rows(text: str, name: str, catalog: Catalog) -> dict[tuple[str, str, 
         header = [column.strip() for column in next(reader, [])]
     except csv.Error as exc:
         raise PriceSheetError(f"{name}:1: not CSV ({exc})") from None
-    unknown = [c for c in header if c not in _REQUIRED + _OPTIONAL]
+    # A header's and a cell's text are the file's content: errors name the row and column only.
+    unknown = [i for i, c in enumerate(header) if c not in _REQUIRED + _OPTIONAL]
     if unknown:
         raise PriceSheetError(
-            f"{name}:1: unknown column {_cell(unknown[0])} (columns: {', '.join(_REQUIRED + _OPTIONAL)})"
+            f"{name}:1: column {unknown[0] + 1} of the header is not a price sheet column "
+            f"(columns: {', '.join(_REQUIRED + _OPTIONAL)})"
         )
     missing = [c for c in _REQUIRED if c not in header]
     if missing:
@@ -195,22 +205,20 @@ def _sheet_price(row: dict[str, str], where: str, catalog: Catalog) -> Price:
     region, kind, name = (row[c].strip() for c in ("region", "resource_kind", "name"))
     if region != "*" and region not in catalog.regions:
         raise PriceSheetError(
-            f"{where}: region: unknown region {_cell(region)} (or * for every region)"
+            f"{where}: region: not a region of the catalog (or * for every region)"
         )
     known = {"machine": catalog.machine_types, "accelerator": catalog.accelerators}.get(kind)
     if known is None:
-        raise PriceSheetError(
-            f"{where}: resource_kind: {_cell(kind)} is not machine or accelerator"
-        )
+        raise PriceSheetError(f"{where}: resource_kind: must be machine or accelerator")
     if name not in known:
-        raise PriceSheetError(f"{where}: name: unknown {kind} {_cell(name)}")
+        raise PriceSheetError(f"{where}: name: not a {kind} of the catalog")
     values = []
     for column in ("on_demand_usd_per_hour", "spot_usd_per_hour", "flex_start_usd_per_hour"):
         text = (row.get(column) or "").strip()
         # Python's float() also reads "1_000", "inf", "nan" and digits of other scripts ("٣"):
         # a price is written in plain decimal digits.
         if text and not _DECIMAL.fullmatch(text):
-            raise PriceSheetError(f"{where}: {column}: not a number: {_cell(text)}")
+            raise PriceSheetError(f"{where}: {column}: not a number in plain decimal digits")
         values.append(float(text) if text else None)
     if values[0] is None:
         raise PriceSheetError(f"{where}: on_demand_usd_per_hour: a sheet row needs a price")

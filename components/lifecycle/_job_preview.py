@@ -104,7 +104,8 @@ class PreviewSettings:
     root: Path = Path()
     """Where the quota snapshot for the policy pack goes (``components.costs._quota.SNAPSHOT_DIR``)."""
     retry_deadline: float = DEFAULT_RETRY_DEADLINE
-    """``training:retryDeadline``: how long the quota read retries an unavailable API."""
+    """``training:retryDeadline``: how long the quota read retries an unavailable API, and the
+    most a live billing read takes in all."""
 
     @classmethod
     def from_stack(cls, project: Any, region: Any) -> PreviewSettings:
@@ -165,7 +166,11 @@ def _billed_catalog(settings: PreviewSettings) -> Catalog | None:
     from ..rules._catalog import load_catalog
 
     return live_catalog(
-        load_catalog(), Endpoint(settings.endpoint), pulumi.log.info, settings.project
+        load_catalog(),
+        Endpoint(settings.endpoint),
+        pulumi.log.info,
+        settings.project,
+        deadline=settings.retry_deadline,
     )
 
 

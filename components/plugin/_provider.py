@@ -150,6 +150,14 @@ def _parse_urn(urn: str) -> tuple[str, str, str]:
     return project, stack, name
 
 
+def _plugin_keys(exc: SettingError) -> SettingError:
+    """``exc`` naming the plugin's keys (``gpu-training:catalogOverlay``), not the core's."""
+    text = str(exc)
+    for core_key, key in CONFIG_KEYS.items():
+        text = text.replace(core_key, f"gpu-training:{key}")
+    return SettingError(text)
+
+
 def _read_config(values: Mapping[str, Any]) -> _Config:
     """The provider configuration (plain values by plugin key); raises ``SettingError``."""
 
@@ -162,10 +170,7 @@ def _read_config(values: Mapping[str, Any]) -> _Config:
     try:
         settings = ProviderSettings.read(get)
     except SettingError as exc:
-        text = str(exc)
-        for core_key, key in CONFIG_KEYS.items():
-            text = text.replace(core_key, f"gpu-training:{key}")
-        raise SettingError(text) from None
+        raise _plugin_keys(exc) from None
     quota = values.get("quota") or "error"
     if quota not in _QUOTA_MODES:
         raise SettingError(f"gpu-training:quota: {quota!r} is not one of {', '.join(_QUOTA_MODES)}")
@@ -295,7 +300,10 @@ class GpuTrainingProvider(Provider):
 
         def configure_core() -> None:
             for kind in self._kinds.values():
-                kind.core.configure(_CoreConfigureRequest(values))  # type: ignore[arg-type]
+                try:
+                    kind.core.configure(_CoreConfigureRequest(values))  # type: ignore[arg-type]
+                except SettingError as exc:  # a bad catalogOverlay: its file, row and field
+                    raise _plugin_keys(exc) from None
 
         await self._run(configure_core)
         return ConfigureResponse(accept_secrets=True, supports_preview=False, accept_resources=True)

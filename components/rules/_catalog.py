@@ -20,11 +20,13 @@ from pathlib import Path
 
 from .._errors import CatalogError
 from .._files import FileReadError, read_text_capped
+from ._violations import terminal_safe
 
 __all__ = [
     "CAPACITIES",
     "CAPACITY_OPTIONS",
     "CATALOG_DIR",
+    "MAX_CATALOG_NUMBER",
     "MAX_USD_PER_HOUR",
     "PRICE_BASES",
     "Accelerator",
@@ -401,6 +403,20 @@ _OPTIONAL_FILES = frozenset({"training_regions.csv"})
 MAX_OVERLAY_FILE_BYTES = 1024 * 1024
 """An overlay file larger than this is refused unread (the packaged files are far smaller)."""
 
+MAX_CATALOG_NUMBER = 1_000_000
+"""The largest number a catalog cell may hold (vCPUs, GB of memory, counts): the largest
+machine type has 32,768 GB and 1,920 vCPUs; a larger number is a typo, and ``1e400`` (read as
+infinity) or ``nan`` would break every sum and comparison made with it."""
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]")
+"""Control and invisible format characters (terminal escapes, bidirectional overrides): no
+catalog cell needs one, and a name holding one would act on the terminal it is printed to."""
+
+
+def _shown(path: Path | str) -> str:
+    """A path as a message shows it: control characters escaped, bounded."""
+    return terminal_safe(os.fspath(path), 300)
+
 
 @dataclass(frozen=True)
 class _Source:
@@ -435,7 +451,10 @@ def _read_rows(
         header = list(reader.fieldnames or ())
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else str(exc)
-        raise CatalogError(f"cannot read catalog file {path}: {reason}") from exc
+        raise CatalogError(f"cannot read catalog file {_shown(path)}: {reason}") from exc
+    for column in header:
+        if _CONTROL.search(column):
+            raise CatalogError(f"{_shown(path)}:1: a column name holds a control character")
     for number, row in enumerate(rows, start=2):
         # Columns after `source` were added later and are optional: a row may leave them off.
         columns = list(row)
@@ -443,10 +462,18 @@ def _read_rows(
             if row[column] is None:
                 row[column] = ""
         if not (row.get("source") or "").strip() and name != "zones.csv":
-            raise CatalogError(f"{path}:{number}: every row needs a source")
+            raise CatalogError(f"{_shown(path)}:{number}: every row needs a source")
         if None in row or any(v is None for v in row.values()):
-            raise CatalogError(f"{path}:{number}: wrong number of columns")
-        row[_WHERE] = f"{path}:{number}"
+            raise CatalogError(f"{_shown(path)}:{number}: wrong number of columns")
+        control = next((c for c, v in row.items() if _CONTROL.search(v)), None)
+        if control is not None:
+            found = _CONTROL.search(row[control])
+            code = f"U+{ord(found.group()):04X}" if found else "a control character"
+            raise CatalogError(
+                f"{_shown(path)}:{number}: column {control!r} holds {code}, a control "
+                "character (a catalog cell is plain text)"
+            )
+        row[_WHERE] = f"{_shown(path)}:{number}"
     return header, rows
 
 
@@ -457,7 +484,14 @@ def _merged(
     other is added. The overlay's columns must be the packaged file's (those up to ``source``
     required), and every key cell filled."""
     # A stack's or a pull request's folder: a regular file, read to a cap, never a device,
-    # a FIFO or a link to either (components._files).
+    # a FIFO or a link to either (components._files), nor a link out of the folder (to a
+    # file of the system or of the user: an overlay is what a pull request brings).
+    try:
+        linked_out = not path.resolve().is_relative_to(path.parent.resolve())
+    except (OSError, RuntimeError):
+        linked_out = True
+    if linked_out:
+        raise CatalogError(f"{_shown(path)}: links out of the overlay folder; not read")
     try:
         text = read_text_capped(path, MAX_OVERLAY_FILE_BYTES, what="catalog overlay file")
     except FileReadError as exc:
@@ -466,14 +500,16 @@ def _merged(
     keys = _KEYS[name]
     known = header or list(overlay_header)
     required = known[: known.index("source") + 1] if "source" in known else known
-    unknown = [c for c in overlay_header if c not in known]
+    unknown = [i for i, c in enumerate(overlay_header, start=1) if c not in known]
     if unknown:
+        # By position: a header's text is the file's content, never echoed (issue 42).
         raise CatalogError(
-            f"{path}:1: unknown column {unknown[0]!r} (the columns of {name}: {', '.join(known)})"
+            f"{_shown(path)}:1: column {unknown[0]} of the header is not a column of {name} "
+            f"(its columns: {', '.join(known)})"
         )
     missing = [c for c in (*keys, *required) if c not in overlay_header]
     if missing:
-        raise CatalogError(f"{path}:1: column {missing[0]!r} is missing")
+        raise CatalogError(f"{_shown(path)}:1: column {missing[0]!r} is missing")
     index = {tuple(r[k] for k in keys): i for i, r in enumerate(rows)}
     merged = list(rows)
     for row in overlay_rows:
@@ -495,11 +531,11 @@ def overlay_catalog_dir(directory: Path) -> Path:
     Raises ``CatalogError`` naming the folder or the file that is not a catalog file.
     """
     if not directory.is_dir():
-        raise CatalogError(f"catalog overlay {directory}: not a directory")
+        raise CatalogError(f"catalog overlay {_shown(directory)}: not a directory")
     for path in sorted(directory.glob("*.csv")):
         if path.name not in _KEYS:
             raise CatalogError(
-                f"catalog overlay {path}: not a catalog file (the files an overlay may hold: "
+                f"catalog overlay {_shown(path)}: not a catalog file (the files an overlay may hold: "
                 f"{', '.join(sorted(_KEYS))})"
             )
     return directory
@@ -510,23 +546,38 @@ def _where(row: dict[str, str], fallback: str) -> str:
 
 
 def _number(path: str, row: dict[str, str], column: str) -> float:
+    """A number cell: finite, from 0 to ``MAX_CATALOG_NUMBER`` (``nan``, ``inf`` and ``1e400``
+    are refused naming the file, row and column)."""
+    text = row.get(column)
     try:
-        return float(row[column])
-    except (KeyError, TypeError, ValueError) as exc:
+        number = float(text)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        number = None
+    if number is None:
+        raise CatalogError(f"{_where(row, path)}: column {column!r} must be a number")
+    if not 0 <= number <= MAX_CATALOG_NUMBER:  # NaN fails both comparisons
         raise CatalogError(
-            f"{_where(row, path)}: column {column!r} must be a number, got {row.get(column)!r}"
-        ) from exc
+            f"{_where(row, path)}: column {column!r} must be a number from 0 to "
+            f"{MAX_CATALOG_NUMBER:,}, got {number:g}"
+        )
+    return number
 
 
 def _int(path: str, row: dict[str, str], column: str) -> int:
-    """A whole-number cell; an empty one is 0."""
+    """A whole-number cell from 0 to ``MAX_CATALOG_NUMBER``; an empty one is 0."""
     text = (row.get(column) or "").strip()
     try:
-        return int(text or 0)
-    except ValueError as exc:
+        number = int(text or 0)
+    except ValueError:
+        number = None
+    if number is None:
+        raise CatalogError(f"{_where(row, path)}: column {column!r} must be a whole number")
+    if not 0 <= number <= MAX_CATALOG_NUMBER:
         raise CatalogError(
-            f"{_where(row, path)}: column {column!r} must be a whole number, got {text!r}"
-        ) from exc
+            f"{_where(row, path)}: column {column!r} must be a whole number from 0 to "
+            f"{MAX_CATALOG_NUMBER:,}"
+        )
+    return number
 
 
 def _optional_number(path: str, row: dict[str, str], column: str) -> float | None:
@@ -613,9 +664,14 @@ def _attachable_counts(source: _Source) -> dict[tuple[str, str], tuple[int, ...]
     for r in source.rows("attachable_counts.csv"):
         try:
             counts = tuple(sorted(int(c) for c in r["counts"].split()))
-        except ValueError as exc:
+        except ValueError:
+            counts = (-1,)
+        if not all(0 < c <= MAX_CATALOG_NUMBER for c in counts):
             where = _where(r, "attachable_counts.csv")
-            raise CatalogError(f"{where}: column 'counts': bad counts {r['counts']!r}") from exc
+            raise CatalogError(
+                f"{where}: column 'counts' must be whole numbers from 1 to "
+                f"{MAX_CATALOG_NUMBER:,}, separated by spaces"
+            )
         attachable[(r["machine_type"], r["accelerator_type"])] = counts
     return attachable
 
@@ -684,7 +740,7 @@ def _training_offers(source: _Source) -> dict[tuple[str, str], TrainingOffer]:
         training = (r.get("training") or "").strip().lower()
         if training not in ("yes", "no"):
             where = _where(r, "training_regions.csv")
-            raise CatalogError(f"{where}: column 'training' must be yes or no, got {training!r}")
+            raise CatalogError(f"{where}: column 'training' must be yes or no")
         offers[(r["region"], r["accelerator_type"])] = TrainingOffer(
             region=r["region"],
             accelerator=r["accelerator_type"],

@@ -30,6 +30,7 @@ import dataclasses
 import datetime
 import hashlib
 import json
+import math
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -37,17 +38,30 @@ from pathlib import Path
 from typing import Any
 
 from ..costs._billing import Sku
-from ..lifecycle._settings import Endpoint, public_url
+from ..lifecycle._settings import DEFAULT_RETRY_DEADLINE, Endpoint, public_url
 from .billing import (
     BILLING_API,
-    CALL_TIMEOUT,
     MAX_PAGES,
     BillingUnavailable,
+    LiveReadLimits,
     billing_client_options,
+    bounded_client,
     cache_dir,
 )
 
-__all__ = ["AccountPrices", "apply_account_prices", "read_account_prices"]
+__all__ = [
+    "PLAUSIBLE_SHARE_OF_LIST",
+    "AccountPrices",
+    "apply_account_prices",
+    "implausible_account_prices",
+    "read_account_prices",
+]
+
+PLAUSIBLE_SHARE_OF_LIST = (0.05, 1.5)
+"""An account's own price of a SKU is taken from 5 % to 150 % of its list price: a contract
+discounts the list price (seldom by more than half); a price of $0, one far above the list price
+($400 an hour for a T4 listed at $0.35) or a 300-digit one is a broken answer, and the list
+price is kept (with a note naming the SKU and the range)."""
 
 PAGE_SIZE = 5000
 _CACHE_VERSION = 1
@@ -83,56 +97,65 @@ def _session(endpoint: Endpoint) -> Any:
     return AuthorizedSession(credentials)  # type: ignore[no-untyped-call]
 
 
-def _get(session: Any, url: str, params: dict[str, Any]) -> dict[str, Any]:
-    """One GET, retried on transient errors (5xx, 429, connection); an HTTP error raises the
-    ``google.api_core`` exception of its status."""
+def _get(session: Any, url: str, params: dict[str, Any], limits: LiveReadLimits) -> dict[str, Any]:
+    """One GET, retried on transient errors (5xx, 429, connection) within ``limits``' deadline;
+    an HTTP error raises the ``google.api_core`` exception of its status."""
     from google.api_core import exceptions as gexc
     from google.api_core import retry
 
     def once() -> dict[str, Any]:
-        answer = session.get(url, params=params, timeout=CALL_TIMEOUT)
+        answer = session.get(url, params=params, timeout=limits.timeout())
         if answer.status_code >= 400:
             raise gexc.from_http_response(answer)  # type: ignore[no-untyped-call]
-        found: dict[str, Any] = answer.json()
+        found = answer.json()
+        if not isinstance(found, dict):
+            raise BillingUnavailable("an answer of the Cloud Billing API is not a JSON object")
         return found
 
-    policy = retry.Retry(predicate=retry.if_transient_error, timeout=CALL_TIMEOUT * 2)
+    policy = retry.Retry(predicate=retry.if_transient_error, timeout=limits.timeout())
     result: dict[str, Any] = policy(once)()
     return result
 
 
 def _unit_usd(price: dict[str, Any]) -> float | None:
-    """The first tier's contract price per unit, USD; None when it is not one."""
-    if price.get("currencyCode", "USD") != "USD":
+    """The first tier's contract price per unit, USD; None when it is not one (another
+    currency, no tier, or a figure that is no number: ``"1e400"``, 5,000 digits, ``nan``)."""
+    try:
+        if price.get("currencyCode", "USD") != "USD":
+            return None
+        rate = price.get("rate") or {}
+        tiers = rate.get("tiers") or []
+        money = tiers[0].get("contractPrice") or tiers[0].get("listPrice") or {}
+        usd = int(money.get("units") or 0) + int(money.get("nanos") or 0) / 1e9
+        unit = (rate.get("unitInfo") or {}).get("unitQuantity") or {}
+        quantity = float(unit.get("value") or 1)
+        value = usd / quantity
+    except (AttributeError, IndexError, TypeError, ValueError, OverflowError, ZeroDivisionError):
         return None
-    rate = price.get("rate") or {}
-    tiers = rate.get("tiers") or []
-    if not tiers:
-        return None
-    money = tiers[0].get("contractPrice") or tiers[0].get("listPrice") or {}
-    usd = int(money.get("units") or 0) + int(money.get("nanos") or 0) / 1e9
-    quantity = float(((rate.get("unitInfo") or {}).get("unitQuantity") or {}).get("value") or 1)
-    return usd / quantity if quantity > 0 else None
+    return value if math.isfinite(value) and quantity > 0 else None
 
 
-def _read(endpoint: Endpoint, project: str, day: datetime.date) -> AccountPrices:
-    info = _billing_info_client(endpoint).get_project_billing_info(
-        name=f"projects/{project}", timeout=CALL_TIMEOUT
+def _read(
+    endpoint: Endpoint, project: str, day: datetime.date, limits: LiveReadLimits
+) -> AccountPrices:
+    info = bounded_client(_billing_info_client(endpoint), limits).get_project_billing_info(
+        name=f"projects/{project}", timeout=limits.timeout()
     )
     account = info.billing_account_name
     if not account or not info.billing_enabled:
         raise BillingUnavailable(f"project {project} has no billing account enabled")
     base = endpoint.url.rstrip("/") if endpoint.url else f"https://{BILLING_API}"
     session = _session(endpoint)
+    limits.bound(session)
     usd: dict[str, float] = {}
     token = ""
     for _ in range(MAX_PAGES):
         params = {"currencyCode": "USD", "pageSize": PAGE_SIZE, "pageToken": token}
-        page = _get(session, f"{base}/v1beta/{account}/skus/-/prices", params)
+        page = _get(session, f"{base}/v1beta/{account}/skus/-/prices", params, limits)
         for price in page.get("billingAccountPrices") or []:
             parts = str(price.get("name", "")).split("/")
             value = _unit_usd(price)
-            if len(parts) >= 4 and value is not None and value > 0:
+            if len(parts) >= 4 and value is not None:  # judged against the list price later
                 usd[parts[3]] = value
         token = page.get("nextPageToken") or ""
         if not token:
@@ -176,8 +199,10 @@ def read_account_prices(
     *,
     today: datetime.date | None = None,
     directory: Path | None = None,
+    deadline: float = DEFAULT_RETRY_DEADLINE,
 ) -> AccountPrices:
-    """``project``'s billing account prices, read once per UTC day, endpoint and project.
+    """``project``'s billing account prices, read once per UTC day, endpoint and project,
+    within ``deadline`` seconds in all and ``MAX_ANSWER_BYTES`` per answer.
 
     Raises ``BillingUnavailable`` (never anything else) when they cannot be read.
     """
@@ -192,7 +217,8 @@ def read_account_prices(
         found = _load(path)
         if found is None:
             try:
-                found = _read(endpoint, project, day)
+                limits = LiveReadLimits(deadline)
+                found = limits.run(lambda: _read(endpoint, project, day, limits))
             except BillingUnavailable:
                 raise
             except Exception as exc:
@@ -202,12 +228,32 @@ def read_account_prices(
         return found
 
 
+def _plausible(usd: float, sku: Sku) -> bool:
+    low, high = PLAUSIBLE_SHARE_OF_LIST
+    return low * sku.usd <= usd <= high * sku.usd
+
+
+def implausible_account_prices(skus: Iterable[Sku], account: AccountPrices) -> list[str]:
+    """Why each of the account's prices that ``apply_account_prices`` refuses is refused: the
+    SKU, the price and the range (``PLAUSIBLE_SHARE_OF_LIST`` of its list price)."""
+    low, high = PLAUSIBLE_SHARE_OF_LIST
+    return [
+        f"SKU {sku.sku_id} ({sku.description[:60]}): the account's price {usd:.6g} USD per "
+        f"{sku.unit} is outside {low:g}x-{high:g}x of the list price {sku.usd:.6g} "
+        f"({low * sku.usd:.6g} to {high * sku.usd:.6g}); the list price is used"
+        for sku in skus
+        if (usd := account.usd.get(sku.sku_id)) is not None and not _plausible(usd, sku)
+    ]
+
+
 def apply_account_prices(skus: Iterable[Sku], account: AccountPrices) -> list[Sku]:
-    """``skus`` with each price the account has replaced by it (and the source saying so)."""
+    """``skus`` with each price the account has replaced by it (and the source saying so);
+    a price outside ``PLAUSIBLE_SHARE_OF_LIST`` of the list price is not taken
+    (``implausible_account_prices`` says which)."""
     out = []
     for sku in skus:
         usd = account.usd.get(sku.sku_id)
-        if usd is None:
+        if usd is None or not _plausible(usd, sku):
             out.append(sku)
             continue
         source = f"{sku.source}; {account.account}'s own price (read {account.as_of})"

@@ -13,6 +13,12 @@ from the Cloud Billing pricing API (``billingAccounts.skus.prices``, v1beta), re
 ``components.vertex.account_prices`` where the caller may read them; an organisation's rates
 can also be given as a price sheet (``training:prices``).
 
+Every live read is bounded (``LiveReadLimits``): a total deadline (``training:retryDeadline``) over
+all its calls, retries and pages, however slowly a server answers (a request's own timeout
+bounds each socket read, not the call), and ``MAX_ANSWER_BYTES`` per answer, read in chunks and
+refused past the cap before it is all in memory. Past either, the read is a
+``BillingUnavailable`` saying which, and the callers price from the snapshot.
+
 The SKUs are cached per endpoint and per UTC day, on disk (``$XDG_CACHE_HOME/gpu-training/
 billing``, else ``~/.cache/...``) and in the process: the first caller of a day reads them, every
 later one that day reads the file. Any failure (no Application Default Credentials, no
@@ -28,18 +34,23 @@ import hashlib
 import json
 import os
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .._errors import TrainingJobError
 from ..costs._billing import COMPUTE_SERVICE, VERTEX_SERVICE, Sku, sku_capacity, sku_resource
-from ..lifecycle._settings import Endpoint, public_url
+from ..lifecycle._settings import DEFAULT_RETRY_DEADLINE, RETRY_DEADLINE_KEY, Endpoint, public_url
 
 __all__ = [
     "BILLING_API",
+    "MAX_ANSWER_BYTES",
     "BillingUnavailable",
+    "LiveReadLimits",
     "billing_client",
     "billing_client_options",
+    "bounded_client",
     "cache_dir",
     "read_skus",
 ]
@@ -50,15 +61,98 @@ CALL_TIMEOUT = 30.0
 MAX_PAGES = 100
 """Pages read at most per service (5,000 SKUs each): a misbehaving server cannot hold a caller."""
 PAGE_SIZE = 5000
+MAX_ANSWER_BYTES = 32 * 1024 * 1024
+"""The most one billing answer may hold, decompressed: a full page of 5,000 Compute Engine SKUs
+is a few MB of JSON; a larger answer is refused as it streams in (a 600 MB one took the process
+to 1.3 GB of memory when it was read whole)."""
 _SERVICES = (VERTEX_SERVICE, COMPUTE_SERVICE)
 _CACHE_VERSION = 1
 
 _memory: dict[tuple[str, str], list[Sku]] = {}
 _lock = threading.Lock()
+_T = TypeVar("_T")
 
 
 class BillingUnavailable(TrainingJobError, RuntimeError):
     """The billing SKUs could not be read; the message says why."""
+
+
+class LiveReadLimits:
+    """One live read's bounds: ``seconds`` in all (every call, retry and page together) and
+    ``max_bytes`` per answer.
+
+    ``bound(session)`` makes a ``requests`` session read each answer's body in chunks through
+    ``_read_body`` (a response hook runs before ``requests`` reads the body), refusing it past
+    the cap or the deadline; ``run(work)`` runs the read in a daemon thread and stops waiting
+    at the deadline, so even an answer whose headers trickle in a byte a second cannot hold the
+    caller (the thread, abandoned, ends with its connection).
+    """
+
+    def __init__(self, seconds: float, max_bytes: int | None = None) -> None:
+        self.seconds = seconds
+        self.max_bytes = MAX_ANSWER_BYTES if max_bytes is None else max_bytes
+        self.deadline = time.monotonic() + seconds
+
+    def _late(self) -> BillingUnavailable:
+        return BillingUnavailable(
+            f"no complete answer within {self.seconds:g} s ({RETRY_DEADLINE_KEY})"
+        )
+
+    def timeout(self) -> float:
+        """Seconds one call may take now: ``CALL_TIMEOUT``, or what is left of the deadline."""
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise self._late()
+        return min(CALL_TIMEOUT, left)
+
+    def bound(self, session: Any) -> None:
+        """Read ``session``'s answers within the limits (a session without hooks: no change)."""
+        hooks = getattr(session, "hooks", None)
+        if isinstance(hooks, dict):
+            hooks.setdefault("response", []).append(self._read_body)
+
+    def _read_body(self, response: Any, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("stream"):
+            return response
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in response.raw.stream(1 << 16, decode_content=True):
+            size += len(chunk)
+            if size > self.max_bytes:
+                response.close()
+                raise BillingUnavailable(
+                    f"an answer larger than {self.max_bytes:,} bytes was refused"
+                )
+            if time.monotonic() > self.deadline:
+                response.close()
+                raise self._late()
+            chunks.append(chunk)
+        # What requests' own body read sets: the answer's ``.content`` and ``.json()`` read it.
+        response._content = b"".join(chunks)
+        response._content_consumed = True
+        return response
+
+    def run(self, work: Callable[[], _T]) -> _T:
+        """``work()``'s result, or its exception; ``BillingUnavailable`` at the deadline."""
+        outcome: list[tuple[bool, Any]] = []
+        done = threading.Event()
+
+        def target() -> None:
+            try:
+                outcome.append((True, work()))
+            except BaseException as exc:  # handed to the caller, which raises it
+                outcome.append((False, exc))
+            finally:
+                done.set()
+
+        threading.Thread(target=target, name="live-billing-read", daemon=True).start()
+        if not done.wait(max(0.0, self.deadline - time.monotonic())):
+            raise self._late()
+        ok, value = outcome[0]
+        if not ok:
+            raise value
+        result: _T = value
+        return result
 
 
 def billing_client_options(endpoint: Endpoint) -> dict[str, Any]:
@@ -143,10 +237,17 @@ def _sku(service: str, raw: Any, as_of: str) -> Sku | None:
     return sku
 
 
-def _list(endpoint: Endpoint, day: datetime.date) -> list[Sku]:
-    client = billing_client(endpoint)
+def bounded_client(client: Any, limits: LiveReadLimits) -> Any:
+    """``client`` (a REST ``billing_v1`` client) with its session's answers read within
+    ``limits``."""
+    limits.bound(getattr(getattr(client, "_transport", None), "_session", None))
+    return client
+
+
+def _list(endpoint: Endpoint, day: datetime.date, limits: LiveReadLimits) -> list[Sku]:
+    client = bounded_client(billing_client(endpoint), limits)
     wanted: dict[str, str] = {}
-    for number, page in enumerate(client.list_services(timeout=CALL_TIMEOUT).pages):
+    for number, page in enumerate(client.list_services(timeout=limits.timeout()).pages):
         if number >= MAX_PAGES:
             break
         for service in page.services:
@@ -158,7 +259,7 @@ def _list(endpoint: Endpoint, day: datetime.date) -> list[Sku]:
     for parent, display in sorted(wanted.items()):
         pager = client.list_skus(
             request={"parent": parent, "page_size": PAGE_SIZE, "currency_code": "USD"},
-            timeout=CALL_TIMEOUT,
+            timeout=limits.timeout(),
         )
         for number, page in enumerate(pager.pages):
             if number >= MAX_PAGES:
@@ -193,9 +294,15 @@ def _store(path: Path, skus: list[Sku]) -> None:
 
 
 def read_skus(
-    endpoint: Endpoint, *, today: datetime.date | None = None, directory: Path | None = None
+    endpoint: Endpoint,
+    *,
+    today: datetime.date | None = None,
+    directory: Path | None = None,
+    deadline: float = DEFAULT_RETRY_DEADLINE,
 ) -> list[Sku]:
-    """The training SKUs of Vertex AI and Compute Engine, read once per UTC day and endpoint.
+    """The training SKUs of Vertex AI and Compute Engine, read once per UTC day and endpoint,
+    within ``deadline`` seconds in all (``training:retryDeadline``) and ``MAX_ANSWER_BYTES``
+    per answer.
 
     Raises ``BillingUnavailable`` (never anything else) when they cannot be read.
     """
@@ -208,7 +315,8 @@ def read_skus(
         cached = _load(path)
         if cached is None:
             try:
-                cached = _list(endpoint, day)
+                limits = LiveReadLimits(deadline)
+                cached = limits.run(lambda: _list(endpoint, day, limits))
             except BillingUnavailable as exc:
                 raise BillingUnavailable(f"the billing SKUs could not be read: {exc}") from None
             except Exception as exc:

@@ -16,6 +16,8 @@ from pulumi.provider.experimental.provider import (
     DeleteRequest,
 )
 
+from components._files import READ_ROOTS_ENV
+from components.lifecycle._settings import SettingError
 from components.plugin._provider import GpuTrainingProvider
 from components.plugin._values import wrap_map
 from emulator.testing import EmulatorProcess, running_emulator
@@ -92,7 +94,8 @@ def test_the_core_settings_are_checked_naming_the_plugin_key() -> None:
 
 
 @pytest.mark.usefixtures("packaged_catalog")
-def test_check_uses_the_catalog_overlay(tmp_path: Path) -> None:
+def test_check_uses_the_catalog_overlay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(READ_ROOTS_ENV, str(tmp_path))  # outside the project: allowed by name
     overlay = tmp_path / "catalog"
     overlay.mkdir()
     (overlay / "machine_types.csv").write_text(
@@ -118,3 +121,34 @@ def test_delete_records_deletes_the_jobs_record(emu: EmulatorProcess) -> None:
         run_isolated(provider.delete(DeleteRequest(URN, job, created.properties, 0)))
         names = [j.name for j in client.list_custom_jobs(parent=job.rsplit("/customJobs/", 1)[0])]
         assert (job in names) is kept, setting
+
+
+@pytest.mark.usefixtures("packaged_catalog")
+@pytest.mark.parametrize(
+    ("row", "says"),
+    [
+        ("n9-standard-8,n9,nan,32,,,src", "machine_types.csv:2: column 'vcpus' must be a number"),
+        ("n9-\x1b[31m,n9,8,32,,,src", "machine_types.csv:2: column 'machine_type' holds U+001B"),
+    ],
+)
+def test_a_hostile_overlay_fails_configure_naming_key_file_row_and_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, row: str, says: str
+) -> None:
+    monkeypatch.setenv(READ_ROOTS_ENV, str(tmp_path))
+    overlay = tmp_path / "catalog"
+    overlay.mkdir()
+    (overlay / "machine_types.csv").write_text(f"{MACHINES}\n{row}\n")
+    with pytest.raises(SettingError) as raised:
+        _provider(quota="off", catalogOverlay=str(overlay))
+    text = str(raised.value)
+    assert text.startswith("gpu-training:catalogOverlay: ") and says in text
+    assert "\x1b" not in text
+
+
+def test_an_overlay_outside_the_project_fails_configure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(READ_ROOTS_ENV, raising=False)
+    (tmp_path / "catalog").mkdir()
+    with pytest.raises(SettingError, match="gpu-training:catalogOverlay: lies outside the project"):
+        _provider(quota="off", catalogOverlay=str(tmp_path / "catalog"))

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from components._files import READ_ROOTS_ENV
 from components.config import ConfigError
 from components.training_job import TrainingJobInputError
 from tests.program.harness import JOB_TYPE, REPO, run_stack
@@ -18,6 +19,13 @@ HEADER = "region,accelerator_type,training,as_of,source\n"
 
 
 pytestmark = pytest.mark.usefixtures("packaged_catalog")
+
+
+@pytest.fixture(autouse=True)
+def _tmp_path_is_a_read_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """These stacks name files in tmp_path, outside the project: the person running allows it
+    (``GPU_TRAINING_READ_ROOTS``, components._files)."""
+    monkeypatch.setenv(READ_ROOTS_ENV, str(tmp_path))
 
 
 def _overlay(tmp_path: Path, rows: str) -> str:

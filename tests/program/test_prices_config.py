@@ -8,9 +8,18 @@ import pulumi
 import pytest
 
 from components import load_catalog
+from components._files import READ_ROOTS_ENV
 from components.config import ConfigError
 from emulator.testing import running_emulator
 from tests.program.harness import run_stack
+
+
+@pytest.fixture(autouse=True)
+def _tmp_path_is_a_read_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """These stacks name files in tmp_path, outside the project: the person running allows it
+    (``GPU_TRAINING_READ_ROOTS``, components._files)."""
+    monkeypatch.setenv(READ_ROOTS_ENV, str(tmp_path))
+
 
 SHEET = (
     "region,resource_kind,name,on_demand_usd_per_hour,spot_usd_per_hour\n"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from components._files import READ_ROOTS_ENV
 from tests.provider.conftest import configured, job_inputs
 from tests.spec.catalog_fixtures import packaged_catalog  # noqa: F401 (a fixture)
 
@@ -14,6 +15,13 @@ HEADER = "machine_type,family,vcpus,memory_gb,fixed_accelerator_type,fixed_accel
 
 
 pytestmark = pytest.mark.usefixtures("packaged_catalog")
+
+
+@pytest.fixture(autouse=True)
+def _tmp_path_is_a_read_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """These stacks name files in tmp_path, outside the project: the person running allows it
+    (``GPU_TRAINING_READ_ROOTS``, components._files)."""
+    monkeypatch.setenv(READ_ROOTS_ENV, str(tmp_path))
 
 
 def _on(machine: str) -> dict[str, object]:

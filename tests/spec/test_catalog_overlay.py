@@ -112,11 +112,11 @@ def test_an_overlay_adds_a_prebuilt_image_row(tmp_path: Path) -> None:
     [
         (
             {"machine_types": f"{MACHINE_HEADER},colour\n{NEW_MACHINE},red\n"},
-            r"machine_types\.csv:1: unknown column 'colour'",
+            r"machine_types\.csv:1: column 8 of the header is not a column of machine_types\.csv",
         ),
         (
             {"machine_types": f"{MACHINE_HEADER}\nn9-standard-8,n9,eight,32,,,src\n"},
-            r"machine_types\.csv:2: column 'vcpus' must be a number, got 'eight'",
+            r"machine_types\.csv:2: column 'vcpus' must be a number$",
         ),
         (
             {"machine_types": f"{MACHINE_HEADER}\nn9-standard-8,n9,8,32,,x,src\n"},
@@ -175,7 +175,10 @@ def test_an_overlay_file_that_is_a_fifo_or_a_device_is_refused_unread(tmp_path: 
     device = tmp_path / "device"
     device.mkdir()
     (device / "zones.csv").symlink_to("/dev/zero")  # reads forever
-    with pytest.raises(CatalogError, match=r"zones\.csv: is a device"):
+    with pytest.raises(CatalogError, match=r"zones\.csv: links out of the overlay folder"):
+        load_catalog_from(CATALOG_DIR, device)
+    os.mkfifo(device / "regions.csv")
+    with pytest.raises(CatalogError, match=r"regions\.csv: is a FIFO"):
         load_catalog_from(CATALOG_DIR, device)
 
 
@@ -335,3 +338,73 @@ def test_an_imported_job_whose_image_the_catalog_lacks_is_taken_over() -> None:
     [note] = taken.warnings
     assert note.path == "workerPoolSpecs[0].pythonPackageSpec.executorImageUri"
     assert "taken over as it is" in note.reason
+
+
+# --- issue 42: numbers that are no numbers, and control characters ---------------------------
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e400", "NaN", "1e7", "-1"])
+@pytest.mark.parametrize("column", ["vcpus", "memory_gb"])
+def test_a_non_finite_or_out_of_range_number_names_file_row_and_field(
+    tmp_path: Path, value: str, column: str
+) -> None:
+    cells = {"vcpus": "8", "memory_gb": "32", column: value}
+    row = f"n9-standard-8,n9,{cells['vcpus']},{cells['memory_gb']},,,src"
+    overlay = _overlay(tmp_path, machine_types=f"{MACHINE_HEADER}\n{row}\n")
+    with pytest.raises(CatalogError, match=rf"machine_types\.csv:2: column '{column}'"):
+        load_catalog_from(CATALOG_DIR, overlay)
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        (
+            "n1_host_limits",
+            "accelerator_type,accelerator_count,max_vcpus,max_memory_gb,source\n"
+            "NVIDIA_TESLA_T4,1,8,inf,src\n",
+        ),
+        (
+            "attachable_counts",
+            "machine_type,accelerator_type,counts,source\n"
+            "n1-standard-8,NVIDIA_TESLA_T4,1 99999999999,src\n",
+        ),
+        (
+            "prices",
+            "region,resource_kind,name,on_demand_usd_per_hour,spot_usd_per_hour,as_of,"
+            "source\nus-central1,accelerator,NVIDIA_TESLA_T4,nan,,2026-12-01,src\n",
+        ),
+    ],
+)
+def test_a_non_finite_number_in_any_file_is_a_catalog_error(
+    tmp_path: Path, name: str, text: str
+) -> None:
+    with pytest.raises(CatalogError, match=rf"{name}\.csv:2: column '\w+'"):
+        load_catalog_from(CATALOG_DIR, _overlay(tmp_path, **{name: text}))
+
+
+@pytest.mark.parametrize("name", ["n9-\x1b[2J\x1b[31mred", "n9-\u202eabc", "n9\x07bell"])
+def test_a_control_character_in_a_cell_is_refused_and_never_printed(
+    tmp_path: Path, name: str
+) -> None:
+    overlay = _overlay(tmp_path, machine_types=f"{MACHINE_HEADER}\n{name},n9,8,32,,,src\n")
+    with pytest.raises(CatalogError, match=r"machine_types\.csv:2: column 'machine_type' holds U+"):
+        load_catalog_from(CATALOG_DIR, overlay)
+    job = tmp_path / "job.yaml"
+    job.write_text("workerPoolSpecs: []\n")
+    code, out, err = _cli("validate", str(job), "--catalog-overlay", str(overlay))
+    assert code == 2 and "machine_types.csv:2" in err
+    assert not any(ch in out + err for ch in "\x1b\u202e\x07")
+
+
+@pytest.mark.parametrize("command", ["validate", "estimate", "prices"])
+def test_the_cli_names_the_row_of_a_non_finite_number_without_a_traceback(
+    tmp_path: Path, command: str
+) -> None:
+    overlay = _overlay(tmp_path, machine_types=f"{MACHINE_HEADER}\nn9-standard-8,n9,1e400,32,,,s\n")
+    job = tmp_path / "job.yaml"
+    job.write_text("workerPoolSpecs: []\n")
+    argv = {"validate": [str(job)], "estimate": [str(job)], "prices": ["--gpu", "T4"]}[command]
+    code, _, err = _cli(command, *argv, "--catalog-overlay", str(overlay))
+    assert code == 2, err
+    assert "machine_types.csv:2: column 'vcpus' must be a number from 0 to 1,000,000" in err
+    assert "Traceback" not in err
