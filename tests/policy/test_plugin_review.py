@@ -26,6 +26,11 @@ def urn(type_: str, name: str) -> str:
     return f"urn:pulumi:{STACK}::{PROJECT}::{type_}::{name}"
 
 
+def reference(provider: str) -> str:
+    """How a step names its provider: ``URN::ID``."""
+    return f"{urn(PROVIDER, provider)}::04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+
 def _t4_job(count: int = 1) -> dict[str, Any]:
     spec = _job_spec(count)
     spec["workerPoolSpecs"][0]["machineSpec"].update(
@@ -43,11 +48,15 @@ def create(
     provider: str = "default",
     outputs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    reference = f"{urn(PROVIDER, provider)}::04da6b54-80e4-46f7-96ec-b56ff0331ba9"
-    state: dict[str, Any] = {"type": type_, "inputs": inputs, "provider": reference}
+    state: dict[str, Any] = {"type": type_, "inputs": inputs, "provider": reference(provider)}
     if outputs is not None:
         state["outputs"] = outputs
-    return {"op": "create", "urn": urn(type_, name), "provider": reference, "newState": state}
+    return {
+        "op": "create",
+        "urn": urn(type_, name),
+        "provider": state["provider"],
+        "newState": state,
+    }
 
 
 def preview(*steps: dict[str, Any], config: dict[str, Any] | None = None) -> str:
@@ -100,3 +109,27 @@ def test_the_price_the_plugin_s_preview_returns_stands_over_the_catalog_s() -> N
     unknown = {"hourlyCostUsd": "04da6b54-80e4-46f7-96ec-b56ff0331ba9"}
     markdown = render_markdown(preview(create("job", _t4_job(), outputs=unknown)))
     assert f"| ${N1_STANDARD_4 + T4:,.2f}/h |" in row(markdown, "job")
+
+
+def test_a_plugin_job_s_replace_shows_both_sides_and_the_changed_rest_path() -> None:
+    def state(count: int) -> dict[str, Any]:
+        return {"type": TRAINING, "inputs": _t4_job(count)}
+
+    replace = {
+        "op": "replace",
+        "urn": urn(TRAINING, "job"),
+        "provider": reference("default"),
+        "oldState": state(1),
+        "newState": state(2),
+        "replaceReasons": ["jobSpec"],
+    }
+    markdown = render_markdown(preview(replace))
+    assert row(markdown, "job").startswith(
+        "| 🔁 replace | `job` | n1-standard-4 | 1 x NVIDIA_TESLA_T4 → 2 x NVIDIA_TESLA_T4 "
+        f"| us-central1 | ${N1_STANDARD_4 + T4:,.2f}/h → ${N1_STANDARD_4 + 2 * T4:,.2f}/h "
+        f"(+${T4:,.2f}/h) |"
+    )
+    assert (
+        "- `jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount`: `1` → `2` "
+        "(forces replacement)" in markdown
+    )
