@@ -136,9 +136,9 @@ class JobChange:
         inputs = self.new_inputs if which == "new" else self.old_inputs
         if inputs is None:
             return None
-        document = inputs.get("spec")
-        if document is None:
+        if "spec" not in inputs:
             return (TUNING if self.tuning else TRAINING).document(inputs)
+        document = inputs["spec"]
         return dict(document) if isinstance(document, Mapping) else None
 
     def output(self, which: str, name: str) -> float | None:
