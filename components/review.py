@@ -48,6 +48,7 @@ from .costs._pricing import (
     estimate_tuning,
 )
 from .lifecycle._wire import (
+    EXCLUSIVE_GPUS,
     HIDDEN_INPUTS,
     IDENTITY,
     PROVIDER_KEY,
@@ -58,6 +59,7 @@ from .lifecycle._wire import (
     decode_spec,
     is_secret_envelope,
 )
+from .plugin._shape import PROVIDER_TYPE, TRAINING, TUNING, camel, provider_defaults
 from .rules._catalog import Catalog, load_catalog, training_regions_for
 from .rules._spec import JobSpec
 from .rules._tuning_spec import TuningJobSpec
@@ -115,6 +117,10 @@ class JobChange:
     replace_reasons: list[str] = field(default_factory=list)
     policy_violations: list[str] = field(default_factory=list)
     tuning: bool = False
+    defaults: dict[str, str] = field(default_factory=dict)
+    """A plugin job's ``project``/``region`` when its inputs set none: its provider's."""
+    old_outputs: dict[str, Any] | None = None
+    new_outputs: dict[str, Any] | None = None
 
     @property
     def region(self) -> str | None:
@@ -122,12 +128,27 @@ class JobChange:
             region = (inputs or {}).get("region")
             if isinstance(region, str) and region not in UNKNOWN_VALUES:
                 return region
-        return None
+        return self.defaults.get("region")
 
     def _document(self, which: str) -> dict[str, Any] | None:
+        """The job document: the dynamic resources' ``spec``, else the plugin's REST-shaped
+        inputs (``jobSpec``..., ``trialJobSpec``...) as the core reads them."""
         inputs = self.new_inputs if which == "new" else self.old_inputs
-        document = (inputs or {}).get("spec")
+        if inputs is None:
+            return None
+        if "spec" not in inputs:
+            return (TUNING if self.tuning else TRAINING).document(inputs)
+        document = inputs["spec"]
         return dict(document) if isinstance(document, Mapping) else None
+
+    def output(self, which: str, name: str) -> float | None:
+        """A known number among the ``old`` or ``new`` outputs (``hourlyCostUsd``: the plugin
+        prices a job at preview), or None."""
+        outputs = (self.new_outputs if which == "new" else self.old_outputs) or {}
+        value = outputs.get(name)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None  # unknown at preview, or not a figure
+        return float(value)
 
     def spec(self, which: str) -> JobSpec | None:
         """The custom job on the ``old`` or ``new`` side: for a tuning job, one trial's."""
@@ -205,6 +226,10 @@ class _Step:
     old_inputs: dict[str, Any] | None
     new_inputs: dict[str, Any] | None
     replace_reasons: list[str]
+    provider: str = ""
+    """The provider reference, ``URN::ID``."""
+    old_outputs: dict[str, Any] | None = None
+    new_outputs: dict[str, Any] | None = None
 
 
 def _urn_parts(urn: str) -> tuple[str | None, str | None, str, str]:
@@ -222,7 +247,9 @@ def _inputs(state: Any) -> dict[str, Any] | None:
     if not isinstance(inputs, Mapping):
         return {}
     found = {key: _secrets_hidden(value) for key, value in inputs.items()}
-    if "spec" in found:  # JSON text on the wire; compared and shown as the document
+    if isinstance(
+        found.get("spec"), str
+    ):  # JSON text on the wire; compared and shown as the document
         found["spec"] = decode_spec(found["spec"])
     return found
 
@@ -239,6 +266,18 @@ def _secrets_hidden(value: Any) -> Any:
     return value
 
 
+def _outputs(state: Any) -> dict[str, Any] | None:
+    outputs = state.get("outputs") if isinstance(state, Mapping) else None
+    return dict(outputs) if isinstance(outputs, Mapping) else None
+
+
+def _provider_of(step: Mapping[str, Any], *states: Any) -> str:
+    for holder in (step, *states):
+        if isinstance(holder, Mapping) and isinstance(holder.get("provider"), str):
+            return str(holder["provider"])
+    return ""
+
+
 def _diagnostic_text(message: Any) -> str:
     text = str(message or "").strip()
     for prefix in ("error: ", "warning: "):
@@ -246,13 +285,13 @@ def _diagnostic_text(message: Any) -> str:
     return text
 
 
-def _prices_setting(config: Any) -> Any:
-    """``training:prices`` from the stack configuration the preview carries, if any."""
-    return config.get(_PRICES_KEY) if isinstance(config, Mapping) else None
+def _config(config: Any) -> dict[str, Any]:
+    """The stack configuration the preview carries (``training:prices``, ``gpu-training:region``...)."""
+    return dict(config) if isinstance(config, Mapping) else {}
 
 
 _PRICES_KEY = "training:prices"
-_Loaded = tuple[list["_Step"], list[dict[str, Any]], list[Any], Any]
+_Loaded = tuple[list["_Step"], list[dict[str, Any]], list[Any], dict[str, Any]]
 
 
 def _from_document(doc: Mapping[str, Any]) -> _Loaded:
@@ -268,18 +307,21 @@ def _from_document(doc: Mapping[str, Any]) -> _Loaded:
                 old_inputs=_inputs(old),
                 new_inputs=_inputs(new),
                 replace_reasons=[str(k) for k in raw.get("replaceReasons") or []],
+                provider=_provider_of(raw, new, old),
+                old_outputs=_outputs(old),
+                new_outputs=_outputs(new),
             )
         )
     diagnostics = [d for d in doc.get("diagnostics") or [] if isinstance(d, Mapping)]
-    return steps, [dict(d) for d in diagnostics], [], _prices_setting(doc.get("config"))
+    return steps, [dict(d) for d in diagnostics], [], _config(doc.get("config"))
 
 
 def _from_events(events: Sequence[Mapping[str, Any]]) -> _Loaded:
     steps, diagnostics, policies = [], [], []
-    prices = None
+    config: dict[str, Any] = {}
     for event in events:
         if isinstance(event.get("preludeEvent"), Mapping):
-            prices = _prices_setting(event["preludeEvent"].get("config"))
+            config = _config(event["preludeEvent"].get("config"))
         if "resourcePreEvent" in event:
             meta = event["resourcePreEvent"].get("metadata") or {}
             steps.append(
@@ -290,6 +332,9 @@ def _from_events(events: Sequence[Mapping[str, Any]]) -> _Loaded:
                     old_inputs=_inputs(meta.get("old")),
                     new_inputs=_inputs(meta.get("new")),
                     replace_reasons=[str(k) for k in meta.get("keys") or []],
+                    provider=_provider_of(meta, meta.get("new"), meta.get("old")),
+                    old_outputs=_outputs(meta.get("old")),
+                    new_outputs=_outputs(meta.get("new")),
                 )
             )
         elif "diagnosticEvent" in event:
@@ -297,10 +342,10 @@ def _from_events(events: Sequence[Mapping[str, Any]]) -> _Loaded:
             diagnostics.append({"message": diag.get("message"), "severity": diag.get("severity")})
         elif "policyEvent" in event:
             policies.append(dict(event["policyEvent"]))
-    return steps, diagnostics, policies, prices
+    return steps, diagnostics, policies, config
 
 
-def _load(text: str) -> tuple[list[_Step], list[dict[str, Any]], list[Any], Any, bool]:
+def _load(text: str) -> tuple[list[_Step], list[dict[str, Any]], list[Any], dict[str, Any], bool]:
     text = text.strip()
     if not text:
         raise ReviewError("the preview output is empty (did `pulumi preview --json` run?)")
@@ -331,7 +376,8 @@ def _load(text: str) -> tuple[list[_Step], list[dict[str, Any]], list[Any], Any,
 
 def parse_preview(text: str) -> Preview:
     """Read ``pulumi preview --json`` output (a document or an event stream)."""
-    steps, diagnostics, policies, prices_setting, streamed = _load(text)
+    steps, diagnostics, policies, config, streamed = _load(text)
+    providers = _plugin_providers(steps)
     stack = project = None
     jobs: dict[str, JobChange] = {}
     unchanged = 0
@@ -352,14 +398,14 @@ def parse_preview(text: str) -> Preview:
             continue
         job = jobs.get(step.urn)
         if job is None:
-            jobs[step.urn] = JobChange(
-                name, op, step.old_inputs, step.new_inputs, list(step.replace_reasons), [], tuning
-            )
-            continue
+            job = jobs[step.urn] = JobChange(name, op, None, None, tuning=tuning)
+            job.defaults = _defaults(step, providers, config)
         # A replace streams as several steps; keep the fullest view of each side.
         job.old_inputs = job.old_inputs or step.old_inputs
         job.new_inputs = job.new_inputs or step.new_inputs
         job.replace_reasons = job.replace_reasons or list(step.replace_reasons)
+        job.old_outputs = job.old_outputs or step.old_outputs
+        job.new_outputs = job.new_outputs or step.new_outputs
     stack_violations = []
     for policy in policies:
         message = _policy_message(policy)
@@ -384,8 +430,30 @@ def parse_preview(text: str) -> Preview:
         warnings=[w for w in dict.fromkeys(warnings) if w],
         stack_policy_violations=stack_violations,
         streamed=streamed,
-        prices_setting=prices_setting,
+        prices_setting=config.get(_PRICES_KEY),
     )
+
+
+def _plugin_providers(steps: Sequence[_Step]) -> dict[str, dict[str, Any]]:
+    """The plugin's explicit providers in the preview, by URN: their inputs (``region``...).
+    A default provider has no step: the stack's configuration is its inputs."""
+    return {
+        step.urn: step.new_inputs or step.old_inputs or {}
+        for step in steps
+        if (step.type or _urn_parts(step.urn)[2]) == PROVIDER_TYPE
+    }
+
+
+def _defaults(
+    step: _Step, providers: Mapping[str, dict[str, Any]], config: Mapping[str, Any]
+) -> dict[str, str]:
+    """A plugin job's project and region when its inputs set none (``provider_defaults``)."""
+    # ``URN::ID`` (a URN is four parts joined by ``::``).
+    urn = step.provider.rsplit("::", 1)[0] if step.provider.count("::") > 3 else step.provider
+    if _urn_parts(urn)[2] != PROVIDER_TYPE:
+        return {}
+    name = _urn_parts(urn)[3]
+    return provider_defaults(name, providers.get(urn), config)
 
 
 def _policy_message(policy: Mapping[str, Any]) -> str:
@@ -660,7 +728,7 @@ def _describe(job: JobChange, which: str, catalog: Catalog) -> _Side:
             ceiling_usd=result.max_usd,
             labels=result.price_labels,
         )
-        return _at_worst(side, placed)
+        return _as_the_door_priced(job, which, _at_worst(side, placed))
     tuning = job.tuning_spec(which)
     found = placed.expected if placed is not None else _estimate_tuning(tuning, job.region, catalog)
     tuned = found if isinstance(found, TuningEstimate) else None
@@ -675,7 +743,23 @@ def _describe(job: JobChange, which: str, catalog: Catalog) -> _Side:
         None if tuned is None else tuned.max_usd,
         () if tuned is None else tuned.trial.price_labels,
     )
-    return _at_worst(side, placed)
+    return _as_the_door_priced(job, which, _at_worst(side, placed))
+
+
+_HOURLY_OUTPUT = "hourlyCostUsd"
+_CEILING_OUTPUT = "maxCostUsd"
+
+
+def _as_the_door_priced(job: JobChange, which: str, side: _Side) -> _Side:
+    """``side`` with the prices the resource's own outputs carry, where they do (the plugin
+    prices a job in its preview: ``hourlyCostUsd``, ``maxCostUsd``); the catalog's estimate
+    from the spec stands where they do not."""
+    hourly, ceiling = job.output(which, _HOURLY_OUTPUT), job.output(which, _CEILING_OUTPUT)
+    if hourly is not None:
+        side = replace(side, hourly=hourly, missing=())
+    if ceiling is not None:
+        side = replace(side, ceiling=f"${ceiling:,.2f}", ceiling_usd=ceiling)
+    return side
 
 
 def _at_worst(side: _Side, placed: _Placed | None) -> _Side:
@@ -754,7 +838,7 @@ def _cell(text: str) -> str:
 def _what(job: JobChange) -> str:
     if job.op == "replace":
         inputs = job.new_inputs or {}
-        if inputs.get("exclusive_gpus") is True:
+        if inputs.get(EXCLUSIVE_GPUS) is True or inputs.get(camel(EXCLUSIVE_GPUS)) is True:
             return "replace: the old job is cancelled first, then the new one starts"
         return "replace: a new job starts, then the old one is cancelled"
     if job.op == "update":

@@ -2,8 +2,10 @@
 
 The rules are plain functions in ``components.costs._policies`` (unit-tested without the
 engine); this file only hands them to ``pulumi_policy``. A tuning job counts as all its
-parallel trials at once (GPUs and dollars per hour), judged on its trial spec. Thresholds come from the policy
-config file (``policy/dev.json``, ``policy/prod.json``):
+parallel trials at once (GPUs and dollars per hour), judged on its trial spec. A plugin job
+without its own project or region takes its provider's (``resource.provider``'s inputs) or,
+for the default provider, the stack's ``gpu-training:project``/``gpu-training:region``. Thresholds come from the policy
+config file (``policy/dev.json``, ``policy/prod.json``); a rule it does not set is off:
 
     pulumi preview --stack dev --policy-pack policy --policy-pack-config policy/dev.json
 """
@@ -12,9 +14,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import pulumi
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -36,8 +40,10 @@ from components.costs._policies import (
     RuleSpec,
     job_from_props,
     max_cost_per_stack,
+    plugin_defaults,
     quota_fits,
 )
+from components.plugin._shape import PACKAGE
 
 
 def _catalog() -> Catalog:
@@ -46,9 +52,23 @@ def _catalog() -> Catalog:
     return priced_catalog(load_price_setting())
 
 
+def _stack_settings() -> dict[str, str | None]:
+    """The stack's ``gpu-training:project``/``region``: what a default provider of the plugin
+    is configured with (the engine gives the pack the stack's configuration)."""
+    config = pulumi.Config(PACKAGE)
+    return {f"{PACKAGE}:{key}": config.get(key) for key in ("project", "region")}
+
+
+def _job(name: str, resource_type: str, props: Any, provider: Any) -> PolicyJob | None:
+    """The job behind a resource; a plugin job's project and region default to its
+    provider's configuration, or the stack's."""
+    defaults = plugin_defaults(resource_type, provider, _stack_settings())
+    return job_from_props(name, resource_type, props, defaults)
+
+
 def _resource_policy(rule: RuleSpec) -> ResourceValidationPolicy:
     def check(args: ResourceValidationArgs, report: ReportViolation) -> None:
-        job = job_from_props(args.name, args.resource_type, args.props)
+        job = _job(args.name, args.resource_type, args.props, args.provider)
         if job is None:
             return
         try:
@@ -72,7 +92,7 @@ def _jobs(args: StackValidationArgs) -> list[PolicyJob]:
     return [
         job
         for resource in args.resources
-        if (job := job_from_props(resource.name, resource.resource_type, resource.props))
+        if (job := _job(resource.name, resource.resource_type, resource.props, resource.provider))
         is not None
     ]
 

@@ -7,7 +7,10 @@ limit. A tuning job is judged by the custom job its trials run, as many at once 
 replica), its price per hour that of all its parallel trials, and its SPOT strategy is the
 trial spec's. The CrossGuard
 glue in ``policy/__main__.py`` only adapts these to ``pulumi_policy``; tests call them
-directly. Costs use the catalog's prices; a spot or flex-start price that is not known is
+directly. A rule whose setting the configuration leaves out is off (CrossGuard runs every
+policy of the pack, handing one the config file does not name an empty configuration):
+``spot-required`` and ``quota-fits`` run with ``enabled: true``, the others with their limit
+or list. Costs use the catalog's prices; a spot or flex-start price that is not known is
 bounded by the on-demand price (neither ever costs more), and a price that is not known at all
 fails a cost limit unless the configuration allows unknown prices.
 """
@@ -58,6 +61,7 @@ __all__ = [
     "max_cost_per_job",
     "max_cost_per_stack",
     "max_gpus_per_job",
+    "plugin_defaults",
     "quota_fits",
     "required_labels",
     "spot_required",
@@ -161,10 +165,16 @@ def _document(props: Mapping[str, Any], tuning: bool) -> Any:
     return (TUNING if tuning else TRAINING).document(plain) if isinstance(plain, dict) else None
 
 
-def job_from_props(name: str, resource_type: str, props: Mapping[str, Any]) -> PolicyJob | None:
+def job_from_props(
+    name: str,
+    resource_type: str,
+    props: Mapping[str, Any],
+    defaults: Mapping[str, str] | None = None,
+) -> PolicyJob | None:
     """The job behind a resource's inputs, or None when it is neither a TrainingJob nor a
     HyperparameterTuningJob (dynamic, the plugin's, or pulumi-gcp's ``AiCustomJob``), or not
-    known yet."""
+    known yet. ``defaults``: the ``project`` and ``region`` of a job whose inputs set none
+    (a plugin resource's provider's, ``plugin_defaults``)."""
     tuning = resource_type.endswith(TUNING_JOB_TYPE_SUFFIX)
     training = resource_type.endswith(TRAINING_JOB_TYPE_SUFFIX) or (
         resource_type == AI_CUSTOM_JOB_TYPE
@@ -185,8 +195,8 @@ def job_from_props(name: str, resource_type: str, props: Mapping[str, Any]) -> P
             spec = JobSpec.parse(document)
     except (SpecError, ValueError):
         return None  # check() reports malformed specs; policies judge valid ones
-    region = region or spec.region
-    project = _item(props, "project")
+    region = region or spec.region or (defaults or {}).get("region")
+    project = _item(props, "project") or (defaults or {}).get("project")
     candidates, problems = parse_placement(_plain(_item(props, PLACEMENT)) or None)
     return PolicyJob(
         name,
@@ -197,6 +207,26 @@ def job_from_props(name: str, resource_type: str, props: Mapping[str, Any]) -> P
         project if isinstance(project, str) else None,
         tuple(attempts_of(candidates)) if candidates and not problems else (),
     )
+
+
+def plugin_defaults(
+    resource_type: str,
+    provider: Any,
+    stack_config: Mapping[str, Any],
+) -> dict[str, str]:
+    """The ``project`` and ``region`` a plugin job takes when its inputs set none, from its
+    ``provider`` as ``pulumi_policy`` hands it (``resource_type``, ``name``, ``props``: the
+    provider's inputs) or, for a default provider, the stack's configuration (``stack_config``:
+    ``gpu-training:region``...). Nothing for a job of another door."""
+    from ..plugin._shape import PACKAGE, PROVIDER_TYPE, provider_defaults
+
+    if not resource_type.startswith(f"{PACKAGE}:"):
+        return {}
+    if provider is not None and getattr(provider, "resource_type", None) != PROVIDER_TYPE:
+        return {}
+    inputs = _plain(provider.props) if provider is not None else None
+    name = getattr(provider, "name", None) if provider is not None else None
+    return provider_defaults(name, inputs if isinstance(inputs, dict) else None, stack_config)
 
 
 def hourly_cost_bound(job: PolicyJob, catalog: Catalog) -> tuple[float | None, str]:
@@ -264,6 +294,8 @@ def allowed_regions(job: PolicyJob, config: Mapping[str, Any], catalog: Catalog)
 
 
 def allowed_accelerators(job: PolicyJob, config: Mapping[str, Any], catalog: Catalog) -> list[str]:
+    if config.get("allowedAccelerators") is None:
+        return []  # not set: off (an empty list is a CPU-only stack)
     allowed = set(_strings(config, "allowedAccelerators"))
     return [
         f"{job.title} uses {acc}; this stack allows {', '.join(sorted(allowed)) or 'no accelerators'}"
@@ -272,7 +304,9 @@ def allowed_accelerators(job: PolicyJob, config: Mapping[str, Any], catalog: Cat
 
 
 def max_gpus_per_job(job: PolicyJob, config: Mapping[str, Any], catalog: Catalog) -> list[str]:
-    limit = int(config.get("maxGpus", 0))
+    if config.get("maxGpus") is None:
+        return []
+    limit = int(config["maxGpus"])
     if job.gpus <= limit:
         return []
     how = f" ({job.parallel_trials} trials at once x {job.trial_gpus})" if job.tuning else ""
@@ -280,7 +314,9 @@ def max_gpus_per_job(job: PolicyJob, config: Mapping[str, Any], catalog: Catalog
 
 
 def max_cost_per_job(job: PolicyJob, config: Mapping[str, Any], catalog: Catalog) -> list[str]:
-    limit = float(config.get("maxUsdPerHour", 0))
+    if config.get("maxUsdPerHour") is None:
+        return []
+    limit = float(config["maxUsdPerHour"])
     cost, how = hourly_cost_bound(job, catalog)
     if cost is None:
         if config.get("allowUnknownPrices"):
@@ -300,7 +336,7 @@ def required_labels(job: PolicyJob, config: Mapping[str, Any], catalog: Catalog)
 
 def spot_required(job: PolicyJob, config: Mapping[str, Any], catalog: Catalog) -> list[str]:
     strategy = job.spec.scheduling.strategy if job.spec.scheduling else None
-    if not config.get("enabled", True) or strategy == "SPOT":
+    if not config.get("enabled") or strategy == "SPOT":
         return []
     if job.tuning:
         return [
@@ -317,7 +353,9 @@ def max_cost_per_stack(
 ) -> list[str]:
     """A stack-wide limit on the summed hourly cost of every job (tuning jobs: all their
     parallel trials)."""
-    limit = float(config.get("maxUsdPerHour", 0))
+    if config.get("maxUsdPerHour") is None:
+        return []
+    limit = float(config["maxUsdPerHour"])
     total = 0.0
     unknown: list[str] = []
     for job in jobs:
@@ -428,7 +466,7 @@ JOB_RULES: tuple[RuleSpec, ...] = (
     ),
     RuleSpec(
         "spot-required",
-        "Training jobs, and tuning jobs' trials, in this stack run on SPOT capacity.",
+        "With enabled: training jobs, and tuning jobs' trials, in this stack run on SPOT capacity.",
         spot_required,
         {"enabled": {"type": "boolean"}},
     ),

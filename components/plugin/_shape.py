@@ -34,6 +34,7 @@ from ..lifecycle._wire import (
     STATUS_FIELDS,
     TRIGGERS,
     TUNING_STATUS_FIELDS,
+    UNKNOWN_VALUES,
     WAIT_FOR,
     WAIT_TIMEOUT,
     encode_spec,
@@ -41,6 +42,8 @@ from ..lifecycle._wire import (
 
 __all__ = [
     "KNOBS",
+    "PACKAGE",
+    "PROVIDER_TYPE",
     "REPLACING_KNOBS",
     "TRAINING",
     "TUNING",
@@ -49,6 +52,7 @@ __all__ = [
     "core_inputs",
     "outputs_of_status",
     "plugin_path",
+    "provider_defaults",
     "status_of_outputs",
 ]
 
@@ -155,6 +159,34 @@ def core_inputs(
     if run_key:
         inputs[RUN_KEY] = run_key
     return inputs
+
+
+PROVIDER_TYPE = "pulumi:providers:gpu-training"
+"""The type of the plugin's provider resource, in a URN and as the engine shows it."""
+PACKAGE = "gpu-training"
+"""The plugin's package: its resource types' prefix, the stack configuration namespace a
+default provider takes its inputs from."""
+_DEFAULT_PROVIDER = re.compile(r"^default(_\d+_\d+_\d+\S*)?$")
+
+
+def provider_defaults(
+    provider_name: str | None,
+    provider_inputs: Mapping[str, Any] | None,
+    stack_config: Mapping[str, Any],
+) -> dict[str, str]:
+    """The ``project`` and ``region`` a plugin resource that sets neither runs in: its
+    provider's inputs; a default provider (``default``, ``default_1_2_3``, or None: not known)
+    is configured by the stack's ``gpu-training:project``/``gpu-training:region``, an explicit
+    one by its own inputs only. Unknown and secret values are left out."""
+    default = provider_name is None or _DEFAULT_PROVIDER.match(provider_name) is not None
+    found: dict[str, str] = {}
+    for key in (PROJECT, REGION):
+        value = (provider_inputs or {}).get(key)
+        if value is None and default:
+            value = stack_config.get(f"{PACKAGE}:{key}")
+        if isinstance(value, str) and value and value not in UNKNOWN_VALUES | {"[secret]"}:
+            found[key] = value
+    return found
 
 
 _HEAD = re.compile(r"^([A-Za-z_]\w*)(.*)$", re.S)
