@@ -58,7 +58,7 @@ from pulumi.provider.experimental.provider import (
 
 from .._provider import JobProvider, TrainingJobProvider
 from .._tuning_provider import TuningJobProvider
-from ..lifecycle._adoption import held_elsewhere, identity_label
+from ..lifecycle._adoption import held_elsewhere, identity_label, record_create
 from ..lifecycle._interrupt import interrupt
 from ..lifecycle._settings import (
     CANCEL_TIMEOUT_KEY,
@@ -430,6 +430,8 @@ class GpuTrainingProvider(Provider):
                     )
                 )
             held = self._held_reader(request.urn)
+            # A replace: the deletes below leave a job a killed replace left, for it to adopt.
+            record_create(inputs[IDENTITY])
             if checked.inputs.get(EXCLUSIVE_GPUS) is True:
                 self._stop_held(kind, request.urn, checked.inputs, held())
             result = kind.core.create(checked.inputs, held)

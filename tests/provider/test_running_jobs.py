@@ -17,6 +17,7 @@ import pytest
 from google.cloud.aiplatform_v1 import CustomJob, JobState
 
 import components.lifecycle._interrupt as interrupt_module
+import components.vertex.api as api_module
 from components._provider import TrainingJobProvider
 from components._tuning_provider import TuningJobProvider
 from components.lifecycle import _adoption
@@ -143,10 +144,12 @@ def test_a_destroy_cancels_the_jobs_a_killed_replace_left_outside_the_stack(prov
     stray = provider.create({**inputs, "triggers": ["v2"], "held_jobs": [held.id, left.id]})
     _adoption._adopted.clear()
     _adoption._created.clear()  # `pulumi refresh`, then `pulumi destroy`: new processes
+    api_module._LISTINGS.clear()
     _cancel(sim, held.id)  # exclusiveGpus: the killed replace had cancelled the held job
     capfd.readouterr()
     provider.read(held.id, held.outs)
     err = capfd.readouterr().err
+    api_module._LISTINGS.clear()
     assert f"job {left.id} (JOB_STATE_" in err and "not in the stack" in err, err
     assert f"job {stray.id} (JOB_STATE_" in err and "`pulumi destroy` cancels it" in err, err
     provider.delete(held.id, held.outs)
