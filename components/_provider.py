@@ -53,13 +53,16 @@ from .lifecycle._adoption import (
     ADOPTABLE_ACTIVE,
     RunLabels,
     adopted_here,
+    created_here,
     foreign_holder,
+    held_elsewhere,
     holder_text,
     identity_label,
     import_differences,
     job_id,
     owner_label_value,
     record_adopted,
+    record_create,
     run_directory,
     without_plain_run_hash,
 )
@@ -347,6 +350,8 @@ class JobProvider(ResourceProvider):
         inputs = {k: v for k, v in props.items() if k != PROVIDER_KEY}
         kind = self.kind
         run = _Run.of(inputs, kind.spec, read_held)
+        # A delete of this identity in this process ends a replace: it leaves the other jobs.
+        record_create(run.labels.identity)
         endpoint = self.endpoint
         if run.placement:
             return self._create_placed(run, inputs)
@@ -474,14 +479,17 @@ class JobProvider(ResourceProvider):
             if is_not_found(exc):
                 raise JobOperationError(f"{what}: there is no such {self.kind.api.noun}") from None
             raise JobOperationError(f"{what}: could not read it: {exc}") from None
-        holder = foreign_holder(job.labels, run.labels.identity)
-        if holder is not None and not run.take_over_held_job:
-            raise JobOperationError(
-                f"{what} is held by another resource (of this stack or another): "
-                f"{holder_text(job.labels)}; nothing was changed. One job has one owner: to "
-                "take it over anyway (its holder's next refresh then drops it, and this stack "
-                "may cancel it), set takeOverHeldJob: true on this training:jobs entry"
-            )
+        refused = held_elsewhere(
+            what,
+            job.labels,
+            run.labels.identity,
+            "to take it over anyway, first drop it from its holder's stack without cancelling "
+            "it (`pulumi state delete <its URN>` there: Vertex AI cannot relabel a job, so "
+            "its holder's destroy would cancel it), then set takeOverHeldJob: true on this "
+            "training:jobs entry",
+        )
+        if refused is not None and not run.take_over_held_job:
+            raise JobOperationError(refused)
         try:
             existing = self.kind.read_spec(job_document(job)).to_document()
             expected = self.kind.spec.model.parse(run.document).to_document()
@@ -590,8 +598,9 @@ class JobProvider(ResourceProvider):
                         f"could not refresh job {id_}: {exc}; the stack keeps what it last knew"
                     ) from None
                 raise
-            if state_name(job) in ADOPTABLE_ACTIVE:
-                self._report_left_behind(api, id_, props, project, region)
+            # Whatever the held job's state: with exclusiveGpus, a killed replace leaves the
+            # held job cancelled and its replacement running outside the stack.
+            self._report_left_behind(api, id_, props, project, region)
         outs = _outputs(props)
         outs[STATUS] = {
             **without_plain_run_hash(status_of(props), props, self.kind.spec.merge_env),
@@ -631,8 +640,8 @@ class JobProvider(ResourceProvider):
                     f"job {left.name} ({state_name(left)}), this resource's job with the same "
                     f"inputs as {name}, is active and not in the stack: a replace that was killed "
                     "after submitting it left it. `pulumi up --replace <this resource's URN>` "
-                    f"takes it over (adopted: true) and cancels {name}; to keep {name} instead: "
-                    f"{self._cancel_hint(str(left.name), region)}"
+                    f"takes it over (adopted: true) and cancels {name}; `pulumi destroy` cancels "
+                    f"both; to keep {name} instead: {self._cancel_hint(str(left.name), region)}"
                 )
             )
         for stray in found.strays:
@@ -640,7 +649,7 @@ class JobProvider(ResourceProvider):
                 scrub(
                     f"job {stray.name} ({state_name(stray)}), a run of this resource with other "
                     "inputs, is active and not in the stack: the next `pulumi up` with those "
-                    "inputs takes it over; otherwise: "
+                    "inputs takes it over, `pulumi destroy` cancels it; otherwise: "
                     f"{self._cancel_hint(str(stray.name), region)}"
                 )
             )
@@ -662,31 +671,83 @@ class JobProvider(ResourceProvider):
                 "(the stack's state could not be read to tell the two apart), so it keeps running"
             )
             return
-        _, region = self._place(_id, _props)
+        project, region = self._place(_id, _props)
         endpoint = self.endpoint
         secrets = _secrets(_props)
         with self._job_api(region) as api, _credentials_scrubbed(endpoint, secrets):
-            if self._held_elsewhere(api, _id, _props):
+            parent = f"projects/{project}/locations/{region}"
+            if self._held_elsewhere(api, _id, _props, parent):
                 return
-            try:
-                job = api.cancel_and_wait(
-                    _id, timeout=self.cancel_timeout, observe=self._cancel_progress(secrets)
+            active = self._active_jobs(api, _id, parent)
+            self._end_job(api, _id, _props, secrets)
+            self._end_left_behind(api, _id, _props, active)
+
+    def _end_job(
+        self, api: JobApi, name: str, props: Mapping[str, Any], secrets: Mapping[str, Any]
+    ) -> None:
+        """Cancel ``name``, wait for it to stop, delete its record if asked; a job already
+        gone is success. Fails, leaving the resource in the stack, when it does not stop."""
+        try:
+            job = api.cancel_and_wait(
+                name, timeout=self.cancel_timeout, observe=self._cancel_progress(secrets)
+            )
+        except (ApiUnreachable, Interrupted) as exc:
+            raise JobOperationError(
+                f"job {name} was not deleted: {exc}; it stays in the stack: run the command again"
+            ) from None
+        if job is None:
+            return  # already gone: nothing to do
+        state = state_name(job)
+        if state not in TERMINAL_STATES:
+            raise JobOperationError(
+                f"job {name} is still {state} {self.cancel_timeout:g}s after it was cancelled; "
+                "it stays in the stack: run the command again once it has stopped"
+            )
+        if self._deletes_record(props):
+            api.delete_record(name, timeout=120.0)
+
+    def _active_jobs(self, api: JobApi, name: str, parent: str) -> tuple[Any, Any] | None:
+        """The region's active jobs of Pulumi resources (``JobApi.active_jobs``) for a delete
+        of ``name``; None where the API refuses to list them (a role that may not list)."""
+        try:
+            return api.active_jobs(parent)
+        except (ApiUnreachable, Interrupted) as exc:
+            raise JobOperationError(
+                f"job {name} was not deleted: {exc}; it stays in the stack: run the command again"
+            ) from None
+        except Exception as exc:
+            write_line(
+                f"job {name}: the active jobs of {parent} could not be listed ({exc}): a job of "
+                "this resource left outside the stack (by a killed `pulumi up`) is not looked for"
+            )
+            return None
+
+    def _end_left_behind(
+        self,
+        api: JobApi,
+        name: str,
+        props: Mapping[str, Any],
+        active: tuple[Any, Any] | None,
+    ) -> None:
+        """Cancel the resource's other active jobs, which the stack does not hold: a killed
+        ``pulumi up --replace`` (or a killed create of other inputs) left them, and a destroy
+        must end every job of the resource. Not in a replace (a create of the identity ran in
+        this process): the stack holds the replacement's job, and the create named the others.
+        """
+        identity = props.get(IDENTITY)
+        if active is None or not isinstance(identity, str) or created_here(identity):
+            return
+        for job in active[1].get(identity, ()):
+            left = str(job.name)
+            if job_id(left) == job_id(name):
+                continue
+            write_line(
+                self._scrubber(_secrets(props))(
+                    f"job {left} ({state_name(job)}), of the same resource as {name} but not in "
+                    "the stack (a killed `pulumi up` left it), is cancelled too"
                 )
-            except (ApiUnreachable, Interrupted) as exc:
-                raise JobOperationError(
-                    f"job {_id} was not deleted: {exc}; it stays in the stack: run the command "
-                    "again"
-                ) from None
-            if job is None:
-                return  # already gone: nothing to do
-            state = state_name(job)
-            if state not in TERMINAL_STATES:
-                raise JobOperationError(
-                    f"job {_id} is still {state} {self.cancel_timeout:g}s after it was cancelled; "
-                    "it stays in the stack: run the command again once it has stopped"
-                )
-            if self._deletes_record(_props):
-                api.delete_record(_id, timeout=120.0)
+            )
+            self._end_job(api, left, props, _secrets(props))
 
     def _deletes_record(self, props: Mapping[str, Any]) -> bool:
         """Whether a delete removes the job's record after cancelling it: only when asked
@@ -696,19 +757,19 @@ class JobProvider(ResourceProvider):
             return False
         return props.get(DELETE_RECORD) is True or self.settings.delete_records
 
-    def _held_elsewhere(self, api: JobApi, name: str, props: Mapping[str, Any]) -> bool:
-        """True (and says so) when ``name``, a job this resource took over (``existing_job``),
-        is held by another resource, which the user did not take it from explicitly: the
-        delete leaves it running for its holder and drops it from this stack only.
+    def _held_elsewhere(
+        self, api: JobApi, name: str, props: Mapping[str, Any], parent: str
+    ) -> bool:
+        """True (and says so) when ``name`` is held by another resource, which the user did
+        not take it from explicitly (a job taken over with ``existing_job``, or imported
+        before imports were checked): the delete leaves it running for its holder and drops
+        it from this stack only.
 
-        Only a taken-over job is read for it: a job this provider submitted carries this
-        resource's identity.
+        Read as a refresh reads (``JobApi.current``): from the region's shared listing of
+        active jobs, which the look-up of jobs left behind reads anyway, else alone.
         """
-        existing = props.get(EXISTING_JOB)
-        if not isinstance(existing, str) or job_id(existing) != job_id(name):
-            return False
         try:
-            job = api.get(name)
+            job = api.current(parent, name)
         except Exception as exc:
             if is_not_found(exc):
                 return False  # the cancel path says it is gone

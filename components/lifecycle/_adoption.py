@@ -47,7 +47,14 @@ idempotent; these rules make a create safe to repeat.
    delete never cancels an imported job whose identity label names another resource unless
    the takeover was recorded so (``foreign_holder``): it leaves the stack, the job runs on
    for its holder.
-7. **Older states.** Jobs labelled with the unkeyed run hash (before the run key) are adopted
+7. **Destroy.** A delete that ends no replace (no create of the identity ran in this
+   process, ``created_here``) cancels every active job of the identity besides its own: a
+   killed ``pulumi up --replace`` (or a killed create of other inputs) left them outside the
+   state, and a destroy ends every job of the resource. A delete that ends a replace leaves
+   them: the stack holds the replacement's job, and its create named the others (rule 5).
+   The plugin's ``pulumi import`` refuses a job held elsewhere as rule 6 does
+   (``held_elsewhere``), and every delete of a job that names another holder (rule 6) leaves it.
+8. **Older states.** Jobs labelled with the unkeyed run hash (before the run key) are adopted
    too (``RunLabels.earlier_runs``); a ``status.run_hash`` that is that unkeyed hash is dropped
    on the next refresh or update (``without_plain_run_hash``). A tuning job's identity took its
    type token in this release: a stack that holds one sees its ``identity`` updated once (no
@@ -90,8 +97,10 @@ __all__ = [
     "Lookup",
     "RunLabels",
     "adopted_here",
+    "created_here",
     "find_adoptable",
     "foreign_holder",
+    "held_elsewhere",
     "holder_text",
     "identity_filter",
     "identity_label",
@@ -99,6 +108,7 @@ __all__ = [
     "job_id",
     "owner_label_value",
     "record_adopted",
+    "record_create",
     "run_directory",
     "run_hash",
     "without_managed_labels",
@@ -176,6 +186,19 @@ def holder_text(labels: Mapping[str, Any]) -> str:
         else ""
     )
     return f"{named}identity {labels.get(IDENTITY_LABEL)} ({IDENTITY_LABEL} label)"
+
+
+def held_elsewhere(what: str, labels: Mapping[str, Any], identity: Any, remedy: str) -> str | None:
+    """The refusal of ``what`` (a take-over of a job with ``labels``) when the job's identity
+    label names another resource than ``identity``; None when it may be taken. One check for
+    every door that takes a running job: ``existingJob`` (the dynamic resources) and
+    ``pulumi import`` (the plugin)."""
+    if foreign_holder(labels, identity) is None:
+        return None
+    return (
+        f"{what} is held by another resource (of this stack or another): "
+        f"{holder_text(labels)}; nothing was changed. One job has one owner: {remedy}"
+    )
 
 
 def run_hash(
@@ -357,7 +380,21 @@ def find_adoptable(jobs: Iterable[Any], labels: RunLabels, now: datetime | None 
 # -- in this process ---------------------------------------------------------------------------
 
 _adopted: dict[str, str] = {}
+_created: set[str] = set()
 _adopted_lock = threading.Lock()
+
+
+def record_create(identity: str) -> None:
+    """Remember that a create of ``identity`` ran in this process: a delete of the same
+    identity is then the end of a replace, whose new job the stack now holds."""
+    with _adopted_lock:
+        _created.add(identity)
+
+
+def created_here(identity: Any) -> bool:
+    """True when a create of ``identity`` ran in this process (``record_create``)."""
+    with _adopted_lock:
+        return isinstance(identity, str) and identity in _created
 
 
 def record_adopted(name: str, identity: str) -> None:

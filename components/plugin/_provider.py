@@ -58,7 +58,7 @@ from pulumi.provider.experimental.provider import (
 
 from .._provider import JobProvider, TrainingJobProvider
 from .._tuning_provider import TuningJobProvider
-from ..lifecycle._adoption import identity_label
+from ..lifecycle._adoption import held_elsewhere, identity_label, record_create
 from ..lifecycle._interrupt import interrupt
 from ..lifecycle._settings import (
     CANCEL_TIMEOUT_KEY,
@@ -438,6 +438,8 @@ class GpuTrainingProvider(Provider):
                     )
                 )
             held = self._held_reader(request.urn)
+            # A replace: the deletes below leave a job a killed replace left, for it to adopt.
+            record_create(inputs[IDENTITY])
             if checked.inputs.get(EXCLUSIVE_GPUS) is True:
                 self._stop_held(kind, request.urn, checked.inputs, held())
             result = kind.core.create(checked.inputs, held)
@@ -522,6 +524,15 @@ class GpuTrainingProvider(Provider):
                     f"{request.resource_id} is not a {core.kind.what}: import it as "
                     f"{TUNING_JOB_TOKEN if kind.token == TRAINING_JOB_TOKEN else TRAINING_JOB_TOKEN}"
                 )
+            refused = held_elsewhere(
+                f"job {request.resource_id}",
+                job.labels,
+                self._identity(kind, request.urn),
+                "`pulumi import` takes only a job no other resource holds (its holder's "
+                "destroy would cancel it): end it there, or import it into that resource",
+            )
+            if refused is not None:
+                raise PluginError(refused)
             imported = imported_job(job, api_kind)
             props = kind.shape.rest_document(imported.document)
             parsed = kind.core.kind.parse_name(str(job.name))

@@ -129,3 +129,25 @@ def test_a_killed_replace_leaves_one_job_after_the_documented_recovery(
         assert resource["id"] == new
         assert resource["outputs"]["status"]["adopted"] is True
         assert not ws.export().get("pending_operations")
+
+
+def test_a_destroy_after_a_killed_replace_cancels_the_job_it_left(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    """``pulumi up --replace`` SIGKILLed once the new job was submitted, then ``destroy``
+    instead of the documented recovery: the destroy cancels both jobs, the one the state holds
+    and the one the killed run left outside it (issue 42)."""
+    with emulator_for(ws, *SLOW_START) as emu:
+        client = emu.client()
+        _one_job_waited_for(ws, emu)
+        ws.up()
+        old = ws.training_jobs()["train"]["id"]
+
+        new = kill_replace_once_submitted(ws, client, old, URN, tmp_path / "killed-replace.log")
+        ws.kill_strays()
+        ws.pulumi("cancel", "--yes")
+
+        out = ws.pulumi("destroy", "--yes", "--skip-preview").output
+        assert f"job {new} (JOB_STATE_" in out and "is cancelled too" in out, out
+        jobs = {j.name: j.state for j in list_jobs(client)}
+        assert jobs == {new: JobState.JOB_STATE_CANCELLED, old: JobState.JOB_STATE_CANCELLED}

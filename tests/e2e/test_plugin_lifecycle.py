@@ -192,6 +192,47 @@ def test_a_forced_replace_with_exclusive_gpus_cancels_the_old_job_first(
         assert new.create_time >= stopped.end_time, "the new job started before the old one ended"
 
 
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_a_destroy_after_a_killed_forced_replace_cancels_the_job_it_left(
+    yaml_ws: Workspace, tmp_path: Path, exclusive: bool
+) -> None:
+    # `up --replace` SIGKILLed once the new job was submitted, then the refresh and `destroy`:
+    # the refresh names the job left outside the stack (with exclusiveGpus too, whose held job
+    # the killed create had cancelled) and the destroy cancels it with the held one (issue 42).
+    ws = yaml_ws
+    with emulator_for(ws, *SLOW_START) as emu:
+        client = emu.client()
+        _program(ws, waitFor="running", **({"exclusiveGpus": True} if exclusive else {}))
+        _init(ws, emu.endpoint)
+        ws.up()
+        old = str(plugin_jobs(ws)["train"]["id"])
+
+        new = kill_replace_once_submitted(ws, client, old, URN, tmp_path / "k.log")
+        wait_until(lambda: not plugin_processes(ws), timeout=10, what="the plugin to end by itself")
+        ws.kill_strays()
+        assert_refresh_names_the_job_left(ws, new)
+
+        out = ws.pulumi("destroy", "--yes", "--skip-preview").output
+        assert f"job {new} (JOB_STATE_" in out and "is cancelled too" in out, out
+        assert job_states(client) == {new: CANCELLED, old: CANCELLED}
+
+
+def test_import_of_a_job_another_resource_holds_is_refused(yaml_ws: Workspace) -> None:
+    # One job, one owner: `pulumi import` of the job resource `train` holds fails naming its
+    # holder; nothing is imported, and the job keeps running for `train` alone.
+    ws = yaml_ws
+    with emulator_for(ws, *SIMULATE) as emu:
+        held = _running_job(ws, emu)
+        out = ws.pulumi(
+            "import", TOKEN, "byhand", held, "--yes", "--protect=false", expect_failure=True
+        ).output
+        assert "is held by another resource" in out, out
+        assert "plugin-yaml--e2e--train (pulumi_owner label)" in out, out
+        assert "Traceback" not in out
+        assert set(plugin_jobs(ws)) == {"train"}
+        assert job_states(emu.client()) == {held: RUNNING}
+
+
 def test_a_killed_forced_replace_run_again_adopts_the_new_job(
     yaml_ws: Workspace, tmp_path: Path
 ) -> None:

@@ -17,6 +17,7 @@ import pytest
 from google.cloud.aiplatform_v1 import CustomJob, JobState
 
 import components.lifecycle._interrupt as interrupt_module
+import components.vertex.api as api_module
 from components._provider import TrainingJobProvider
 from components._tuning_provider import TuningJobProvider
 from components.lifecycle import _adoption
@@ -110,9 +111,13 @@ def test_without_held_jobs_a_delete_keeps_the_job_its_replacement_adopted(provid
     assert replacement.id == first.id and replacement.outs["status"]["adopted"] is True
     provider.delete(first.id, first.outs)
     assert _state(sim, first.id) in ACTIVE
-    # Any other resource's delete of the job cancels it (and deletes its record when asked).
-    other = {**replacement.outs, "identity": "another-resource", "delete_record_on_delete": True}
+    # A later delete of the job (another provider process) cancels it, and deletes its record
+    # when asked; another resource's never does (one job, one owner).
+    other = {**replacement.outs, "identity": "another-resource"}
     provider.delete(replacement.id, other)
+    assert _state(sim, first.id) in ACTIVE
+    _adoption._adopted.clear()
+    provider.delete(replacement.id, {**replacement.outs, "delete_record_on_delete": True})
     assert jobs_with_identity(sim, inputs["identity"]) == []
 
 
@@ -126,6 +131,46 @@ def test_other_runs_left_outside_the_stack_are_reported_not_cancelled(provider, 
     assert f"cancel {sim.endpoint}" not in err and f"{stray.id}:cancel" in err
     assert _state(sim, stray.id) in ACTIVE
     for job in (stray, created):
+        provider.delete(job.id, job.outs)
+
+
+def test_a_destroy_cancels_the_jobs_a_killed_replace_left_outside_the_stack(provider, sim, capfd):
+    """A killed ``up --replace`` leaves the replacement's job running, unknown to the state:
+    a refresh names it, whatever the held job's state, and the destroy (another provider
+    process, no create of the resource in it) cancels it with the held one."""
+    inputs = _checked(provider, job_inputs(labels=HANG))
+    held = provider.create(inputs)
+    left = provider.create({**inputs, "held_jobs": [held.id]})  # never recorded: killed
+    stray = provider.create({**inputs, "triggers": ["v2"], "held_jobs": [held.id, left.id]})
+    _adoption._adopted.clear()
+    _adoption._created.clear()  # `pulumi refresh`, then `pulumi destroy`: new processes
+    api_module._LISTINGS.clear()
+    _cancel(sim, held.id)  # exclusiveGpus: the killed replace had cancelled the held job
+    capfd.readouterr()
+    provider.read(held.id, held.outs)
+    err = capfd.readouterr().err
+    api_module._LISTINGS.clear()
+    assert f"job {left.id} (JOB_STATE_" in err and "not in the stack" in err, err
+    assert f"job {stray.id} (JOB_STATE_" in err and "`pulumi destroy` cancels it" in err, err
+    provider.delete(held.id, held.outs)
+    err = capfd.readouterr().err
+    for job in (left, stray):
+        assert _state(sim, job.id) == JobState.JOB_STATE_CANCELLED
+        assert f"job {job.id} (JOB_STATE_" in err and "is cancelled too" in err, err
+
+
+def test_the_delete_ending_a_replace_leaves_the_other_jobs(provider, sim):
+    """In a replace, the delete of the old resource follows the new one's create in the same
+    process: the stack holds the new job, and the create named any other run's job."""
+    inputs = _checked(provider, job_inputs(labels=HANG))
+    held = provider.create(inputs)
+    stray = provider.create({**inputs, "triggers": ["v2"], "held_jobs": [held.id]})
+    _adoption._created.clear()
+    replacement = provider.create({**inputs, "held_jobs": [held.id]})
+    provider.delete(held.id, held.outs)
+    assert _state(sim, held.id) == JobState.JOB_STATE_CANCELLED
+    assert _state(sim, replacement.id) in ACTIVE and _state(sim, stray.id) in ACTIVE
+    for job in (replacement, stray):
         provider.delete(job.id, job.outs)
 
 
