@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TextIO
 
 from ..lifecycle._settings import Endpoint, parse_endpoint
@@ -31,7 +33,51 @@ from ._billing import (
     suspect_prices,
 )
 
-__all__ = ["cmd_catalog_check", "live_catalog", "snapshot_date", "with_spot_rule"]
+__all__ = [
+    "cmd_catalog_check",
+    "has_google_credentials",
+    "live_catalog",
+    "priced_from",
+    "snapshot_date",
+    "with_spot_rule",
+]
+
+
+def has_google_credentials() -> bool:
+    """Whether Application Default Credentials are set up here (``GOOGLE_APPLICATION_CREDENTIALS``
+    or gcloud's ADC file), told without a network call (no metadata-server probe)."""
+    if os.environ.get("GOOGLE_APPLICATION_CREDENTIALS"):
+        return True
+    config = os.environ.get("CLOUDSDK_CONFIG") or str(Path.home() / ".config" / "gcloud")
+    return (Path(config) / "application_default_credentials.json").is_file()
+
+
+def priced_from(
+    catalog: Catalog,
+    endpoint: Endpoint,
+    live: bool | None,
+    note: Callable[[str], None],
+    project: str | None = None,
+    *,
+    say_snapshot: bool = True,
+) -> Catalog:
+    """The one rule by which the CLI (``estimate``, ``prices``) and both doors' previews choose
+    their prices: the live SKUs (cached per day; with ``project``, its account's prices) when
+    ``live`` is True, or None and Google credentials are present or ``endpoint`` is explicit
+    (the local emulator); the snapshot when ``live`` is False (``--no-live-prices``,
+    ``training:livePrices: false``) or no credentials are present, with a note naming it and
+    its date (``say_snapshot``: the CLI's tables name each price's basis instead, and its
+    errors come first)."""
+    if live is False:
+        return catalog
+    if live is None and not endpoint.url and not has_google_credentials():
+        if say_snapshot:
+            note(
+                f"prices from the catalog's snapshot (as of {snapshot_date(catalog)}): no Google "
+                "credentials (gcloud auth application-default login for Vertex's live SKUs)"
+            )
+        return catalog
+    return live_catalog(catalog, endpoint, note, project)
 
 
 def snapshot_date(catalog: Catalog) -> str:

@@ -161,12 +161,14 @@ def _billed_catalog(settings: PreviewSettings) -> Catalog | None:
     """The catalog with the live billing SKUs' prices over its snapshot; None: the snapshot."""
     if not settings.live_prices:
         return None
-    from ..costs._billing_cli import live_catalog
+    from ..costs._billing_cli import priced_from
     from ..rules._catalog import load_catalog
 
-    return live_catalog(
-        load_catalog(), Endpoint(settings.endpoint), pulumi.log.info, settings.project
-    )
+    endpoint = Endpoint(settings.endpoint)
+    # The local stack (an http:// emulator endpoint) prices at list prices: it has no billing
+    # account to ask, and asking would print a 403 line in the first `make up`.
+    project = None if endpoint.anonymous else settings.project
+    return priced_from(load_catalog(), endpoint, None, pulumi.log.info, project)
 
 
 def cost_message(jobs: Sequence[tuple[str, Spec | None]], settings: PreviewSettings) -> str:
