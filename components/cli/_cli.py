@@ -514,6 +514,8 @@ def cmd_estimate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         _print_tuning_estimate(TuningEstimate(result, *concurrent_trials(loaded.tuning)), out)
     if result.price_labels:
         print(f"prices: {' + '.join(result.price_labels)}", file=out)
+    if result.billed_as == "on_demand":
+        _print_conflicts(catalog, region, [p.accelerator for p in result.pools], out)
     for missing in result.missing:
         print(f"unknown price: {missing}", file=err)
     return EXIT_VALID
@@ -724,6 +726,9 @@ def cmd_prices(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_INVALID
     pricing = f"{capacity_word(capacity).upper()} $/H"
     rows: list[tuple[str, ...]] = [("GPU", "COUNT", "MACHINE", "REGION", pricing, "SOURCE")]
+    from ..costs._billing_cli import conflicting_sources
+
+    conflicts = conflicting_sources(catalog) if capacity == "on_demand" else {}
     rows += [
         (
             o.accelerator,
@@ -731,7 +736,12 @@ def cmd_prices(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             o.machine_type,
             o.region,
             _cell(o.figure or Figure(o.usd_per_hour, o.usd_per_hour)),
-            _offer_source(o),
+            _offer_source(o)
+            + (
+                f"; sources differ: {conflicts[key]}"
+                if (key := (o.region, "accelerator", o.accelerator)) in conflicts
+                else ""
+            ),
         )
         for o in offers
     ]
@@ -739,6 +749,18 @@ def cmd_prices(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if candidates:
         _print_placement_prices(offers, pricing, out)
     return EXIT_VALID
+
+
+def _print_conflicts(
+    catalog: Catalog, region: str, accelerators: Sequence[str | None], out: TextIO
+) -> None:
+    """Where two public figures disagree on a GPU price the estimate used: which, and the other."""
+    from ..costs._billing_cli import conflicting_sources
+
+    conflicts = conflicting_sources(catalog)
+    for name in dict.fromkeys(a for a in accelerators if a):
+        if text := conflicts.get((region, "accelerator", name)):
+            print(f"sources differ: {name} in {region}: {text}", file=out)
 
 
 def _offer_source(offer: GpuOffer) -> str:
