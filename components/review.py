@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ._errors import SpecError, TrainingJobError
+from .costs._figure import Figure, figure_text
 from .costs._price_sheet import PriceSheetError, apply_prices, parse_price_setting
 from .costs._pricing import (
     Estimate,
@@ -665,9 +666,12 @@ def _trials(spec: TuningJobSpec | None) -> str:
 
 
 def _job_ceiling(result: Estimate) -> str:
-    """``$24.00 (1 d)``: the job for its whole timeout."""
+    """``$24.00 (1 d)``: the job for its whole timeout; a bound says so (``at most $X``)."""
     if result.max_usd is None:
         return "unknown"
+    ceiling = result.max_figure
+    if not ceiling.is_price:
+        return f"{figure_text(ceiling, unit='', why=False)} ({duration_text(result.timeout)})"
     return f"${result.max_usd:,.2f} ({duration_text(result.timeout)})"
 
 
@@ -675,7 +679,10 @@ def _ceiling(result: TuningEstimate | None) -> str:
     """``$171.95 (12 x 14 h)``: every trial for its whole timeout."""
     if result is None or result.max_usd is None:
         return "unknown"
-    return f"${result.max_usd:,.2f} ({result.max_trials} x {duration_text(result.timeout)})"
+    trials = f"({result.max_trials} x {duration_text(result.timeout)})"
+    if not result.max_figure.is_price:
+        return f"{figure_text(result.max_figure, unit='', why=False)} {trials}"
+    return f"${result.max_usd:,.2f} {trials}"
 
 
 # --- rendering ------------------------------------------------------------------------------
@@ -699,11 +706,14 @@ class _Side:
     worst_hourly: float | None = None
     """A placed job: the price per hour of its dearest attempt (``worst_where``)."""
     worst_where: str = ""
+    figure: Figure | None = None
+    """Its price per hour as what it is known as: a bound is shown as a bound (``_figure``)."""
 
     @property
     def cost(self) -> str:
         """Its price per hour; a placed job's dearest attempt beside it when dearer."""
-        shown = _money(self.hourly)
+        bounded = self.figure is not None and not self.figure.is_price
+        shown = figure_text(self.figure) if bounded and self.figure else _money(self.hourly)
         if self.worst_hourly is not None and self.worst_hourly > (self.hourly or 0.0):
             shown += f" (up to {_money(self.worst_hourly)} in {self.worst_where})"
         return shown
@@ -727,6 +737,7 @@ def _describe(job: JobChange, which: str, catalog: Catalog) -> _Side:
             ceiling=_job_ceiling(result),
             ceiling_usd=result.max_usd,
             labels=result.price_labels,
+            figure=result.figure,
         )
         return _as_the_door_priced(job, which, _at_worst(side, placed))
     tuning = job.tuning_spec(which)
@@ -742,6 +753,7 @@ def _describe(job: JobChange, which: str, catalog: Catalog) -> _Side:
         _ceiling(tuned),
         None if tuned is None else tuned.max_usd,
         () if tuned is None else tuned.trial.price_labels,
+        figure=None if tuned is None else tuned.figure,
     )
     return _as_the_door_priced(job, which, _at_worst(side, placed))
 

@@ -21,6 +21,7 @@ from .._errors import CatalogError, SpecFormatError, SpecInvalidError, TrainingJ
 from ..costs._price_sheet import PriceSheetError, apply_prices, parse_price_setting
 from ..costs._pricing import (
     Estimate,
+    Figure,
     GpuOffer,
     TuningEstimate,
     capacity_word,
@@ -28,6 +29,7 @@ from ..costs._pricing import (
     concurrent_trials,
     duration_text,
     estimate,
+    figure_text,
     gpu_offers,
 )
 from ..formats import LoadedSpec, load_spec_file
@@ -423,6 +425,32 @@ def _money(value: float | None) -> str:
     return "unknown" if value is None else f"{value:,.4f}"
 
 
+def _figure_line(label: str, figure: Figure, unit: str) -> str:
+    """``total $/h: 1.2345``; a figure known only as a bound says so and why:
+    ``total $/h: at most $24.8900/h (NVIDIA_A100_80GB: flex-start rate unknown, ...)``."""
+    if figure.is_price:
+        return f"{label}: {_money(figure.high)}"
+    return f"{label}: {figure_text(figure, unit=unit, digits=4)}"
+
+
+def _ceiling_line(label: str, figure: Figure) -> str:
+    """``at most (timeout 2 h): $1.24``; unknown, or the bound in words (no ceiling known
+    under a lower bound)."""
+    if figure.kind in ("price", "at_most", "range"):
+        assert figure.high is not None
+        return f"{label}: ${figure.high:,.2f}"
+    if figure.kind == "at_least":
+        return f"{label}: unknown ({figure_text(figure, unit='', why=False)}: no ceiling known)"
+    return f"{label}: unknown"
+
+
+def _cell(figure: Figure) -> str:
+    """A table's $/h cell: the price, or the bound in words (``at most 24.8900``)."""
+    if figure.is_price:
+        return _money(figure.high)
+    return figure_text(figure, unit="", digits=4, why=False).replace("$", "")
+
+
 def _load_for_pricing(path: str, err: TextIO, region: str | None) -> LoadedSpec | int:
     """The spec to price: a legacy job that cannot run today (a retired GPU) is priced as written."""
     try:
@@ -479,13 +507,15 @@ def cmd_estimate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print("hyperparameter tuning job: one trial runs", file=out)
     _print_estimate(result, region, out)
     if loaded.tuning is None:
-        print(f"total $/h: {_money(result.usd_per_hour)}", file=out)
-        ceiling = "unknown" if result.max_usd is None else f"${result.max_usd:,.2f}"
-        print(f"at most (timeout {duration_text(result.timeout)}): {ceiling}", file=out)
+        print(_figure_line("total $/h", result.figure, "/h"), file=out)
+        timeout = f"timeout {duration_text(result.timeout)}"
+        print(_ceiling_line(f"at most ({timeout})", result.max_figure), file=out)
     else:
         _print_tuning_estimate(TuningEstimate(result, *concurrent_trials(loaded.tuning)), out)
     if result.price_labels:
         print(f"prices: {' + '.join(result.price_labels)}", file=out)
+    if result.billed_as == "on_demand":
+        _print_conflicts(catalog, region, [p.accelerator for p in result.pools], out)
     for missing in result.missing:
         print(f"unknown price: {missing}", file=err)
     return EXIT_VALID
@@ -550,8 +580,8 @@ def _region_rows(
         return rows + [
             (
                 e.region,
-                _money(e.usd_per_hour),
-                _money(e.max_usd),
+                _cell(e.figure),
+                _cell(e.max_figure),
                 " + ".join(e.price_labels) or "-",
                 ", ".join(e.missing) or "-",
             )
@@ -573,9 +603,9 @@ def _region_rows(
         rows.append(
             (
                 e.region,
-                _money(tuned.trial_usd_per_hour),
-                _money(tuned.usd_per_hour),
-                _money(tuned.max_usd),
+                _cell(tuned.trial.figure),
+                _cell(tuned.figure),
+                _cell(tuned.max_figure),
                 " + ".join(e.price_labels) or "-",
                 ", ".join(e.missing) or "-",
             )
@@ -599,8 +629,8 @@ def _print_estimate(result: Estimate, region: str, out: TextIO) -> None:
                 str(p.replicas),
                 p.machine_type,
                 gpus,
-                _money(p.replica_usd_per_hour),
-                _money(p.usd_per_hour),
+                _cell(p.replica_figure or Figure(p.replica_usd_per_hour, p.replica_usd_per_hour)),
+                _cell(p.figure),
                 " + ".join(p.price_labels) or "-",
             )
         )
@@ -611,16 +641,15 @@ def _print_estimate(result: Estimate, region: str, out: TextIO) -> None:
 def _print_tuning_estimate(result: TuningEstimate, out: TextIO) -> None:
     """One trial's $/h, every parallel trial's, and the ceiling of all trials."""
     at_once = result.parallel_trials
-    print(f"one trial $/h: {_money(result.trial_usd_per_hour)}", file=out)
+    print(_figure_line("one trial $/h", result.trial.figure, "/h"), file=out)
+    trials = f"{at_once} trial{'' if at_once == 1 else 's'} at once (parallelTrialCount) $/h"
+    print(_figure_line(trials, result.figure, "/h"), file=out)
     print(
-        f"{at_once} trial{'' if at_once == 1 else 's'} at once (parallelTrialCount) $/h: "
-        f"{_money(result.usd_per_hour)}",
-        file=out,
-    )
-    ceiling = "unknown" if result.max_usd is None else f"${result.max_usd:,.2f}"
-    print(
-        f"at most ({result.max_trials} trial{'' if result.max_trials == 1 else 's'} (maxTrialCount), each to its timeout "
-        f"{duration_text(result.timeout)}): {ceiling}",
+        _ceiling_line(
+            f"at most ({result.max_trials} trial{'' if result.max_trials == 1 else 's'} "
+            f"(maxTrialCount), each to its timeout {duration_text(result.timeout)})",
+            result.max_figure,
+        ),
         file=out,
     )
 
@@ -637,8 +666,8 @@ def _priced_catalog(args: argparse.Namespace, err: TextIO) -> Catalog | int:
             print(f"error: {exc}", file=err)
             return EXIT_UNREADABLE
     base = load_catalog()
-    if args.live_prices:
-        from ..costs._billing_cli import live_catalog
+    if args.live_prices is not False:
+        from ..costs._billing_cli import priced_from
         from ..lifecycle._settings import Endpoint, SettingError, parse_endpoint
 
         try:
@@ -646,8 +675,13 @@ def _priced_catalog(args: argparse.Namespace, err: TextIO) -> Catalog | int:
         except SettingError as exc:
             print(f"error: {str(exc).replace('training:endpoint', '--endpoint')}", file=err)
             return EXIT_UNREADABLE
-        base = live_catalog(
-            base, endpoint, lambda text: print(f"note: {text}", file=err), args.project
+        base = priced_from(
+            base,
+            endpoint,
+            args.live_prices,
+            lambda text: print(f"note: {text}", file=err),
+            args.project,
+            say_snapshot=False,
         )
     try:
         return apply_prices(base, setting)
@@ -693,14 +727,22 @@ def cmd_prices(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_INVALID
     pricing = f"{capacity_word(capacity).upper()} $/H"
     rows: list[tuple[str, ...]] = [("GPU", "COUNT", "MACHINE", "REGION", pricing, "SOURCE")]
+    from ..costs._billing_cli import conflicting_sources
+
+    conflicts = conflicting_sources(catalog) if capacity == "on_demand" else {}
     rows += [
         (
             o.accelerator,
             str(o.count),
             o.machine_type,
             o.region,
-            _money(o.usd_per_hour),
-            " + ".join(o.price_labels) if o.usd_per_hour is not None else "; ".join(o.missing),
+            _cell(o.figure or Figure(o.usd_per_hour, o.usd_per_hour)),
+            _offer_source(o)
+            + (
+                f"; sources differ: {conflicts[key]}"
+                if (key := (o.region, "accelerator", o.accelerator)) in conflicts
+                else ""
+            ),
         )
         for o in offers
     ]
@@ -708,6 +750,28 @@ def cmd_prices(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if candidates:
         _print_placement_prices(offers, pricing, out)
     return EXIT_VALID
+
+
+def _print_conflicts(
+    catalog: Catalog, region: str, accelerators: Sequence[str | None], out: TextIO
+) -> None:
+    """Where two public figures disagree on a GPU price the estimate used: which, and the other."""
+    from ..costs._billing_cli import conflicting_sources
+
+    conflicts = conflicting_sources(catalog)
+    for name in dict.fromkeys(a for a in accelerators if a):
+        if text := conflicts.get((region, "accelerator", name)):
+            print(f"sources differ: {name} in {region}: {text}", file=out)
+
+
+def _offer_source(offer: GpuOffer) -> str:
+    """Where an offer's price came from; why it is a bound; or why it is unknown."""
+    if offer.usd_per_hour is None:
+        return "; ".join(offer.missing)
+    text = " + ".join(offer.price_labels)
+    if offer.figure is not None and offer.figure.bounded:
+        text += f" ({'; '.join(offer.figure.why)})"
+    return text
 
 
 def _print_placement_prices(offers: Sequence[GpuOffer], pricing: str, out: TextIO) -> None:
@@ -752,17 +816,21 @@ def _price_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--live-prices",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="prices from the Cloud Billing Catalog API (cached per day) over the catalog's "
-        "snapshot; without credentials or access, the snapshot, with a note",
+        "snapshot, as the preview does; default: when Google credentials are present (or "
+        "--endpoint is given); without credentials or access, the snapshot, with a note; "
+        "--no-live-prices: the snapshot",
     )
     parser.add_argument(
         "--endpoint",
-        help="with --live-prices: the API's address, e.g. the local emulator http://127.0.0.1:8642",
+        help="the Billing API's address for live prices, e.g. the local emulator "
+        "http://127.0.0.1:8642",
     )
     parser.add_argument(
         "--project",
-        help="with --live-prices: price at this project's billing account's own prices where "
+        help="with live prices: price at this project's billing account's own prices where "
         "you may read them (Cloud Billing API; else the list prices, with a note)",
     )
     parser.add_argument(

@@ -13,6 +13,12 @@ policy of the pack, handing one the config file does not name an empty configura
 or list. Costs use the catalog's prices; a spot or flex-start price that is not known is
 bounded by the on-demand price (neither ever costs more), and a price that is not known at all
 fails a cost limit unless the configuration allows unknown prices.
+
+The cost limits need the worst case, so they judge a figure's upper end (``Figure.worst``): a
+price, or an "at most" bound (on-demand standing in), passes or fails as that figure, and the
+message says which figure it judged (``judged: at most $X/h``). A figure known only from below
+("at least", Compute Engine's rate without Vertex's fee) has no worst case: it fails closed,
+as an unknown price does.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from ..lifecycle._wire import (
 from ..rules._catalog import Catalog, load_catalog, regions_offering
 from ..rules._spec import JobSpec
 from ..rules._tuning_spec import TuningJobSpec
+from ._figure import figure_text
 from ._pricing import capacity_word, concurrent_trials, estimate, labels_text
 from ._quota import (
     Need,
@@ -263,21 +270,27 @@ def hourly_cost_bound(job: PolicyJob, catalog: Catalog) -> tuple[float | None, s
         return None, "no region"
     trials = f", {job.parallel_trials} trials at once" if job.tuning else ""
     result = estimate(job.spec, catalog, region=job.region)
-    if result.usd_per_hour is not None:
-        how = capacity_word(result.billed_as)
-        return result.usd_per_hour * job.parallel_trials, how + trials + labels_text(
-            result.price_labels
-        )
+    figure = result.figure.times(job.parallel_trials)
+    if figure.worst is not None:
+        how = capacity_word(result.billed_as) + trials
+        if not figure.is_price:
+            how += f"; judged: {figure_text(figure)}"
+        return figure.worst, how + labels_text(result.price_labels)
     if result.billed_as != "on_demand":
         # Spot and flex-start never cost more than on-demand: its price bounds an unknown one.
         bound = estimate(job.spec, catalog, region=job.region, capacity="on_demand")
-        if bound.usd_per_hour is not None:
+        if bound.figure.is_price and bound.usd_per_hour is not None:
             word = capacity_word(result.billed_as)
             how = f"on-demand price as the bound of an unknown {word} price"
+            if figure.kind == "at_least":
+                how += f" ({figure_text(figure)})"
             return bound.usd_per_hour * job.parallel_trials, how + trials + labels_text(
                 bound.price_labels
             )
-    return None, "unknown price: " + ", ".join(result.missing)
+    if figure.kind == "at_least":
+        return None, f"no worst case: {figure_text(figure)}"
+    why = ", ".join(result.missing) or "; ".join(figure.why)
+    return None, "unknown price: " + why
 
 
 def _strings(config: Mapping[str, Any], key: str) -> list[str]:

@@ -24,10 +24,12 @@ from ..rules._catalog import Catalog, Price, capacity_of, combinations, load_cat
 from ..rules._spec import JobSpec, WorkerPoolSpec
 from ..rules._tuning_spec import TuningJobSpec
 from ..rules._validation import POOL_ROLES, validate
+from ._figure import ZERO, Figure, figure_text
 
 __all__ = [
     "DEFAULT_TIMEOUT",
     "Estimate",
+    "Figure",
     "GpuOffer",
     "PoolCost",
     "TuningEstimate",
@@ -39,6 +41,7 @@ __all__ = [
     "duration_text",
     "estimate",
     "estimate_tuning",
+    "figure_text",
     "gpu_offers",
     "job_capacity",
     "labels_text",
@@ -87,12 +90,19 @@ class PoolCost:
     missing: tuple[str, ...]
     price_labels: tuple[str, ...] = ()
     """Where its prices came from (``Price.label``), machine first."""
+    replica_figure: Figure | None = None
+    """What one replica's price is known as (a price, at most, at least, a range)."""
 
     @property
     def usd_per_hour(self) -> float | None:
         if self.replica_usd_per_hour is None:
             return None
         return self.replica_usd_per_hour * self.replicas
+
+    @property
+    def figure(self) -> Figure:
+        """All replicas' price as a figure: a bound stays a bound (``_figure``)."""
+        return _figure_or_price(self.replica_figure, self.replica_usd_per_hour).times(self.replicas)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +121,19 @@ class Estimate:
     """Where its prices came from (``Price.label``), each once."""
     capacity: str = ""
     """``on_demand``, ``spot`` or ``flex_start`` (empty: as ``spot`` says)."""
+    hourly: Figure | None = None
+    """The price per hour as what it is known as; ``usd_per_hour`` adds the parts' figures
+    whatever they are (kept for outputs that need one number: use ``figure``)."""
+
+    @property
+    def figure(self) -> Figure:
+        """The price per hour: a price, at most, at least, a range, or unknown."""
+        return _figure_or_price(self.hourly, self.usd_per_hour)
+
+    @property
+    def max_figure(self) -> Figure:
+        """The ceiling (the whole timeout) as a figure."""
+        return self.figure.times(self.timeout.total_seconds() / 3600)
 
     @property
     def billed_as(self) -> str:
@@ -129,6 +152,24 @@ class Estimate:
         if self.usd_per_hour is None:
             return None
         return self.usd_per_hour / 60 * (duration.total_seconds() / 60)
+
+
+def _figure_or_price(figure: Figure | None, value: float | None) -> Figure:
+    if figure is not None:
+        return figure
+    return Figure(None, None) if value is None else Figure.price(value)
+
+
+def part_figure(price: Price, capacity: str) -> Figure:
+    """One catalog cell as a figure, with why where it is a bound."""
+    basis = price.basis_for(capacity)
+    word = capacity_word(capacity)
+    why = ""
+    if basis == "bound":
+        why = f"{price.name}: {word} rate unknown, on-demand stands in as its upper bound"
+    elif basis == "floor":
+        why = f"{price.name}: Compute Engine's {word} rate without Vertex's fee"
+    return Figure.of(price.value(capacity), basis, why)
 
 
 def _price(catalog: Catalog, region: str, kind: str, name: str, spot: bool | str) -> Price | None:
@@ -161,6 +202,7 @@ class _Replica:
     missing: tuple[str, ...]
     labels: tuple[str, ...]
     sources: tuple[str, ...]
+    figure: Figure
 
 
 def _replica(
@@ -180,12 +222,14 @@ def _replica(
     if accelerator and count > 0:
         parts.append(("accelerator", accelerator, count))
     total, missing, labels, sources = 0.0, [], [], []
+    figure = ZERO
     for kind, name, times in parts:
         price = _price(catalog, where, kind, name, spot)
         if price is None:
             missing.append(_unknown(catalog, where, kind, name))
             continue
         total += _value(price, spot) * times
+        figure = figure + part_figure(price, capacity_of(spot)).times(times)
         if label := price.label(spot):
             labels.append(label)
         sources.append(price.source)
@@ -194,6 +238,7 @@ def _replica(
         tuple(missing),
         tuple(dict.fromkeys(labels)),
         tuple(sources),
+        Figure(None, None) if missing else figure,
     )
 
 
@@ -235,6 +280,7 @@ def estimate(
                 (tier_price.source,),
                 (tier_price.label(capacity),),
                 capacity,
+                part_figure(tier_price, capacity),
             )
     sources: set[str] = set()
     pools = [
@@ -244,6 +290,7 @@ def estimate(
     ]
     all_missing = tuple(m for p in pools for m in p.missing)
     total = None if all_missing else sum(p.usd_per_hour or 0.0 for p in pools)
+    hourly = Figure(None, None) if all_missing else sum((p.figure for p in pools), ZERO)
     kind = "" if capacity == "on_demand" else f" ({capacity_word(capacity)})"
     return Estimate(
         where,
@@ -256,6 +303,7 @@ def estimate(
         tuple(sorted(sources)),
         tuple(dict.fromkeys(label for p in pools for label in p.price_labels)),
         capacity,
+        hourly,
     )
 
 
@@ -290,6 +338,7 @@ def _pool_cost(
         replica_usd_per_hour=replica.usd_per_hour,
         missing=replica.missing,
         price_labels=replica.labels,
+        replica_figure=replica.figure,
     )
 
 
@@ -306,6 +355,8 @@ class GpuOffer:
     price_labels: tuple[str, ...]
     missing: tuple[str, ...]
     capacity: str = ""
+    figure: Figure | None = None
+    """Its price as what it is known as (``_figure``)."""
 
 
 def gpu_offers(
@@ -347,12 +398,13 @@ def gpu_offers(
                         replica.labels,
                         replica.missing,
                         kind,
+                        replica.figure,
                     )
                 )
     return sorted(
         offers,
         key=lambda o: (
-            o.usd_per_hour is None,
+            o.usd_per_hour is None or (o.figure is not None and o.figure.kind == "unknown"),
             bounded(o.price_labels),
             o.usd_per_hour or 0.0,
             o.accelerator,
@@ -392,7 +444,7 @@ def compare_regions(
     return sorted(
         estimates,
         key=lambda e: (
-            e.usd_per_hour is None,
+            e.figure.kind == "unknown",
             bounded(e.price_labels),
             e.usd_per_hour or 0.0,
             e.region,
@@ -457,6 +509,16 @@ class TuningEstimate:
         """Every parallel trial at once, per hour."""
         hourly = self.trial.usd_per_hour
         return None if hourly is None else hourly * self.parallel_trials
+
+    @property
+    def figure(self) -> Figure:
+        """Every parallel trial at once, per hour, as a figure."""
+        return self.trial.figure.times(self.parallel_trials)
+
+    @property
+    def max_figure(self) -> Figure:
+        """The ceiling of every trial as a figure."""
+        return self.trial.max_figure.times(self.max_trials)
 
     @property
     def trial_max_usd(self) -> float | None:
@@ -527,16 +589,40 @@ def duration_text(duration: timedelta) -> str:
 
 
 def summary(result: Estimate) -> str:
-    """One line for logs and PR comments: ``$0.62/h on-demand in us-central1, at most $1.24 (2 h)``."""
+    """One line for logs and PR comments: ``$0.62/h on-demand in us-central1, at most $1.24 (2 h)``.
+
+    A figure that rests on a bound says so (``at most $24.89/h flex-start in ...``, with why),
+    never as one price (``_figure``)."""
     pricing = capacity_word(result.billed_as)
     hours = duration_text(result.timeout)
-    if result.usd_per_hour is None:
-        return f"$?/h {pricing} in {result.region}: unknown price for {', '.join(result.missing)}"
-    assert result.max_usd is not None
+    figure = result.figure
+    if figure.kind == "unknown":
+        return f"$?/h {pricing} in {result.region}: unknown price for {_unknown_why(result)}"
     return (
-        f"${result.usd_per_hour:,.2f}/h {pricing} in {result.region}, "
-        f"at most ${result.max_usd:,.2f} ({hours} timeout){labels_text(result.price_labels)}"
+        f"{figure_text(figure, why=False)} {pricing} in {result.region}, "
+        f"{_ceiling_text(result.max_figure, f'{hours} timeout')}{_why(figure)}"
+        f"{labels_text(result.price_labels)}"
     )
+
+
+def _unknown_why(result: Estimate) -> str:
+    """The prices lacking; else (a part bounded only above, another only below) the bounds."""
+    if result.missing:
+        return ", ".join(result.missing)
+    return "the sum of bounds both ways: " + "; ".join(result.figure.why)
+
+
+def _ceiling_text(ceiling: Figure, timeout: str) -> str:
+    """``at most $1.24 (2 h timeout)``; where only a lower bound is known, the ceiling is not:
+    ``the 2 h timeout at least $X, no ceiling known``."""
+    text = figure_text(ceiling, unit="", why=False)
+    if ceiling.kind == "at_least":
+        return f"the {timeout} {text}, no ceiling known"
+    return f"{text} ({timeout})" if ceiling.kind == "at_most" else f"at most {text} ({timeout})"
+
+
+def _why(figure: Figure) -> str:
+    return f"; {figure.kind.replace('_', ' ')}: {'; '.join(figure.why)}" if figure.bounded else ""
 
 
 def labels_text(labels: tuple[str, ...]) -> str:
@@ -546,18 +632,19 @@ def labels_text(labels: tuple[str, ...]) -> str:
 
 def tuning_summary(result: TuningEstimate) -> str:
     """One line for logs: ``$3.07/h on-demand in us-central1 (3 trials at once, $1.02/h
-    each), at most $171.95 (12 trials, 14 h timeout each)``."""
+    each), at most $171.95 (12 trials, 14 h timeout each)``; a bound stays a bound."""
     pricing = capacity_word(result.billed_as)
     trials = f"{result.parallel_trials} trials at once"
-    if result.usd_per_hour is None or result.trial_usd_per_hour is None:
+    figure = result.figure
+    if figure.kind == "unknown":
         return (
             f"$?/h {pricing} in {result.region} ({trials}): "
-            f"unknown price for {', '.join(result.missing)}"
+            f"unknown price for {_unknown_why(result.trial)}"
         )
-    assert result.max_usd is not None
+    timeout = f"{result.max_trials} trials, {duration_text(result.timeout)} timeout each"
     return (
-        f"${result.usd_per_hour:,.2f}/h {pricing} in {result.region} "
-        f"({trials}, ${result.trial_usd_per_hour:,.2f}/h each), at most ${result.max_usd:,.2f} "
-        f"({result.max_trials} trials, {duration_text(result.timeout)} timeout each)"
-        f"{labels_text(result.trial.price_labels)}"
+        f"{figure_text(figure, why=False)} {pricing} in {result.region} "
+        f"({trials}, {figure_text(result.trial.figure, why=False)} each), "
+        f"{_ceiling_text(result.max_figure, timeout)}"
+        f"{_why(figure)}{labels_text(result.trial.price_labels)}"
     )

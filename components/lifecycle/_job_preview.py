@@ -162,14 +162,19 @@ def _billed_catalog(settings: PreviewSettings) -> Catalog | None:
     """The catalog with the live billing SKUs' prices over its snapshot; None: the snapshot."""
     if not settings.live_prices:
         return None
-    from ..costs._billing_cli import live_catalog
+    from ..costs._billing_cli import priced_from
     from ..rules._catalog import load_catalog
 
-    return live_catalog(
+    endpoint = Endpoint(settings.endpoint)
+    # The local stack (an http:// emulator endpoint) prices at list prices: it has no billing
+    # account to ask, and asking would print a 403 line in the first `make up`.
+    project = None if endpoint.anonymous else settings.project
+    return priced_from(
         load_catalog(),
-        Endpoint(settings.endpoint),
+        endpoint,
+        None,
         pulumi.log.info,
-        settings.project,
+        project,
         deadline=settings.retry_deadline,
     )
 

@@ -174,6 +174,16 @@ def test_region_accelerator_and_labels_name_the_tuning_job() -> None:
     prod = {
         rule: messages for rule, messages in evaluate([job], config("prod")).items() if messages
     }
+    # Its Spot A100 price there is a lower bound (Compute Engine's rate without Vertex's fee)
+    # and its on-demand price unknown: no worst case, so the cost limit fails closed (issue 45).
+    cost = prod.pop("max-hourly-cost-per-job")
+    assert cost == [
+        "tuning job 'a100-sweep': cannot check the $400/h limit (no worst case: at least "
+        "$4.83/h (NVIDIA_TESLA_A100: Compute Engine's spot rate without Vertex's fee))"
+    ]
+    assert prod.pop("max-hourly-cost-per-stack") == [
+        "cannot check the $1000/h stack limit: no price for a100-sweep"
+    ]
     assert prod == {
         "required-labels": [
             "tuning job 'a100-sweep' lacks the label(s) cost-center, required in this stack"

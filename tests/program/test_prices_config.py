@@ -120,22 +120,22 @@ def test_the_preview_prices_from_the_billing_skus_the_endpoint_serves(
     assert f"example-trainer: ${n1:,.2f}/h on-demand" in costs
 
 
-def test_the_preview_prices_at_the_projects_billing_account_prices(
+def test_the_local_stack_never_asks_for_account_prices(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The same SKUs; the project's billing account pays half, and the caller may read it.
+    # The local stack (an http:// emulator endpoint) has no billing account: its preview prices
+    # at the SKUs' list prices and never asks the Billing API for the account's (which, with no
+    # account file, answers 403 as Google does: the line `make up` printed, issue 45).
     snapshot = tmp_path / "skus.csv"
     snapshot.write_text(N1_SKUS)
-    account = tmp_path / "account.json"
-    account.write_text('{"discountPercent": 50}')
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     logged = _cost_lines(monkeypatch)
-    argv = ["--billing-snapshot", str(snapshot), "--billing-account-prices", str(account)]
-    with running_emulator("--mode", "simulate", *argv) as emu:
+    with running_emulator("--mode", "simulate", "--billing-snapshot", str(snapshot)) as emu:
         run_stack("local", {"training:endpoint": emu.endpoint, "training:quota": "off"})
     [costs] = [m for m in logged if m.startswith("estimated cost per job:")]
-    assert f"example-trainer: ${4 * 0.025 + 15 * 0.0025:,.2f}/h on-demand" in costs
-    assert any("billingAccounts/012345-6789AB-CDEF01's own prices" in m for m in logged)
+    assert f"example-trainer: ${4 * 0.05 + 15 * 0.005:,.2f}/h on-demand" in costs
+    assert any("from the Cloud Billing Catalog API (2 SKUs" in m for m in logged)
+    assert not [m for m in logged if "account prices" in m or "403" in m], logged
 
 
 def test_a_bad_live_prices_setting_names_the_key() -> None:

@@ -248,7 +248,7 @@ def test_catalog_check_of_the_shipped_snapshot_names_only_the_newer_vertex_rate(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "other"))
     out, err = io.StringIO(), io.StringIO()
     code = main(["catalog", "check", "--endpoint", emu.endpoint], out, err)
-    lines = out.getvalue().splitlines()
+    lines = [li for li in out.getvalue().splitlines() if not li.startswith("unknown on-demand:")]
     assert code == 1
     assert (
         len(lines) == 2 and "NVIDIA_H100_80GB (accelerator) in us-central1, on-demand" in lines[0]
@@ -417,3 +417,38 @@ def test_live_spot_prices_follow_compute_engines_spot_skus_by_the_spot_rule(
     line = next(li for li in out.getvalue().splitlines() if " 1 " in li and "n1-standard-4" in li)
     assert f"{n1 + 0.2 + 0.15 * 0.4025 / 1.15:.4f}" in line
     assert line.rstrip().endswith("derived, unverified")
+
+
+def test_estimate_and_prices_read_live_skus_by_default_and_not_when_told(
+    emu: EmulatorProcess, snapshot: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One rule for the CLI and the previews (issue 45): live by default, --no-live-prices off.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    argv = ["prices", "--gpu", "H100", "--region", "us-central1", "--flex-start"]
+    lines = {}
+    with _repriced(snapshot, "3.5"):
+        for flag in ("", "--no-live-prices"):
+            out, err = io.StringIO(), io.StringIO()
+            code = main([*argv, *([flag] if flag else []), "--endpoint", emu.endpoint], out, err)
+            assert code == 0, err.getvalue()
+            lines[flag] = (out.getvalue(), err.getvalue())
+    assert f"{A3_1G_FLEX + 3.5:.4f}" in lines[""][0]
+    assert "from the Cloud Billing Catalog API" in lines[""][1]
+    assert f"{A3_1G_FLEX + 4.200761:.4f}" in lines["--no-live-prices"][0]
+    assert "Cloud Billing" not in lines["--no-live-prices"][1]
+
+
+def test_google_credentials_are_told_without_a_network_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from components.costs._billing_cli import has_google_credentials
+
+    assert not has_google_credentials()  # tests/spec/conftest.py: none
+    config = tmp_path / "gcloud"
+    config.mkdir()
+    (config / "application_default_credentials.json").write_text("{}")
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(config))
+    assert has_google_credentials()
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "none"))
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "key.json"))
+    assert has_google_credentials()

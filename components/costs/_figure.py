@@ -1,0 +1,107 @@
+"""A money figure that says what it is: a price, at most, at least, a range, or unknown.
+
+A catalog cell whose basis is ``bound`` (on-demand standing in for an unknown flex-start or
+Spot rate) is only an upper end of the real price; one whose basis is ``floor`` (Compute
+Engine's rate without Vertex's fee) only a lower end. A ``Figure`` keeps both ends apart, so a
+bound is never added to a price and shown as one price: ``price + at most = at most``, ``price
++ at least = at least``, and where both ends are known (each part bounded both ways) a range.
+Every output renders one by ``figure_text``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["LOWER_BASES", "UPPER_BASES", "ZERO", "Figure", "figure_text"]
+
+UPPER_BASES = frozenset({"bound"})
+"""Bases whose figure is an upper end only (``prices.csv``: on-demand standing in)."""
+LOWER_BASES = frozenset({"floor"})
+"""Bases whose figure is a lower end only (Compute Engine's rate, Vertex's fee left out)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """What is known of an amount: its lower end ``low`` and upper end ``high`` (None: not known).
+
+    ``low == high``: a price. ``why`` says why an end is missing, once per reason.
+    """
+
+    low: float | None
+    high: float | None
+    why: tuple[str, ...] = ()
+
+    @classmethod
+    def price(cls, value: float) -> Figure:
+        return cls(value, value)
+
+    @classmethod
+    def of(cls, value: float | None, basis: str, why: str = "") -> Figure:
+        """A catalog cell of ``basis`` as a figure (``bound``: at most, ``floor``: at least)."""
+        if value is None:
+            return cls(None, None, (why,) if why else ())
+        if basis in UPPER_BASES:
+            return cls(None, value, (why or "on-demand stands in as the upper bound",))
+        if basis in LOWER_BASES:
+            return cls(value, None, (why or "Vertex's fee is not in the rate",))
+        return cls(value, value)
+
+    @property
+    def kind(self) -> str:
+        """``price``, ``at_most``, ``at_least``, ``range`` or ``unknown``."""
+        if self.low is None:
+            return "unknown" if self.high is None else "at_most"
+        if self.high is None:
+            return "at_least"
+        return "price" if abs(self.high - self.low) <= 1e-9 * max(1.0, self.high) else "range"
+
+    @property
+    def is_price(self) -> bool:
+        return self.kind == "price"
+
+    @property
+    def bounded(self) -> bool:
+        """Known only as a bound or a range, not as one price."""
+        return self.kind in ("at_most", "at_least", "range")
+
+    @property
+    def worst(self) -> float | None:
+        """The most it can be (a rule that needs the worst case judges this; None: not known)."""
+        return self.high
+
+    def __add__(self, other: Figure) -> Figure:
+        low = None if self.low is None or other.low is None else self.low + other.low
+        high = None if self.high is None or other.high is None else self.high + other.high
+        return Figure(low, high, tuple(dict.fromkeys(self.why + other.why)))
+
+    def times(self, factor: float) -> Figure:
+        low = None if self.low is None else self.low * factor
+        high = None if self.high is None else self.high * factor
+        return Figure(low, high, self.why)
+
+
+ZERO = Figure(0.0, 0.0)
+
+
+def figure_text(figure: Figure, *, unit: str = "/h", digits: int = 2, why: bool = True) -> str:
+    """``$1.23/h``, ``at most $24.89/h (why)``, ``at least $2.15/h (why)``, ``$1.20 to
+    $2.40/h``, ``unknown``: how every output shows a figure."""
+
+    def money(value: float) -> str:
+        return f"${value:,.{digits}f}"
+
+    kind = figure.kind
+    reason = f" ({'; '.join(figure.why)})" if why and figure.why and kind != "price" else ""
+    if kind == "price":
+        assert figure.high is not None
+        return money(figure.high) + unit
+    if kind == "at_most":
+        assert figure.high is not None
+        return f"at most {money(figure.high)}{unit}{reason}"
+    if kind == "at_least":
+        assert figure.low is not None
+        return f"at least {money(figure.low)}{unit}{reason}"
+    if kind == "range":
+        assert figure.low is not None and figure.high is not None
+        return f"{money(figure.low)} to {money(figure.high)}{unit}{reason}"
+    return "unknown" + reason
