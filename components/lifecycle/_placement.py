@@ -69,6 +69,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CAPACITY_KINDS",
     "MAX_ATTEMPTS",
+    "PLACEMENT_STATUS_FIELDS",
     "Attempt",
     "Candidate",
     "PlacementFailed",
@@ -91,6 +92,8 @@ _STRATEGY = {"on-demand": None, "spot": "SPOT", "flex-start": "FLEX_START", "res
 _PRICED_AS = {"on-demand": "on_demand", "spot": "spot", "flex-start": "flex_start"}
 MAX_ATTEMPTS = 32
 """Attempts one job may name (regions x capacity kinds): bounded work at preview and create."""
+PLACEMENT_STATUS_FIELDS = ("placed_region", "placed_capacity", "placement_attempts")
+"""What a placed job's ``status`` adds (rule 5)."""
 _RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 
 

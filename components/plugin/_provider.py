@@ -75,6 +75,7 @@ from ..lifecycle._wire import (
     EXCLUSIVE_GPUS,
     IDENTITY,
     OWNER,
+    PLACEMENT,
     STATUS,
     contains_unknown,
     decode_spec,
@@ -85,13 +86,15 @@ from ._log import EngineLog
 from ._quota import job_quota
 from ._schema import TRAINING_JOB_TOKEN, TUNING_JOB_TOKEN, load_schema
 from ._shape import (
-    KNOBS,
+    PROPERTY_KNOBS,
     REPLACING_KNOBS,
     TRAINING,
     TUNING,
+    PlacementError,
     Shape,
     core_inputs,
     outputs_of_status,
+    placement_input,
     plugin_path,
     status_of_outputs,
 )
@@ -367,12 +370,15 @@ class GpuTrainingProvider(Provider):
                 news[key] = default
         old_core = self._core_inputs(kind, olds, request.urn)
         new_core = self._core_inputs(kind, news, request.urn)
+        if PLACEMENT in old_core or PLACEMENT in new_core:
+            # The placement rule asks where the held job runs (its name, an output).
+            old_core[STATUS] = status_of_outputs(kind.shape, plain_map(request.old_state))
         result = kind.core.diff(request.resource_id, old_core, new_core)
         replacing = bool(result.replaces)
         detailed: dict[str, PropertyDiff] = {}
         for path, change in _changes(olds, news, names, request.ignore_changes):
             top = _top(path)
-            replaces = top not in KNOBS or top in REPLACING_KNOBS
+            replaces = top not in PROPERTY_KNOBS or top in REPLACING_KNOBS
             if replaces and not replacing:
                 continue  # the core found no change of the job (1 == 1.0, blank ends...)
             detailed[path] = PropertyDiff(_diff_kind(change, replaces), input_diff=True)
@@ -605,6 +611,10 @@ def _knob_type_failures(props: Mapping[str, Any]) -> Iterator[CheckFailure]:
     triggers = props.get("triggers")
     if triggers is not None and not is_unknown(triggers) and not isinstance(triggers, list):
         yield CheckFailure("triggers", "must be a list")
+    try:
+        placement_input(props)
+    except PlacementError as exc:
+        yield CheckFailure(exc.path, exc.reason)
 
 
 def _with_secret_env(props: dict[str, PropertyValue]) -> dict[str, PropertyValue]:
