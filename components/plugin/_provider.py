@@ -90,7 +90,6 @@ from ._shape import (
     REPLACING_KNOBS,
     TRAINING,
     TUNING,
-    PlacementError,
     Shape,
     core_inputs,
     outputs_of_status,
@@ -611,10 +610,9 @@ def _knob_type_failures(props: Mapping[str, Any]) -> Iterator[CheckFailure]:
     triggers = props.get("triggers")
     if triggers is not None and not is_unknown(triggers) and not isinstance(triggers, list):
         yield CheckFailure("triggers", "must be a list")
-    try:
-        placement_input(props)
-    except PlacementError as exc:
-        yield CheckFailure(exc.path, exc.reason)
+    _, placement_failure = placement_input(props)
+    if placement_failure is not None:
+        yield CheckFailure(*placement_failure)
 
 
 def _with_secret_env(props: dict[str, PropertyValue]) -> dict[str, PropertyValue]:

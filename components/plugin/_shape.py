@@ -51,7 +51,7 @@ __all__ = [
     "REPLACING_KNOBS",
     "TRAINING",
     "TUNING",
-    "PlacementError",
+    "PlacementInput",
     "Shape",
     "camel",
     "core_inputs",
@@ -172,10 +172,7 @@ def core_inputs(
         inputs[PROJECT] = project
     if inputs.get(REGION) is None and region:
         inputs[REGION] = region
-    try:
-        placement = placement_input(props)
-    except PlacementError:
-        placement = None  # the plugin's check names the field (the engine checks first)
+    placement, _ = placement_input(props)  # a bad one: the plugin's check names the field
     if placement:  # the first candidate is the job's region, as for TrainingJob(regions=)
         inputs[PLACEMENT] = placement
         inputs[REGION] = placement[0]["region"]
@@ -184,30 +181,25 @@ def core_inputs(
     return inputs
 
 
-class PlacementError(ValueError):
-    """``regions``/``capacity`` are malformed: ``path`` (``regions[1].capacity[0]``) and why."""
-
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
-        self.path, self.reason = path, reason
+PlacementInput = tuple[list[dict[str, Any]] | None, tuple[str, str] | None]
+"""(the core's ``placement`` input or None, the first bad field's (path, reason) or None)."""
 
 
-def placement_input(props: Mapping[str, Any]) -> list[dict[str, Any]] | None:
-    """The core's ``placement`` input of ``regions`` and ``capacity``, or None without
-    ``regions`` (or while either is unknown: the core checks it once known). Raises
-    ``PlacementError`` naming the first bad field (``regions[1].capacity[0]: ...``)."""
+def placement_input(props: Mapping[str, Any]) -> PlacementInput:
+    """The core's ``placement`` input of ``regions`` and ``capacity``: None without
+    ``regions`` (or while either is unknown: the core checks it once known), or with the
+    first bad field (``regions[1].capacity[0]``, why) when they are malformed."""
     regions, capacity = props.get("regions"), props.get("capacity")
     if regions is None:
-        if capacity is not None:
-            raise PlacementError("capacity", "needs regions (the candidate regions)")
-        return None
+        failure = ("capacity", "needs regions (the candidate regions)") if capacity else None
+        return None, failure
     if contains_unknown(regions) or contains_unknown(capacity):
-        return None
+        return None, None
     try:
-        return declared_placement(regions, capacity)
+        return declared_placement(regions, capacity), None
     except ValueError as exc:
         path, _, reason = str(exc).partition(": ")
-        raise PlacementError(path, reason) from None
+        return None, (path, reason)
 
 
 _HEAD = re.compile(r"^([A-Za-z_]\w*)(.*)$", re.S)
