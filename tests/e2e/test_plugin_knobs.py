@@ -71,3 +71,20 @@ def test_a_job_with_regions_runs_in_the_second_when_the_first_has_no_quota(
         ws.pulumi("destroy", "--yes", "--skip-preview")
         [cancelled] = _jobs(emu.client(), REGIONS)
         assert cancelled.state.name == "JOB_STATE_CANCELLED"
+
+
+def test_project_and_region_from_the_environment_pulumi_gcp_reads(yaml_ws: Workspace) -> None:
+    ws = yaml_ws
+    with emulator_for(ws, *SIMULATE) as emu:
+        _write_program(ws, training_job())
+        ws.write_config({"gpu-training:endpoint": emu.endpoint})
+        ws.pulumi("stack", "init", ws.stack)
+        unset = ws.pulumi("preview", expect_failure=True).output
+        assert "set GOOGLE_PROJECT, GOOGLE_CLOUD_PROJECT" in unset
+        assert "pass project= or set gcp:project" not in unset and "Traceback" not in unset
+        env = {"GOOGLE_PROJECT": GCP_PROJECT, "GOOGLE_REGION": "us-east4"}
+        ws.pulumi("up", "--yes", "--skip-preview", env=env)
+        [job] = _jobs(emu.client(), ["us-east4"])  # listed under GOOGLE_PROJECT's project
+        assert "/locations/us-east4/" in job.name
+        assert ws.pulumi("stack", "output", "name").output.strip() == job.name
+        ws.pulumi("destroy", "--yes", "--skip-preview", env=env)
