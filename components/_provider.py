@@ -246,8 +246,17 @@ class JobProvider(ResourceProvider):
         """Read the ``training:`` settings; let the host serve that many operations at once,
         and let the engine's Cancel stop the waits."""
         install_error_handlers()  # first: a bad setting fails this call with its message
-        self._settings = ProviderSettings.read(req.config.get)
-        if self._settings.catalog_overlay:
+        self.use_settings(ProviderSettings.read(req.config.get))
+        # The host calls this in one of its worker threads, before the first operation.
+        widen_host_pool(self._settings.max_concurrent_operations)
+        install_cancel_handler()
+        install_error_handlers(self._settings.endpoint.scrub)
+
+    def use_settings(self, settings: ProviderSettings) -> None:
+        """Work with ``settings`` (read by ``configure``, or by the provider plugin from its
+        own configuration): no host patch, nothing but the catalog overlay they name."""
+        self._settings = settings
+        if settings.catalog_overlay:
             # The program checked the jobs against the overlaid catalog; `check` here must too.
             # The engine starts the provider in the program's directory, which a relative
             # overlay path is relative to (as the program reads it).
@@ -256,18 +265,14 @@ class JobProvider(ResourceProvider):
             from .lifecycle._settings import CATALOG_OVERLAY_KEY, SettingError
             from .rules._catalog import use_catalog_overlay
 
-            overlay = Path.cwd() / self._settings.catalog_overlay
+            overlay = Path.cwd() / settings.catalog_overlay
             outside = outside_read_roots(overlay, Path.cwd())
             if outside:  # the program refused it already; a provider run alone must too
-                raise SettingError(f"{CATALOG_OVERLAY_KEY}: {outside}")
+                raise SettingError(f"{settings.door.key(CATALOG_OVERLAY_KEY)}: {outside}")
             try:
                 use_catalog_overlay(overlay)
             except CatalogError as exc:  # names the file, row and field
-                raise SettingError(f"{CATALOG_OVERLAY_KEY}: {exc}") from None
-        # The host calls this in one of its worker threads, before the first operation.
-        widen_host_pool(self._settings.max_concurrent_operations)
-        install_cancel_handler()
-        install_error_handlers(self._settings.endpoint.scrub)
+                raise SettingError(f"{settings.door.key(CATALOG_OVERLAY_KEY)}: {exc}") from None
 
     @property
     def settings(self) -> ProviderSettings:
@@ -308,9 +313,19 @@ class JobProvider(ResourceProvider):
         if news.get(PLACEMENT) is not None:  # candidate regions: components.lifecycle._placement
             from .lifecycle._placement import check_placed
 
-            outcome, _ = check_placed(news, target=self.endpoint.target, kind=self.kind.spec)
+            outcome, _ = check_placed(
+                news,
+                target=self.endpoint.target,
+                kind=self.kind.spec,
+                place=self.settings.door.place,
+            )
         else:
-            outcome = check_inputs(news, target=self.endpoint.target, kind=self.kind.spec)
+            outcome = check_inputs(
+                news,
+                target=self.endpoint.target,
+                kind=self.kind.spec,
+                place=self.settings.door.place,
+            )
         failures = [CheckFailure(prop, reason) for prop, reason in outcome.failures]
         return CheckResult(outcome.inputs, failures)
 

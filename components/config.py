@@ -64,7 +64,6 @@ import pulumi
 from ._errors import CatalogError, TrainingJobError
 from ._files import is_regular_file, outside_read_roots
 from .costs._price_sheet import PriceSetting, PriceSheetError, apply_prices, parse_price_setting
-from .costs._quota import QUOTA_MODES
 from .lifecycle._check import wait_timeout_seconds
 from .lifecycle._settings import (
     CATALOG_OVERLAY_KEY,
@@ -394,9 +393,7 @@ def load_stack_config(root: Path = PROJECT_ROOT) -> StackConfig:
     except SettingError as exc:
         raise ConfigError(str(exc)) from None
     endpoint = settings.endpoint.url
-    quota = training.get("quota") or "error"
-    if quota not in QUOTA_MODES:
-        raise ConfigError(f"training:quota: {quota!r} is not one of {', '.join(QUOTA_MODES)}")
+    quota = settings.quota
     overlay = load_catalog_overlay(settings.catalog_overlay, root)
     return StackConfig(
         project=project,

@@ -23,7 +23,7 @@ from ..rules._tuning_spec import TuningJobSpec
 from ..rules._tuning_validation import validate_tuning
 from ..rules._validation import MAX_LABELS, Target, validate
 from ..rules._violations import Violation
-from ._settings import duration_seconds
+from ._settings import DYNAMIC_DOOR, PlaceSources, duration_seconds
 from ._wire import (
     CONTINUE_LAST_RUN,
     DELETE_RECORD,
@@ -193,8 +193,12 @@ def check_inputs(
     target: Target,
     parsed: JobSpec | TuningJobSpec | None = None,
     kind: SpecKind[Any] = CUSTOM_JOB_SPEC,
+    place: PlaceSources = DYNAMIC_DOOR.place,
 ) -> CheckOutcome:
     """Validate and normalise a job resource's inputs (its spec of ``kind``); never raises.
+
+    ``place``: where the front door looked for the project and region (an unset one's failure
+    names those sources).
 
     Failures are ``(property path, reason)``: spec violations carry the validator's camelCase
     path (``workerPoolSpecs[1].machineSpec.acceleratorCount``); other inputs their own name.
@@ -203,7 +207,7 @@ def check_inputs(
     """
     inputs = {k: v for k, v in news.items() if k != PROVIDER_KEY}
     failures = [
-        *_place_failures(inputs),
+        *_place_failures(inputs, place),
         *_knob_failures(inputs),
         *_existing_job_failures(inputs, kind),
     ]
@@ -271,11 +275,11 @@ def _existing_job_failures(inputs: Mapping[str, Any], kind: SpecKind[Any]) -> It
         yield EXISTING_JOB, f"names a job of project {parsed[0]}, but the resource's is {project}"
 
 
-def _place_failures(inputs: Mapping[str, Any]) -> Iterator[Failure]:
+def _place_failures(inputs: Mapping[str, Any], place: PlaceSources) -> Iterator[Failure]:
     for key in (PROJECT, REGION):
         value = inputs.get(key)
         if value is None:
-            yield key, f"is not set: pass {key}= or set gcp:{key} in the stack configuration"
+            yield key, place.unset_reason(key)
         elif not is_unknown(value) and (not isinstance(value, str) or not value):
             yield key, "must be a non-empty string"
 

@@ -31,7 +31,7 @@ import pulumi
 from .._errors import SpecError
 from ..costs._price_sheet import PriceSetting
 from ..costs._pricing import estimate, estimate_tuning, summary, tuning_summary
-from ..costs._quota import QUOTA_KEY, QUOTA_MODES
+from ..costs._quota import QUOTA_KEY
 from ..rules._catalog import Catalog
 from ..rules._spec import JobSpec
 from ..rules._tuning_spec import TrialJobSpec, TuningJobSpec
@@ -129,9 +129,7 @@ class PreviewSettings:
             )
         except SettingError as exc:
             raise ConfigError(str(exc)) from None
-        quota = training.get("quota") or "error"
-        if quota not in QUOTA_MODES:
-            raise ConfigError(f"{QUOTA_KEY}: {quota!r} is not one of {', '.join(QUOTA_MODES)}")
+        quota = settings.quota
         load_catalog_overlay(settings.catalog_overlay, root)
         return cls(
             project=project if isinstance(project, str) else None,

@@ -65,10 +65,12 @@ if TYPE_CHECKING:
     from ..rules._catalog import Catalog
     from ..rules._validation import Target
     from ._check import CheckOutcome, SpecKind
+    from ._settings import PlaceSources
 
 __all__ = [
     "CAPACITY_KINDS",
     "MAX_ATTEMPTS",
+    "PLACEMENT_STATUS_FIELDS",
     "Attempt",
     "Candidate",
     "PlacementFailed",
@@ -91,6 +93,8 @@ _STRATEGY = {"on-demand": None, "spot": "SPOT", "flex-start": "FLEX_START", "res
 _PRICED_AS = {"on-demand": "on_demand", "spot": "spot", "flex-start": "flex_start"}
 MAX_ATTEMPTS = 32
 """Attempts one job may name (regions x capacity kinds): bounded work at preview and create."""
+PLACEMENT_STATUS_FIELDS = ("placed_region", "placed_capacity", "placement_attempts")
+"""What a placed job's ``status`` adds (rule 5)."""
 _RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 
 
@@ -268,7 +272,11 @@ def priced_as(capacity: str | None) -> str | None:
 
 
 def check_placed(
-    news: Mapping[str, Any], *, target: Target, kind: SpecKind[Any]
+    news: Mapping[str, Any],
+    *,
+    target: Target,
+    kind: SpecKind[Any],
+    place: PlaceSources | None = None,
 ) -> tuple[CheckOutcome, list[Attempt]]:
     """``check_inputs`` for a job with a ``placement``: the spec validated for each attempt.
 
@@ -277,6 +285,9 @@ def check_placed(
     and the attempts that pass.
     """
     from ._check import check_inputs
+    from ._settings import DYNAMIC_DOOR
+
+    where = place or DYNAMIC_DOOR.place
 
     candidates, failures = parse_placement(news.get(PLACEMENT))
     if isinstance(news.get(EXISTING_JOB), str):
@@ -284,7 +295,7 @@ def check_placed(
             (EXISTING_JOB, "a job taken over runs where it is: remove the candidate regions")
         )
     if failures or contains_unknown(news.get(PLACEMENT)):
-        outcome = check_inputs(news, target=target, kind=kind)
+        outcome = check_inputs(news, target=target, kind=kind, place=where)
         outcome.failures += failures
         return outcome, []
     declared = news.get(REGION)
@@ -295,14 +306,14 @@ def check_placed(
         trial = dict(news, **{REGION: attempt.region})
         if isinstance(spec, Mapping) and not contains_unknown(spec):
             trial[SPEC] = with_capacity(spec, attempt.capacity, under=kind.pools_under)
-        found = check_inputs(trial, target=target, kind=kind).failures
+        found = check_inputs(trial, target=target, kind=kind, place=where).failures
         if found:
             path, reason = found[0]
             refused.append(f"{attempt.shown}: {path}: {reason}")
         else:
             fine.append(attempt)
     first = fine[0].region if fine else candidates[0].region
-    outcome = check_inputs(dict(news, **{REGION: first}), target=target, kind=kind)
+    outcome = check_inputs(dict(news, **{REGION: first}), target=target, kind=kind, place=where)
     outcome.inputs[REGION] = declared
     outcome.inputs[PLACEMENT] = [c.to_wire() for c in candidates]
     if not fine:

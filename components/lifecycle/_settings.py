@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from .._errors import TrainingJobError
+from ..costs._quota import QUOTA_KEY, QUOTA_MODES
 from ..rules._validation import Target
 
 __all__ = [
@@ -32,12 +34,19 @@ __all__ = [
     "DEFAULT_MAX_CONCURRENT_OPERATIONS",
     "DEFAULT_RETRY_DEADLINE",
     "DELETE_RECORDS_KEY",
+    "DYNAMIC_DOOR",
     "EMULATOR_STATE_DIR_KEY",
     "ENDPOINT_KEY",
+    "PLUGIN_DOOR",
+    "PROJECT_ENV",
+    "REGION_ENV",
+    "Door",
     "Endpoint",
+    "PlaceSources",
     "ProviderSettings",
     "SettingError",
     "count_setting",
+    "credentials_project",
     "duration_seconds",
     "emulator_endpoint",
     "emulator_health",
@@ -45,6 +54,8 @@ __all__ = [
     "parse_endpoint",
     "path_setting",
     "public_url",
+    "quota_setting",
+    "read_place",
     "running_emulator",
     "same_dir",
     "seconds_setting",
@@ -94,7 +105,7 @@ def public_url(url: str) -> str:
     return f"{scheme}://{authority.rsplit('@', 1)[1]}{rest[cut:]}"
 
 
-def parse_endpoint(value: Any) -> str | None:
+def parse_endpoint(value: Any, key: str = ENDPOINT_KEY) -> str | None:
     """``training:endpoint`` checked: None (Vertex AI) or ``http(s)://HOST[:PORT]``.
 
     Raises ``SettingError`` naming the key; the message never shows credentials.
@@ -102,22 +113,22 @@ def parse_endpoint(value: Any) -> str | None:
     if value is None or value == "":
         return None
     if not isinstance(value, str):
-        raise SettingError(f"{ENDPOINT_KEY}: expected a URL like http://127.0.0.1:8642")
+        raise SettingError(f"{key}: expected a URL like http://127.0.0.1:8642")
     shown = public_url(value)
     if not value.startswith(("http://", "https://")):
-        raise SettingError(f"{ENDPOINT_KEY}: expected http(s)://HOST:PORT, got {shown!r}")
+        raise SettingError(f"{key}: expected http(s)://HOST:PORT, got {shown!r}")
     try:
         parts = urlsplit(value)
         port = parts.port
     except ValueError as exc:
-        raise SettingError(f"{ENDPOINT_KEY}: {shown!r} is not a valid URL ({exc})") from None
+        raise SettingError(f"{key}: {shown!r} is not a valid URL ({exc})") from None
     if not parts.hostname:
-        raise SettingError(f"{ENDPOINT_KEY}: {shown!r} names no host")
+        raise SettingError(f"{key}: {shown!r} names no host")
     if port == 0:
-        raise SettingError(f"{ENDPOINT_KEY}: port 0 in {shown!r} is not a port to connect to")
+        raise SettingError(f"{key}: port 0 in {shown!r} is not a port to connect to")
     if parts.path not in ("", "/") or parts.query or parts.fragment:
         raise SettingError(
-            f"{ENDPOINT_KEY}: {shown!r} has a path, query or fragment; give only http(s)://HOST:PORT"
+            f"{key}: {shown!r} has a path, query or fragment; give only http(s)://HOST:PORT"
         )
     return value
 
@@ -154,17 +165,17 @@ def same_dir(named: object, state_dir: Path) -> bool:
     return isinstance(named, str) and Path(named).resolve() == state_dir.resolve()
 
 
-def emulator_endpoint(value: Any) -> str:
+def emulator_endpoint(value: Any, key: str = EMULATOR_STATE_DIR_KEY) -> str:
     """``training:emulatorStateDir`` → the endpoint of the emulator running with that state
     dir (relative: to the working directory, the project's). Raises ``SettingError`` when
     none runs: a stack that names its emulator never talks to another one in its place."""
     if not isinstance(value, str) or not value or "\0" in value:
-        raise SettingError(f"{EMULATOR_STATE_DIR_KEY}: expected a directory, got {value!r}")
+        raise SettingError(f"{key}: expected a directory, got {value!r}")
     state_dir = Path(value).absolute()
     endpoint = running_emulator(state_dir)
     if endpoint is None:
         raise SettingError(
-            f"{EMULATOR_STATE_DIR_KEY}: no emulator runs with its state in {state_dir} (start "
+            f"{key}: no emulator runs with its state in {state_dir} (start "
             "it: scripts/local-stack emulator, or make up); the stack's training:endpoint is "
             "not used in its place"
         )
@@ -307,6 +318,113 @@ class Endpoint:
         )
 
 
+def quota_setting(value: Any, key: str = QUOTA_KEY) -> str:
+    """``training:quota`` (``gpu-training:quota``): ``error`` (unset), ``warn`` or ``off``."""
+    if value is None or value == "":
+        return "error"
+    if value not in QUOTA_MODES:
+        raise SettingError(f"{key}: {value!r} is not one of {', '.join(QUOTA_MODES)}")
+    return str(value)
+
+
+PROJECT_ENV = ("GOOGLE_PROJECT", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT")
+"""Where pulumi-gcp reads the project when ``gcp:project`` is unset, in its order."""
+REGION_ENV = ("GOOGLE_REGION", "GCLOUD_REGION", "CLOUDSDK_COMPUTE_REGION")
+"""Where pulumi-gcp reads the region when ``gcp:region`` is unset, in its order."""
+
+
+@dataclass(frozen=True)
+class PlaceSources:
+    """Where a door looks for a job's project and region, in order; an unset one's error
+    names exactly these."""
+
+    argument: str = "pass {key}="
+    config: str = "gcp:{key}"
+    environment: bool = False
+    """Then ``PROJECT_ENV``/``REGION_ENV``, as pulumi-gcp."""
+    credentials: bool = False
+    """Then the project of the Application Default Credentials (never for an http://
+    endpoint: the emulator's stacks send no credentials)."""
+
+    def unset_reason(self, key: str) -> str:
+        """Why ``project`` or ``region`` is missing: ``is not set: pass project= or ...``."""
+        where = [
+            self.argument.format(key=key),
+            f"set {self.config.format(key=key)} in the stack configuration",
+        ]
+        if self.environment:
+            names = PROJECT_ENV if key == "project" else REGION_ENV
+            where.append(f"set {', '.join(names[:-1])} or {names[-1]} in the environment")
+        if self.credentials and key == "project":
+            where.append("use credentials that name a default project")
+        return f"is not set: {', '.join(where[:-1])} or {where[-1]}"
+
+
+@dataclass(frozen=True)
+class Door:
+    """How a front door names the settings: its namespace (``training``, ``gpu-training``) and
+    where its jobs' project and region come from."""
+
+    namespace: str
+    place: PlaceSources
+
+    def key(self, key: str) -> str:
+        """``training:endpoint`` (the dynamic door's key) as this door names it."""
+        return f"{self.namespace}:{key.split(':', 1)[-1]}"
+
+
+DYNAMIC_DOOR = Door("training", PlaceSources())
+"""The dynamic resources: ``training:*``; a job's project and region from its arguments, then
+``gcp:project``/``gcp:region``."""
+PLUGIN_DOOR = Door(
+    "gpu-training",
+    PlaceSources(
+        "set the {key} property", "gpu-training:{key}", environment=True, credentials=True
+    ),
+)
+"""The provider plugin: ``gpu-training:*``; a job's project and region from its properties,
+then the provider's configuration, the environment pulumi-gcp reads and the credentials."""
+
+
+def read_place(
+    door: Door,
+    get: Callable[[str], Any],
+    endpoint: Endpoint,
+    environ: Mapping[str, str] | None = None,
+    default_project: Callable[[], str | None] | None = None,
+) -> tuple[str | None, str | None]:
+    """The default project and region of ``door``'s jobs (None where no source sets one):
+    ``get(door's config key)``, then (as ``door.place`` says) the environment, then
+    ``default_project()`` (the credentials', ``credentials_project``). Raises ``SettingError``
+    for a configured value that is not text."""
+    environ = os.environ if environ is None else environ
+    found: list[str | None] = []
+    for key, names in (("project", PROJECT_ENV), ("region", REGION_ENV)):
+        full = door.place.config.format(key=key)
+        value = get(full)
+        if value is not None and not isinstance(value, str):
+            raise SettingError(f"{full}: must be a string")
+        if not value and door.place.environment:
+            value = next((environ[n] for n in names if environ.get(n)), None)
+        found.append(value or None)
+    project, region = found
+    if project is None and door.place.credentials and not endpoint.anonymous:
+        project = (default_project or credentials_project)()
+    return project, region
+
+
+def credentials_project() -> str | None:
+    """The project of the Application Default Credentials, or None (none found)."""
+    try:
+        import google.auth
+        from google.auth.exceptions import GoogleAuthError
+
+        _, project = google.auth.default()
+    except (ImportError, GoogleAuthError, OSError, ValueError):
+        return None
+    return project or None
+
+
 @dataclass(frozen=True)
 class ProviderSettings:
     """Everything the provider reads from the stack configuration."""
@@ -321,33 +439,41 @@ class ProviderSettings:
     """``training:deleteRecords``: a delete removes every job's record (kept by default)."""
     continue_last_run: bool = False
     """``training:continueLastRun``: every new run writes into its last run's directory."""
+    quota: str = "error"
+    """``training:quota``: a quota shortfall at preview fails it (error), warns, or is not
+    looked for (off)."""
+    door: Door = DYNAMIC_DOOR
+    """Which front door read these: its key names and where its jobs' place comes from."""
 
     @classmethod
-    def read(cls, get: Callable[[str], Any]) -> ProviderSettings:
-        """Settings from ``get(full key)``; raises ``SettingError`` naming the bad key.
+    def read(cls, get: Callable[[str], Any], door: Door = DYNAMIC_DOOR) -> ProviderSettings:
+        """Settings from ``get(full key)``, each key as ``door`` names it (``training:endpoint``,
+        ``gpu-training:endpoint``); raises ``SettingError`` naming the bad key.
 
         With ``training:emulatorStateDir``, the endpoint is that emulator's, wherever it runs
         now (``training:endpoint`` is checked, then not used).
         """
-        endpoint = parse_endpoint(get(ENDPOINT_KEY))
-        state_dir = get(EMULATOR_STATE_DIR_KEY)
+        key = door.key
+        endpoint = parse_endpoint(get(key(ENDPOINT_KEY)), key(ENDPOINT_KEY))
+        state_dir = get(key(EMULATOR_STATE_DIR_KEY))
         if state_dir is not None:
-            endpoint = emulator_endpoint(state_dir)
+            endpoint = emulator_endpoint(state_dir, key(EMULATOR_STATE_DIR_KEY))
+        cancel, retry = key(CANCEL_TIMEOUT_KEY), key(RETRY_DEADLINE_KEY)
+        concurrent, overlay = key(MAX_CONCURRENT_OPERATIONS_KEY), key(CATALOG_OVERLAY_KEY)
+        deletes, continues = key(DELETE_RECORDS_KEY), key(CONTINUE_LAST_RUN_KEY)
         return cls(
             endpoint=Endpoint(endpoint),
-            cancel_timeout=seconds_setting(
-                get(CANCEL_TIMEOUT_KEY), CANCEL_TIMEOUT_KEY, DEFAULT_CANCEL_TIMEOUT
-            ),
-            retry_deadline=seconds_setting(
-                get(RETRY_DEADLINE_KEY), RETRY_DEADLINE_KEY, DEFAULT_RETRY_DEADLINE
-            ),
+            cancel_timeout=seconds_setting(get(cancel), cancel, DEFAULT_CANCEL_TIMEOUT),
+            retry_deadline=seconds_setting(get(retry), retry, DEFAULT_RETRY_DEADLINE),
             max_concurrent_operations=count_setting(
-                get(MAX_CONCURRENT_OPERATIONS_KEY),
-                MAX_CONCURRENT_OPERATIONS_KEY,
+                get(concurrent),
+                concurrent,
                 DEFAULT_MAX_CONCURRENT_OPERATIONS,
                 CONCURRENT_OPERATIONS_RANGE,
             ),
-            catalog_overlay=path_setting(get(CATALOG_OVERLAY_KEY), CATALOG_OVERLAY_KEY),
-            delete_records=flag_setting(get(DELETE_RECORDS_KEY), DELETE_RECORDS_KEY),
-            continue_last_run=flag_setting(get(CONTINUE_LAST_RUN_KEY), CONTINUE_LAST_RUN_KEY),
+            catalog_overlay=path_setting(get(overlay), overlay),
+            delete_records=flag_setting(get(deletes), deletes),
+            continue_last_run=flag_setting(get(continues), continues),
+            quota=quota_setting(get(key(QUOTA_KEY)), key(QUOTA_KEY)),
+            door=door,
         )

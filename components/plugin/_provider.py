@@ -25,6 +25,7 @@ the engine's ``--parallel`` is the only limit.
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -60,21 +61,12 @@ from .._provider import JobProvider, TrainingJobProvider
 from .._tuning_provider import TuningJobProvider
 from ..lifecycle._adoption import held_elsewhere, identity_label, record_create
 from ..lifecycle._interrupt import interrupt
-from ..lifecycle._settings import (
-    CANCEL_TIMEOUT_KEY,
-    CATALOG_OVERLAY_KEY,
-    DELETE_RECORDS_KEY,
-    EMULATOR_STATE_DIR_KEY,
-    ENDPOINT_KEY,
-    MAX_CONCURRENT_OPERATIONS_KEY,
-    RETRY_DEADLINE_KEY,
-    ProviderSettings,
-    SettingError,
-)
+from ..lifecycle._settings import PLUGIN_DOOR, ProviderSettings, SettingError, read_place
 from ..lifecycle._wire import (
     EXCLUSIVE_GPUS,
     IDENTITY,
     OWNER,
+    PLACEMENT,
     STATUS,
     contains_unknown,
     decode_spec,
@@ -85,20 +77,21 @@ from ._log import EngineLog
 from ._quota import job_quota
 from ._schema import TRAINING_JOB_TOKEN, TUNING_JOB_TOKEN, load_schema
 from ._shape import (
-    KNOBS,
+    PROPERTY_KNOBS,
     REPLACING_KNOBS,
     TRAINING,
     TUNING,
     Shape,
     core_inputs,
     outputs_of_status,
+    placement_input,
     plugin_path,
     status_of_outputs,
 )
 from ._stack_state import StateCache, held_reader, read_resources
 from ._values import plain_map, secret_texts, wrap, wrap_map
 
-__all__ = ["CONFIG_KEYS", "VALIDATE_FUNCTION", "GpuTrainingProvider", "PluginError"]
+__all__ = ["VALIDATE_FUNCTION", "GpuTrainingProvider", "PluginError"]
 
 T = TypeVar("T")
 
@@ -107,19 +100,6 @@ VALIDATE_FUNCTION = "gpu-training:vertex:validate"
 
 _WORKERS = 256
 """Threads for the core's calls: the engine's ``--parallel`` bounds what runs at once."""
-
-CONFIG_KEYS = {
-    ENDPOINT_KEY: "endpoint",
-    CANCEL_TIMEOUT_KEY: "cancelTimeout",
-    RETRY_DEADLINE_KEY: "retryDeadline",
-    MAX_CONCURRENT_OPERATIONS_KEY: "maxConcurrentOperations",
-    EMULATOR_STATE_DIR_KEY: "emulatorStateDir",
-    CATALOG_OVERLAY_KEY: "catalogOverlay",
-    DELETE_RECORDS_KEY: "deleteRecords",
-}
-"""The core's settings (``ProviderSettings``) → the plugin's configuration keys."""
-_QUOTA_MODES = ("error", "warn", "off")
-
 
 PluginError = JobOperationError
 """An operation failed; the message is all the engine shows (``components.plugin._server``)."""
@@ -150,61 +130,27 @@ def _parse_urn(urn: str) -> tuple[str, str, str]:
     return project, stack, name
 
 
-def _plugin_keys(exc: SettingError) -> SettingError:
-    """``exc`` naming the plugin's keys (``gpu-training:catalogOverlay``), not the core's."""
-    text = str(exc)
-    for core_key, key in CONFIG_KEYS.items():
-        text = text.replace(core_key, f"gpu-training:{key}")
-    return SettingError(text)
-
-
-def _read_config(values: Mapping[str, Any]) -> _Config:
-    """The provider configuration (plain values by plugin key); raises ``SettingError``."""
+def _read_config(
+    values: Mapping[str, Any],
+    environ: Mapping[str, str] | None = None,
+    default_project: Callable[[], str | None] | None = None,
+) -> _Config:
+    """The provider configuration (plain values by plugin key) through the settings reader
+    both doors share (``ProviderSettings``, ``read_place``): a job's default project and
+    region from ``gpu-training:project``/``region``, then the environment pulumi-gcp reads,
+    then the credentials' project. Raises ``SettingError`` naming the plugin's key."""
 
     def get(key: str) -> Any:
-        # A core setting the plugin does not offer (`training:continueLastRun`: the plugin's
-        # jobs write where their spec says, there is no project-chosen run directory) is at
-        # its default.
-        return values.get(CONFIG_KEYS[key]) if key in CONFIG_KEYS else None
+        # Only the keys the schema offers (`gpu-training:continueLastRun` is a job property).
+        name = key.removeprefix(f"{PLUGIN_DOOR.namespace}:")
+        return values.get(name) if name in _CONFIG_NAMES else None
 
-    try:
-        settings = ProviderSettings.read(get)
-    except SettingError as exc:
-        raise _plugin_keys(exc) from None
-    quota = values.get("quota") or "error"
-    if quota not in _QUOTA_MODES:
-        raise SettingError(f"gpu-training:quota: {quota!r} is not one of {', '.join(_QUOTA_MODES)}")
-
-    def text_setting(key: str) -> str | None:
-        value = values.get(key)
-        if value is not None and not isinstance(value, str):
-            raise SettingError(f"gpu-training:{key}: must be a string")
-        return value or None
-
-    return _Config(
-        settings,
-        text_setting("project"),
-        text_setting("region"),
-        text_setting("runKey"),
-        str(quota),
-    )
-
-
-class _CoreConfig:
-    """What the core's ``configure`` reads (``req.config.get``) from the plugin's settings."""
-
-    def __init__(self, values: Mapping[str, Any]) -> None:
-        self._values = values
-
-    def get(self, key: str) -> Any:
-        """The core's key (``ENDPOINT_KEY``...) → the plugin's (``endpoint``...)."""
-        plugin_key = CONFIG_KEYS.get(key)
-        return self._values.get(plugin_key) if plugin_key else None
-
-
-class _CoreConfigureRequest:
-    def __init__(self, values: Mapping[str, Any]) -> None:
-        self.config = _CoreConfig(values)
+    settings = ProviderSettings.read(get, PLUGIN_DOOR)
+    project, region = read_place(PLUGIN_DOOR, get, settings.endpoint, environ, default_project)
+    run_key = values.get("runKey")
+    if run_key is not None and not isinstance(run_key, str):
+        raise SettingError(f"{PLUGIN_DOOR.namespace}:runKey: must be a string")
+    return _Config(settings, project, region, run_key or None, settings.quota)
 
 
 class GpuTrainingProvider(Provider):
@@ -220,7 +166,7 @@ class GpuTrainingProvider(Provider):
         self._log = EngineLog(engine)
         self._read_state = StateCache(read_state)
         self._pool = ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="operation")
-        self._config = _read_config({})
+        self._config = _Config(ProviderSettings(door=PLUGIN_DOOR), None, None, None, "error")
         self._kinds = {
             TRAINING_JOB_TOKEN: _Kind(TRAINING_JOB_TOKEN, TRAINING, TrainingJobProvider()),
             TUNING_JOB_TOKEN: _Kind(TUNING_JOB_TOKEN, TUNING, TuningJobProvider()),
@@ -281,7 +227,7 @@ class GpuTrainingProvider(Provider):
 
     async def check_config(self, request: CheckRequest) -> CheckResponse:
         try:
-            _read_config(plain_map(request.new_inputs))
+            _read_config(plain_map(request.new_inputs), default_project=lambda: None)
         except SettingError as exc:
             key, _, reason = str(exc).partition(": ")
             return CheckResponse(
@@ -296,16 +242,9 @@ class GpuTrainingProvider(Provider):
             key = full.rsplit(":", 1)[-1]
             if key not in values:
                 values[key] = value
-        self._config = _read_config(values)
-
-        def configure_core() -> None:
-            for kind in self._kinds.values():
-                try:
-                    kind.core.configure(_CoreConfigureRequest(values))  # type: ignore[arg-type]
-                except SettingError as exc:  # a bad catalogOverlay: its file, row and field
-                    raise _plugin_keys(exc) from None
-
-        await self._run(configure_core)
+        self._config = await self._run(lambda: _read_config(values))
+        for kind in self._kinds.values():
+            kind.core.use_settings(self._config.settings)
         return ConfigureResponse(accept_secrets=True, supports_preview=False, accept_resources=True)
 
     async def cancel(self) -> None:
@@ -375,12 +314,15 @@ class GpuTrainingProvider(Provider):
                 news[key] = default
         old_core = self._core_inputs(kind, olds, request.urn)
         new_core = self._core_inputs(kind, news, request.urn)
+        if PLACEMENT in old_core or PLACEMENT in new_core:
+            # The placement rule asks where the held job runs (its name, an output).
+            old_core[STATUS] = status_of_outputs(kind.shape, plain_map(request.old_state))
         result = kind.core.diff(request.resource_id, old_core, new_core)
         replacing = bool(result.replaces)
         detailed: dict[str, PropertyDiff] = {}
         for path, change in _changes(olds, news, names, request.ignore_changes):
             top = _top(path)
-            replaces = top not in KNOBS or top in REPLACING_KNOBS
+            replaces = top not in PROPERTY_KNOBS or top in REPLACING_KNOBS
             if replaces and not replacing:
                 continue  # the core found no change of the job (1 == 1.0, blank ends...)
             detailed[path] = PropertyDiff(_diff_kind(change, replaces), input_diff=True)
@@ -603,13 +545,12 @@ def _input_names(kind: _Kind) -> frozenset[str]:
 
 
 def _schema_inputs() -> dict[str, frozenset[str]]:
-    import json
-
     resources = json.loads(load_schema())["resources"]
     return {token: frozenset(r["inputProperties"]) for token, r in resources.items()}
 
 
 _INPUT_NAMES = _schema_inputs()
+_CONFIG_NAMES = frozenset(json.loads(load_schema())["config"]["variables"])
 
 
 def _secrets(values: Mapping[str, PropertyValue]) -> list[str]:
@@ -624,6 +565,9 @@ def _knob_type_failures(props: Mapping[str, Any]) -> Iterator[CheckFailure]:
     triggers = props.get("triggers")
     if triggers is not None and not is_unknown(triggers) and not isinstance(triggers, list):
         yield CheckFailure("triggers", "must be a list")
+    _, placement_failure = placement_input(props)
+    if placement_failure is not None:
+        yield CheckFailure(*placement_failure)
 
 
 def _with_secret_env(props: dict[str, PropertyValue]) -> dict[str, PropertyValue]:

@@ -199,6 +199,35 @@ _KNOBS: dict[str, dict[str, Any]] = {
         "type": "boolean",
         "description": "When true, delete cancels the job but keeps its record.",
     },
+    "deleteRecordOnDelete": {
+        "type": "boolean",
+        "description": "When true, a delete (destroy, the end of a replace) deletes the job's "
+        "record after cancelling it (by default the record outlives the resource; "
+        "`keepRecordOnDelete` keeps it whatever this says).",
+    },
+    "continueLastRun": {
+        "type": "boolean",
+        "description": "Where the output directory is the provider's to choose, a new run writes "
+        "into the directory of the run it replaces instead of one of its own (as "
+        "`TrainingJob(continue_last_run=)`; a job whose spec names its output directory writes "
+        "there either way).",
+    },
+    "regions": {
+        "type": "array",
+        "items": {"$ref": "pulumi.json#/Any"},
+        "description": "Candidate regions, in order, instead of one `region`: each a region or "
+        '`{"region": R, "capacity": [...]}`. The job runs in the first that takes it (a quota '
+        "or capacity refusal moves it to the next; never two attempts at once); `region` is "
+        "then the first candidate. A change is an update while the job runs in a region the "
+        "new list still names.",
+    },
+    "capacity": {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "With `regions`: the capacity kinds a candidate without its own accepts, "
+        "in order (`on-demand`, `spot`, `flex-start`, `reservation`, `reservation:NAME`); "
+        "none: the spec's own.",
+    },
 }
 
 _REPLACING = ("project", "region", "triggers")
@@ -219,6 +248,20 @@ _JOB_OUTPUTS: dict[str, dict[str, Any]] = {
     },
     "hourlyCostUsd": {"type": "number", "description": "The job's price per hour, in USD."},
     "maxCostUsd": {"type": "number", "description": "The job's price if it runs to its timeout."},
+    "placedRegion": {
+        "type": "string",
+        "description": "With `regions`: the candidate region the job runs in.",
+    },
+    "placedCapacity": {
+        "type": "string",
+        "description": "With `regions`: the capacity kind it runs on (`as in the spec`: the spec's).",
+    },
+    "placementAttempts": {
+        "type": "array",
+        "items": {"$ref": "pulumi.json#/Any"},
+        "description": "With `regions`: each attempt (`region`, `capacity`, `jobName`, "
+        "`stoppedBy`: what moved the job on, null for the one that took it).",
+    },
 }
 _TRAINING_OUTPUTS: dict[str, dict[str, Any]] = {
     "modelDir": {"type": "string", "description": "`<baseOutputDirectory>/model/`."},

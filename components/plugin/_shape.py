@@ -23,10 +23,14 @@ from functools import cache
 from typing import Any
 
 from ..lifecycle._check import CUSTOM_JOB_SPEC, TUNING_JOB_SPEC, SpecKind
+from ..lifecycle._placement import PLACEMENT_STATUS_FIELDS, declared_placement
 from ..lifecycle._wire import (
+    CONTINUE_LAST_RUN,
+    DELETE_RECORD,
     ENV_VALUES,
     EXCLUSIVE_GPUS,
     KEEP_RECORD,
+    PLACEMENT,
     PROJECT,
     REGION,
     RUN_KEY,
@@ -37,20 +41,25 @@ from ..lifecycle._wire import (
     UNKNOWN_VALUES,
     WAIT_FOR,
     WAIT_TIMEOUT,
+    contains_unknown,
     encode_spec,
 )
 
 __all__ = [
     "KNOBS",
     "PACKAGE",
+    "PLACEMENT_KNOBS",
+    "PROPERTY_KNOBS",
     "PROVIDER_TYPE",
     "REPLACING_KNOBS",
     "TRAINING",
     "TUNING",
+    "PlacementInput",
     "Shape",
     "camel",
     "core_inputs",
     "outputs_of_status",
+    "placement_input",
     "plugin_path",
     "provider_defaults",
     "status_of_outputs",
@@ -64,13 +73,24 @@ KNOBS: dict[str, str] = {
     "waitTimeout": WAIT_TIMEOUT,
     "exclusiveGpus": EXCLUSIVE_GPUS,
     "keepRecordOnDelete": KEEP_RECORD,
+    "deleteRecordOnDelete": DELETE_RECORD,
+    "continueLastRun": CONTINUE_LAST_RUN,
 }
 """Plugin property → core input, for everything that is not the job document itself."""
 
-REPLACING_KNOBS = frozenset({"project", "region", "triggers"})
-"""Knobs whose change is another job; the other knobs update without an API call."""
+PLACEMENT_KNOBS = ("regions", "capacity")
+"""The candidate regions and their capacity kinds: together the core's ``placement`` input
+(``components.lifecycle._placement.declared_placement``, as ``TrainingJob(regions=,
+capacity=)``); the core's diff decides whether a change moves the job."""
 
-_CORE_TO_PLUGIN = {core: plugin for plugin, core in KNOBS.items()}
+REPLACING_KNOBS = frozenset({"project", "region", "triggers"})
+"""Knobs whose change is another job; the other knobs update without an API call (a change of
+``regions`` replaces the job where the core's diff says so)."""
+
+PROPERTY_KNOBS = frozenset({*KNOBS, *PLACEMENT_KNOBS})
+"""Every property that is not the job document itself."""
+
+_CORE_TO_PLUGIN = {core: plugin for plugin, core in KNOBS.items()} | {PLACEMENT: "regions"}
 
 _CUSTOM_JOB_SPEC_FIELDS = frozenset(
     {
@@ -105,7 +125,7 @@ class Shape:
 
     def document(self, props: Mapping[str, Any]) -> dict[str, Any]:
         """The job document of ``props`` as the core's models read it."""
-        document = {k: v for k, v in props.items() if k not in KNOBS}
+        document = {k: v for k, v in props.items() if k not in PROPERTY_KNOBS}
         if self.nested is None:
             return document
         inner = document.pop(self.nested, None)
@@ -125,9 +145,9 @@ class Shape:
         return {**outer, self.nested: inner} if inner else outer
 
 
-TRAINING = Shape(CUSTOM_JOB_SPEC, "jobSpec", STATUS_FIELDS)
+TRAINING = Shape(CUSTOM_JOB_SPEC, "jobSpec", (*STATUS_FIELDS, *PLACEMENT_STATUS_FIELDS))
 """A ``TrainingJob``: a v1 CustomJob, whose spec sits under ``jobSpec``."""
-TUNING = Shape(TUNING_JOB_SPEC, None, TUNING_STATUS_FIELDS)
+TUNING = Shape(TUNING_JOB_SPEC, None, (*TUNING_STATUS_FIELDS, *PLACEMENT_STATUS_FIELDS))
 """A ``HyperparameterTuningJob``: the v1 shape is already the core's."""
 
 
@@ -156,6 +176,10 @@ def core_inputs(
         inputs[PROJECT] = project
     if inputs.get(REGION) is None and region:
         inputs[REGION] = region
+    placement, _ = placement_input(props)  # a bad one: the plugin's check names the field
+    if placement:  # the first candidate is the job's region, as for TrainingJob(regions=)
+        inputs[PLACEMENT] = placement
+        inputs[REGION] = placement[0]["region"]
     if run_key:
         inputs[RUN_KEY] = run_key
     return inputs
@@ -187,6 +211,27 @@ def provider_defaults(
         if isinstance(value, str) and value and value not in UNKNOWN_VALUES | {"[secret]"}:
             found[key] = value
     return found
+
+
+PlacementInput = tuple[list[dict[str, Any]] | None, tuple[str, str] | None]
+"""(the core's ``placement`` input or None, the first bad field's (path, reason) or None)."""
+
+
+def placement_input(props: Mapping[str, Any]) -> PlacementInput:
+    """The core's ``placement`` input of ``regions`` and ``capacity``: None without
+    ``regions`` (or while either is unknown: the core checks it once known), or with the
+    first bad field (``regions[1].capacity[0]``, why) when they are malformed."""
+    regions, capacity = props.get("regions"), props.get("capacity")
+    if regions is None:
+        failure = ("capacity", "needs regions (the candidate regions)") if capacity else None
+        return None, failure
+    if contains_unknown(regions) or contains_unknown(capacity):
+        return None, None
+    try:
+        return declared_placement(regions, capacity), None
+    except ValueError as exc:
+        path, _, reason = str(exc).partition(": ")
+        return None, (path, reason)
 
 
 _HEAD = re.compile(r"^([A-Za-z_]\w*)(.*)$", re.S)
@@ -240,13 +285,29 @@ def status_of_outputs(shape: Shape, outputs: Mapping[str, Any]) -> dict[str, Any
 
 
 def _camel_keys(value: Any) -> Any:
-    # ``best_trial`` holds ``metric_id``: the one nested snake_case key of the status.
+    # ``best_trial`` holds ``metric_id``, ``placement_attempts`` records with ``job_name`` and
+    # ``stopped_by``: the nested snake_case keys of the status.
     if isinstance(value, Mapping) and "metric_id" in value:
         return {camel(k): v for k, v in value.items()}
+    if isinstance(value, list):
+        return [_record_keys(item, camel) for item in value]
     return value
+
+
+_UPPER = re.compile(r"[A-Z]")
+
+
+def _snake(name: str) -> str:
+    return _UPPER.sub(lambda m: "_" + m.group(0).lower(), name)
 
 
 def _snake_keys(value: Any) -> Any:
     if isinstance(value, Mapping) and "metricId" in value:
         return {("metric_id" if k == "metricId" else k): v for k, v in value.items()}
+    if isinstance(value, list):
+        return [_record_keys(item, _snake) for item in value]
     return value
+
+
+def _record_keys(item: Any, name: Any) -> Any:
+    return {name(k): v for k, v in item.items()} if isinstance(item, Mapping) else item
