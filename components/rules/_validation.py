@@ -50,12 +50,14 @@ __all__ = [
     "MAX_LABELS",
     "MAX_LABEL_CHARS",
     "POOL_ROLES",
+    "REDUCTION_SERVER_IMAGE",
     "RESERVATION_NAME_KEY",
     "STRATEGIES",
     "Target",
     "bucket_name_problem",
     "guarded",
     "missing_built_in_gpus",
+    "pool_role",
     "project_violation",
     "validate",
     "validate_document",
@@ -64,6 +66,29 @@ __all__ = [
 Target = Literal["vertex", "local"]
 
 POOL_ROLES = ("chief", "workers", "parameter servers", "evaluators")
+
+REDUCTION_SERVER_IMAGE = "vertex-ai-restricted/training/reductionserver"
+"""The path of Google's Reduction Server image (``us-docker.pkg.dev/vertex-ai-restricted/
+training/reductionserver:latest``), which a job runs as pool 2 in place of parameter
+servers: https://cloud.google.com/vertex-ai/docs/training/distributed-training#reduction-server
+(read 2026-12)."""
+
+
+def pool_role(index: int, pool: WorkerPoolSpec | None = None) -> str:
+    """What pool ``index`` is for: its place in ``POOL_ROLES``, "reduction servers" for a
+    pool 2 that runs the Reduction Server image, ``pool N`` past the four."""
+    if index >= len(POOL_ROLES):
+        return f"pool {index}"
+    container = pool.container_spec if pool is not None else None
+    if (
+        index == 2
+        and container is not None
+        and REDUCTION_SERVER_IMAGE in (container.image_uri or "")
+    ):
+        return "reduction servers"
+    return POOL_ROLES[index]
+
+
 STRATEGIES = ("STANDARD", "SPOT", "FLEX_START", "ON_DEMAND", "LOW_COST")
 _DEPRECATED_STRATEGIES = {
     "ON_DEMAND": ("regular on-demand capacity", "STANDARD"),
@@ -885,8 +910,10 @@ def _package(
         yield from _uri(f"{path}.packageUris[{i}]", uri, ctx)
     autopackaged = any(e.name == AUTOPACKAGE_ENV for e in package.env)
     if autopackaged and ctx.target == "vertex":
+        # At the package spec itself (gcloud: local-package-path), not at its env, which only
+        # carries the build for the local stack.
         yield Violation(
-            f"{path}.env",
+            path,
             "stands for the image gcloud builds from a local-package-path, which Vertex AI "
             "needs built and pushed (the local stack runs the pool as that image would)",
             "`python -m components convert FILE` prints the containerSpec, the Dockerfile "

@@ -175,3 +175,56 @@ def test_a_legacy_package_path_on_cloud_storage_is_refused_naming_packages(tmp_p
     message = str(info.value)
     assert "--package-path gs://my-bucket/code/trainer/" in message
     assert "local folder" in message and "--packages" in message
+
+
+# --- item 8: a pool named for what it runs; a warning at the field it is about -------------
+
+
+def test_a_reduction_server_pool_is_priced_as_reduction_servers() -> None:
+    from components.costs._pricing import estimate
+
+    def pool(machine: str, image: str, replicas: int = 1) -> dict[str, Any]:
+        return {
+            "machineSpec": {"machineType": machine},
+            "replicaCount": replicas,
+            "containerSpec": {"imageUri": image},
+        }
+
+    spec = JobSpec.model_validate(
+        {
+            "displayName": "rs",
+            "region": "us-central1",
+            "workerPoolSpecs": [
+                pool("n1-standard-8", IMAGE),
+                pool("n1-standard-8", IMAGE, 2),
+                pool(
+                    "n1-highcpu-16",
+                    "us-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest",
+                    4,
+                ),
+            ],
+        }
+    )
+    roles = [p.role for p in estimate(spec, CATALOG, region="us-central1").pools]
+    assert roles == ["chief", "workers", "reduction servers"]
+    plain = spec.model_copy(deep=True)
+    container = plain.worker_pool_specs[2].container_spec
+    assert container is not None
+    container.image_uri = IMAGE
+    assert estimate(plain, CATALOG, region="us-central1").pools[2].role == "parameter servers"
+
+
+def test_the_autopackaging_warning_is_at_the_package_not_its_env(tmp_path: Path) -> None:
+    (tmp_path / "trainer").mkdir()
+    (tmp_path / "trainer" / "task.py").write_text("print('hi')\n")
+    script = tmp_path / "submit.sh"
+    script.write_text(
+        "gcloud ai custom-jobs create --region=us-central1 --display-name=auto \\\n"
+        "  --worker-pool-spec=machine-type=n1-standard-8,replica-count=1,"
+        "executor-image-uri=us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-12.py310:latest,"
+        "local-package-path=trainer,python-module=trainer.task\n"
+    )
+    spec = load_spec_file(script, env={}).spec
+    (warning,) = [v for v in validate(spec) if "local-package-path" in v.reason]
+    assert warning.path == "workerPoolSpecs[0].pythonPackageSpec"
+    assert warning.severity == "warning"
