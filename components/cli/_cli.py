@@ -45,7 +45,7 @@ from ..rules._catalog import (
 from ..rules._spec import AUTOPACKAGE_ENV, JobSpec
 from ..rules._tuning_spec import TuningJobSpec
 from ..rules._tuning_validation import validate_tuning
-from ..rules._validation import Target, validate
+from ..rules._validation import Target, missing_built_in_gpus, validate
 from ..rules._violations import (
     Violation,
     clipped,
@@ -481,6 +481,11 @@ def cmd_estimate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     catalog = _priced_catalog(args, err)
     if isinstance(catalog, int):
         return catalog
+    # validate's verdict: Vertex AI refuses such a pool, so it has no price without its GPUs.
+    unpriceable = missing_built_in_gpus(loaded.spec, catalog)
+    if unpriceable:
+        _print_violations(unpriceable, err)
+        return EXIT_INVALID
     capacity = _capacity_flag(args)
     if args.regions:
         return _estimate_placement(args, loaded, catalog, out, err)

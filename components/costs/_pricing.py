@@ -23,7 +23,7 @@ from .._errors import SpecError
 from ..rules._catalog import Catalog, Price, capacity_of, combinations, load_catalog
 from ..rules._spec import JobSpec, WorkerPoolSpec
 from ..rules._tuning_spec import TuningJobSpec
-from ..rules._validation import POOL_ROLES, validate
+from ..rules._validation import pool_role, validate
 from ._figure import ZERO, Figure, figure_text
 
 __all__ = [
@@ -330,7 +330,7 @@ def _pool_cost(
     sources.update(replica.sources)
     return PoolCost(
         index=index,
-        role=POOL_ROLES[index] if index < len(POOL_ROLES) else f"pool {index}",
+        role=pool_role(index, pool),
         replicas=pool.replicas,
         machine_type=machine.machine_type,
         accelerator=machine.accelerator_type,

@@ -108,6 +108,11 @@ _FLAG_OF_KEY = {
 }
 
 
+_BUILT_PACKAGE = (".tar.gz", ".tgz", ".whl", ".zip", ".egg")
+"""Built package files: a gs:// --package-path naming one is read as that package (as this
+reader always has); any other gs:// path is a folder, which gcloud cannot build from."""
+
+
 @dataclass
 class GcloudCommand:
     """What a legacy submit command says: the job name, its trainingInput, and more."""
@@ -208,6 +213,15 @@ class _FlagReader:
     def other(self, name: str, value: str) -> None:
         result = self.result
         if name == "--package-path":
+            if "://" in value and not value.lower().endswith(_BUILT_PACKAGE):
+                # gcloud builds --package-path from a local folder (setup.py sdist) and uploads
+                # it: a gs:// folder is not one, and the command fails before submitting.
+                raise SpecFormatError(
+                    f"--package-path {value}: gcloud builds the package from a local folder, "
+                    "so a Cloud Storage path fails; name built packages with "
+                    f"--packages=gs://BUCKET/trainer-0.1.tar.gz, or give --package-path a "
+                    "local folder"
+                )
             self.package_uris.insert(0, value)
             result.flag_of_key["packageUris"] = name
             if "://" not in value:

@@ -118,6 +118,7 @@ _KEY_OF_POOL_FIELD = {
     "containerSpec.imageUri": "container-image-uri",
     "pythonPackageSpec.executorImageUri": "executor-image-uri",
     "pythonPackageSpec.pythonModule": "python-module",
+    "pythonPackageSpec": "local-package-path",
 }
 _POOL_PATH = re.compile(r"^workerPoolSpecs\[(\d+)\]\.(.+)$")
 _MODULE_PATH = re.compile(r"^(?:\./)?([A-Za-z_]\w*(?:/[A-Za-z_]\w*)*)\.py$")

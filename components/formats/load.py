@@ -17,6 +17,7 @@ from ..rules._spec import CUSTOM_JOB_OUTPUT_ONLY, JobSpec
 from .gcloud_command import is_gcloud_command, read_gcloud_command
 from .legacy_config import read_legacy_config
 from .legacy_tuning import is_legacy_tuning, tuning_summary
+from .migration import TERRAFORM_TYPE, is_pulumi_program, job_from_pulumi_yaml, job_from_terraform
 from .request import RequestShape, job_from_request
 from .result import Format, LoadedSpec, TuningJobFileError
 from .text import parse_document, read_text
@@ -90,6 +91,10 @@ def spec_from_document(
     ``trainingInput.hyperparameters``) is read with ``tuning=True`` (``LoadedSpec.tuning``);
     without it, it raises ``TuningJobFileError``.
     """
+    if is_pulumi_program(document):
+        read = [f"{origin}: read as a pulumi-gcp AiCustomJob resource of a Pulumi YAML program"]
+        job = job_from_pulumi_yaml(document, origin, read)
+        return LoadedSpec(JobSpec.parse(job), "custom-job", read)
     kind = detect_format(document, origin)
     if kind in _TUNING_FORMATS:
         if not tuning:
@@ -136,7 +141,11 @@ def load_spec_file(
     path = Path(path)
     text = read_text(path)
     catalog = catalog or load_catalog()
-    if is_gcloud_command(text, path):
+    if path.suffix == ".tf":
+        notes = [f"{path}: read as a Terraform {TERRAFORM_TYPE} resource"]
+        job = job_from_terraform(text, str(path), notes)
+        loaded = LoadedSpec(JobSpec.parse(job), "custom-job", notes)
+    elif is_gcloud_command(text, path):
         environment = os.environ if env is None else env
         loaded = read_gcloud_command(path, text, environment, catalog, region)
     else:

@@ -102,6 +102,9 @@ class Accelerator:
     """The MIG partition sizes (``MachineSpec.gpu_partition_size``) it offers; empty: none."""
     flex_start: bool = False
     """Whether FLEX_START (Dynamic Workload Scheduler) serves jobs that request it."""
+    api_enum: bool = True
+    """Whether ``MachineSpec.acceleratorType`` takes the name; not (TPU v6e, v5p): a job
+    names it by its machine type alone (``ct6e-standard-4t`` with a ``tpuTopology``)."""
 
     @property
     def retired(self) -> bool:
@@ -320,6 +323,9 @@ class Catalog:
     zones: Mapping[str, Zone] = field(default_factory=dict)
     training_images: tuple[TrainingImage, ...] = ()
     prices: Mapping[tuple[str, str, str], Price] = field(default_factory=dict)
+    tpu_topologies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """TPU machine type → the ``tpuTopology`` values Vertex AI takes for it
+    (``tpu_topologies.csv``); a machine type with none listed is not checked."""
     training_offers: Mapping[tuple[str, str], TrainingOffer] = field(default_factory=dict)
     """(region, accelerator) → what Vertex AI's locations page says (``training_regions.csv``);
     empty (a test's tiny catalog): the zones stand in for it."""
@@ -393,11 +399,12 @@ _KEYS: dict[str, tuple[str, ...]] = {
     "training_regions.csv": ("region", "accelerator_type"),
     "training_images.csv": ("image_path", "accelerator"),
     "prices.csv": ("region", "resource_kind", "name"),
+    "tpu_topologies.csv": ("machine_type", "topology"),
 }
 """The files a catalog is read from, each with the columns that key a row (an overlay row
 with the key of a packaged row replaces it)."""
 
-_OPTIONAL_FILES = frozenset({"training_regions.csv"})
+_OPTIONAL_FILES = frozenset({"training_regions.csv", "tpu_topologies.csv"})
 """Files a catalog directory may lack (one made before the file existed)."""
 
 MAX_OVERLAY_FILE_BYTES = 1024 * 1024
@@ -616,6 +623,7 @@ def load_catalog_from(directory: Path, overlay: Path | None = None) -> Catalog:
         training_images=_training_images(source),
         prices=_prices(source),
         training_offers=_training_offers(source),
+        tpu_topologies=_tpu_topologies(source),
     )
     _check_references(catalog)
     return catalog
@@ -654,9 +662,17 @@ def _accelerators(source: _Source) -> dict[str, Accelerator]:
             aliases=tuple(_fold(a) for a in _words(r, "aliases")),
             mig_partition_sizes=_words(r, "mig_partition_sizes"),
             flex_start=(r.get("flex_start") or "").strip().lower() == "yes",
+            api_enum=(r.get("api_enum") or "").strip().lower() != "no",
         )
         for r in source.rows("accelerators.csv")
     }
+
+
+def _tpu_topologies(source: _Source) -> dict[str, tuple[str, ...]]:
+    by_machine: dict[str, list[str]] = {}
+    for r in source.rows("tpu_topologies.csv"):
+        by_machine.setdefault(r["machine_type"], []).append(r["topology"].strip().lower())
+    return {machine: tuple(topologies) for machine, topologies in by_machine.items()}
 
 
 def _attachable_counts(source: _Source) -> dict[tuple[str, str], tuple[int, ...]]:
@@ -861,6 +877,11 @@ def _check_references(catalog: Catalog) -> None:
             )
     problems.extend(_machine_problems(catalog))
     problems.extend(_accelerator_problems(catalog))
+    problems.extend(
+        f"tpu_topologies.csv: {machine} is not a TPU machine type of machine_types.csv"
+        for machine in catalog.tpu_topologies
+        if getattr(catalog.machine_types.get(machine), "family", None) != "tpu"
+    )
     for zone in catalog.zones.values():
         if zone.region not in catalog.regions:
             problems.append(f"zones.csv: zone {zone.name} names unknown region {zone.region}")

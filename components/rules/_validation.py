@@ -50,11 +50,14 @@ __all__ = [
     "MAX_LABELS",
     "MAX_LABEL_CHARS",
     "POOL_ROLES",
+    "REDUCTION_SERVER_IMAGE",
     "RESERVATION_NAME_KEY",
     "STRATEGIES",
     "Target",
     "bucket_name_problem",
     "guarded",
+    "missing_built_in_gpus",
+    "pool_role",
     "project_violation",
     "validate",
     "validate_document",
@@ -63,6 +66,29 @@ __all__ = [
 Target = Literal["vertex", "local"]
 
 POOL_ROLES = ("chief", "workers", "parameter servers", "evaluators")
+
+REDUCTION_SERVER_IMAGE = "vertex-ai-restricted/training/reductionserver"
+"""The path of Google's Reduction Server image (``us-docker.pkg.dev/vertex-ai-restricted/
+training/reductionserver:latest``), which a job runs as pool 2 in place of parameter
+servers: https://cloud.google.com/vertex-ai/docs/training/distributed-training#reduction-server
+(read 2026-12)."""
+
+
+def pool_role(index: int, pool: WorkerPoolSpec | None = None) -> str:
+    """What pool ``index`` is for: its place in ``POOL_ROLES``, "reduction servers" for a
+    pool 2 that runs the Reduction Server image, ``pool N`` past the four."""
+    if index >= len(POOL_ROLES):
+        return f"pool {index}"
+    container = pool.container_spec if pool is not None else None
+    if (
+        index == 2
+        and container is not None
+        and REDUCTION_SERVER_IMAGE in (container.image_uri or "")
+    ):
+        return "reduction servers"
+    return POOL_ROLES[index]
+
+
 STRATEGIES = ("STANDARD", "SPOT", "FLEX_START", "ON_DEMAND", "LOW_COST")
 _DEPRECATED_STRATEGIES = {
     "ON_DEMAND": ("regular on-demand capacity", "STANDARD"),
@@ -572,19 +598,33 @@ def _tpu_pools(pools: list[WorkerPoolSpec], ctx: _Context) -> Iterator[Violation
     """A TPU VM runs the whole job: Vertex takes it only as the one pool (pool 0's own rule
     already holds it to one replica)."""
     for index, pool in enumerate(pools):
-        machine = pool.machine_spec
-        accelerator = machine.accelerator_type if machine else None
-        info = ctx.catalog.accelerators.get(accelerator) if accelerator else None
-        if info is None or info.kind != "tpu":
+        accelerator = _pool_tpu(pool, ctx.catalog)
+        if accelerator is None:
             continue
+        named = pool.machine_spec is not None and pool.machine_spec.accelerator_type
+        field_name = "acceleratorType" if named else "machineType"
         if len(pools) > 1:
             yield Violation(
-                f"workerPoolSpecs[{index}].machineSpec.acceleratorType",
+                f"workerPoolSpecs[{index}].machineSpec.{field_name}",
                 f"a {accelerator} job runs on one TPU VM: Vertex AI takes a single worker pool, "
                 f"not {len(pools)}",
                 "keep only this pool, as workerPoolSpecs[0] with replicaCount: 1",
                 rule="pools",
             )
+
+
+def _pool_tpu(pool: WorkerPoolSpec, catalog: Catalog) -> str | None:
+    """The TPU type a pool runs on: its acceleratorType, or the TPU its machine type comes
+    with (``ct6e-standard-4t`` names no accelerator); None for a pool without TPUs."""
+    spec = pool.machine_spec
+    if spec is None:
+        return None
+    machine = catalog.machine_types.get(spec.machine_type or "")
+    name = spec.accelerator_type or (
+        machine.fixed_accelerator if machine is not None and machine.family == "tpu" else None
+    )
+    info = catalog.accelerators.get(name) if name else None
+    return name if info is not None and info.kind == "tpu" else None
 
 
 def _pool(index: int, pool: WorkerPoolSpec, ctx: _Context) -> Iterator[Violation]:
@@ -870,8 +910,10 @@ def _package(
         yield from _uri(f"{path}.packageUris[{i}]", uri, ctx)
     autopackaged = any(e.name == AUTOPACKAGE_ENV for e in package.env)
     if autopackaged and ctx.target == "vertex":
+        # At the package spec itself (gcloud: local-package-path), not at its env, which only
+        # carries the build for the local stack.
         yield Violation(
-            f"{path}.env",
+            path,
             "stands for the image gcloud builds from a local-package-path, which Vertex AI "
             "needs built and pushed (the local stack runs the pool as that image would)",
             "`python -m components convert FILE` prints the containerSpec, the Dockerfile "
@@ -940,13 +982,17 @@ def _machine(path: str, spec: MachineSpec, ctx: _Context) -> Iterator[Violation]
         )
         return
     accelerator = catalog.accelerators.get(acc_name) if acc_name else None
-    if spec.tpu_topology and (accelerator is None or accelerator.kind != "tpu"):
+    tpu_machine = machine is not None and machine.family == "tpu"
+    if spec.tpu_topology and not tpu_machine and (accelerator is None or accelerator.kind != "tpu"):
         yield Violation(
             f"{path}.tpuTopology",
-            "only applies to TPU accelerators",
+            "only applies to TPU machines (ct5lp-hightpu-*, ct6e-standard-*, ct5p-hightpu-*, "
+            "cloud-tpu)",
             "remove it",
             rule="accelerator",
         )
+    elif spec.tpu_topology and machine is not None:
+        yield from _tpu_topology(f"{path}.tpuTopology", spec.tpu_topology, machine, catalog)
     yield from _gpu_partition(path, spec, machine, catalog)
     if acc_name is None:
         yield from _fixed_accelerator_missing(path, machine)
@@ -959,6 +1005,16 @@ def _machine(path: str, spec: MachineSpec, ctx: _Context) -> Iterator[Violation]
             rule="accelerator",
         )
         return
+    if not accelerator.api_enum:
+        yield Violation(
+            f"{path}.acceleratorType",
+            f"{acc_name} is no acceleratorType of Vertex AI's API: a "
+            f"{accelerator.gcloud_name.removeprefix('tpu-')} job names its TPUs by machine "
+            "type alone",
+            _machine_only_suggestion(acc_name, catalog),
+            rule="accelerator",
+        )
+        return
     if accelerator.retired:
         yield Violation(
             f"{path}.acceleratorType",
@@ -968,6 +1024,21 @@ def _machine(path: str, spec: MachineSpec, ctx: _Context) -> Iterator[Violation]
         )
     if machine is not None:
         yield from _compatibility(path, machine, acc_name, count, catalog)
+
+
+def _tpu_topology(
+    path: str, topology: str, machine: MachineType, catalog: Catalog
+) -> Iterator[Violation]:
+    """A ``tpuTopology`` the machine type does not come in (``tpu_topologies.csv``, from
+    Vertex AI's configure-compute page); a machine with no topologies listed is not checked."""
+    accepted = catalog.tpu_topologies.get(machine.name, ())
+    if accepted and topology.strip().lower() not in accepted:
+        yield Violation(
+            path,
+            f"{topology!r} is not a topology of {machine.name}",
+            f"{machine.name} takes {_or_list(accepted)}",
+            rule="accelerator",
+        )
 
 
 def _machine_type(
@@ -1070,9 +1141,26 @@ def _shape_and_size(name: str) -> tuple[str, int | None]:
     return f"{match.group(1)}-*{match.group(3)}", int(match.group(2))
 
 
+def missing_built_in_gpus(spec: JobSpec, catalog: Catalog) -> list[Violation]:
+    """The pools whose machine comes with GPUs (a2, g2, a3...) but name none: ``validate``
+    refuses them, and ``estimate`` must too rather than price the machine without its GPUs
+    (Vertex AI refuses such a pool, so it never runs at that price)."""
+    found: list[Violation] = []
+    for index, pool in enumerate(spec.worker_pool_specs):
+        machine_spec = pool.machine_spec
+        if machine_spec is None or machine_spec.accelerator_type or pool.is_placeholder:
+            continue
+        machine = catalog.machine_types.get(machine_spec.machine_type or "")
+        path = f"workerPoolSpecs[{index}].machineSpec"
+        found.extend(_fixed_accelerator_missing(path, machine))
+    return found
+
+
 def _fixed_accelerator_missing(path: str, machine: MachineType | None) -> Iterator[Violation]:
-    """A machine that comes with GPUs (a2, g2, a3...) named without them."""
-    if machine is not None and machine.fixed_accelerator:
+    """A machine that comes with GPUs (a2, g2, a3...) named without them (a TPU machine names
+    its TPUs by itself: Vertex AI takes ``ct5lp-*``/``ct6e-*``/``ct5p-*`` with no accelerator
+    fields)."""
+    if machine is not None and machine.fixed_accelerator and machine.family != "tpu":
         yield Violation(
             f"{path}.acceleratorType",
             f"{machine.name} comes with {machine.fixed_accelerator_count} {machine.fixed_accelerator}",
@@ -1157,6 +1245,62 @@ def _counts_text(catalog: Catalog, spec: MachineSpec) -> str:
     return f"acceleratorCount: {counts[0]}" if counts else "acceleratorCount: 1"
 
 
+def _machine_only_suggestion(accelerator: str, catalog: Catalog) -> str:
+    """How Vertex AI takes a TPU that has no ``AcceleratorType`` value: its machine types,
+    with a ``tpuTopology`` and no accelerator fields."""
+    machines = sorted(
+        (m for m in catalog.machine_types.values() if m.fixed_accelerator == accelerator),
+        key=lambda m: (m.fixed_accelerator_count, m.name),
+    )
+    if not machines:
+        return "see `python -m components catalog`"
+    example = machines[len(machines) // 2]
+    topologies = catalog.tpu_topologies.get(example.name, ())
+    return (
+        "remove acceleratorType and acceleratorCount; set machineType "
+        f"{_or_list(m.name for m in machines)}"
+        + (f" with tpuTopology (e.g. {example.name} with {topologies[0]})" if topologies else "")
+    )
+
+
+_TPU_GENERATION = re.compile(r"^(?:cloud[-_ ]?)?tpu[-_ ]?v(\d+)", re.IGNORECASE)
+"""A name that says which TPU generation it means (``TPU_V6E``, ``tpu-v5p``): the digit."""
+
+
+def _tpu_suggestion(name: str, catalog: Catalog) -> str | None:
+    """For a TPU name the catalog does not know, the TPU types of its generation (``TPU_V5`` →
+    TPU_V5_LITEPOD or TPU_V5P), never another generation's."""
+    match = _TPU_GENERATION.match(name.strip())
+    if match is None:
+        return None
+    generation = match.group(1)
+    same = [
+        a.name
+        for a in catalog.accelerators.values()
+        if a.kind == "tpu" and re.match(rf"^TPU_V{generation}(?!\d)", a.name)
+    ]
+    if not same:
+        return None
+    enum = [a for a in same if catalog.accelerators[a].api_enum]
+    by_machine = [
+        f"{catalog.accelerators[a].gcloud_name.removeprefix('tpu-')}: "
+        + _machine_only_suggestion(a, catalog).removeprefix(
+            "remove acceleratorType and acceleratorCount; "
+        )
+        for a in same
+        if a not in enum
+    ]
+    parts = (
+        [str(did_you_mean(name.upper(), enum, limit=2) or did_you_mean_one_of(enum))]
+        if enum
+        else []
+    )
+    if by_machine and not enum:
+        parts.append("remove acceleratorType and acceleratorCount")
+    parts += [f"for TPU {hint}" for hint in by_machine]
+    return "; ".join(parts)
+
+
 def _accelerator_suggestion(name: str, machine: MachineType | None, catalog: Catalog) -> str:
     """The enum name ``name`` stands for (gcloud name, shorthand), else the nearest type the
     machine takes, else the nearest current type; never a retired one."""
@@ -1166,6 +1310,11 @@ def _accelerator_suggestion(name: str, machine: MachineType | None, catalog: Cat
         if not catalog.accelerators[a].retired
     ]
     resolved = resolve_accelerator(catalog, name)
+    if resolved and not catalog.accelerators[resolved].api_enum:
+        return f"{name} means {resolved}: {_machine_only_suggestion(resolved, catalog)}"
+    tpu = None if resolved else _tpu_suggestion(name, catalog)
+    if tpu:
+        return tpu
     if resolved:
         text = f"the API spells it {resolved}"
         if machine is not None and takes and resolved not in takes:
@@ -1176,7 +1325,7 @@ def _accelerator_suggestion(name: str, machine: MachineType | None, catalog: Cat
         return close
     if machine is not None and len(takes) == 1:
         return f"{machine.name} takes {takes[0]}"
-    current = [a.name for a in catalog.accelerators.values() if not a.retired]
+    current = [a.name for a in catalog.accelerators.values() if not a.retired and a.api_enum]
     return _did_you_mean(name, current)
 
 
@@ -1475,6 +1624,14 @@ def _region(spec: JobSpec, ctx: _Context) -> Iterator[Violation]:
         if acc not in offered and not retired_here:
             path = f"workerPoolSpecs[{pools[0]}].machineSpec.acceleratorType"
             yield from _not_offered(path, acc, offered, ctx)
+    for index, pool in enumerate(spec.worker_pool_specs):
+        tpu = _pool_tpu(pool, catalog)
+        if tpu is not None and tpu not in offered and not catalog.accelerators[tpu].retired:
+            named = pool.machine_spec is not None and pool.machine_spec.accelerator_type
+            field_name = "acceleratorType" if named else "machineType"
+            yield from _not_offered(
+                f"workerPoolSpecs[{index}].machineSpec.{field_name}", tpu, offered, ctx
+            )
     wanted = [acc for acc in gpus if acc in zoned]
     if len(wanted) > 1 and not zones_offering(catalog, region, wanted):
         yield _zone_violation(wanted, ctx)

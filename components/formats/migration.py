@@ -1,0 +1,190 @@
+"""Jobs written for other tools: a Terraform ``google_vertex_ai_custom_job`` resource (HCL) and a
+pulumi-gcp ``gcp:vertex/aiCustomJob:AiCustomJob`` resource in a Pulumi YAML program, read as the
+``CustomJob`` they create, so ``validate``/``convert`` judge them like any other job.
+
+Both are read as data, never evaluated: a Terraform ``var.``/``local.`` (or any other)
+reference and a Pulumi ``${...}`` interpolation are named in a note and left out, so the
+validator says what the job then lacks. HCL is parsed by python-hcl2 (a maintained HCL2
+grammar on lark) after the text's size is bounded by ``read_text``; nesting is bounded here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pydantic.alias_generators import to_camel
+
+from .._errors import SpecFormatError
+
+__all__ = [
+    "PULUMI_TYPES",
+    "TERRAFORM_TYPE",
+    "is_pulumi_program",
+    "job_from_pulumi_yaml",
+    "job_from_terraform",
+]
+
+TERRAFORM_TYPE = "google_vertex_ai_custom_job"
+PULUMI_TYPES = frozenset({"gcp:vertex/aiCustomJob:AiCustomJob", "gcp:vertex:AiCustomJob"})
+MAX_DEPTH = 32
+"""Deeper nesting than a CustomJob has (about 8 levels) is refused, not walked."""
+
+_LIST_BLOCKS = frozenset({"worker_pool_specs", "env", "nfs_mounts", "args", "command"})
+"""Terraform blocks that repeat: the API's lists. Any other block is one message."""
+_REFERENCE = re.compile(r"\$\{(.+?)\}", re.DOTALL)
+
+
+def job_from_terraform(text: str, origin: str, notes: list[str]) -> dict[str, Any]:
+    """The ``CustomJob`` of the file's one ``google_vertex_ai_custom_job`` resource, camelCase,
+    with ``location`` as ``region``; ``SpecFormatError`` naming what it stopped on."""
+    import hcl2  # the runtime set: `convert FILE.tf` is part of the CLI (requirements.txt)
+
+    try:
+        document = hcl2.loads(text)
+    except Exception as exc:  # lark's errors have no common base worth naming
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        raise SpecFormatError(f"{origin}: not readable as Terraform (HCL): {first}") from None
+    jobs: list[tuple[str, Any]] = []
+    for block in document.get("resource", []) if isinstance(document, dict) else []:
+        for kind, named in (block or {}).items():
+            if _unquote(kind) == TERRAFORM_TYPE and isinstance(named, dict):
+                jobs.extend((_unquote(n), body) for n, body in named.items())
+    if len(jobs) != 1:
+        raise SpecFormatError(
+            f"{origin}: expected one {TERRAFORM_TYPE} resource, found {len(jobs)}"
+            + (f" ({', '.join(n for n, _ in jobs[:5])}): convert one file per job" if jobs else "")
+        )
+    name, body = jobs[0]
+    job = _hcl_value(body, f"{TERRAFORM_TYPE}.{name}", notes, 0)
+    return _as_custom_job(job, f"{TERRAFORM_TYPE}.{name}", notes)
+
+
+def job_from_pulumi_yaml(document: dict[str, Any], origin: str, notes: list[str]) -> dict[str, Any]:
+    """The ``CustomJob`` of a Pulumi YAML program's one ``AiCustomJob`` resource."""
+    resources = document.get("resources")
+    found = [
+        (str(name), resource)
+        for name, resource in (resources.items() if isinstance(resources, dict) else [])
+        if isinstance(resource, dict) and resource.get("type") in PULUMI_TYPES
+    ]
+    if len(found) != 1:
+        raise SpecFormatError(
+            f"{origin}: expected one gcp:vertex/aiCustomJob:AiCustomJob resource, found {len(found)}"
+        )
+    name, resource = found[0]
+    properties = resource.get("properties")
+    if not isinstance(properties, dict):
+        raise SpecFormatError(f"{origin}: resources.{name}.properties: expected a mapping")
+    job = _pulumi_value(properties, f"resources.{name}.properties", notes, 0)
+    return _as_custom_job(job, f"resources.{name}", notes)
+
+
+def is_pulumi_program(document: Any) -> bool:
+    """A Pulumi YAML program with an ``AiCustomJob`` among its resources."""
+    resources = document.get("resources") if isinstance(document, dict) else None
+    return isinstance(resources, dict) and any(
+        isinstance(r, dict) and r.get("type") in PULUMI_TYPES for r in resources.values()
+    )
+
+
+def _as_custom_job(job: Any, where: str, notes: list[str]) -> dict[str, Any]:
+    if not isinstance(job, dict):
+        raise SpecFormatError(f"{where}: expected a block of arguments")
+    camel: dict[str, Any] = _camel(job)
+    location = camel.pop("location", None)
+    if isinstance(location, str):
+        camel["region"] = location
+    for key in ("project", "id", "name", "effectiveLabels", "pulumiLabels", "terraformLabels"):
+        if camel.pop(key, None) is not None and key == "project":
+            notes.append(f"{where}.project: the project is the stack's (gcp:project)")
+    return camel
+
+
+def _camel(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {to_camel(k) if "_" in k else k: _camel(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_camel(v) for v in value]
+    return value
+
+
+def _too_deep(where: str, depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise SpecFormatError(f"{where}: nested deeper than {MAX_DEPTH} levels")
+
+
+def _hcl_value(value: Any, where: str, notes: list[str], depth: int) -> Any:
+    """python-hcl2's tree as plain data: strings unquoted, a block (a list of one mapping)
+    as that mapping unless it repeats in the API, references named and dropped (None)."""
+    _too_deep(where, depth)
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if key.startswith("__"):
+                continue
+            name = _unquote(key)
+            converted = _hcl_value(item, f"{where}.{name}", notes, depth + 1)
+            if isinstance(converted, list) and name not in _LIST_BLOCKS and _blocks(item):
+                converted = converted[0] if len(converted) == 1 else converted
+            if converted is not None:
+                out[name] = converted
+        return out
+    if isinstance(value, list):
+        items = [_hcl_value(v, f"{where}[{i}]", notes, depth + 1) for i, v in enumerate(value)]
+        return [v for v in items if v is not None]
+    if isinstance(value, str):
+        if _REFERENCE.search(value):
+            expression = " ".join(_REFERENCE.findall(value))[:120]
+            notes.append(f"{where} = {expression}: {_what_reference(expression)}, left out")
+            return None
+        return _unquote(value)
+    return value
+
+
+def _blocks(item: Any) -> bool:
+    return isinstance(item, list) and all(
+        isinstance(b, dict) and b.get("__is_block__") for b in item
+    )
+
+
+def _what_reference(expression: str) -> str:
+    head = expression.strip().split(".", 1)[0].split("(", 1)[0]
+    return {
+        "var": "a Terraform input variable, set where the module is applied",
+        "local": "a Terraform local value, which this reader does not evaluate",
+        "module": "another module's output",
+        "data": "a data source, read when Terraform plans",
+    }.get(head, "a Terraform expression, evaluated only when Terraform plans")
+
+
+def _pulumi_value(value: Any, where: str, notes: list[str], depth: int) -> Any:
+    _too_deep(where, depth)
+    if isinstance(value, dict):
+        if len(value) == 1 and next(iter(value)).startswith("fn::"):
+            notes.append(f"{where}: {next(iter(value))} is a Pulumi function call, left out")
+            return None
+        out = {str(k): _pulumi_value(v, f"{where}.{k}", notes, depth + 1) for k, v in value.items()}
+        return {k: v for k, v in out.items() if v is not None}
+    if isinstance(value, list):
+        items = [_pulumi_value(v, f"{where}[{i}]", notes, depth + 1) for i, v in enumerate(value)]
+        return [v for v in items if v is not None]
+    if isinstance(value, str) and _REFERENCE.search(value):
+        expression = " ".join(_REFERENCE.findall(value))[:120]
+        notes.append(
+            f"{where} = ${{{expression}}}: a Pulumi interpolation (a config value, variable or "
+            "another resource's output), left out"
+        )
+        return None
+    return value
+
+
+def _unquote(text: str) -> str:
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        try:
+            decoded = json.loads(text)
+        except ValueError:
+            return text[1:-1]
+        return decoded if isinstance(decoded, str) else text[1:-1]
+    return text
