@@ -51,13 +51,25 @@ export class TrainingJob extends pulumi.CustomResource {
      */
     declare public /*out*/ readonly adopted: pulumi.Output<boolean | undefined>;
     /**
+     * With `regions`: the capacity kinds a candidate without its own accepts, in order (`on-demand`, `spot`, `flex-start`, `reservation`, `reservation:NAME`); none: the spec's own.
+     */
+    declare public readonly capacity: pulumi.Output<string[] | undefined>;
+    /**
      * The job's page in the Google Cloud console.
      */
     declare public /*out*/ readonly consoleUrl: pulumi.Output<string | undefined>;
     /**
+     * Where the output directory is the provider's to choose, a new run writes into the directory of the run it replaces instead of one of its own (as `TrainingJob(continue_last_run=)`; a job whose spec names its output directory writes there either way).
+     */
+    declare public readonly continueLastRun: pulumi.Output<boolean | undefined>;
+    /**
      * When the job was created.
      */
     declare public /*out*/ readonly createTime: pulumi.Output<string | undefined>;
+    /**
+     * When true, a delete (destroy, the end of a replace) deletes the job's record after cancelling it (by default the record outlives the resource; `keepRecordOnDelete` keeps it whatever this says).
+     */
+    declare public readonly deleteRecordOnDelete: pulumi.Output<boolean | undefined>;
     /**
      * Required. The display name of the CustomJob. The name can be up to 128 characters long and can consist of any UTF-8 characters.
      */
@@ -111,6 +123,18 @@ export class TrainingJob extends pulumi.CustomResource {
      */
     declare public /*out*/ readonly name: pulumi.Output<string>;
     /**
+     * With `regions`: the capacity kind it runs on (`as in the spec`: the spec's).
+     */
+    declare public /*out*/ readonly placedCapacity: pulumi.Output<string | undefined>;
+    /**
+     * With `regions`: the candidate region the job runs in.
+     */
+    declare public /*out*/ readonly placedRegion: pulumi.Output<string | undefined>;
+    /**
+     * With `regions`: each attempt (`region`, `capacity`, `jobName`, `stoppedBy`: what moved the job on, null for the one that took it).
+     */
+    declare public /*out*/ readonly placementAttempts: pulumi.Output<any[] | undefined>;
+    /**
      * The Google Cloud project the job runs in; default: the provider's `project`.
      */
     declare public readonly project: pulumi.Output<string | undefined>;
@@ -118,6 +142,10 @@ export class TrainingJob extends pulumi.CustomResource {
      * The Vertex AI region the job runs in; default: the provider's `region`.
      */
     declare public readonly region: pulumi.Output<string | undefined>;
+    /**
+     * Candidate regions, in order, instead of one `region`: each a region or `{"region": R, "capacity": [...]}`. The job runs in the first that takes it (a quota or capacity refusal moves it to the next; never two attempts at once); `region` is then the first candidate. A change is an update while the job runs in a region the new list still names.
+     */
+    declare public readonly regions: pulumi.Output<any[] | undefined>;
     /**
      * When the job first ran.
      */
@@ -157,6 +185,9 @@ export class TrainingJob extends pulumi.CustomResource {
             if (args?.jobSpec === undefined && !opts.urn) {
                 throw new Error("Missing required property 'jobSpec'");
             }
+            resourceInputs["capacity"] = args?.capacity;
+            resourceInputs["continueLastRun"] = args?.continueLastRun;
+            resourceInputs["deleteRecordOnDelete"] = args?.deleteRecordOnDelete;
             resourceInputs["displayName"] = args?.displayName;
             resourceInputs["encryptionSpec"] = args?.encryptionSpec;
             resourceInputs["exclusiveGpus"] = args?.exclusiveGpus;
@@ -165,6 +196,7 @@ export class TrainingJob extends pulumi.CustomResource {
             resourceInputs["labels"] = args?.labels;
             resourceInputs["project"] = args?.project;
             resourceInputs["region"] = args?.region;
+            resourceInputs["regions"] = args?.regions;
             resourceInputs["triggers"] = args?.triggers;
             resourceInputs["waitFor"] = args?.waitFor;
             resourceInputs["waitTimeout"] = args?.waitTimeout;
@@ -178,13 +210,19 @@ export class TrainingJob extends pulumi.CustomResource {
             resourceInputs["maxCostUsd"] = undefined /*out*/;
             resourceInputs["modelDir"] = undefined /*out*/;
             resourceInputs["name"] = undefined /*out*/;
+            resourceInputs["placedCapacity"] = undefined /*out*/;
+            resourceInputs["placedRegion"] = undefined /*out*/;
+            resourceInputs["placementAttempts"] = undefined /*out*/;
             resourceInputs["startTime"] = undefined /*out*/;
             resourceInputs["state"] = undefined /*out*/;
             resourceInputs["webAccessUris"] = undefined /*out*/;
         } else {
             resourceInputs["adopted"] = undefined /*out*/;
+            resourceInputs["capacity"] = undefined /*out*/;
             resourceInputs["consoleUrl"] = undefined /*out*/;
+            resourceInputs["continueLastRun"] = undefined /*out*/;
             resourceInputs["createTime"] = undefined /*out*/;
+            resourceInputs["deleteRecordOnDelete"] = undefined /*out*/;
             resourceInputs["displayName"] = undefined /*out*/;
             resourceInputs["encryptionSpec"] = undefined /*out*/;
             resourceInputs["endTime"] = undefined /*out*/;
@@ -198,8 +236,12 @@ export class TrainingJob extends pulumi.CustomResource {
             resourceInputs["maxCostUsd"] = undefined /*out*/;
             resourceInputs["modelDir"] = undefined /*out*/;
             resourceInputs["name"] = undefined /*out*/;
+            resourceInputs["placedCapacity"] = undefined /*out*/;
+            resourceInputs["placedRegion"] = undefined /*out*/;
+            resourceInputs["placementAttempts"] = undefined /*out*/;
             resourceInputs["project"] = undefined /*out*/;
             resourceInputs["region"] = undefined /*out*/;
+            resourceInputs["regions"] = undefined /*out*/;
             resourceInputs["startTime"] = undefined /*out*/;
             resourceInputs["state"] = undefined /*out*/;
             resourceInputs["triggers"] = undefined /*out*/;
@@ -216,6 +258,18 @@ export class TrainingJob extends pulumi.CustomResource {
  * The set of arguments for constructing a TrainingJob resource.
  */
 export interface TrainingJobArgs {
+    /**
+     * With `regions`: the capacity kinds a candidate without its own accepts, in order (`on-demand`, `spot`, `flex-start`, `reservation`, `reservation:NAME`); none: the spec's own.
+     */
+    capacity?: pulumi.Input<pulumi.Input<string>[] | undefined>;
+    /**
+     * Where the output directory is the provider's to choose, a new run writes into the directory of the run it replaces instead of one of its own (as `TrainingJob(continue_last_run=)`; a job whose spec names its output directory writes there either way).
+     */
+    continueLastRun?: pulumi.Input<boolean | undefined>;
+    /**
+     * When true, a delete (destroy, the end of a replace) deletes the job's record after cancelling it (by default the record outlives the resource; `keepRecordOnDelete` keeps it whatever this says).
+     */
+    deleteRecordOnDelete?: pulumi.Input<boolean | undefined>;
     /**
      * Required. The display name of the CustomJob. The name can be up to 128 characters long and can consist of any UTF-8 characters.
      */
@@ -248,6 +302,10 @@ export interface TrainingJobArgs {
      * The Vertex AI region the job runs in; default: the provider's `region`.
      */
     region?: pulumi.Input<string | undefined>;
+    /**
+     * Candidate regions, in order, instead of one `region`: each a region or `{"region": R, "capacity": [...]}`. The job runs in the first that takes it (a quota or capacity refusal moves it to the next; never two attempts at once); `region` is then the first candidate. A change is an update while the job runs in a region the new list still names.
+     */
+    regions?: pulumi.Input<any[] | undefined>;
     /**
      * Any change starts a new run (replaces the job).
      */

@@ -22,10 +22,16 @@ type HyperparameterTuningJob struct {
 	BestTrial pulumi.AnyOutput `pulumi:"bestTrial"`
 	// `<trialJobSpec.baseOutputDirectory>/<best trial id>/model/`.
 	BestTrialModelDir pulumi.StringPtrOutput `pulumi:"bestTrialModelDir"`
+	// With `regions`: the capacity kinds a candidate without its own accepts, in order (`on-demand`, `spot`, `flex-start`, `reservation`, `reservation:NAME`); none: the spec's own.
+	Capacity pulumi.StringArrayOutput `pulumi:"capacity"`
 	// The job's page in the Google Cloud console.
 	ConsoleUrl pulumi.StringPtrOutput `pulumi:"consoleUrl"`
+	// Where the output directory is the provider's to choose, a new run writes into the directory of the run it replaces instead of one of its own (as `TrainingJob(continue_last_run=)`; a job whose spec names its output directory writes there either way).
+	ContinueLastRun pulumi.BoolPtrOutput `pulumi:"continueLastRun"`
 	// When the job was created.
 	CreateTime pulumi.StringPtrOutput `pulumi:"createTime"`
+	// When true, a delete (destroy, the end of a replace) deletes the job's record after cancelling it (by default the record outlives the resource; `keepRecordOnDelete` keeps it whatever this says).
+	DeleteRecordOnDelete pulumi.BoolPtrOutput `pulumi:"deleteRecordOnDelete"`
 	// Required. The display name of the HyperparameterTuningJob. The name can be up to 128 characters long and can consist of any UTF-8 characters.
 	DisplayName pulumi.StringPtrOutput `pulumi:"displayName"`
 	// Customer-managed encryption key options for a HyperparameterTuningJob. If this is set, then all resources created by the HyperparameterTuningJob will be encrypted with the provided encryption key.
@@ -54,10 +60,18 @@ type HyperparameterTuningJob struct {
 	Name pulumi.StringOutput `pulumi:"name"`
 	// Required. The desired number of Trials to run in parallel.
 	ParallelTrialCount pulumi.IntOutput `pulumi:"parallelTrialCount"`
+	// With `regions`: the capacity kind it runs on (`as in the spec`: the spec's).
+	PlacedCapacity pulumi.StringPtrOutput `pulumi:"placedCapacity"`
+	// With `regions`: the candidate region the job runs in.
+	PlacedRegion pulumi.StringPtrOutput `pulumi:"placedRegion"`
+	// With `regions`: each attempt (`region`, `capacity`, `jobName`, `stoppedBy`: what moved the job on, null for the one that took it).
+	PlacementAttempts pulumi.ArrayOutput `pulumi:"placementAttempts"`
 	// The Google Cloud project the job runs in; default: the provider's `project`.
 	Project pulumi.StringPtrOutput `pulumi:"project"`
 	// The Vertex AI region the job runs in; default: the provider's `region`.
 	Region pulumi.StringPtrOutput `pulumi:"region"`
+	// Candidate regions, in order, instead of one `region`: each a region or `{"region": R, "capacity": [...]}`. The job runs in the first that takes it (a quota or capacity refusal moves it to the next; never two attempts at once); `region` is then the first candidate. A change is an update while the job runs in a region the new list still names.
+	Regions pulumi.ArrayOutput `pulumi:"regions"`
 	// When the job first ran.
 	StartTime pulumi.StringPtrOutput `pulumi:"startTime"`
 	// The job's state, as last read (`JOB_STATE_...`).
@@ -136,6 +150,12 @@ func HyperparameterTuningJobExists(ctx *pulumi.Context,
 }
 
 type hyperparameterTuningJobArgs struct {
+	// With `regions`: the capacity kinds a candidate without its own accepts, in order (`on-demand`, `spot`, `flex-start`, `reservation`, `reservation:NAME`); none: the spec's own.
+	Capacity []string `pulumi:"capacity"`
+	// Where the output directory is the provider's to choose, a new run writes into the directory of the run it replaces instead of one of its own (as `TrainingJob(continue_last_run=)`; a job whose spec names its output directory writes there either way).
+	ContinueLastRun *bool `pulumi:"continueLastRun"`
+	// When true, a delete (destroy, the end of a replace) deletes the job's record after cancelling it (by default the record outlives the resource; `keepRecordOnDelete` keeps it whatever this says).
+	DeleteRecordOnDelete *bool `pulumi:"deleteRecordOnDelete"`
 	// Required. The display name of the HyperparameterTuningJob. The name can be up to 128 characters long and can consist of any UTF-8 characters.
 	DisplayName *string `pulumi:"displayName"`
 	// Customer-managed encryption key options for a HyperparameterTuningJob. If this is set, then all resources created by the HyperparameterTuningJob will be encrypted with the provided encryption key.
@@ -156,6 +176,8 @@ type hyperparameterTuningJobArgs struct {
 	Project *string `pulumi:"project"`
 	// The Vertex AI region the job runs in; default: the provider's `region`.
 	Region *string `pulumi:"region"`
+	// Candidate regions, in order, instead of one `region`: each a region or `{"region": R, "capacity": [...]}`. The job runs in the first that takes it (a quota or capacity refusal moves it to the next; never two attempts at once); `region` is then the first candidate. A change is an update while the job runs in a region the new list still names.
+	Regions []interface{} `pulumi:"regions"`
 	// Required. Study configuration of the HyperparameterTuningJob.
 	StudySpec StudySpec `pulumi:"studySpec"`
 	// Required. The spec of a trial job. The same spec applies to the CustomJobs created in all the trials.
@@ -170,6 +192,12 @@ type hyperparameterTuningJobArgs struct {
 
 // The set of arguments for constructing a HyperparameterTuningJob resource.
 type HyperparameterTuningJobArgs struct {
+	// With `regions`: the capacity kinds a candidate without its own accepts, in order (`on-demand`, `spot`, `flex-start`, `reservation`, `reservation:NAME`); none: the spec's own.
+	Capacity pulumi.StringArrayInput
+	// Where the output directory is the provider's to choose, a new run writes into the directory of the run it replaces instead of one of its own (as `TrainingJob(continue_last_run=)`; a job whose spec names its output directory writes there either way).
+	ContinueLastRun pulumi.BoolPtrInput
+	// When true, a delete (destroy, the end of a replace) deletes the job's record after cancelling it (by default the record outlives the resource; `keepRecordOnDelete` keeps it whatever this says).
+	DeleteRecordOnDelete pulumi.BoolPtrInput
 	// Required. The display name of the HyperparameterTuningJob. The name can be up to 128 characters long and can consist of any UTF-8 characters.
 	DisplayName pulumi.StringPtrInput
 	// Customer-managed encryption key options for a HyperparameterTuningJob. If this is set, then all resources created by the HyperparameterTuningJob will be encrypted with the provided encryption key.
@@ -190,6 +218,8 @@ type HyperparameterTuningJobArgs struct {
 	Project pulumi.StringPtrInput
 	// The Vertex AI region the job runs in; default: the provider's `region`.
 	Region pulumi.StringPtrInput
+	// Candidate regions, in order, instead of one `region`: each a region or `{"region": R, "capacity": [...]}`. The job runs in the first that takes it (a quota or capacity refusal moves it to the next; never two attempts at once); `region` is then the first candidate. A change is an update while the job runs in a region the new list still names.
+	Regions pulumi.ArrayInput
 	// Required. Study configuration of the HyperparameterTuningJob.
 	StudySpec StudySpecInput
 	// Required. The spec of a trial job. The same spec applies to the CustomJobs created in all the trials.
@@ -254,14 +284,29 @@ func (o HyperparameterTuningJobOutput) BestTrialModelDir() pulumi.StringPtrOutpu
 	return o.ApplyT(func(v *HyperparameterTuningJob) pulumi.StringPtrOutput { return v.BestTrialModelDir }).(pulumi.StringPtrOutput)
 }
 
+// With `regions`: the capacity kinds a candidate without its own accepts, in order (`on-demand`, `spot`, `flex-start`, `reservation`, `reservation:NAME`); none: the spec's own.
+func (o HyperparameterTuningJobOutput) Capacity() pulumi.StringArrayOutput {
+	return o.ApplyT(func(v *HyperparameterTuningJob) pulumi.StringArrayOutput { return v.Capacity }).(pulumi.StringArrayOutput)
+}
+
 // The job's page in the Google Cloud console.
 func (o HyperparameterTuningJobOutput) ConsoleUrl() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *HyperparameterTuningJob) pulumi.StringPtrOutput { return v.ConsoleUrl }).(pulumi.StringPtrOutput)
 }
 
+// Where the output directory is the provider's to choose, a new run writes into the directory of the run it replaces instead of one of its own (as `TrainingJob(continue_last_run=)`; a job whose spec names its output directory writes there either way).
+func (o HyperparameterTuningJobOutput) ContinueLastRun() pulumi.BoolPtrOutput {
+	return o.ApplyT(func(v *HyperparameterTuningJob) pulumi.BoolPtrOutput { return v.ContinueLastRun }).(pulumi.BoolPtrOutput)
+}
+
 // When the job was created.
 func (o HyperparameterTuningJobOutput) CreateTime() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *HyperparameterTuningJob) pulumi.StringPtrOutput { return v.CreateTime }).(pulumi.StringPtrOutput)
+}
+
+// When true, a delete (destroy, the end of a replace) deletes the job's record after cancelling it (by default the record outlives the resource; `keepRecordOnDelete` keeps it whatever this says).
+func (o HyperparameterTuningJobOutput) DeleteRecordOnDelete() pulumi.BoolPtrOutput {
+	return o.ApplyT(func(v *HyperparameterTuningJob) pulumi.BoolPtrOutput { return v.DeleteRecordOnDelete }).(pulumi.BoolPtrOutput)
 }
 
 // Required. The display name of the HyperparameterTuningJob. The name can be up to 128 characters long and can consist of any UTF-8 characters.
@@ -334,6 +379,21 @@ func (o HyperparameterTuningJobOutput) ParallelTrialCount() pulumi.IntOutput {
 	return o.ApplyT(func(v *HyperparameterTuningJob) pulumi.IntOutput { return v.ParallelTrialCount }).(pulumi.IntOutput)
 }
 
+// With `regions`: the capacity kind it runs on (`as in the spec`: the spec's).
+func (o HyperparameterTuningJobOutput) PlacedCapacity() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *HyperparameterTuningJob) pulumi.StringPtrOutput { return v.PlacedCapacity }).(pulumi.StringPtrOutput)
+}
+
+// With `regions`: the candidate region the job runs in.
+func (o HyperparameterTuningJobOutput) PlacedRegion() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *HyperparameterTuningJob) pulumi.StringPtrOutput { return v.PlacedRegion }).(pulumi.StringPtrOutput)
+}
+
+// With `regions`: each attempt (`region`, `capacity`, `jobName`, `stoppedBy`: what moved the job on, null for the one that took it).
+func (o HyperparameterTuningJobOutput) PlacementAttempts() pulumi.ArrayOutput {
+	return o.ApplyT(func(v *HyperparameterTuningJob) pulumi.ArrayOutput { return v.PlacementAttempts }).(pulumi.ArrayOutput)
+}
+
 // The Google Cloud project the job runs in; default: the provider's `project`.
 func (o HyperparameterTuningJobOutput) Project() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *HyperparameterTuningJob) pulumi.StringPtrOutput { return v.Project }).(pulumi.StringPtrOutput)
@@ -342,6 +402,11 @@ func (o HyperparameterTuningJobOutput) Project() pulumi.StringPtrOutput {
 // The Vertex AI region the job runs in; default: the provider's `region`.
 func (o HyperparameterTuningJobOutput) Region() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *HyperparameterTuningJob) pulumi.StringPtrOutput { return v.Region }).(pulumi.StringPtrOutput)
+}
+
+// Candidate regions, in order, instead of one `region`: each a region or `{"region": R, "capacity": [...]}`. The job runs in the first that takes it (a quota or capacity refusal moves it to the next; never two attempts at once); `region` is then the first candidate. A change is an update while the job runs in a region the new list still names.
+func (o HyperparameterTuningJobOutput) Regions() pulumi.ArrayOutput {
+	return o.ApplyT(func(v *HyperparameterTuningJob) pulumi.ArrayOutput { return v.Regions }).(pulumi.ArrayOutput)
 }
 
 // When the job first ran.

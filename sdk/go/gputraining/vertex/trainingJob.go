@@ -18,10 +18,16 @@ type TrainingJob struct {
 
 	// Whether the create took over a job that was already running.
 	Adopted pulumi.BoolPtrOutput `pulumi:"adopted"`
+	// With `regions`: the capacity kinds a candidate without its own accepts, in order (`on-demand`, `spot`, `flex-start`, `reservation`, `reservation:NAME`); none: the spec's own.
+	Capacity pulumi.StringArrayOutput `pulumi:"capacity"`
 	// The job's page in the Google Cloud console.
 	ConsoleUrl pulumi.StringPtrOutput `pulumi:"consoleUrl"`
+	// Where the output directory is the provider's to choose, a new run writes into the directory of the run it replaces instead of one of its own (as `TrainingJob(continue_last_run=)`; a job whose spec names its output directory writes there either way).
+	ContinueLastRun pulumi.BoolPtrOutput `pulumi:"continueLastRun"`
 	// When the job was created.
 	CreateTime pulumi.StringPtrOutput `pulumi:"createTime"`
+	// When true, a delete (destroy, the end of a replace) deletes the job's record after cancelling it (by default the record outlives the resource; `keepRecordOnDelete` keeps it whatever this says).
+	DeleteRecordOnDelete pulumi.BoolPtrOutput `pulumi:"deleteRecordOnDelete"`
 	// Required. The display name of the CustomJob. The name can be up to 128 characters long and can consist of any UTF-8 characters.
 	DisplayName pulumi.StringPtrOutput `pulumi:"displayName"`
 	// Customer-managed encryption key options for a CustomJob. If this is set, then all resources created by the CustomJob will be encrypted with the provided encryption key.
@@ -48,10 +54,18 @@ type TrainingJob struct {
 	ModelDir pulumi.StringPtrOutput `pulumi:"modelDir"`
 	// The job's resource name (the resource's ID).
 	Name pulumi.StringOutput `pulumi:"name"`
+	// With `regions`: the capacity kind it runs on (`as in the spec`: the spec's).
+	PlacedCapacity pulumi.StringPtrOutput `pulumi:"placedCapacity"`
+	// With `regions`: the candidate region the job runs in.
+	PlacedRegion pulumi.StringPtrOutput `pulumi:"placedRegion"`
+	// With `regions`: each attempt (`region`, `capacity`, `jobName`, `stoppedBy`: what moved the job on, null for the one that took it).
+	PlacementAttempts pulumi.ArrayOutput `pulumi:"placementAttempts"`
 	// The Google Cloud project the job runs in; default: the provider's `project`.
 	Project pulumi.StringPtrOutput `pulumi:"project"`
 	// The Vertex AI region the job runs in; default: the provider's `region`.
 	Region pulumi.StringPtrOutput `pulumi:"region"`
+	// Candidate regions, in order, instead of one `region`: each a region or `{"region": R, "capacity": [...]}`. The job runs in the first that takes it (a quota or capacity refusal moves it to the next; never two attempts at once); `region` is then the first candidate. A change is an update while the job runs in a region the new list still names.
+	Regions pulumi.ArrayOutput `pulumi:"regions"`
 	// When the job first ran.
 	StartTime pulumi.StringPtrOutput `pulumi:"startTime"`
 	// The job's state, as last read (`JOB_STATE_...`).
@@ -115,6 +129,12 @@ func TrainingJobExists(ctx *pulumi.Context,
 }
 
 type trainingJobArgs struct {
+	// With `regions`: the capacity kinds a candidate without its own accepts, in order (`on-demand`, `spot`, `flex-start`, `reservation`, `reservation:NAME`); none: the spec's own.
+	Capacity []string `pulumi:"capacity"`
+	// Where the output directory is the provider's to choose, a new run writes into the directory of the run it replaces instead of one of its own (as `TrainingJob(continue_last_run=)`; a job whose spec names its output directory writes there either way).
+	ContinueLastRun *bool `pulumi:"continueLastRun"`
+	// When true, a delete (destroy, the end of a replace) deletes the job's record after cancelling it (by default the record outlives the resource; `keepRecordOnDelete` keeps it whatever this says).
+	DeleteRecordOnDelete *bool `pulumi:"deleteRecordOnDelete"`
 	// Required. The display name of the CustomJob. The name can be up to 128 characters long and can consist of any UTF-8 characters.
 	DisplayName *string `pulumi:"displayName"`
 	// Customer-managed encryption key options for a CustomJob. If this is set, then all resources created by the CustomJob will be encrypted with the provided encryption key.
@@ -131,6 +151,8 @@ type trainingJobArgs struct {
 	Project *string `pulumi:"project"`
 	// The Vertex AI region the job runs in; default: the provider's `region`.
 	Region *string `pulumi:"region"`
+	// Candidate regions, in order, instead of one `region`: each a region or `{"region": R, "capacity": [...]}`. The job runs in the first that takes it (a quota or capacity refusal moves it to the next; never two attempts at once); `region` is then the first candidate. A change is an update while the job runs in a region the new list still names.
+	Regions []interface{} `pulumi:"regions"`
 	// Any change starts a new run (replaces the job).
 	Triggers []interface{} `pulumi:"triggers"`
 	// What a create waits for: `submitted` (default), `running` or `succeeded`. A change updates the resource without an API call.
@@ -141,6 +163,12 @@ type trainingJobArgs struct {
 
 // The set of arguments for constructing a TrainingJob resource.
 type TrainingJobArgs struct {
+	// With `regions`: the capacity kinds a candidate without its own accepts, in order (`on-demand`, `spot`, `flex-start`, `reservation`, `reservation:NAME`); none: the spec's own.
+	Capacity pulumi.StringArrayInput
+	// Where the output directory is the provider's to choose, a new run writes into the directory of the run it replaces instead of one of its own (as `TrainingJob(continue_last_run=)`; a job whose spec names its output directory writes there either way).
+	ContinueLastRun pulumi.BoolPtrInput
+	// When true, a delete (destroy, the end of a replace) deletes the job's record after cancelling it (by default the record outlives the resource; `keepRecordOnDelete` keeps it whatever this says).
+	DeleteRecordOnDelete pulumi.BoolPtrInput
 	// Required. The display name of the CustomJob. The name can be up to 128 characters long and can consist of any UTF-8 characters.
 	DisplayName pulumi.StringPtrInput
 	// Customer-managed encryption key options for a CustomJob. If this is set, then all resources created by the CustomJob will be encrypted with the provided encryption key.
@@ -157,6 +185,8 @@ type TrainingJobArgs struct {
 	Project pulumi.StringPtrInput
 	// The Vertex AI region the job runs in; default: the provider's `region`.
 	Region pulumi.StringPtrInput
+	// Candidate regions, in order, instead of one `region`: each a region or `{"region": R, "capacity": [...]}`. The job runs in the first that takes it (a quota or capacity refusal moves it to the next; never two attempts at once); `region` is then the first candidate. A change is an update while the job runs in a region the new list still names.
+	Regions pulumi.ArrayInput
 	// Any change starts a new run (replaces the job).
 	Triggers pulumi.ArrayInput
 	// What a create waits for: `submitted` (default), `running` or `succeeded`. A change updates the resource without an API call.
@@ -207,14 +237,29 @@ func (o TrainingJobOutput) Adopted() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v *TrainingJob) pulumi.BoolPtrOutput { return v.Adopted }).(pulumi.BoolPtrOutput)
 }
 
+// With `regions`: the capacity kinds a candidate without its own accepts, in order (`on-demand`, `spot`, `flex-start`, `reservation`, `reservation:NAME`); none: the spec's own.
+func (o TrainingJobOutput) Capacity() pulumi.StringArrayOutput {
+	return o.ApplyT(func(v *TrainingJob) pulumi.StringArrayOutput { return v.Capacity }).(pulumi.StringArrayOutput)
+}
+
 // The job's page in the Google Cloud console.
 func (o TrainingJobOutput) ConsoleUrl() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *TrainingJob) pulumi.StringPtrOutput { return v.ConsoleUrl }).(pulumi.StringPtrOutput)
 }
 
+// Where the output directory is the provider's to choose, a new run writes into the directory of the run it replaces instead of one of its own (as `TrainingJob(continue_last_run=)`; a job whose spec names its output directory writes there either way).
+func (o TrainingJobOutput) ContinueLastRun() pulumi.BoolPtrOutput {
+	return o.ApplyT(func(v *TrainingJob) pulumi.BoolPtrOutput { return v.ContinueLastRun }).(pulumi.BoolPtrOutput)
+}
+
 // When the job was created.
 func (o TrainingJobOutput) CreateTime() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *TrainingJob) pulumi.StringPtrOutput { return v.CreateTime }).(pulumi.StringPtrOutput)
+}
+
+// When true, a delete (destroy, the end of a replace) deletes the job's record after cancelling it (by default the record outlives the resource; `keepRecordOnDelete` keeps it whatever this says).
+func (o TrainingJobOutput) DeleteRecordOnDelete() pulumi.BoolPtrOutput {
+	return o.ApplyT(func(v *TrainingJob) pulumi.BoolPtrOutput { return v.DeleteRecordOnDelete }).(pulumi.BoolPtrOutput)
 }
 
 // Required. The display name of the CustomJob. The name can be up to 128 characters long and can consist of any UTF-8 characters.
@@ -282,6 +327,21 @@ func (o TrainingJobOutput) Name() pulumi.StringOutput {
 	return o.ApplyT(func(v *TrainingJob) pulumi.StringOutput { return v.Name }).(pulumi.StringOutput)
 }
 
+// With `regions`: the capacity kind it runs on (`as in the spec`: the spec's).
+func (o TrainingJobOutput) PlacedCapacity() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *TrainingJob) pulumi.StringPtrOutput { return v.PlacedCapacity }).(pulumi.StringPtrOutput)
+}
+
+// With `regions`: the candidate region the job runs in.
+func (o TrainingJobOutput) PlacedRegion() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *TrainingJob) pulumi.StringPtrOutput { return v.PlacedRegion }).(pulumi.StringPtrOutput)
+}
+
+// With `regions`: each attempt (`region`, `capacity`, `jobName`, `stoppedBy`: what moved the job on, null for the one that took it).
+func (o TrainingJobOutput) PlacementAttempts() pulumi.ArrayOutput {
+	return o.ApplyT(func(v *TrainingJob) pulumi.ArrayOutput { return v.PlacementAttempts }).(pulumi.ArrayOutput)
+}
+
 // The Google Cloud project the job runs in; default: the provider's `project`.
 func (o TrainingJobOutput) Project() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *TrainingJob) pulumi.StringPtrOutput { return v.Project }).(pulumi.StringPtrOutput)
@@ -290,6 +350,11 @@ func (o TrainingJobOutput) Project() pulumi.StringPtrOutput {
 // The Vertex AI region the job runs in; default: the provider's `region`.
 func (o TrainingJobOutput) Region() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *TrainingJob) pulumi.StringPtrOutput { return v.Region }).(pulumi.StringPtrOutput)
+}
+
+// Candidate regions, in order, instead of one `region`: each a region or `{"region": R, "capacity": [...]}`. The job runs in the first that takes it (a quota or capacity refusal moves it to the next; never two attempts at once); `region` is then the first candidate. A change is an update while the job runs in a region the new list still names.
+func (o TrainingJobOutput) Regions() pulumi.ArrayOutput {
+	return o.ApplyT(func(v *TrainingJob) pulumi.ArrayOutput { return v.Regions }).(pulumi.ArrayOutput)
 }
 
 // When the job first ran.

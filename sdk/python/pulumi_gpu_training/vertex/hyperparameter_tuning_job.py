@@ -25,6 +25,9 @@ class HyperparameterTuningJobArgs:
                  parallel_trial_count: pulumi.Input[_builtins.int],
                  study_spec: pulumi.Input['StudySpecArgs'],
                  trial_job_spec: pulumi.Input['CustomJobSpecArgs'],
+                 capacity: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
+                 continue_last_run: pulumi.Input[Optional[_builtins.bool]] = None,
+                 delete_record_on_delete: pulumi.Input[Optional[_builtins.bool]] = None,
                  display_name: pulumi.Input[Optional[_builtins.str]] = None,
                  encryption_spec: pulumi.Input[Optional['EncryptionSpecArgs']] = None,
                  exclusive_gpus: pulumi.Input[Optional[_builtins.bool]] = None,
@@ -33,6 +36,7 @@ class HyperparameterTuningJobArgs:
                  max_failed_trial_count: pulumi.Input[Optional[_builtins.int]] = None,
                  project: pulumi.Input[Optional[_builtins.str]] = None,
                  region: pulumi.Input[Optional[_builtins.str]] = None,
+                 regions: pulumi.Input[Optional[Sequence[Any]]] = None,
                  triggers: pulumi.Input[Optional[Sequence[Any]]] = None,
                  wait_for: pulumi.Input[Optional[_builtins.str]] = None,
                  wait_timeout: pulumi.Input[Optional[_builtins.str]] = None):
@@ -43,6 +47,9 @@ class HyperparameterTuningJobArgs:
         :param pulumi.Input[_builtins.int] parallel_trial_count: Required. The desired number of Trials to run in parallel.
         :param pulumi.Input['StudySpecArgs'] study_spec: Required. Study configuration of the HyperparameterTuningJob.
         :param pulumi.Input['CustomJobSpecArgs'] trial_job_spec: Required. The spec of a trial job. The same spec applies to the CustomJobs created in all the trials.
+        :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] capacity: With `regions`: the capacity kinds a candidate without its own accepts, in order (`on-demand`, `spot`, `flex-start`, `reservation`, `reservation:NAME`); none: the spec's own.
+        :param pulumi.Input[_builtins.bool] continue_last_run: Where the output directory is the provider's to choose, a new run writes into the directory of the run it replaces instead of one of its own (as `TrainingJob(continue_last_run=)`; a job whose spec names its output directory writes there either way).
+        :param pulumi.Input[_builtins.bool] delete_record_on_delete: When true, a delete (destroy, the end of a replace) deletes the job's record after cancelling it (by default the record outlives the resource; `keepRecordOnDelete` keeps it whatever this says).
         :param pulumi.Input[_builtins.str] display_name: Required. The display name of the HyperparameterTuningJob. The name can be up to 128 characters long and can consist of any UTF-8 characters.
         :param pulumi.Input['EncryptionSpecArgs'] encryption_spec: Customer-managed encryption key options for a HyperparameterTuningJob. If this is set, then all resources created by the HyperparameterTuningJob will be encrypted with the provided encryption key.
         :param pulumi.Input[_builtins.bool] exclusive_gpus: When true, a replacement cancels the old job before it starts the new one.
@@ -51,6 +58,7 @@ class HyperparameterTuningJobArgs:
         :param pulumi.Input[_builtins.int] max_failed_trial_count: The number of failed Trials that need to be seen before failing the HyperparameterTuningJob. If set to 0, Vertex AI decides how many Trials must fail before the whole job fails.
         :param pulumi.Input[_builtins.str] project: The Google Cloud project the job runs in; default: the provider's `project`.
         :param pulumi.Input[_builtins.str] region: The Vertex AI region the job runs in; default: the provider's `region`.
+        :param pulumi.Input[Sequence[Any]] regions: Candidate regions, in order, instead of one `region`: each a region or `{"region": R, "capacity": [...]}`. The job runs in the first that takes it (a quota or capacity refusal moves it to the next; never two attempts at once); `region` is then the first candidate. A change is an update while the job runs in a region the new list still names.
         :param pulumi.Input[Sequence[Any]] triggers: Any change starts a new run (replaces the job).
         :param pulumi.Input[_builtins.str] wait_for: What a create waits for: `submitted` (default), `running` or `succeeded`. A change updates the resource without an API call.
         :param pulumi.Input[_builtins.str] wait_timeout: How long a create waits (seconds, or "30s", "10m", "2h"; default 1 hour). A wait that times out cancels the job.
@@ -59,6 +67,12 @@ class HyperparameterTuningJobArgs:
         pulumi.set(__self__, "parallel_trial_count", parallel_trial_count)
         pulumi.set(__self__, "study_spec", study_spec)
         pulumi.set(__self__, "trial_job_spec", trial_job_spec)
+        if capacity is not None:
+            pulumi.set(__self__, "capacity", capacity)
+        if continue_last_run is not None:
+            pulumi.set(__self__, "continue_last_run", continue_last_run)
+        if delete_record_on_delete is not None:
+            pulumi.set(__self__, "delete_record_on_delete", delete_record_on_delete)
         if display_name is not None:
             pulumi.set(__self__, "display_name", display_name)
         if encryption_spec is not None:
@@ -75,6 +89,8 @@ class HyperparameterTuningJobArgs:
             pulumi.set(__self__, "project", project)
         if region is not None:
             pulumi.set(__self__, "region", region)
+        if regions is not None:
+            pulumi.set(__self__, "regions", regions)
         if triggers is not None:
             pulumi.set(__self__, "triggers", triggers)
         if wait_for is not None:
@@ -129,6 +145,42 @@ class HyperparameterTuningJobArgs:
     @trial_job_spec.setter
     def trial_job_spec(self, value: pulumi.Input['CustomJobSpecArgs']):
         pulumi.set(self, "trial_job_spec", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def capacity(self) -> pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]:
+        """
+        With `regions`: the capacity kinds a candidate without its own accepts, in order (`on-demand`, `spot`, `flex-start`, `reservation`, `reservation:NAME`); none: the spec's own.
+        """
+        return pulumi.get(self, "capacity")
+
+    @capacity.setter
+    def capacity(self, value: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]):
+        pulumi.set(self, "capacity", value)
+
+    @_builtins.property
+    @pulumi.getter(name="continueLastRun")
+    def continue_last_run(self) -> pulumi.Input[Optional[_builtins.bool]]:
+        """
+        Where the output directory is the provider's to choose, a new run writes into the directory of the run it replaces instead of one of its own (as `TrainingJob(continue_last_run=)`; a job whose spec names its output directory writes there either way).
+        """
+        return pulumi.get(self, "continue_last_run")
+
+    @continue_last_run.setter
+    def continue_last_run(self, value: pulumi.Input[Optional[_builtins.bool]]):
+        pulumi.set(self, "continue_last_run", value)
+
+    @_builtins.property
+    @pulumi.getter(name="deleteRecordOnDelete")
+    def delete_record_on_delete(self) -> pulumi.Input[Optional[_builtins.bool]]:
+        """
+        When true, a delete (destroy, the end of a replace) deletes the job's record after cancelling it (by default the record outlives the resource; `keepRecordOnDelete` keeps it whatever this says).
+        """
+        return pulumi.get(self, "delete_record_on_delete")
+
+    @delete_record_on_delete.setter
+    def delete_record_on_delete(self, value: pulumi.Input[Optional[_builtins.bool]]):
+        pulumi.set(self, "delete_record_on_delete", value)
 
     @_builtins.property
     @pulumi.getter(name="displayName")
@@ -228,6 +280,18 @@ class HyperparameterTuningJobArgs:
 
     @_builtins.property
     @pulumi.getter
+    def regions(self) -> pulumi.Input[Optional[Sequence[Any]]]:
+        """
+        Candidate regions, in order, instead of one `region`: each a region or `{"region": R, "capacity": [...]}`. The job runs in the first that takes it (a quota or capacity refusal moves it to the next; never two attempts at once); `region` is then the first candidate. A change is an update while the job runs in a region the new list still names.
+        """
+        return pulumi.get(self, "regions")
+
+    @regions.setter
+    def regions(self, value: pulumi.Input[Optional[Sequence[Any]]]):
+        pulumi.set(self, "regions", value)
+
+    @_builtins.property
+    @pulumi.getter
     def triggers(self) -> pulumi.Input[Optional[Sequence[Any]]]:
         """
         Any change starts a new run (replaces the job).
@@ -269,6 +333,9 @@ class HyperparameterTuningJob(pulumi.CustomResource):
     def __init__(__self__,
                  resource_name: str,
                  opts: Optional[pulumi.ResourceOptions] = None,
+                 capacity: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
+                 continue_last_run: pulumi.Input[Optional[_builtins.bool]] = None,
+                 delete_record_on_delete: pulumi.Input[Optional[_builtins.bool]] = None,
                  display_name: pulumi.Input[Optional[_builtins.str]] = None,
                  encryption_spec: pulumi.Input[Optional[Union['EncryptionSpecArgs', 'EncryptionSpecArgsDict', 'outputs.EncryptionSpec']]] = None,
                  exclusive_gpus: pulumi.Input[Optional[_builtins.bool]] = None,
@@ -279,6 +346,7 @@ class HyperparameterTuningJob(pulumi.CustomResource):
                  parallel_trial_count: pulumi.Input[Optional[_builtins.int]] = None,
                  project: pulumi.Input[Optional[_builtins.str]] = None,
                  region: pulumi.Input[Optional[_builtins.str]] = None,
+                 regions: pulumi.Input[Optional[Sequence[Any]]] = None,
                  study_spec: pulumi.Input[Optional[Union['StudySpecArgs', 'StudySpecArgsDict', 'outputs.StudySpec']]] = None,
                  trial_job_spec: pulumi.Input[Optional[Union['CustomJobSpecArgs', 'CustomJobSpecArgsDict', 'outputs.CustomJobSpec']]] = None,
                  triggers: pulumi.Input[Optional[Sequence[Any]]] = None,
@@ -290,6 +358,9 @@ class HyperparameterTuningJob(pulumi.CustomResource):
 
         :param str resource_name: The name of the resource.
         :param pulumi.ResourceOptions opts: Options for the resource.
+        :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] capacity: With `regions`: the capacity kinds a candidate without its own accepts, in order (`on-demand`, `spot`, `flex-start`, `reservation`, `reservation:NAME`); none: the spec's own.
+        :param pulumi.Input[_builtins.bool] continue_last_run: Where the output directory is the provider's to choose, a new run writes into the directory of the run it replaces instead of one of its own (as `TrainingJob(continue_last_run=)`; a job whose spec names its output directory writes there either way).
+        :param pulumi.Input[_builtins.bool] delete_record_on_delete: When true, a delete (destroy, the end of a replace) deletes the job's record after cancelling it (by default the record outlives the resource; `keepRecordOnDelete` keeps it whatever this says).
         :param pulumi.Input[_builtins.str] display_name: Required. The display name of the HyperparameterTuningJob. The name can be up to 128 characters long and can consist of any UTF-8 characters.
         :param pulumi.Input[Union['EncryptionSpecArgs', 'EncryptionSpecArgsDict', 'outputs.EncryptionSpec']] encryption_spec: Customer-managed encryption key options for a HyperparameterTuningJob. If this is set, then all resources created by the HyperparameterTuningJob will be encrypted with the provided encryption key.
         :param pulumi.Input[_builtins.bool] exclusive_gpus: When true, a replacement cancels the old job before it starts the new one.
@@ -300,6 +371,7 @@ class HyperparameterTuningJob(pulumi.CustomResource):
         :param pulumi.Input[_builtins.int] parallel_trial_count: Required. The desired number of Trials to run in parallel.
         :param pulumi.Input[_builtins.str] project: The Google Cloud project the job runs in; default: the provider's `project`.
         :param pulumi.Input[_builtins.str] region: The Vertex AI region the job runs in; default: the provider's `region`.
+        :param pulumi.Input[Sequence[Any]] regions: Candidate regions, in order, instead of one `region`: each a region or `{"region": R, "capacity": [...]}`. The job runs in the first that takes it (a quota or capacity refusal moves it to the next; never two attempts at once); `region` is then the first candidate. A change is an update while the job runs in a region the new list still names.
         :param pulumi.Input[Union['StudySpecArgs', 'StudySpecArgsDict', 'outputs.StudySpec']] study_spec: Required. Study configuration of the HyperparameterTuningJob.
         :param pulumi.Input[Union['CustomJobSpecArgs', 'CustomJobSpecArgsDict', 'outputs.CustomJobSpec']] trial_job_spec: Required. The spec of a trial job. The same spec applies to the CustomJobs created in all the trials.
         :param pulumi.Input[Sequence[Any]] triggers: Any change starts a new run (replaces the job).
@@ -330,6 +402,9 @@ class HyperparameterTuningJob(pulumi.CustomResource):
     def _internal_init(__self__,
                  resource_name: str,
                  opts: Optional[pulumi.ResourceOptions] = None,
+                 capacity: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
+                 continue_last_run: pulumi.Input[Optional[_builtins.bool]] = None,
+                 delete_record_on_delete: pulumi.Input[Optional[_builtins.bool]] = None,
                  display_name: pulumi.Input[Optional[_builtins.str]] = None,
                  encryption_spec: pulumi.Input[Optional[Union['EncryptionSpecArgs', 'EncryptionSpecArgsDict', 'outputs.EncryptionSpec']]] = None,
                  exclusive_gpus: pulumi.Input[Optional[_builtins.bool]] = None,
@@ -340,6 +415,7 @@ class HyperparameterTuningJob(pulumi.CustomResource):
                  parallel_trial_count: pulumi.Input[Optional[_builtins.int]] = None,
                  project: pulumi.Input[Optional[_builtins.str]] = None,
                  region: pulumi.Input[Optional[_builtins.str]] = None,
+                 regions: pulumi.Input[Optional[Sequence[Any]]] = None,
                  study_spec: pulumi.Input[Optional[Union['StudySpecArgs', 'StudySpecArgsDict', 'outputs.StudySpec']]] = None,
                  trial_job_spec: pulumi.Input[Optional[Union['CustomJobSpecArgs', 'CustomJobSpecArgsDict', 'outputs.CustomJobSpec']]] = None,
                  triggers: pulumi.Input[Optional[Sequence[Any]]] = None,
@@ -354,6 +430,9 @@ class HyperparameterTuningJob(pulumi.CustomResource):
                 raise TypeError('__props__ is only valid when passed in combination with a valid opts.id to get an existing resource')
             __props__ = HyperparameterTuningJobArgs.__new__(HyperparameterTuningJobArgs)
 
+            __props__.__dict__["capacity"] = capacity
+            __props__.__dict__["continue_last_run"] = continue_last_run
+            __props__.__dict__["delete_record_on_delete"] = delete_record_on_delete
             __props__.__dict__["display_name"] = display_name
             __props__.__dict__["encryption_spec"] = encryption_spec
             __props__.__dict__["exclusive_gpus"] = exclusive_gpus
@@ -368,6 +447,7 @@ class HyperparameterTuningJob(pulumi.CustomResource):
             __props__.__dict__["parallel_trial_count"] = parallel_trial_count
             __props__.__dict__["project"] = project
             __props__.__dict__["region"] = region
+            __props__.__dict__["regions"] = regions
             if study_spec is None and not opts.urn:
                 raise TypeError("Missing required property 'study_spec'")
             __props__.__dict__["study_spec"] = study_spec
@@ -388,6 +468,9 @@ class HyperparameterTuningJob(pulumi.CustomResource):
             __props__.__dict__["job_id"] = None
             __props__.__dict__["max_cost_usd"] = None
             __props__.__dict__["name"] = None
+            __props__.__dict__["placed_capacity"] = None
+            __props__.__dict__["placed_region"] = None
+            __props__.__dict__["placement_attempts"] = None
             __props__.__dict__["start_time"] = None
             __props__.__dict__["state"] = None
             __props__.__dict__["trial_counts"] = None
@@ -417,8 +500,11 @@ class HyperparameterTuningJob(pulumi.CustomResource):
         __props__.__dict__["adopted"] = None
         __props__.__dict__["best_trial"] = None
         __props__.__dict__["best_trial_model_dir"] = None
+        __props__.__dict__["capacity"] = None
         __props__.__dict__["console_url"] = None
+        __props__.__dict__["continue_last_run"] = None
         __props__.__dict__["create_time"] = None
+        __props__.__dict__["delete_record_on_delete"] = None
         __props__.__dict__["display_name"] = None
         __props__.__dict__["encryption_spec"] = None
         __props__.__dict__["end_time"] = None
@@ -433,8 +519,12 @@ class HyperparameterTuningJob(pulumi.CustomResource):
         __props__.__dict__["max_trial_count"] = None
         __props__.__dict__["name"] = None
         __props__.__dict__["parallel_trial_count"] = None
+        __props__.__dict__["placed_capacity"] = None
+        __props__.__dict__["placed_region"] = None
+        __props__.__dict__["placement_attempts"] = None
         __props__.__dict__["project"] = None
         __props__.__dict__["region"] = None
+        __props__.__dict__["regions"] = None
         __props__.__dict__["start_time"] = None
         __props__.__dict__["state"] = None
         __props__.__dict__["study_spec"] = None
@@ -477,6 +567,14 @@ class HyperparameterTuningJob(pulumi.CustomResource):
         return pulumi.get(self, "best_trial_model_dir")
 
     @_builtins.property
+    @pulumi.getter
+    def capacity(self) -> pulumi.Output[Optional[Sequence[_builtins.str]]]:
+        """
+        With `regions`: the capacity kinds a candidate without its own accepts, in order (`on-demand`, `spot`, `flex-start`, `reservation`, `reservation:NAME`); none: the spec's own.
+        """
+        return pulumi.get(self, "capacity")
+
+    @_builtins.property
     @pulumi.getter(name="consoleUrl")
     def console_url(self) -> pulumi.Output[Optional[_builtins.str]]:
         """
@@ -485,12 +583,28 @@ class HyperparameterTuningJob(pulumi.CustomResource):
         return pulumi.get(self, "console_url")
 
     @_builtins.property
+    @pulumi.getter(name="continueLastRun")
+    def continue_last_run(self) -> pulumi.Output[Optional[_builtins.bool]]:
+        """
+        Where the output directory is the provider's to choose, a new run writes into the directory of the run it replaces instead of one of its own (as `TrainingJob(continue_last_run=)`; a job whose spec names its output directory writes there either way).
+        """
+        return pulumi.get(self, "continue_last_run")
+
+    @_builtins.property
     @pulumi.getter(name="createTime")
     def create_time(self) -> pulumi.Output[Optional[_builtins.str]]:
         """
         When the job was created.
         """
         return pulumi.get(self, "create_time")
+
+    @_builtins.property
+    @pulumi.getter(name="deleteRecordOnDelete")
+    def delete_record_on_delete(self) -> pulumi.Output[Optional[_builtins.bool]]:
+        """
+        When true, a delete (destroy, the end of a replace) deletes the job's record after cancelling it (by default the record outlives the resource; `keepRecordOnDelete` keeps it whatever this says).
+        """
+        return pulumi.get(self, "delete_record_on_delete")
 
     @_builtins.property
     @pulumi.getter(name="displayName")
@@ -605,6 +719,30 @@ class HyperparameterTuningJob(pulumi.CustomResource):
         return pulumi.get(self, "parallel_trial_count")
 
     @_builtins.property
+    @pulumi.getter(name="placedCapacity")
+    def placed_capacity(self) -> pulumi.Output[Optional[_builtins.str]]:
+        """
+        With `regions`: the capacity kind it runs on (`as in the spec`: the spec's).
+        """
+        return pulumi.get(self, "placed_capacity")
+
+    @_builtins.property
+    @pulumi.getter(name="placedRegion")
+    def placed_region(self) -> pulumi.Output[Optional[_builtins.str]]:
+        """
+        With `regions`: the candidate region the job runs in.
+        """
+        return pulumi.get(self, "placed_region")
+
+    @_builtins.property
+    @pulumi.getter(name="placementAttempts")
+    def placement_attempts(self) -> pulumi.Output[Optional[Sequence[Any]]]:
+        """
+        With `regions`: each attempt (`region`, `capacity`, `jobName`, `stoppedBy`: what moved the job on, null for the one that took it).
+        """
+        return pulumi.get(self, "placement_attempts")
+
+    @_builtins.property
     @pulumi.getter
     def project(self) -> pulumi.Output[Optional[_builtins.str]]:
         """
@@ -619,6 +757,14 @@ class HyperparameterTuningJob(pulumi.CustomResource):
         The Vertex AI region the job runs in; default: the provider's `region`.
         """
         return pulumi.get(self, "region")
+
+    @_builtins.property
+    @pulumi.getter
+    def regions(self) -> pulumi.Output[Optional[Sequence[Any]]]:
+        """
+        Candidate regions, in order, instead of one `region`: each a region or `{"region": R, "capacity": [...]}`. The job runs in the first that takes it (a quota or capacity refusal moves it to the next; never two attempts at once); `region` is then the first candidate. A change is an update while the job runs in a region the new list still names.
+        """
+        return pulumi.get(self, "regions")
 
     @_builtins.property
     @pulumi.getter(name="startTime")

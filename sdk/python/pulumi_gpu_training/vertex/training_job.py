@@ -22,6 +22,9 @@ __all__ = ['TrainingJobArgs', 'TrainingJob']
 class TrainingJobArgs:
     def __init__(__self__, *,
                  job_spec: pulumi.Input['CustomJobSpecArgs'],
+                 capacity: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
+                 continue_last_run: pulumi.Input[Optional[_builtins.bool]] = None,
+                 delete_record_on_delete: pulumi.Input[Optional[_builtins.bool]] = None,
                  display_name: pulumi.Input[Optional[_builtins.str]] = None,
                  encryption_spec: pulumi.Input[Optional['EncryptionSpecArgs']] = None,
                  exclusive_gpus: pulumi.Input[Optional[_builtins.bool]] = None,
@@ -29,6 +32,7 @@ class TrainingJobArgs:
                  labels: pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]] = None,
                  project: pulumi.Input[Optional[_builtins.str]] = None,
                  region: pulumi.Input[Optional[_builtins.str]] = None,
+                 regions: pulumi.Input[Optional[Sequence[Any]]] = None,
                  triggers: pulumi.Input[Optional[Sequence[Any]]] = None,
                  wait_for: pulumi.Input[Optional[_builtins.str]] = None,
                  wait_timeout: pulumi.Input[Optional[_builtins.str]] = None):
@@ -36,6 +40,9 @@ class TrainingJobArgs:
         The set of arguments for constructing a TrainingJob resource.
 
         :param pulumi.Input['CustomJobSpecArgs'] job_spec: Required. Job spec.
+        :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] capacity: With `regions`: the capacity kinds a candidate without its own accepts, in order (`on-demand`, `spot`, `flex-start`, `reservation`, `reservation:NAME`); none: the spec's own.
+        :param pulumi.Input[_builtins.bool] continue_last_run: Where the output directory is the provider's to choose, a new run writes into the directory of the run it replaces instead of one of its own (as `TrainingJob(continue_last_run=)`; a job whose spec names its output directory writes there either way).
+        :param pulumi.Input[_builtins.bool] delete_record_on_delete: When true, a delete (destroy, the end of a replace) deletes the job's record after cancelling it (by default the record outlives the resource; `keepRecordOnDelete` keeps it whatever this says).
         :param pulumi.Input[_builtins.str] display_name: Required. The display name of the CustomJob. The name can be up to 128 characters long and can consist of any UTF-8 characters.
         :param pulumi.Input['EncryptionSpecArgs'] encryption_spec: Customer-managed encryption key options for a CustomJob. If this is set, then all resources created by the CustomJob will be encrypted with the provided encryption key.
         :param pulumi.Input[_builtins.bool] exclusive_gpus: When true, a replacement cancels the old job before it starts the new one.
@@ -43,11 +50,18 @@ class TrainingJobArgs:
         :param pulumi.Input[Mapping[str, pulumi.Input[_builtins.str]]] labels: The labels with user-defined metadata to organize CustomJobs. Label keys and values can be no longer than 64 characters (Unicode codepoints), can only contain lowercase letters, numeric characters, underscores and dashes. International characters are allowed. See https://goo.gl/xmQnxf for more information and examples of labels.
         :param pulumi.Input[_builtins.str] project: The Google Cloud project the job runs in; default: the provider's `project`.
         :param pulumi.Input[_builtins.str] region: The Vertex AI region the job runs in; default: the provider's `region`.
+        :param pulumi.Input[Sequence[Any]] regions: Candidate regions, in order, instead of one `region`: each a region or `{"region": R, "capacity": [...]}`. The job runs in the first that takes it (a quota or capacity refusal moves it to the next; never two attempts at once); `region` is then the first candidate. A change is an update while the job runs in a region the new list still names.
         :param pulumi.Input[Sequence[Any]] triggers: Any change starts a new run (replaces the job).
         :param pulumi.Input[_builtins.str] wait_for: What a create waits for: `submitted` (default), `running` or `succeeded`. A change updates the resource without an API call.
         :param pulumi.Input[_builtins.str] wait_timeout: How long a create waits (seconds, or "30s", "10m", "2h"; default 1 hour). A wait that times out cancels the job.
         """
         pulumi.set(__self__, "job_spec", job_spec)
+        if capacity is not None:
+            pulumi.set(__self__, "capacity", capacity)
+        if continue_last_run is not None:
+            pulumi.set(__self__, "continue_last_run", continue_last_run)
+        if delete_record_on_delete is not None:
+            pulumi.set(__self__, "delete_record_on_delete", delete_record_on_delete)
         if display_name is not None:
             pulumi.set(__self__, "display_name", display_name)
         if encryption_spec is not None:
@@ -62,6 +76,8 @@ class TrainingJobArgs:
             pulumi.set(__self__, "project", project)
         if region is not None:
             pulumi.set(__self__, "region", region)
+        if regions is not None:
+            pulumi.set(__self__, "regions", regions)
         if triggers is not None:
             pulumi.set(__self__, "triggers", triggers)
         if wait_for is not None:
@@ -80,6 +96,42 @@ class TrainingJobArgs:
     @job_spec.setter
     def job_spec(self, value: pulumi.Input['CustomJobSpecArgs']):
         pulumi.set(self, "job_spec", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def capacity(self) -> pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]:
+        """
+        With `regions`: the capacity kinds a candidate without its own accepts, in order (`on-demand`, `spot`, `flex-start`, `reservation`, `reservation:NAME`); none: the spec's own.
+        """
+        return pulumi.get(self, "capacity")
+
+    @capacity.setter
+    def capacity(self, value: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]):
+        pulumi.set(self, "capacity", value)
+
+    @_builtins.property
+    @pulumi.getter(name="continueLastRun")
+    def continue_last_run(self) -> pulumi.Input[Optional[_builtins.bool]]:
+        """
+        Where the output directory is the provider's to choose, a new run writes into the directory of the run it replaces instead of one of its own (as `TrainingJob(continue_last_run=)`; a job whose spec names its output directory writes there either way).
+        """
+        return pulumi.get(self, "continue_last_run")
+
+    @continue_last_run.setter
+    def continue_last_run(self, value: pulumi.Input[Optional[_builtins.bool]]):
+        pulumi.set(self, "continue_last_run", value)
+
+    @_builtins.property
+    @pulumi.getter(name="deleteRecordOnDelete")
+    def delete_record_on_delete(self) -> pulumi.Input[Optional[_builtins.bool]]:
+        """
+        When true, a delete (destroy, the end of a replace) deletes the job's record after cancelling it (by default the record outlives the resource; `keepRecordOnDelete` keeps it whatever this says).
+        """
+        return pulumi.get(self, "delete_record_on_delete")
+
+    @delete_record_on_delete.setter
+    def delete_record_on_delete(self, value: pulumi.Input[Optional[_builtins.bool]]):
+        pulumi.set(self, "delete_record_on_delete", value)
 
     @_builtins.property
     @pulumi.getter(name="displayName")
@@ -167,6 +219,18 @@ class TrainingJobArgs:
 
     @_builtins.property
     @pulumi.getter
+    def regions(self) -> pulumi.Input[Optional[Sequence[Any]]]:
+        """
+        Candidate regions, in order, instead of one `region`: each a region or `{"region": R, "capacity": [...]}`. The job runs in the first that takes it (a quota or capacity refusal moves it to the next; never two attempts at once); `region` is then the first candidate. A change is an update while the job runs in a region the new list still names.
+        """
+        return pulumi.get(self, "regions")
+
+    @regions.setter
+    def regions(self, value: pulumi.Input[Optional[Sequence[Any]]]):
+        pulumi.set(self, "regions", value)
+
+    @_builtins.property
+    @pulumi.getter
     def triggers(self) -> pulumi.Input[Optional[Sequence[Any]]]:
         """
         Any change starts a new run (replaces the job).
@@ -208,6 +272,9 @@ class TrainingJob(pulumi.CustomResource):
     def __init__(__self__,
                  resource_name: str,
                  opts: Optional[pulumi.ResourceOptions] = None,
+                 capacity: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
+                 continue_last_run: pulumi.Input[Optional[_builtins.bool]] = None,
+                 delete_record_on_delete: pulumi.Input[Optional[_builtins.bool]] = None,
                  display_name: pulumi.Input[Optional[_builtins.str]] = None,
                  encryption_spec: pulumi.Input[Optional[Union['EncryptionSpecArgs', 'EncryptionSpecArgsDict', 'outputs.EncryptionSpec']]] = None,
                  exclusive_gpus: pulumi.Input[Optional[_builtins.bool]] = None,
@@ -216,6 +283,7 @@ class TrainingJob(pulumi.CustomResource):
                  labels: pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]] = None,
                  project: pulumi.Input[Optional[_builtins.str]] = None,
                  region: pulumi.Input[Optional[_builtins.str]] = None,
+                 regions: pulumi.Input[Optional[Sequence[Any]]] = None,
                  triggers: pulumi.Input[Optional[Sequence[Any]]] = None,
                  wait_for: pulumi.Input[Optional[_builtins.str]] = None,
                  wait_timeout: pulumi.Input[Optional[_builtins.str]] = None,
@@ -225,6 +293,9 @@ class TrainingJob(pulumi.CustomResource):
 
         :param str resource_name: The name of the resource.
         :param pulumi.ResourceOptions opts: Options for the resource.
+        :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] capacity: With `regions`: the capacity kinds a candidate without its own accepts, in order (`on-demand`, `spot`, `flex-start`, `reservation`, `reservation:NAME`); none: the spec's own.
+        :param pulumi.Input[_builtins.bool] continue_last_run: Where the output directory is the provider's to choose, a new run writes into the directory of the run it replaces instead of one of its own (as `TrainingJob(continue_last_run=)`; a job whose spec names its output directory writes there either way).
+        :param pulumi.Input[_builtins.bool] delete_record_on_delete: When true, a delete (destroy, the end of a replace) deletes the job's record after cancelling it (by default the record outlives the resource; `keepRecordOnDelete` keeps it whatever this says).
         :param pulumi.Input[_builtins.str] display_name: Required. The display name of the CustomJob. The name can be up to 128 characters long and can consist of any UTF-8 characters.
         :param pulumi.Input[Union['EncryptionSpecArgs', 'EncryptionSpecArgsDict', 'outputs.EncryptionSpec']] encryption_spec: Customer-managed encryption key options for a CustomJob. If this is set, then all resources created by the CustomJob will be encrypted with the provided encryption key.
         :param pulumi.Input[_builtins.bool] exclusive_gpus: When true, a replacement cancels the old job before it starts the new one.
@@ -233,6 +304,7 @@ class TrainingJob(pulumi.CustomResource):
         :param pulumi.Input[Mapping[str, pulumi.Input[_builtins.str]]] labels: The labels with user-defined metadata to organize CustomJobs. Label keys and values can be no longer than 64 characters (Unicode codepoints), can only contain lowercase letters, numeric characters, underscores and dashes. International characters are allowed. See https://goo.gl/xmQnxf for more information and examples of labels.
         :param pulumi.Input[_builtins.str] project: The Google Cloud project the job runs in; default: the provider's `project`.
         :param pulumi.Input[_builtins.str] region: The Vertex AI region the job runs in; default: the provider's `region`.
+        :param pulumi.Input[Sequence[Any]] regions: Candidate regions, in order, instead of one `region`: each a region or `{"region": R, "capacity": [...]}`. The job runs in the first that takes it (a quota or capacity refusal moves it to the next; never two attempts at once); `region` is then the first candidate. A change is an update while the job runs in a region the new list still names.
         :param pulumi.Input[Sequence[Any]] triggers: Any change starts a new run (replaces the job).
         :param pulumi.Input[_builtins.str] wait_for: What a create waits for: `submitted` (default), `running` or `succeeded`. A change updates the resource without an API call.
         :param pulumi.Input[_builtins.str] wait_timeout: How long a create waits (seconds, or "30s", "10m", "2h"; default 1 hour). A wait that times out cancels the job.
@@ -261,6 +333,9 @@ class TrainingJob(pulumi.CustomResource):
     def _internal_init(__self__,
                  resource_name: str,
                  opts: Optional[pulumi.ResourceOptions] = None,
+                 capacity: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
+                 continue_last_run: pulumi.Input[Optional[_builtins.bool]] = None,
+                 delete_record_on_delete: pulumi.Input[Optional[_builtins.bool]] = None,
                  display_name: pulumi.Input[Optional[_builtins.str]] = None,
                  encryption_spec: pulumi.Input[Optional[Union['EncryptionSpecArgs', 'EncryptionSpecArgsDict', 'outputs.EncryptionSpec']]] = None,
                  exclusive_gpus: pulumi.Input[Optional[_builtins.bool]] = None,
@@ -269,6 +344,7 @@ class TrainingJob(pulumi.CustomResource):
                  labels: pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]] = None,
                  project: pulumi.Input[Optional[_builtins.str]] = None,
                  region: pulumi.Input[Optional[_builtins.str]] = None,
+                 regions: pulumi.Input[Optional[Sequence[Any]]] = None,
                  triggers: pulumi.Input[Optional[Sequence[Any]]] = None,
                  wait_for: pulumi.Input[Optional[_builtins.str]] = None,
                  wait_timeout: pulumi.Input[Optional[_builtins.str]] = None,
@@ -281,6 +357,9 @@ class TrainingJob(pulumi.CustomResource):
                 raise TypeError('__props__ is only valid when passed in combination with a valid opts.id to get an existing resource')
             __props__ = TrainingJobArgs.__new__(TrainingJobArgs)
 
+            __props__.__dict__["capacity"] = capacity
+            __props__.__dict__["continue_last_run"] = continue_last_run
+            __props__.__dict__["delete_record_on_delete"] = delete_record_on_delete
             __props__.__dict__["display_name"] = display_name
             __props__.__dict__["encryption_spec"] = encryption_spec
             __props__.__dict__["exclusive_gpus"] = exclusive_gpus
@@ -291,6 +370,7 @@ class TrainingJob(pulumi.CustomResource):
             __props__.__dict__["labels"] = labels
             __props__.__dict__["project"] = project
             __props__.__dict__["region"] = region
+            __props__.__dict__["regions"] = regions
             __props__.__dict__["triggers"] = triggers
             __props__.__dict__["wait_for"] = wait_for
             __props__.__dict__["wait_timeout"] = wait_timeout
@@ -304,6 +384,9 @@ class TrainingJob(pulumi.CustomResource):
             __props__.__dict__["max_cost_usd"] = None
             __props__.__dict__["model_dir"] = None
             __props__.__dict__["name"] = None
+            __props__.__dict__["placed_capacity"] = None
+            __props__.__dict__["placed_region"] = None
+            __props__.__dict__["placement_attempts"] = None
             __props__.__dict__["start_time"] = None
             __props__.__dict__["state"] = None
             __props__.__dict__["web_access_uris"] = None
@@ -330,8 +413,11 @@ class TrainingJob(pulumi.CustomResource):
         __props__ = TrainingJobArgs.__new__(TrainingJobArgs)
 
         __props__.__dict__["adopted"] = None
+        __props__.__dict__["capacity"] = None
         __props__.__dict__["console_url"] = None
+        __props__.__dict__["continue_last_run"] = None
         __props__.__dict__["create_time"] = None
+        __props__.__dict__["delete_record_on_delete"] = None
         __props__.__dict__["display_name"] = None
         __props__.__dict__["encryption_spec"] = None
         __props__.__dict__["end_time"] = None
@@ -345,8 +431,12 @@ class TrainingJob(pulumi.CustomResource):
         __props__.__dict__["max_cost_usd"] = None
         __props__.__dict__["model_dir"] = None
         __props__.__dict__["name"] = None
+        __props__.__dict__["placed_capacity"] = None
+        __props__.__dict__["placed_region"] = None
+        __props__.__dict__["placement_attempts"] = None
         __props__.__dict__["project"] = None
         __props__.__dict__["region"] = None
+        __props__.__dict__["regions"] = None
         __props__.__dict__["start_time"] = None
         __props__.__dict__["state"] = None
         __props__.__dict__["triggers"] = None
@@ -370,6 +460,14 @@ class TrainingJob(pulumi.CustomResource):
         return pulumi.get(self, "adopted")
 
     @_builtins.property
+    @pulumi.getter
+    def capacity(self) -> pulumi.Output[Optional[Sequence[_builtins.str]]]:
+        """
+        With `regions`: the capacity kinds a candidate without its own accepts, in order (`on-demand`, `spot`, `flex-start`, `reservation`, `reservation:NAME`); none: the spec's own.
+        """
+        return pulumi.get(self, "capacity")
+
+    @_builtins.property
     @pulumi.getter(name="consoleUrl")
     def console_url(self) -> pulumi.Output[Optional[_builtins.str]]:
         """
@@ -378,12 +476,28 @@ class TrainingJob(pulumi.CustomResource):
         return pulumi.get(self, "console_url")
 
     @_builtins.property
+    @pulumi.getter(name="continueLastRun")
+    def continue_last_run(self) -> pulumi.Output[Optional[_builtins.bool]]:
+        """
+        Where the output directory is the provider's to choose, a new run writes into the directory of the run it replaces instead of one of its own (as `TrainingJob(continue_last_run=)`; a job whose spec names its output directory writes there either way).
+        """
+        return pulumi.get(self, "continue_last_run")
+
+    @_builtins.property
     @pulumi.getter(name="createTime")
     def create_time(self) -> pulumi.Output[Optional[_builtins.str]]:
         """
         When the job was created.
         """
         return pulumi.get(self, "create_time")
+
+    @_builtins.property
+    @pulumi.getter(name="deleteRecordOnDelete")
+    def delete_record_on_delete(self) -> pulumi.Output[Optional[_builtins.bool]]:
+        """
+        When true, a delete (destroy, the end of a replace) deletes the job's record after cancelling it (by default the record outlives the resource; `keepRecordOnDelete` keeps it whatever this says).
+        """
+        return pulumi.get(self, "delete_record_on_delete")
 
     @_builtins.property
     @pulumi.getter(name="displayName")
@@ -490,6 +604,30 @@ class TrainingJob(pulumi.CustomResource):
         return pulumi.get(self, "name")
 
     @_builtins.property
+    @pulumi.getter(name="placedCapacity")
+    def placed_capacity(self) -> pulumi.Output[Optional[_builtins.str]]:
+        """
+        With `regions`: the capacity kind it runs on (`as in the spec`: the spec's).
+        """
+        return pulumi.get(self, "placed_capacity")
+
+    @_builtins.property
+    @pulumi.getter(name="placedRegion")
+    def placed_region(self) -> pulumi.Output[Optional[_builtins.str]]:
+        """
+        With `regions`: the candidate region the job runs in.
+        """
+        return pulumi.get(self, "placed_region")
+
+    @_builtins.property
+    @pulumi.getter(name="placementAttempts")
+    def placement_attempts(self) -> pulumi.Output[Optional[Sequence[Any]]]:
+        """
+        With `regions`: each attempt (`region`, `capacity`, `jobName`, `stoppedBy`: what moved the job on, null for the one that took it).
+        """
+        return pulumi.get(self, "placement_attempts")
+
+    @_builtins.property
     @pulumi.getter
     def project(self) -> pulumi.Output[Optional[_builtins.str]]:
         """
@@ -504,6 +642,14 @@ class TrainingJob(pulumi.CustomResource):
         The Vertex AI region the job runs in; default: the provider's `region`.
         """
         return pulumi.get(self, "region")
+
+    @_builtins.property
+    @pulumi.getter
+    def regions(self) -> pulumi.Output[Optional[Sequence[Any]]]:
+        """
+        Candidate regions, in order, instead of one `region`: each a region or `{"region": R, "capacity": [...]}`. The job runs in the first that takes it (a quota or capacity refusal moves it to the next; never two attempts at once); `region` is then the first candidate. A change is an update while the job runs in a region the new list still names.
+        """
+        return pulumi.get(self, "regions")
 
     @_builtins.property
     @pulumi.getter(name="startTime")
