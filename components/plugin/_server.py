@@ -12,6 +12,13 @@ lifecycle core, its models and catalog: 0.15 s of CPU) only when another call co
 starts the plugin once more in each ``pulumi up`` and ``preview`` of a YAML or other non-Python
 program, for the language host to read the schema, and keeps that process to the end of the
 command: it never imports the core.
+
+``DeferredProvider`` also answers check failures in the engine's form (``engine_failures``): the
+engine prints a failure that names a property as ``property P value V has a problem``, with V
+the resource's top-level input named P (``pkg/resource/deploy``, ``issueCheckFailures``); a
+path (``jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount``) is no such key and printed
+as ``{<nil>}``, a top-level one as its whole value. Each failure goes as the path, then the
+reason, in the failure's text, which the engine prints as it is.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import grpc  # type: ignore[import-untyped]
 import grpc.aio  # type: ignore[import-untyped]
 from pulumi.provider.experimental.provider import (
+    CheckFailure,
     CheckRequest,
     CheckResponse,
     ConfigureRequest,
@@ -56,7 +64,7 @@ from ._schema import VERSION, load_schema
 if TYPE_CHECKING:
     from ._provider import GpuTrainingProvider
 
-__all__ = ["CleanServicer", "DeferredProvider", "main", "message_of"]
+__all__ = ["CleanServicer", "DeferredProvider", "engine_failures", "main", "message_of"]
 
 
 def message_of(exc: BaseException) -> str:
@@ -78,6 +86,18 @@ def _clean(
 
     serve.__name__ = method.__name__
     return serve
+
+
+def engine_failures(response: CheckResponse) -> CheckResponse:
+    """``response`` with each failure's property path at the head of its reason, and no
+    property for the engine to look up (see the module's docstring)."""
+    if not response.failures:
+        return response
+    failures = [
+        CheckFailure("", f"{f.property}: {f.reason}" if f.property else f.reason)
+        for f in response.failures
+    ]
+    return CheckResponse(inputs=response.inputs, failures=failures)
 
 
 class CleanServicer(ProviderServicer):
@@ -121,7 +141,7 @@ class DeferredProvider(Provider):
         return GetSchemaResponse(schema=load_schema())
 
     async def check_config(self, request: CheckRequest) -> CheckResponse:
-        return await self.provider.check_config(request)
+        return engine_failures(await self.provider.check_config(request))
 
     async def configure(self, request: ConfigureRequest) -> ConfigureResponse:
         return await self.provider.configure(request)
@@ -131,7 +151,7 @@ class DeferredProvider(Provider):
             await self._made.cancel()
 
     async def check(self, request: CheckRequest) -> CheckResponse:
-        return await self.provider.check(request)
+        return engine_failures(await self.provider.check(request))
 
     async def diff(self, request: DiffRequest) -> DiffResponse:
         return await self.provider.diff(request)

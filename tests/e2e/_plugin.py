@@ -222,8 +222,13 @@ def assert_replacing_diff(ws: Workspace) -> None:
 
 def assert_bad_gpu_count_fails_preview(ws: Workspace) -> None:
     bad = ws.pulumi("preview", expect_failure=True).output
-    assert "jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount" in bad
-    assert "3 x NVIDIA_TESLA_T4 is not allowed on n1-standard-8" in bad
+    # The full path, then the reason; never the engine's `value {<nil>}` of a path it looked
+    # up as a top-level input.
+    assert (
+        "has a problem: jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount: 3 x "
+        "NVIDIA_TESLA_T4 is not allowed on n1-standard-8"
+    ) in bad, bad
+    assert "<nil>" not in bad and "value {" not in bad, bad
     assert "Traceback" not in bad and 'File "' not in bad
 
 

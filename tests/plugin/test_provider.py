@@ -97,6 +97,31 @@ def test_check_fails_on_the_path_of_the_property_the_user_wrote() -> None:
     ]
 
 
+def test_the_engine_gets_each_failure_with_its_path_in_its_text_and_no_property_to_look_up() -> (
+    None
+):
+    # The engine prints a failure's property as the resource's top-level input of that name
+    # (`value {<nil>}` for a path): the server's answer names none and keeps the full path.
+    from components.plugin._server import DeferredProvider
+
+    served = DeferredProvider()
+    settings = wrap_map({"project": "local-training", "region": "us-central1"})
+    run_isolated(served.configure(ConfigureRequest({}, settings, True, True)))
+    props = wrap_map(_job(count=3))
+    result = run_isolated(served.check(CheckRequest(URN, {}, props, b"")))
+    assert [(f.property, f.reason) for f in result.failures or []] == [
+        (
+            "",
+            "jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount: 3 x NVIDIA_TESLA_T4 is not "
+            "allowed on n1-standard-4 (allowed counts of NVIDIA_TESLA_T4 on n1-standard-4: 1, 2, "
+            "4)",
+        )
+    ]
+    assert result.inputs == props
+    valid = run_isolated(served.check(CheckRequest(URN, {}, wrap_map(_job()), b"")))
+    assert not valid.failures
+
+
 def test_check_passes_a_valid_job_and_keeps_its_inputs_as_written() -> None:
     props = wrap_map(_job())
     result = run_isolated(_provider().check(CheckRequest(URN, {}, props, b"")))
