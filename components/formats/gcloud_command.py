@@ -282,6 +282,16 @@ class _Make:
         self.unknown.pop(name, None)
         if op == "?=" and (name in self.values or name in self.env):
             return
+        try:
+            self.settle(name, op, raw, line)
+        except _MakeUnknown as exc:
+            # `FLAGS := $(EXTRA) -q` with EXTRA set under ifdef: FLAGS is unknown too, an
+            # error only where a recipe uses it.
+            self.values.pop(name, None)
+            self.unknown[name] = f"is set from {exc.reference} (line {line}), which {exc.why}"
+
+    def settle(self, name: str, op: str, raw: str, line: int) -> None:
+        """Apply ``NAME op raw`` (``?=`` already decided): ``:=`` expands now, ``=`` later."""
         if op == "!=":
             self.values[name] = (f"$({self.expand(raw, line)})", False)
         elif op == "+=" and name in self.values:
@@ -345,15 +355,23 @@ class _Make:
             self.notes["$(CURDIR) is read as the Makefile's directory"] = None
             return "."
         if name in self.unknown and name not in self.env:
-            raise SpecFormatError(
-                f"line {line}: $({name}) {self.unknown[name]}; set {name} in the environment"
-            )
+            raise _MakeUnknown(f"$({name})", self.unknown[name], line)
         if name in self.values:
             value, recursive = self.values[name]
             return self.expand(value, line, target, depth + 1) if recursive else value
         if name in self.env:
             return self.env[name]
         return f"${{{name}}}"  # make expands it to nothing; the shell reader names it
+
+
+class _MakeUnknown(SpecFormatError):
+    """A Make variable whose value is not read here (set under ifeq/ifdef...) was used."""
+
+    def __init__(self, reference: str, why: str, line: int) -> None:
+        name = reference[2:-1]
+        super().__init__(f"line {line}: {reference} {why}; set {name} in the environment")
+        self.reference = reference
+        self.why = why
 
 
 def _make_close(text: str, start: int) -> int:

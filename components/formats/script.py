@@ -633,6 +633,8 @@ _OUTPUT_OPTIONS = {"curl": ("-o", "--output"), "wget": ("-O", "--output-document
 _TRUNCATING = frozenset({">", ">|", "&>"})
 _WRITING = _TRUNCATING | {">>", "&>>", ">&"}
 _FD = re.compile(r"^\d*$")
+_READ_VALUE_OPTIONS = frozenset("apdtnNiu")
+"""The options of ``read`` that take a value (``-p PROMPT``, ``-t SECONDS``...)."""
 
 
 @dataclass
@@ -744,6 +746,9 @@ class _Walker:
             return
         if head == "set":
             self.options(words[1:])
+        if head == "read" and mode != "substitution":
+            self.read_builtin(command, words[1:])
+            return
         assignments = 0
         while assignments < len(words) and words[assignments].assigned():
             assignments += 1
@@ -756,6 +761,50 @@ class _Walker:
             program.rsplit("/", 1)[-1] == "gcloud" or self.submits(program, words[assignments:])
         ):
             self.gcloud(words[assignments:], command)
+
+    def read_builtin(self, command: Command, words: list[Word]) -> None:
+        """``read [-r] [-p PROMPT] NAME...``: each NAME gets what the script's user types when
+        it runs (or a line of its standard input), unknown here; the environment may set it."""
+        literals = [w.literal() or "" for w in words]
+        names: list[str] = []
+        index = 0
+        while index < len(literals):
+            option = literals[index]
+            if option == "--":
+                names.extend(literals[index + 1 :])
+                break
+            if option.startswith("-") and len(option) > 1:
+                # `-p PROMPT`, `-t 5`, `-a NAME`...: the last letter may take the next word.
+                taking = option[-1] in _READ_VALUE_OPTIONS
+                if option[-1] == "a" and index + 1 < len(literals):
+                    names.append(literals[index + 1])
+                index += 2 if taking else 1
+                continue
+            names.append(option)
+            index += 1
+        prompted = any(o.startswith("-") and "p" in o[1:] for o in literals)
+        source = next(
+            (
+                r
+                for r in command.redirects
+                if r.op in ("<", "<<", "<<-", "<<<") and r.fd in ("", "0")
+            ),
+            None,
+        )
+        where = (
+            "its standard input"
+            if source is not None or command.ended_by == "|" or not prompted
+            else "the terminal"
+        )
+        for name in names or ["REPLY"]:
+            if not _NAME.fullmatch(name):
+                continue
+            reason = (
+                f"${name} is read from {where} (`read`, line {command.line}) when the script "
+                "runs, so it is not known here"
+            )
+            self.scope.arrays.pop(name, None)
+            self.scope.assign(name, Unresolved(reason, (name,), False, f"${name}"), command.line)
 
     def open_case(self, words: list[Word], command: Command) -> None:
         """``case WORD in``: WORD's value when it is known (a script argument's default
