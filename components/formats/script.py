@@ -434,6 +434,9 @@ class ScriptCommand:
     """Where bash ended the command early (also in ``notes``; errors repeat them)."""
     kept: dict[int, dict[str, None]] = field(default_factory=dict)
     checked: dict[int, dict[str, None]] = field(default_factory=dict)
+    stdin: WrittenFile | None = None
+    """What the command reads as its standard input (``--config=-``): a here-document or
+    here-string on it (``body``), or a file (``< FILE``: ``path``, no ``body``)."""
 
     def readable(self, text: str) -> str:
         """``text`` with each ``MARK`` as the script writes the value."""
@@ -491,7 +494,18 @@ class ScriptCommand:
         """The ``--config`` document: the body of the here-document that writes the file
         before the command, else the file (relative to ``base``). ``SpecFormatError`` when the
         script writes the file another way (what the command reads is not known here)."""
-        written = self.written_file(value) if self.written else None
+        if value in _STDIN:
+            if self.stdin is None:
+                raise SpecFormatError(
+                    f"--config {value}: gcloud reads the config from its standard input, and "
+                    f"the command at line {self.line} is fed none that is read here: give it "
+                    "with a here-document on the command (--config=- <<'EOF' ... EOF) or a file"
+                )
+            if self.stdin.body is None and not self.stdin.error:
+                value = self.stdin.path  # `--config=- < job.yaml`: that file
+        written = self.stdin if value in _STDIN else None
+        if written is None and self.written:
+            written = self.written_file(value)
         if written is None:
             relative, found_note = locate(value, base, "--config")
             path = base / relative
@@ -508,13 +522,24 @@ class ScriptCommand:
                 "with a here-document in the script (cat > FILE <<EOF), or commit the file "
                 f"and drop line {written.line}"
             )
-        origin = f"--config {shown} (the heredoc at line {written.line})"
+        heredoc = "the here-string" if written.by == "<<<" else "the heredoc"
+        origin = f"--config {shown} ({heredoc} at line {written.line})"
         text = MARK.sub(lambda m: f"{_YAML_MARK[0]}{m.group(1)}{_YAML_MARK[1]}", written.body)
         document = map_strings(parse_document(text, origin), _unmark_yaml)
         condition = " (under a condition, which is not evaluated)" if written.conditional else ""
-        note = f"--config {shown}: written by the heredoc at line {written.line}{condition}"
+        note = f"--config {shown}: written by {heredoc} at line {written.line}{condition}"
+        if value in _STDIN:
+            note = f"--config {shown}: read from {heredoc} on the command (line {written.line})"
+        elif written.by == "<(":
+            note = (
+                f"--config {shown}: a process substitution, read from {heredoc} of its `cat` "
+                f"(line {written.line})"
+            )
         return ConfigFile(document, origin, note)
 
+
+_STDIN = frozenset({"-", "/dev/stdin"})
+"""The ``--config`` values gcloud reads as its standard input."""
 
 MAX_ROOT_LEVELS = 4
 """How far above the script's folder a relative path is looked for (``scripts/train.sh``
@@ -590,6 +615,7 @@ class _Found:
     scope: Scope
     writes: int
     cut: str
+    stdin: WrittenFile | None = None
 
 
 def find_submission(
@@ -633,6 +659,7 @@ _OUTPUT_OPTIONS = {"curl": ("-o", "--output"), "wget": ("-O", "--output-document
 _TRUNCATING = frozenset({">", ">|", "&>"})
 _WRITING = _TRUNCATING | {">>", "&>>", ">&"}
 _FD = re.compile(r"^\d*$")
+_STDIN_OPS = frozenset({"<", "<<", "<<-", "<<<"})
 _READ_VALUE_OPTIONS = frozenset("apdtnNiu")
 """The options of ``read`` that take a value (``-p PROMPT``, ``-t SECONDS``...)."""
 
@@ -1283,6 +1310,7 @@ class _Walker:
                 )
             )
             return
+        words = self.processes(words)
         preview = invocation(expand_words(words, scope.preview))
         if preview.form not in SUBMISSIONS:
             self.others.append((line, preview.name))
@@ -1296,8 +1324,74 @@ class _Walker:
         except Unresolvable as exc:
             argv, found = exc, preview
         self.submissions.append(
-            _Found(line, found, argv, self.blocks > 0, scope, len(self.written), command.cut)
+            _Found(
+                line,
+                found,
+                argv,
+                self.blocks > 0,
+                scope,
+                len(self.written),
+                command.cut,
+                self.stdin_of(command),
+            )
         )
+
+    def processes(self, words: list[Word]) -> list[Word]:
+        """The words with each ``<(cat <<EOF ... EOF)`` (a file whose text is a here-document
+        or here-string) named by the path bash gives it (``/dev/fd/63``), that file written
+        with the text; ``<(cat FILE)`` is FILE. Other process substitutions stay (unknown)."""
+        out: list[Word] = []
+        for word in words:
+            parts: list[Part] = []
+            for part in word.parts:
+                if part.kind == "command" and part.op == "process":
+                    parts.append(self.process_file(part))
+                else:
+                    parts.append(part)
+            out.append(Word(tuple(parts)))
+        return out
+
+    def process_file(self, part: Part) -> Part:
+        try:
+            commands = split_commands(part.value, part.line)
+        except SpecFormatError:
+            return part
+        if len(commands) != 1 or part.value.lstrip().startswith(">"):
+            return part
+        command = commands[0]
+        literals = [w.literal() for w in command.words]
+        if literals[:1] != ["cat"] or None in literals:
+            return part
+        files = [w for w in literals[1:] if w != "-"]
+        if len(files) == 1 and len(literals) == 2:
+            return Part("text", files[0] or "", True)  # `<(cat job.yaml)`: that file
+        fed = self.stdin_of(command)
+        if files or fed is None or fed.by == "<":
+            return part
+        if len(self.written) >= MAX_WRITES:
+            raise SpecFormatError(f"refused: the script writes files more than {MAX_WRITES} times")
+        path = f"/dev/fd/{63 - sum(k.startswith('/dev/fd/') for k, _ in self.written) % 60}"
+        self.written.append((path, replace(fed, path=path, by="<(")))
+        return Part("text", path, True)
+
+    def stdin_of(self, command: Command) -> WrittenFile | None:
+        """The command's standard input, when a redirection gives it: a here-document or
+        here-string (its text as bash expands it), or a file (``< FILE``)."""
+        fed = [r for r in command.redirects if r.op in _STDIN_OPS and r.fd in ("", "0")]
+        if not fed:
+            return None
+        redirect = fed[-1]
+        if redirect.op in ("<<", "<<-"):
+            body, error = self.heredoc_text(redirect, "the standard input")
+            return WrittenFile("-", redirect.line, body, error=error)
+        if redirect.op == "<<<":
+            try:
+                text = expand_word(redirect.target, self.scope.marking, split=False)[0]
+            except Unresolvable as exc:
+                error = unresolved_message(redirect.line, exc, "the here-string")
+                return WrittenFile("-", redirect.line, None, "<<<", error)
+            return WrittenFile("-", redirect.line, text + "\n", "<<<")
+        return WrittenFile(self.written_text(redirect.target), redirect.line, by="<")
 
     def expanded(self, words: list[Word], legacy: bool, line: int) -> list[str]:
         """The command's words; in the trainer arguments (after ``--`` of a legacy command,
@@ -1380,6 +1474,7 @@ class _Walker:
             found.scope.unknowns,
             self.written[: found.writes],
             cautions,
+            stdin=found.stdin,
         )
 
 

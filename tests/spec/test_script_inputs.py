@@ -80,3 +80,55 @@ def test_a_make_variable_built_from_a_conditional_one_is_an_error_only_where_use
     ):
         load_spec_file(used, env={})
     assert load_spec_file(used, env={"FLAGS": "--quiet"}).spec.display_name == "d"
+
+
+# --- configs from stdin and process substitutions -----------------------------------------
+
+CONFIG = """workerPoolSpecs:
+  - machineSpec:
+      machineType: $MACHINE
+    replicaCount: 1
+    containerSpec:
+      imageUri: gcr.io/p/trainer:latest
+"""
+CREATE = "gcloud ai custom-jobs create --region=us-central1 --display-name=d"
+
+
+def machine_of(path: Path, env: dict[str, str] | None = None) -> str:
+    machine = load_spec_file(path, env=env or {}).spec.worker_pool_specs[0].machine_spec
+    assert machine is not None
+    return str(machine.machine_type)
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        f"{CREATE} --config=- <<EOF\n{CONFIG}EOF\n",
+        f"{CREATE} --config - <<-EOF\n\t{CONFIG.replace(chr(10), chr(10) + chr(9))}EOF\n",
+        f'{CREATE} --config=/dev/stdin <<< "{CONFIG}"\n',
+        f"{CREATE} --config=<(cat <<EOF\n{CONFIG}EOF\n)\n",
+        f"{CREATE} --config <(cat <<EOF\n{CONFIG}EOF\n)\n",
+        f'F=$(mktemp)\ncat > "$F" <<EOF\n{CONFIG}EOF\n{CREATE} --config="$F"\n',
+    ],
+)
+def test_a_config_from_stdin_or_made_on_the_fly_is_read(tmp_path: Path, script: str) -> None:
+    path = write(tmp_path, f"#!/bin/bash\nMACHINE=n1-standard-8\n{script}")
+    assert machine_of(path) == "n1-standard-8"
+
+
+def test_a_config_on_stdin_from_a_file_or_from_nothing(tmp_path: Path) -> None:
+    (tmp_path / "job.yaml").write_text(CONFIG.replace("$MACHINE", "n1-standard-16"))
+    path = write(tmp_path, f"#!/bin/bash\n{CREATE} --config=- < job.yaml\n")
+    assert machine_of(path) == "n1-standard-16"
+    path = write(tmp_path, f"#!/bin/bash\ncat job.yaml | {CREATE} --config=-\n")
+    with pytest.raises(
+        SpecFormatError,
+        match=r"--config -: gcloud reads the config from its "
+        r"standard input, and the command at line 2 is fed none",
+    ):
+        load_spec_file(path, env={})
+    path = write(tmp_path, f"#!/bin/bash\n{CREATE} --config=<(cat job.yaml)\n")
+    assert machine_of(path) == "n1-standard-16"
+    path = write(tmp_path, f"#!/bin/bash\n{CREATE} --config=<(yq . job.json)\n")
+    with pytest.raises(SpecFormatError, match="would have to run"):
+        load_spec_file(path, env={})
