@@ -52,6 +52,7 @@ from .script import (
     ScriptCommand,
     find_submission,
     find_submission_in,
+    parse_marked,
     unresolved_message,
 )
 from .text import clipped
@@ -128,7 +129,9 @@ def read_gcloud_command(
         found = find_submission(text, env, path.parent)
     form = found.invocation.form
     try:
-        if form == "legacy-training":
+        if found.rest is not None:
+            loaded = _read_rest_call(found, path, catalog, region)
+        elif form == "legacy-training":
             loaded = read_submit_training(found, path, catalog, region)
         elif form == "hp-tuning":
             loaded = read_hp_tuning_create(found, path)
@@ -138,6 +141,48 @@ def read_gcloud_command(
         raise _in_script_terms(exc, found) from None
     loaded.notes[:0] = found.notes
     return _settle_unknowns(loaded, found) if found.unknowns else loaded
+
+
+_REST_FIELDS = {"customJobs": "customJob", "hyperparameterTuningJobs": "hyperparameterTuningJob"}
+
+
+def _read_rest_call(
+    found: ScriptCommand, path: Path, catalog: Catalog, region: str | None
+) -> LoadedSpec:
+    """The job a ``curl`` POST creates: its body (a ``CustomJob`` or
+    ``HyperparameterTuningJob``), in the project and region its URL names."""
+    from .load import spec_from_document  # load reads scripts through this module
+
+    call = found.rest
+    assert call is not None
+    if call.host_region and call.host_region != call.region:
+        raise SpecFormatError(
+            f"line {found.line}: the URL's host is {call.host_region}-aiplatform.googleapis.com "
+            f"but its location is {call.region}: Vertex AI refuses a location other than its "
+            "endpoint's; make them agree"
+        )
+    if call.body_kind == "inline":
+        origin = f"the body of the POST at line {found.line} ({call.option})"
+        document = parse_marked(call.body, origin)
+        note = f"read the job from the body given inline ({call.option})"
+    else:
+        value = "-" if call.body_kind == "stdin" else call.body
+        config = found.read_config(value, path.parent, flag=call.option)
+        document, note = config.document, config.note
+    if not isinstance(document, dict):
+        raise SpecFormatError(
+            f"line {found.line}: the body of the POST must be a JSON object (the job), got "
+            f"{type(document).__name__}"
+        )
+    field = _REST_FIELDS[call.collection]
+    request = {"parent": f"projects/{call.project}/locations/{call.region}", field: document}
+    loaded = spec_from_document(
+        request, f"{path}: the body of the POST", catalog=catalog, region=region, tuning=True
+    )
+    place = f"project {call.project} and region {call.region} from the URL"
+    loaded.notes = [place if n.startswith("project and region taken") else n for n in loaded.notes]
+    loaded.notes.insert(0, note)
+    return dataclasses.replace(loaded, format="gcloud-command")
 
 
 def _in_script_terms(exc: SpecFormatError | SpecInvalidError, found: ScriptCommand) -> Exception:

@@ -89,6 +89,7 @@ __all__ = [
     "find_submission_in",
     "locate",
     "map_strings",
+    "parse_marked",
     "unresolved_message",
 ]
 
@@ -408,6 +409,22 @@ class WrittenFile:
 
 
 @dataclass(frozen=True)
+class RestCall:
+    """A ``curl`` POST to Vertex AI's REST API creating a job: the URL's project, region and
+    collection (``customJobs``, ``hyperparameterTuningJobs``), its regional host's region,
+    and the body: ``inline`` text, a ``file`` (``-d @FILE``) or ``stdin`` (``-d @-``)."""
+
+    url: str
+    project: str
+    region: str
+    collection: str
+    host_region: str
+    body_kind: Literal["inline", "file", "stdin"]
+    body: str
+    option: str
+
+
+@dataclass(frozen=True)
 class ConfigFile:
     """A ``--config`` document, where it came from (for messages) and a note saying so."""
 
@@ -434,6 +451,8 @@ class ScriptCommand:
     """Where bash ended the command early (also in ``notes``; errors repeat them)."""
     kept: dict[int, dict[str, None]] = field(default_factory=dict)
     checked: dict[int, dict[str, None]] = field(default_factory=dict)
+    rest: RestCall | None = None
+    """The REST call (``curl -X POST .../customJobs``) when that is the submission."""
     stdin: WrittenFile | None = None
     """What the command reads as its standard input (``--config=-``): a here-document or
     here-string on it (``body``), or a file (``< FILE``: ``path``, no ``body``)."""
@@ -490,14 +509,14 @@ class ScriptCommand:
         key = _file_key(self.readable(value))
         return next((w for k, w in reversed(self.written) if k == key), None)
 
-    def read_config(self, value: str, base: Path) -> ConfigFile:
+    def read_config(self, value: str, base: Path, flag: str = "--config") -> ConfigFile:
         """The ``--config`` document: the body of the here-document that writes the file
         before the command, else the file (relative to ``base``). ``SpecFormatError`` when the
         script writes the file another way (what the command reads is not known here)."""
         if value in _STDIN:
             if self.stdin is None:
                 raise SpecFormatError(
-                    f"--config {value}: gcloud reads the config from its standard input, and "
+                    f"{flag} {value}: the command reads it from its standard input, and "
                     f"the command at line {self.line} is fed none that is read here: give it "
                     "with a here-document on the command (--config=- <<'EOF' ... EOF) or a file"
                 )
@@ -507,32 +526,31 @@ class ScriptCommand:
         if written is None and self.written:
             written = self.written_file(value)
         if written is None:
-            relative, found_note = locate(value, base, "--config")
+            relative, found_note = locate(value, base, flag)
             path = base / relative
-            text = read_text(path, what="--config file")
-            note = f"read --config {path}" + (f" ({found_note})" if found_note else "")
+            text = read_text(path, what=f"{flag} file")
+            note = f"read {flag} {path}" + (f" ({found_note})" if found_note else "")
             return ConfigFile(parse_document(text, str(path)), str(path), note)
         shown = clipped(self.readable(value))
         if written.error:
             raise SpecFormatError(written.error)
         if written.body is None:
             raise SpecFormatError(
-                f"--config {shown}: line {written.line} writes {clipped(written.path)} "
+                f"{flag} {shown}: line {written.line} writes {clipped(written.path)} "
                 f"({written.by}); the file on disk may not be what the command reads: write it "
                 "with a here-document in the script (cat > FILE <<EOF), or commit the file "
                 f"and drop line {written.line}"
             )
         heredoc = "the here-string" if written.by == "<<<" else "the heredoc"
-        origin = f"--config {shown} ({heredoc} at line {written.line})"
-        text = MARK.sub(lambda m: f"{_YAML_MARK[0]}{m.group(1)}{_YAML_MARK[1]}", written.body)
-        document = map_strings(parse_document(text, origin), _unmark_yaml)
+        origin = f"{flag} {shown} ({heredoc} at line {written.line})"
+        document = parse_marked(written.body, origin)
         condition = " (under a condition, which is not evaluated)" if written.conditional else ""
-        note = f"--config {shown}: written by {heredoc} at line {written.line}{condition}"
+        note = f"{flag} {shown}: written by {heredoc} at line {written.line}{condition}"
         if value in _STDIN:
-            note = f"--config {shown}: read from {heredoc} on the command (line {written.line})"
+            note = f"{flag} {shown}: read from {heredoc} on the command (line {written.line})"
         elif written.by == "<(":
             note = (
-                f"--config {shown}: a process substitution, read from {heredoc} of its `cat` "
+                f"{flag} {shown}: a process substitution, read from {heredoc} of its `cat` "
                 f"(line {written.line})"
             )
         return ConfigFile(document, origin, note)
@@ -578,6 +596,12 @@ def _exists(path: Path) -> bool:
         return False
 
 
+def parse_marked(text: str, origin: str) -> Any:
+    """A YAML or JSON document whose text holds ``MARK``s, parsed with them kept."""
+    hidden = MARK.sub(lambda m: f"{_YAML_MARK[0]}{m.group(1)}{_YAML_MARK[1]}", text)
+    return map_strings(parse_document(hidden, origin), _unmark_yaml)
+
+
 _YAML_MARK_PATTERN = re.compile(f"{_YAML_MARK[0]}(\\d+){_YAML_MARK[1]}")
 
 
@@ -616,6 +640,7 @@ class _Found:
     writes: int
     cut: str
     stdin: WrittenFile | None = None
+    rest: RestCall | None = None
 
 
 def find_submission(
@@ -784,6 +809,9 @@ class _Walker:
                 self.declare(None, words, command.line, conditional)
             return
         program = self.program(words[assignments])
+        if mode == "main" and program.rsplit("/", 1)[-1] == "curl":
+            self.curl(words[assignments:], command)
+            return
         if mode != "sourced" and (
             program.rsplit("/", 1)[-1] == "gcloud" or self.submits(program, words[assignments:])
         ):
@@ -1374,6 +1402,36 @@ class _Walker:
         self.written.append((path, replace(fed, path=path, by="<(")))
         return Part("text", path, True)
 
+    def curl(self, words: list[Word], command: Command) -> None:
+        """``curl -X POST .../v1/projects/P/locations/R/customJobs -d BODY``: a job submission
+        (its headers, ``$(gcloud auth print-access-token)`` included, are never run)."""
+        scope = self.scope
+        preview = expand_words(words, scope.preview)
+        if not any(_REST_URL.search(w) for w in preview):
+            return
+        argv: list[str] | Unresolvable
+        try:
+            argv = expand_words(words, scope.marking)
+            call = _rest_call(argv, command.line)
+        except Unresolvable as exc:
+            argv, call = exc, _rest_call(preview, command.line)
+        if call is None:
+            self.others.append((command.line, "curl (not a POST creating a job)"))
+            return
+        self.submissions.append(
+            _Found(
+                command.line,
+                invocation(["gcloud"]),
+                argv,
+                self.blocks > 0,
+                scope,
+                len(self.written),
+                command.cut,
+                self.stdin_of(command),
+                call,
+            )
+        )
+
     def stdin_of(self, command: Command) -> WrittenFile | None:
         """The command's standard input, when a redirection gives it: a here-document or
         here-string (its text as bash expands it), or a file (``< FILE``)."""
@@ -1458,6 +1516,11 @@ class _Walker:
         if isinstance(found.argv, Unresolvable):
             raise SpecFormatError(unresolved_message(found.line, found.argv) + caution)
         notes = [f"read the gcloud command at line {found.line} (`{found.invocation.name}`)"]
+        if found.rest is not None:
+            notes = [
+                f"read the REST call at line {found.line} (`curl -X POST …/"
+                f"{found.rest.collection}`); its headers are not run"
+            ]
         notes.extend(found.scope.notes)
         if found.in_block:
             notes.append(
@@ -1475,7 +1538,70 @@ class _Walker:
             self.written[: found.writes],
             cautions,
             stdin=found.stdin,
+            rest=found.rest,
         )
+
+
+_REST_URL = re.compile(
+    r"^(?:https?://)?(?:([a-z0-9-]+)-)?aiplatform\.googleapis\.com(?::\d+)?/v1(?:beta1)?/"
+    r"projects/([^/?#]+)/locations/([^/?#]+)/(customJobs|hyperparameterTuningJobs)/?(?:\?.*)?$"
+)
+"""Vertex AI's REST URL that creates a custom or tuning job (``-X POST``)."""
+_CURL_DATA = frozenset(
+    {"-d", "--data", "--data-ascii", "--data-binary", "--data-raw", "--json", "--data-urlencode"}
+)
+_CURL_VALUED = frozenset({"-H", "--header", "-o", "--output", "-u", "--user", "-w"})
+_CURL_VALUED |= {"--write-out", "-A", "--user-agent", "-e", "--referer", "-m", "--max-time"}
+_CURL_VALUED |= {"--connect-timeout", "--retry", "-x", "--proxy", "--cacert", "--oauth2-bearer"}
+
+
+def _rest_call(argv: list[str], line: int) -> RestCall | None:
+    """The job-creating POST of a ``curl`` command's words, or None (another request);
+    ``SpecFormatError`` for a body that cannot be read here."""
+    method = ""
+    url = ""
+    bodies: list[tuple[str, str]] = []
+    index = 1
+    while index < len(argv):
+        word = argv[index]
+        value = argv[index + 1] if index + 1 < len(argv) else ""
+        if word in ("-X", "--request"):
+            method, index = value, index + 2
+        elif word.startswith("-X") and len(word) > 2:
+            method, index = word[2:], index + 1
+        elif word in _CURL_DATA:
+            bodies.append((word, value))
+            index += 2
+        elif word.startswith("-d") and len(word) > 2:
+            bodies.append(("-d", word[2:]))
+            index += 1
+        elif word == "--url":
+            url, index = value, index + 2
+        elif word in _CURL_VALUED:
+            index += 2
+        else:
+            if not word.startswith("-") and _REST_URL.match(word):
+                url = word
+            index += 1
+        if index > MAX_FIELDS:
+            break
+    match = _REST_URL.match(url)
+    if match is None or (method or ("POST" if bodies else "GET")).upper() != "POST":
+        return None
+    if not bodies:
+        raise SpecFormatError(f"line {line}: the POST to {clipped(url)} sends no body (-d)")
+    if len(bodies) > 1:
+        raise SpecFormatError(
+            f"line {line}: the POST to {clipped(url)} sends {len(bodies)} bodies "
+            f"({', '.join(o for o, _ in bodies)}), which curl joins with `&`: send one JSON body"
+        )
+    option, body = bodies[0]
+    kind: Literal["inline", "file", "stdin"] = "inline"
+    if body.startswith("@") and option not in ("--data-raw", "--data-urlencode"):
+        kind = "stdin" if body[1:] in _STDIN else "file"
+        body = body[1:]
+    host, project, region, collection = match.groups()
+    return RestCall(url, project, region, collection, host or "", kind, body, option)
 
 
 _WRITERS = frozenset({"tee", "cat", "gsutil", *_COPIERS, *_IN_PLACE, *_OUTPUT_OPTIONS})

@@ -123,7 +123,7 @@ def test_a_config_on_stdin_from_a_file_or_from_nothing(tmp_path: Path) -> None:
     path = write(tmp_path, f"#!/bin/bash\ncat job.yaml | {CREATE} --config=-\n")
     with pytest.raises(
         SpecFormatError,
-        match=r"--config -: gcloud reads the config from its "
+        match=r"--config -: the command reads it from its "
         r"standard input, and the command at line 2 is fed none",
     ):
         load_spec_file(path, env={})
@@ -131,4 +131,80 @@ def test_a_config_on_stdin_from_a_file_or_from_nothing(tmp_path: Path) -> None:
     assert machine_of(path) == "n1-standard-16"
     path = write(tmp_path, f"#!/bin/bash\n{CREATE} --config=<(yq . job.json)\n")
     with pytest.raises(SpecFormatError, match="would have to run"):
+        load_spec_file(path, env={})
+
+
+# --- REST calls ---------------------------------------------------------------------------
+
+URL = "https://us-east1-aiplatform.googleapis.com/v1/projects/my-project/locations/us-east1"
+AUTH = '-H "Authorization: Bearer $(gcloud auth print-access-token)" -H "Content-Type: application/json"'
+JOB = (
+    '{"displayName": "rest", "jobSpec": {"workerPoolSpecs": [{"machineSpec": {"machineType": '
+    '"$MACHINE"}, "replicaCount": 1, "containerSpec": {"imageUri": "gcr.io/p/t"}}]}}'
+)
+TUNING = (
+    '{"displayName": "hp", "maxTrialCount": 4, "parallelTrialCount": 2, "studySpec": '
+    '{"metrics": [{"metricId": "acc", "goal": "MAXIMIZE"}], "parameters": [{"parameterId": '
+    '"lr", "doubleValueSpec": {"minValue": 0.001, "maxValue": 0.1}}]}, "trialJobSpec": '
+    '{"workerPoolSpecs": [{"machineSpec": {"machineType": "$MACHINE"}, "replicaCount": 1, '
+    '"containerSpec": {"imageUri": "gcr.io/p/t"}}]}}'
+)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        f'cat > request.json <<EOF\n{JOB}\nEOF\ncurl -X POST {AUTH} -d @request.json "{URL}/customJobs"\n',
+        f"curl -sS -XPOST {AUTH} \\\n  --data-binary @- {URL}/customJobs <<EOF\n{JOB}\nEOF\n",
+        f'curl {AUTH} "{URL}/customJobs" -d "{JOB.replace(chr(34), chr(92) + chr(34))}"\n',
+        f'curl --request POST {AUTH} --url {URL}/customJobs --json @- <<< "$BODY"\n',
+        f'curl -X POST {AUTH} {URL}/customJobs --data-raw "$BODY"\n',
+    ],
+)
+def test_a_rest_call_creating_a_custom_job_is_read(tmp_path: Path, call: str) -> None:
+    body = JOB.replace("$MACHINE", "n1-standard-8")
+    path = write(tmp_path, f"#!/bin/bash\nMACHINE=n1-standard-8\nBODY='{body}'\n{call}")
+    loaded = load_spec_file(path, env={})
+    assert loaded.spec.region == "us-east1" and loaded.spec.project == "my-project"
+    assert machine_of(path) == "n1-standard-8"
+    assert any("from the URL" in note for note in loaded.notes)
+    assert not any("print-access-token" in note for note in loaded.notes)
+
+
+def test_a_rest_call_reads_its_body_file_and_tuning_jobs(tmp_path: Path) -> None:
+    (tmp_path / "job.json").write_text(JOB.replace("$MACHINE", "n1-standard-16"))
+    path = write(tmp_path, f"curl -X POST {AUTH} --data @job.json {URL}/customJobs\n")
+    assert machine_of(path) == "n1-standard-16"
+    path = write(
+        tmp_path,
+        f"#!/bin/bash\nMACHINE=n1-standard-4\ncurl -X POST {AUTH} "
+        f"{URL}/hyperparameterTuningJobs -d @- <<EOF\n{TUNING}\nEOF\n",
+    )
+    tuning = load_spec_file(path, env={}, tuning=True).tuning
+    assert tuning is not None and tuning.max_trial_count == 4
+    with pytest.raises(SpecFormatError, match="hyperparameter tuning job"):
+        load_spec_file(path, env={})
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (f"curl {AUTH} {URL}/customJobs\n", "`curl \\(not a POST creating a job\\)` \\(line 2\\)"),
+        (f"curl -X POST {AUTH} {URL}/customJobs\n", "sends no body"),
+        (
+            f"curl -X POST {URL.replace('locations/us-east1', 'locations/europe-west4')}/customJobs -d @r.json\n",
+            "host is us-east1-aiplatform.googleapis.com but its location is europe-west4",
+        ),
+        (
+            f"curl -X POST {URL.replace('locations/us-east1', 'locations/$R')}/customJobs -d @r\n",
+            r"environment variable \$R is not set",
+        ),
+        (f"curl -X POST {URL}/customJobs -d '[1, 2]'\n", "must be a JSON object"),
+        (f"curl -X POST {URL}/customJobs -d '{{\"jobSpec\": {{' \n", "the body of the POST"),
+        (f"curl -X POST {URL}/customJobs -d a=1 -d b=2\n", "sends 2 bodies"),
+    ],
+)
+def test_a_rest_call_that_cannot_be_read_says_why(tmp_path: Path, call: str, message: str) -> None:
+    path = write(tmp_path, f"#!/bin/bash\n{call}")
+    with pytest.raises(SpecFormatError, match=message):
         load_spec_file(path, env={})
