@@ -641,6 +641,7 @@ class _Found:
     cut: str
     stdin: WrittenFile | None = None
     rest: RestCall | None = None
+    loop: _Loop | None = None
 
 
 def find_submission(
@@ -717,6 +718,17 @@ class _Case:
         self.state = "pattern" if branch_end else "body"
 
 
+@dataclass(frozen=True)
+class _Loop:
+    """A ``for`` loop being read: its depth among blocks, line, variable and values (None:
+    not known)."""
+
+    depth: int
+    line: int
+    name: str
+    values: list[str] | None
+
+
 @dataclass
 class _Walker:
     scope: Scope
@@ -738,6 +750,38 @@ class _Walker:
     options_depth: int = 0
     array_programs: dict[str, str] = field(default_factory=dict)
     """The first word each array held when last known (``gcloud`` for a command built in it)."""
+    loops: list[_Loop] = field(default_factory=list)
+    """The ``for`` loops the walk is in, innermost last."""
+
+    def open_for(self, words: list[Word], command: Command) -> None:
+        """``for NAME in WORDS``: NAME is read as its first value (a loop over several values
+        submits one job per value: ``choose`` says so); values not known make NAME unknown."""
+        name = words[1].literal() if len(words) > 1 else None
+        if name is None or not _NAME.fullmatch(name):
+            return
+        listed = words[3:] if len(words) > 2 and words[2].literal() == "in" else None
+        values: list[str] | None = None
+        why = "it loops over the script's arguments, which are not known here"
+        if listed is not None:
+            try:
+                values = expand_words(listed, self.scope.lookup)
+                if any(any(c in v for c in "*?[") for v in values):
+                    why, values = "its words name files (a glob), which are not listed here", None
+            except Unresolvable as exc:
+                why = f"its values are not known here ({exc.message})"
+        self.loops.append(_Loop(self.blocks, command.line, name, values))
+        if values:
+            self.scope.assign(name, values[0], command.line)
+            return
+        reason = (
+            f"${name} is the variable of the `for` loop at line {command.line}, which submits "
+            f"one job per value: {why}"
+        )
+        self.scope.assign(name, Unresolved(reason, (name,), False, f"${name}"), command.line)
+
+    def loop_of(self) -> _Loop | None:
+        """The innermost loop the walk is in that runs more than once, if any."""
+        return next((loop for loop in reversed(self.loops) if len(loop.values or ()) > 1), None)
 
     def walk(self, commands: list[Command], *, mode: _Mode) -> None:
         for index, command in enumerate(commands):
@@ -772,10 +816,14 @@ class _Walker:
                 self.cases.pop()
             if first == "done" and self.options_depth > self.blocks:
                 self.options_loop = self.options_depth = 0
+            while first == "done" and self.loops and self.loops[-1].depth > self.blocks:
+                self.loops.pop()
         elif first in _BLOCK_OPEN:
             self.blocks += 1
             if first == "case":
                 self.open_case(words, command)
+            elif first == "for" and mode == "main":
+                self.open_for(words, command)
             elif len(words) > 1 and words[1].literal() == "getopts" and not self.options_loop:
                 self.options_loop, self.options_depth = command.line, self.blocks
         while words and words[0].literal() in _PREFIX_WORDS:
@@ -1361,6 +1409,7 @@ class _Walker:
                 len(self.written),
                 command.cut,
                 self.stdin_of(command),
+                loop=self.loop_of(),
             )
         )
 
@@ -1429,6 +1478,7 @@ class _Walker:
                 command.cut,
                 self.stdin_of(command),
                 call,
+                self.loop_of(),
             )
         )
 
@@ -1510,6 +1560,17 @@ class _Walker:
                 f"{lines}); a spec file describes one job: keep one submission per file"
             )
         found = self.submissions[0]
+        if found.loop is not None and found.loop.values is not None:
+            loop, values = found.loop, found.loop.values
+            shown = ", ".join(clipped(v) for v in values[:10]) + (
+                " ..." if len(values) > 10 else ""
+            )
+            raise SpecFormatError(
+                f"line {found.line}: the `for {loop.name} in ...` loop at line {loop.line} "
+                f"submits {len(values)} jobs, one per value of ${loop.name} ({shown}); a spec "
+                "file describes one job: write one file per value (or loop over one value), "
+                "each with its one submission"
+            )
         caution = f" (note: {found.cut})" if found.cut else ""
         if self.required:
             raise SpecFormatError(self.required[0] + caution)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,66 @@ def test_a_rest_call_that_cannot_be_read_says_why(tmp_path: Path, call: str, mes
     path = write(tmp_path, f"#!/bin/bash\n{call}")
     with pytest.raises(SpecFormatError, match=message):
         load_spec_file(path, env={})
+
+
+# --- loops --------------------------------------------------------------------------------
+
+LOOP_CREATE = (
+    "gcloud ai custom-jobs create --region=us-central1 --display-name=lr-$LR "
+    "--worker-pool-spec=machine-type=n1-standard-4,replica-count=1,"
+    "container-image-uri=gcr.io/p/t --args=--lr=$LR"
+)
+
+
+@pytest.mark.parametrize(
+    ("loop", "message"),
+    [
+        (
+            "for LR in 0.01 0.1; do\n  {create}\ndone\n",
+            r"line 3: the `for LR in \.\.\.` loop at line 2 submits 2 jobs, one per value of "
+            r"\$LR \(0\.01, 0\.1\)",
+        ),
+        (
+            'RATES="0.1 0.2 0.3"\nfor LR in $RATES; do {create}; done\n',
+            r"submits 3 jobs, one per value of \$LR \(0\.1, 0\.2, 0\.3\)",
+        ),
+        (
+            "for B in 32 64; do\n  for LR in 0.1; do\n    {create}\n  done\ndone\n",
+            r"the `for B in \.\.\.` loop at line 2 submits 2 jobs",
+        ),
+        (
+            "for LR in $(seq 1 3); do\n  {create}\ndone\n",
+            r"\$LR is the variable of the `for` loop at line 2, which submits one job per "
+            r"value: its values are not known here \(`\$\(seq 1 3\)`",
+        ),
+        ('for LR in "$@"; do\n  {create}\ndone\n', r"the script argument \$@"),
+        ("for LR in configs/*.yaml; do\n  {create}\ndone\n", r"a glob"),
+        (
+            "while read -r LR; do\n  {create}\ndone < rates.txt\n",
+            r"\$LR is read from its standard input \(`read`, line 2\)",
+        ),
+    ],
+)
+def test_a_loop_that_submits_jobs_says_how_many_or_which_value_is_unknown(
+    tmp_path: Path, loop: str, message: str
+) -> None:
+    path = write(tmp_path, "#!/bin/bash\n" + loop.replace("{create}", LOOP_CREATE))
+    if "submits" in loop or " jobs" in message:
+        with pytest.raises(SpecFormatError, match=message):
+            load_spec_file(path, env={})
+        return
+    # Its value is kept as written in the name and arguments, with a note saying why.
+    notes = load_spec_file(path, env={}).notes
+    assert any(re.search(message, note) for note in notes), notes
+    machine = LOOP_CREATE.replace("n1-standard-4", "$LR")
+    path = write(tmp_path, "#!/bin/bash\n" + loop.replace("{create}", machine))
+    with pytest.raises(SpecFormatError, match=message):
+        load_spec_file(path, env={})
+
+
+def test_a_loop_over_one_value_reads_its_job(tmp_path: Path) -> None:
+    path = write(tmp_path, f"#!/bin/bash\nfor LR in 0.05; do\n  {LOOP_CREATE}\ndone\n")
+    spec = load_spec_file(path, env={}).spec
+    assert spec.display_name == "lr-0.05"
+    container = spec.worker_pool_specs[0].container_spec
+    assert container is not None and container.args == ["--lr=0.05"]
