@@ -80,6 +80,8 @@ def is_gcloud_command(text: str, path: Path | None = None) -> bool:
     """
     if text.startswith("#!") or (path is not None and path.suffix in _SCRIPT_SUFFIXES):
         return True
+    if is_batch_file(text, path):
+        return True
     if is_makefile(text, path):
         return True
     first = next(
@@ -96,6 +98,13 @@ def is_gcloud_command(text: str, path: Path | None = None) -> bool:
     if word.rsplit("/", 1)[-1] in _SHELL_WORDS or _ASSIGNMENT.match(first):
         return True
     return not _YAML_START.match(first) and _GCLOUD_LINE.search(text) is not None
+
+
+def is_batch_file(text: str, path: Path | None = None) -> bool:
+    """True for a Windows batch file: a ``.bat``/``.cmd`` name or an ``@echo off`` first line."""
+    if path is not None and path.suffix.lower() in (".bat", ".cmd"):
+        return True
+    return text.lstrip().lower().startswith("@echo off")
 
 
 def is_makefile(text: str, path: Path | None = None) -> bool:
@@ -123,6 +132,12 @@ def read_gcloud_command(
     there is none, or several; ``SpecInvalidError`` for bad values.
 
     ``region`` (``--region`` of the CLI) overrides a legacy job's region and image registry."""
+    if is_batch_file(text, path):
+        raise SpecFormatError(
+            f"{path}: a Windows batch file (cmd.exe: `^` continuations, %VAR%) is not read "
+            "here: write its gcloud command in a shell script (.sh), or give the job's YAML "
+            "(the file its --config names)"
+        )
     if is_makefile(text, path):
         found = _makefile_submission(text, env, path.parent)
     else:
