@@ -25,7 +25,8 @@ A ``gcloud-command`` file is read as bash reads it, never run (``shell``, ``scri
 one job submission goes to ``ai_platform_command`` (``gcloud ai-platform|ml-engine jobs
 submit training``), ``custom_jobs_command`` (``gcloud ai custom-jobs create``) or
 ``tuning_command`` (``gcloud ai hp-tuning-jobs create``), all using gcloud's flag conventions
-(``gcloud_flags``).
+(``gcloud_flags``); a ``curl`` POST to Vertex AI's ``customJobs`` or
+``hyperparameterTuningJobs`` URL is read from its body (``gcloud_command``).
 
 gcloud's autopackaging (``local-package-path``) is modelled in ``autopackage``: how the
 local stack runs such a pool, and the image ``convert`` says Vertex AI needs.

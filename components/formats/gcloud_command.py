@@ -52,6 +52,7 @@ from .script import (
     ScriptCommand,
     find_submission,
     find_submission_in,
+    parse_marked,
     unresolved_message,
 )
 from .text import clipped
@@ -79,6 +80,8 @@ def is_gcloud_command(text: str, path: Path | None = None) -> bool:
     """
     if text.startswith("#!") or (path is not None and path.suffix in _SCRIPT_SUFFIXES):
         return True
+    if is_batch_file(text, path):
+        return True
     if is_makefile(text, path):
         return True
     first = next(
@@ -95,6 +98,13 @@ def is_gcloud_command(text: str, path: Path | None = None) -> bool:
     if word.rsplit("/", 1)[-1] in _SHELL_WORDS or _ASSIGNMENT.match(first):
         return True
     return not _YAML_START.match(first) and _GCLOUD_LINE.search(text) is not None
+
+
+def is_batch_file(text: str, path: Path | None = None) -> bool:
+    """True for a Windows batch file: a ``.bat``/``.cmd`` name or an ``@echo off`` first line."""
+    if path is not None and path.suffix.lower() in (".bat", ".cmd"):
+        return True
+    return text.lstrip().lower().startswith("@echo off")
 
 
 def is_makefile(text: str, path: Path | None = None) -> bool:
@@ -122,13 +132,21 @@ def read_gcloud_command(
     there is none, or several; ``SpecInvalidError`` for bad values.
 
     ``region`` (``--region`` of the CLI) overrides a legacy job's region and image registry."""
+    if is_batch_file(text, path):
+        raise SpecFormatError(
+            f"{path}: a Windows batch file (cmd.exe: `^` continuations, %VAR%) is not read "
+            "here: write its gcloud command in a shell script (.sh), or give the job's YAML "
+            "(the file its --config names)"
+        )
     if is_makefile(text, path):
         found = _makefile_submission(text, env, path.parent)
     else:
         found = find_submission(text, env, path.parent)
     form = found.invocation.form
     try:
-        if form == "legacy-training":
+        if found.rest is not None:
+            loaded = _read_rest_call(found, path, catalog, region)
+        elif form == "legacy-training":
             loaded = read_submit_training(found, path, catalog, region)
         elif form == "hp-tuning":
             loaded = read_hp_tuning_create(found, path)
@@ -138,6 +156,48 @@ def read_gcloud_command(
         raise _in_script_terms(exc, found) from None
     loaded.notes[:0] = found.notes
     return _settle_unknowns(loaded, found) if found.unknowns else loaded
+
+
+_REST_FIELDS = {"customJobs": "customJob", "hyperparameterTuningJobs": "hyperparameterTuningJob"}
+
+
+def _read_rest_call(
+    found: ScriptCommand, path: Path, catalog: Catalog, region: str | None
+) -> LoadedSpec:
+    """The job a ``curl`` POST creates: its body (a ``CustomJob`` or
+    ``HyperparameterTuningJob``), in the project and region its URL names."""
+    from .load import spec_from_document  # load reads scripts through this module
+
+    call = found.rest
+    assert call is not None
+    if call.host_region and call.host_region != call.region:
+        raise SpecFormatError(
+            f"line {found.line}: the URL's host is {call.host_region}-aiplatform.googleapis.com "
+            f"but its location is {call.region}: Vertex AI refuses a location other than its "
+            "endpoint's; make them agree"
+        )
+    if call.body_kind == "inline":
+        origin = f"the body of the POST at line {found.line} ({call.option})"
+        document = parse_marked(call.body, origin)
+        note = f"read the job from the body given inline ({call.option})"
+    else:
+        value = "-" if call.body_kind == "stdin" else call.body
+        config = found.read_config(value, path.parent, flag=call.option)
+        document, note = config.document, config.note
+    if not isinstance(document, dict):
+        raise SpecFormatError(
+            f"line {found.line}: the body of the POST must be a JSON object (the job), got "
+            f"{type(document).__name__}"
+        )
+    field = _REST_FIELDS[call.collection]
+    request = {"parent": f"projects/{call.project}/locations/{call.region}", field: document}
+    loaded = spec_from_document(
+        request, f"{path}: the body of the POST", catalog=catalog, region=region, tuning=True
+    )
+    place = f"project {call.project} and region {call.region} from the URL"
+    loaded.notes = [place if n.startswith("project and region taken") else n for n in loaded.notes]
+    loaded.notes.insert(0, note)
+    return dataclasses.replace(loaded, format="gcloud-command")
 
 
 def _in_script_terms(exc: SpecFormatError | SpecInvalidError, found: ScriptCommand) -> Exception:
@@ -282,6 +342,16 @@ class _Make:
         self.unknown.pop(name, None)
         if op == "?=" and (name in self.values or name in self.env):
             return
+        try:
+            self.settle(name, op, raw, line)
+        except _MakeUnknown as exc:
+            # `FLAGS := $(EXTRA) -q` with EXTRA set under ifdef: FLAGS is unknown too, an
+            # error only where a recipe uses it.
+            self.values.pop(name, None)
+            self.unknown[name] = f"is set from {exc.reference} (line {line}), which {exc.why}"
+
+    def settle(self, name: str, op: str, raw: str, line: int) -> None:
+        """Apply ``NAME op raw`` (``?=`` already decided): ``:=`` expands now, ``=`` later."""
         if op == "!=":
             self.values[name] = (f"$({self.expand(raw, line)})", False)
         elif op == "+=" and name in self.values:
@@ -345,15 +415,23 @@ class _Make:
             self.notes["$(CURDIR) is read as the Makefile's directory"] = None
             return "."
         if name in self.unknown and name not in self.env:
-            raise SpecFormatError(
-                f"line {line}: $({name}) {self.unknown[name]}; set {name} in the environment"
-            )
+            raise _MakeUnknown(f"$({name})", self.unknown[name], line)
         if name in self.values:
             value, recursive = self.values[name]
             return self.expand(value, line, target, depth + 1) if recursive else value
         if name in self.env:
             return self.env[name]
         return f"${{{name}}}"  # make expands it to nothing; the shell reader names it
+
+
+class _MakeUnknown(SpecFormatError):
+    """A Make variable whose value is not read here (set under ifeq/ifdef...) was used."""
+
+    def __init__(self, reference: str, why: str, line: int) -> None:
+        name = reference[2:-1]
+        super().__init__(f"line {line}: {reference} {why}; set {name} in the environment")
+        self.reference = reference
+        self.why = why
 
 
 def _make_close(text: str, start: int) -> int:

@@ -45,7 +45,7 @@ SUBMISSIONS: frozenset[CommandForm] = frozenset({"legacy-training", "custom-job"
 UNDERSTOOD = (
     "only `gcloud ai-platform jobs submit training` (or `gcloud ml-engine jobs submit training`), "
     "`gcloud ai custom-jobs create` and `gcloud ai hp-tuning-jobs create`, each also under beta "
-    "or alpha"
+    "or alpha, and a `curl -X POST` to Vertex AI's customJobs or hyperparameterTuningJobs URL"
 )
 TUNING = (
     "`gcloud ai custom-jobs create` cannot run a tuning job (gcloud refuses studySpec in a "

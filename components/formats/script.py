@@ -89,6 +89,7 @@ __all__ = [
     "find_submission_in",
     "locate",
     "map_strings",
+    "parse_marked",
     "unresolved_message",
 ]
 
@@ -408,6 +409,22 @@ class WrittenFile:
 
 
 @dataclass(frozen=True)
+class RestCall:
+    """A ``curl`` POST to Vertex AI's REST API creating a job: the URL's project, region and
+    collection (``customJobs``, ``hyperparameterTuningJobs``), its regional host's region,
+    and the body: ``inline`` text, a ``file`` (``-d @FILE``) or ``stdin`` (``-d @-``)."""
+
+    url: str
+    project: str
+    region: str
+    collection: str
+    host_region: str
+    body_kind: Literal["inline", "file", "stdin"]
+    body: str
+    option: str
+
+
+@dataclass(frozen=True)
 class ConfigFile:
     """A ``--config`` document, where it came from (for messages) and a note saying so."""
 
@@ -434,6 +451,11 @@ class ScriptCommand:
     """Where bash ended the command early (also in ``notes``; errors repeat them)."""
     kept: dict[int, dict[str, None]] = field(default_factory=dict)
     checked: dict[int, dict[str, None]] = field(default_factory=dict)
+    rest: RestCall | None = None
+    """The REST call (``curl -X POST .../customJobs``) when that is the submission."""
+    stdin: WrittenFile | None = None
+    """What the command reads as its standard input (``--config=-``): a here-document or
+    here-string on it (``body``), or a file (``< FILE``: ``path``, no ``body``)."""
 
     def readable(self, text: str) -> str:
         """``text`` with each ``MARK`` as the script writes the value."""
@@ -487,34 +509,55 @@ class ScriptCommand:
         key = _file_key(self.readable(value))
         return next((w for k, w in reversed(self.written) if k == key), None)
 
-    def read_config(self, value: str, base: Path) -> ConfigFile:
+    def read_config(self, value: str, base: Path, flag: str = "--config") -> ConfigFile:
         """The ``--config`` document: the body of the here-document that writes the file
         before the command, else the file (relative to ``base``). ``SpecFormatError`` when the
         script writes the file another way (what the command reads is not known here)."""
-        written = self.written_file(value) if self.written else None
+        if value in _STDIN:
+            if self.stdin is None:
+                raise SpecFormatError(
+                    f"{flag} {value}: the command reads it from its standard input, and "
+                    f"the command at line {self.line} is fed none that is read here: give it "
+                    "with a here-document on the command (--config=- <<'EOF' ... EOF) or a file"
+                )
+            if self.stdin.body is None and not self.stdin.error:
+                value = self.stdin.path  # `--config=- < job.yaml`: that file
+        written = self.stdin if value in _STDIN else None
+        if written is None and self.written:
+            written = self.written_file(value)
         if written is None:
-            relative, found_note = locate(value, base, "--config")
+            relative, found_note = locate(value, base, flag)
             path = base / relative
-            text = read_text(path, what="--config file")
-            note = f"read --config {path}" + (f" ({found_note})" if found_note else "")
+            text = read_text(path, what=f"{flag} file")
+            note = f"read {flag} {path}" + (f" ({found_note})" if found_note else "")
             return ConfigFile(parse_document(text, str(path)), str(path), note)
         shown = clipped(self.readable(value))
         if written.error:
             raise SpecFormatError(written.error)
         if written.body is None:
             raise SpecFormatError(
-                f"--config {shown}: line {written.line} writes {clipped(written.path)} "
+                f"{flag} {shown}: line {written.line} writes {clipped(written.path)} "
                 f"({written.by}); the file on disk may not be what the command reads: write it "
                 "with a here-document in the script (cat > FILE <<EOF), or commit the file "
                 f"and drop line {written.line}"
             )
-        origin = f"--config {shown} (the heredoc at line {written.line})"
-        text = MARK.sub(lambda m: f"{_YAML_MARK[0]}{m.group(1)}{_YAML_MARK[1]}", written.body)
-        document = map_strings(parse_document(text, origin), _unmark_yaml)
+        heredoc = "the here-string" if written.by == "<<<" else "the heredoc"
+        origin = f"{flag} {shown} ({heredoc} at line {written.line})"
+        document = parse_marked(written.body, origin)
         condition = " (under a condition, which is not evaluated)" if written.conditional else ""
-        note = f"--config {shown}: written by the heredoc at line {written.line}{condition}"
+        note = f"{flag} {shown}: written by {heredoc} at line {written.line}{condition}"
+        if value in _STDIN:
+            note = f"{flag} {shown}: read from {heredoc} on the command (line {written.line})"
+        elif written.by == "<(":
+            note = (
+                f"{flag} {shown}: a process substitution, read from {heredoc} of its `cat` "
+                f"(line {written.line})"
+            )
         return ConfigFile(document, origin, note)
 
+
+_STDIN = frozenset({"-", "/dev/stdin"})
+"""The ``--config`` values gcloud reads as its standard input."""
 
 MAX_ROOT_LEVELS = 4
 """How far above the script's folder a relative path is looked for (``scripts/train.sh``
@@ -551,6 +594,12 @@ def _exists(path: Path) -> bool:
         return path.exists()
     except (OSError, ValueError):
         return False
+
+
+def parse_marked(text: str, origin: str) -> Any:
+    """A YAML or JSON document whose text holds ``MARK``s, parsed with them kept."""
+    hidden = MARK.sub(lambda m: f"{_YAML_MARK[0]}{m.group(1)}{_YAML_MARK[1]}", text)
+    return map_strings(parse_document(hidden, origin), _unmark_yaml)
 
 
 _YAML_MARK_PATTERN = re.compile(f"{_YAML_MARK[0]}(\\d+){_YAML_MARK[1]}")
@@ -590,6 +639,9 @@ class _Found:
     scope: Scope
     writes: int
     cut: str
+    stdin: WrittenFile | None = None
+    rest: RestCall | None = None
+    loop: _Loop | None = None
 
 
 def find_submission(
@@ -633,6 +685,9 @@ _OUTPUT_OPTIONS = {"curl": ("-o", "--output"), "wget": ("-O", "--output-document
 _TRUNCATING = frozenset({">", ">|", "&>"})
 _WRITING = _TRUNCATING | {">>", "&>>", ">&"}
 _FD = re.compile(r"^\d*$")
+_STDIN_OPS = frozenset({"<", "<<", "<<-", "<<<"})
+_READ_VALUE_OPTIONS = frozenset("apdtnNiu")
+"""The options of ``read`` that take a value (``-p PROMPT``, ``-t SECONDS``...)."""
 
 
 @dataclass
@@ -663,6 +718,17 @@ class _Case:
         self.state = "pattern" if branch_end else "body"
 
 
+@dataclass(frozen=True)
+class _Loop:
+    """A ``for`` loop being read: its depth among blocks, line, variable and values (None:
+    not known)."""
+
+    depth: int
+    line: int
+    name: str
+    values: list[str] | None
+
+
 @dataclass
 class _Walker:
     scope: Scope
@@ -684,6 +750,38 @@ class _Walker:
     options_depth: int = 0
     array_programs: dict[str, str] = field(default_factory=dict)
     """The first word each array held when last known (``gcloud`` for a command built in it)."""
+    loops: list[_Loop] = field(default_factory=list)
+    """The ``for`` loops the walk is in, innermost last."""
+
+    def open_for(self, words: list[Word], command: Command) -> None:
+        """``for NAME in WORDS``: NAME is read as its first value (a loop over several values
+        submits one job per value: ``choose`` says so); values not known make NAME unknown."""
+        name = words[1].literal() if len(words) > 1 else None
+        if name is None or not _NAME.fullmatch(name):
+            return
+        listed = words[3:] if len(words) > 2 and words[2].literal() == "in" else None
+        values: list[str] | None = None
+        why = "it loops over the script's arguments, which are not known here"
+        if listed is not None:
+            try:
+                values = expand_words(listed, self.scope.lookup)
+                if any(any(c in v for c in "*?[") for v in values):
+                    why, values = "its words name files (a glob), which are not listed here", None
+            except Unresolvable as exc:
+                why = f"its values are not known here ({exc.message})"
+        self.loops.append(_Loop(self.blocks, command.line, name, values))
+        if values:
+            self.scope.assign(name, values[0], command.line)
+            return
+        reason = (
+            f"${name} is the variable of the `for` loop at line {command.line}, which submits "
+            f"one job per value: {why}"
+        )
+        self.scope.assign(name, Unresolved(reason, (name,), False, f"${name}"), command.line)
+
+    def loop_of(self) -> _Loop | None:
+        """The innermost loop the walk is in that runs more than once, if any."""
+        return next((loop for loop in reversed(self.loops) if len(loop.values or ()) > 1), None)
 
     def walk(self, commands: list[Command], *, mode: _Mode) -> None:
         for index, command in enumerate(commands):
@@ -718,10 +816,14 @@ class _Walker:
                 self.cases.pop()
             if first == "done" and self.options_depth > self.blocks:
                 self.options_loop = self.options_depth = 0
+            while first == "done" and self.loops and self.loops[-1].depth > self.blocks:
+                self.loops.pop()
         elif first in _BLOCK_OPEN:
             self.blocks += 1
             if first == "case":
                 self.open_case(words, command)
+            elif first == "for" and mode == "main":
+                self.open_for(words, command)
             elif len(words) > 1 and words[1].literal() == "getopts" and not self.options_loop:
                 self.options_loop, self.options_depth = command.line, self.blocks
         while words and words[0].literal() in _PREFIX_WORDS:
@@ -744,6 +846,9 @@ class _Walker:
             return
         if head == "set":
             self.options(words[1:])
+        if head == "read" and mode != "substitution":
+            self.read_builtin(command, words[1:])
+            return
         assignments = 0
         while assignments < len(words) and words[assignments].assigned():
             assignments += 1
@@ -752,10 +857,57 @@ class _Walker:
                 self.declare(None, words, command.line, conditional)
             return
         program = self.program(words[assignments])
+        if mode == "main" and program.rsplit("/", 1)[-1] == "curl":
+            self.curl(words[assignments:], command)
+            return
         if mode != "sourced" and (
             program.rsplit("/", 1)[-1] == "gcloud" or self.submits(program, words[assignments:])
         ):
             self.gcloud(words[assignments:], command)
+
+    def read_builtin(self, command: Command, words: list[Word]) -> None:
+        """``read [-r] [-p PROMPT] NAME...``: each NAME gets what the script's user types when
+        it runs (or a line of its standard input), unknown here; the environment may set it."""
+        literals = [w.literal() or "" for w in words]
+        names: list[str] = []
+        index = 0
+        while index < len(literals):
+            option = literals[index]
+            if option == "--":
+                names.extend(literals[index + 1 :])
+                break
+            if option.startswith("-") and len(option) > 1:
+                # `-p PROMPT`, `-t 5`, `-a NAME`...: the last letter may take the next word.
+                taking = option[-1] in _READ_VALUE_OPTIONS
+                if option[-1] == "a" and index + 1 < len(literals):
+                    names.append(literals[index + 1])
+                index += 2 if taking else 1
+                continue
+            names.append(option)
+            index += 1
+        prompted = any(o.startswith("-") and "p" in o[1:] for o in literals)
+        source = next(
+            (
+                r
+                for r in command.redirects
+                if r.op in ("<", "<<", "<<-", "<<<") and r.fd in ("", "0")
+            ),
+            None,
+        )
+        where = (
+            "its standard input"
+            if source is not None or command.ended_by == "|" or not prompted
+            else "the terminal"
+        )
+        for name in names or ["REPLY"]:
+            if not _NAME.fullmatch(name):
+                continue
+            reason = (
+                f"${name} is read from {where} (`read`, line {command.line}) when the script "
+                "runs, so it is not known here"
+            )
+            self.scope.arrays.pop(name, None)
+            self.scope.assign(name, Unresolved(reason, (name,), False, f"${name}"), command.line)
 
     def open_case(self, words: list[Word], command: Command) -> None:
         """``case WORD in``: WORD's value when it is known (a script argument's default
@@ -1234,6 +1386,7 @@ class _Walker:
                 )
             )
             return
+        words = self.processes(words)
         preview = invocation(expand_words(words, scope.preview))
         if preview.form not in SUBMISSIONS:
             self.others.append((line, preview.name))
@@ -1247,8 +1400,106 @@ class _Walker:
         except Unresolvable as exc:
             argv, found = exc, preview
         self.submissions.append(
-            _Found(line, found, argv, self.blocks > 0, scope, len(self.written), command.cut)
+            _Found(
+                line,
+                found,
+                argv,
+                self.blocks > 0,
+                scope,
+                len(self.written),
+                command.cut,
+                self.stdin_of(command),
+                loop=self.loop_of(),
+            )
         )
+
+    def processes(self, words: list[Word]) -> list[Word]:
+        """The words with each ``<(cat <<EOF ... EOF)`` (a file whose text is a here-document
+        or here-string) named by the path bash gives it (``/dev/fd/63``), that file written
+        with the text; ``<(cat FILE)`` is FILE. Other process substitutions stay (unknown)."""
+        out: list[Word] = []
+        for word in words:
+            parts: list[Part] = []
+            for part in word.parts:
+                if part.kind == "command" and part.op == "process":
+                    parts.append(self.process_file(part))
+                else:
+                    parts.append(part)
+            out.append(Word(tuple(parts)))
+        return out
+
+    def process_file(self, part: Part) -> Part:
+        try:
+            commands = split_commands(part.value, part.line)
+        except SpecFormatError:
+            return part
+        if len(commands) != 1 or part.value.lstrip().startswith(">"):
+            return part
+        command = commands[0]
+        literals = [w.literal() for w in command.words]
+        if literals[:1] != ["cat"] or None in literals:
+            return part
+        files = [w for w in literals[1:] if w != "-"]
+        if len(files) == 1 and len(literals) == 2:
+            return Part("text", files[0] or "", True)  # `<(cat job.yaml)`: that file
+        fed = self.stdin_of(command)
+        if files or fed is None or fed.by == "<":
+            return part
+        if len(self.written) >= MAX_WRITES:
+            raise SpecFormatError(f"refused: the script writes files more than {MAX_WRITES} times")
+        path = f"/dev/fd/{63 - sum(k.startswith('/dev/fd/') for k, _ in self.written) % 60}"
+        self.written.append((path, replace(fed, path=path, by="<(")))
+        return Part("text", path, True)
+
+    def curl(self, words: list[Word], command: Command) -> None:
+        """``curl -X POST .../v1/projects/P/locations/R/customJobs -d BODY``: a job submission
+        (its headers, ``$(gcloud auth print-access-token)`` included, are never run)."""
+        scope = self.scope
+        preview = expand_words(words, scope.preview)
+        if not any(_REST_URL.search(w) for w in preview):
+            return
+        argv: list[str] | Unresolvable
+        try:
+            argv = expand_words(words, scope.marking)
+            call = _rest_call(argv, command.line)
+        except Unresolvable as exc:
+            argv, call = exc, _rest_call(preview, command.line)
+        if call is None:
+            self.others.append((command.line, "curl (not a POST creating a job)"))
+            return
+        self.submissions.append(
+            _Found(
+                command.line,
+                invocation(["gcloud"]),
+                argv,
+                self.blocks > 0,
+                scope,
+                len(self.written),
+                command.cut,
+                self.stdin_of(command),
+                call,
+                self.loop_of(),
+            )
+        )
+
+    def stdin_of(self, command: Command) -> WrittenFile | None:
+        """The command's standard input, when a redirection gives it: a here-document or
+        here-string (its text as bash expands it), or a file (``< FILE``)."""
+        fed = [r for r in command.redirects if r.op in _STDIN_OPS and r.fd in ("", "0")]
+        if not fed:
+            return None
+        redirect = fed[-1]
+        if redirect.op in ("<<", "<<-"):
+            body, error = self.heredoc_text(redirect, "the standard input")
+            return WrittenFile("-", redirect.line, body, error=error)
+        if redirect.op == "<<<":
+            try:
+                text = expand_word(redirect.target, self.scope.marking, split=False)[0]
+            except Unresolvable as exc:
+                error = unresolved_message(redirect.line, exc, "the here-string")
+                return WrittenFile("-", redirect.line, None, "<<<", error)
+            return WrittenFile("-", redirect.line, text + "\n", "<<<")
+        return WrittenFile(self.written_text(redirect.target), redirect.line, by="<")
 
     def expanded(self, words: list[Word], legacy: bool, line: int) -> list[str]:
         """The command's words; in the trainer arguments (after ``--`` of a legacy command,
@@ -1309,12 +1560,28 @@ class _Walker:
                 f"{lines}); a spec file describes one job: keep one submission per file"
             )
         found = self.submissions[0]
+        if found.loop is not None and found.loop.values is not None:
+            loop, values = found.loop, found.loop.values
+            shown = ", ".join(clipped(v) for v in values[:10]) + (
+                " ..." if len(values) > 10 else ""
+            )
+            raise SpecFormatError(
+                f"line {found.line}: the `for {loop.name} in ...` loop at line {loop.line} "
+                f"submits {len(values)} jobs, one per value of ${loop.name} ({shown}); a spec "
+                "file describes one job: write one file per value (or loop over one value), "
+                "each with its one submission"
+            )
         caution = f" (note: {found.cut})" if found.cut else ""
         if self.required:
             raise SpecFormatError(self.required[0] + caution)
         if isinstance(found.argv, Unresolvable):
             raise SpecFormatError(unresolved_message(found.line, found.argv) + caution)
         notes = [f"read the gcloud command at line {found.line} (`{found.invocation.name}`)"]
+        if found.rest is not None:
+            notes = [
+                f"read the REST call at line {found.line} (`curl -X POST …/"
+                f"{found.rest.collection}`); its headers are not run"
+            ]
         notes.extend(found.scope.notes)
         if found.in_block:
             notes.append(
@@ -1331,7 +1598,71 @@ class _Walker:
             found.scope.unknowns,
             self.written[: found.writes],
             cautions,
+            stdin=found.stdin,
+            rest=found.rest,
         )
+
+
+_REST_URL = re.compile(
+    r"^(?:https?://)?(?:([a-z0-9-]+)-)?aiplatform\.googleapis\.com(?::\d+)?/v1(?:beta1)?/"
+    r"projects/([^/?#]+)/locations/([^/?#]+)/(customJobs|hyperparameterTuningJobs)/?(?:\?.*)?$"
+)
+"""Vertex AI's REST URL that creates a custom or tuning job (``-X POST``)."""
+_CURL_DATA = frozenset(
+    {"-d", "--data", "--data-ascii", "--data-binary", "--data-raw", "--json", "--data-urlencode"}
+)
+_CURL_VALUED = frozenset({"-H", "--header", "-o", "--output", "-u", "--user", "-w"})
+_CURL_VALUED |= {"--write-out", "-A", "--user-agent", "-e", "--referer", "-m", "--max-time"}
+_CURL_VALUED |= {"--connect-timeout", "--retry", "-x", "--proxy", "--cacert", "--oauth2-bearer"}
+
+
+def _rest_call(argv: list[str], line: int) -> RestCall | None:
+    """The job-creating POST of a ``curl`` command's words, or None (another request);
+    ``SpecFormatError`` for a body that cannot be read here."""
+    method = ""
+    url = ""
+    bodies: list[tuple[str, str]] = []
+    index = 1
+    while index < len(argv):
+        word = argv[index]
+        value = argv[index + 1] if index + 1 < len(argv) else ""
+        if word in ("-X", "--request"):
+            method, index = value, index + 2
+        elif word.startswith("-X") and len(word) > 2:
+            method, index = word[2:], index + 1
+        elif word in _CURL_DATA:
+            bodies.append((word, value))
+            index += 2
+        elif word.startswith("-d") and len(word) > 2:
+            bodies.append(("-d", word[2:]))
+            index += 1
+        elif word == "--url":
+            url, index = value, index + 2
+        elif word in _CURL_VALUED:
+            index += 2
+        else:
+            if not word.startswith("-") and _REST_URL.match(word):
+                url = word
+            index += 1
+        if index > MAX_FIELDS:
+            break
+    match = _REST_URL.match(url)
+    if match is None or (method or ("POST" if bodies else "GET")).upper() != "POST":
+        return None
+    if not bodies:
+        raise SpecFormatError(f"line {line}: the POST to {clipped(url)} sends no body (-d)")
+    if len(bodies) > 1:
+        raise SpecFormatError(
+            f"line {line}: the POST to {clipped(url)} sends {len(bodies)} bodies "
+            f"({', '.join(o for o, _ in bodies)}), which curl joins with `&`: send one JSON body"
+        )
+    option, body = bodies[0]
+    kind: Literal["inline", "file", "stdin"] = "inline"
+    if body.startswith("@") and option not in ("--data-raw", "--data-urlencode"):
+        kind = "stdin" if body[1:] in _STDIN else "file"
+        body = body[1:]
+    host, project, region, collection = match.groups()
+    return RestCall(url, project, region, collection, host or "", kind, body, option)
 
 
 _WRITERS = frozenset({"tee", "cat", "gsutil", *_COPIERS, *_IN_PLACE, *_OUTPUT_OPTIONS})

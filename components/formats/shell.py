@@ -476,9 +476,13 @@ class _Lexer:
         text = self.text
         while self.pos < len(text):
             char = text[self.pos]
-            if not close and char in "<>" and self.peek(1) == "(" and not parts and not buffer:
-                parts.append(self.process_substitution())
-                continue
+            if not close and char in "<>" and self.peek(1) == "(":
+                # `<(cmd)` starts a word, or follows a flag's `=` (`--config=<(cat <<EOF)`).
+                after_equals = bool(buffer) and buffer[-1].endswith("=")
+                if after_equals or (not parts and not buffer):
+                    flush()
+                    parts.append(self.process_substitution())
+                    continue
             if (char == close) if close else (char in _WORD_END):
                 break
             if char == "\\":
