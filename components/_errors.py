@@ -7,7 +7,8 @@ catches the input errors)::
     ├── CatalogError                     catalog data is missing or malformed
     ├── SpecError (ValueError)           a job spec cannot be read or built
     │   ├── SpecFormatError              the file is unreadable or in no known format
-    │   │   └── TuningJobFileError       a tuning job where a single custom job was wanted
+    │   │   ├── TuningJobFileError       a tuning job where a single custom job was wanted
+    │   │   └── _MakeUnknown             a Makefile variable set only under ifeq/ifdef
     │   └── SpecInvalidError             the spec parsed, but has violations
     │       └── LegacyConversionError    a legacy job with problems, in the input's terms
     ├── YamlBoundsError (ValueError)     a document crosses a size or depth bound

@@ -795,6 +795,17 @@ class JobProvider(ResourceProvider):
         holder = foreign_holder(job.labels, props.get(IDENTITY))
         if holder is None or status_of(props).get("taken_over_from") == holder:
             return False
+        # A job of this resource whose identity was written by an earlier release (a tuning
+        # job's identity gained its type token) names another identity but no other owner:
+        # only a job taken over (existing_job), or one whose owner label names another
+        # resource, is another's.
+        existing = props.get(EXISTING_JOB)
+        taken = isinstance(existing, str) and job_id(existing) == job_id(name)
+        owner_label = job.labels.get(OWNER_LABEL)
+        owner = props.get(OWNER)
+        ours = isinstance(owner, str) and owner_label == owner_label_value(owner)
+        if ours or not (taken or owner_label):
+            return False
         write_line(
             f"job {name} is not cancelled: it is held by another resource "
             f"({holder_text(job.labels)}), not by this one; it is only dropped from this stack "

@@ -267,21 +267,9 @@ def estimate(
     spot = capacity == "spot"
     timeout = (spec.scheduling.timeout if spec.scheduling else None) or DEFAULT_TIMEOUT
     if scale_tier is not None:
-        tier_price = _price(catalog, where, "scale_tier", scale_tier, capacity)
-        if tier_price is not None:
-            return Estimate(
-                where,
-                spot,
-                (),
-                _value(tier_price, capacity),
-                timeout,
-                (),
-                scale_tier,
-                (tier_price.source,),
-                (tier_price.label(capacity),),
-                capacity,
-                part_figure(tier_price, capacity),
-            )
+        tier = _tier_estimate(catalog, where, scale_tier, capacity, timeout)
+        if tier is not None:
+            return tier
     sources: set[str] = set()
     pools = [
         cost
@@ -304,6 +292,28 @@ def estimate(
         tuple(dict.fromkeys(label for p in pools for label in p.price_labels)),
         capacity,
         hourly,
+    )
+
+
+def _tier_estimate(
+    catalog: Catalog, where: str, scale_tier: str, capacity: str, timeout: timedelta
+) -> Estimate | None:
+    """A legacy scale tier's job priced by the tier's own rate; None where none is known."""
+    tier_price = _price(catalog, where, "scale_tier", scale_tier, capacity)
+    if tier_price is None:
+        return None
+    return Estimate(
+        where,
+        capacity == "spot",
+        (),
+        _value(tier_price, capacity),
+        timeout,
+        (),
+        scale_tier,
+        (tier_price.source,),
+        (tier_price.label(capacity),),
+        capacity,
+        part_figure(tier_price, capacity),
     )
 
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -126,12 +126,20 @@ def is_makefile(text: str, path: Path | None = None) -> bool:
 
 
 def read_gcloud_command(
-    path: Path, text: str, env: Mapping[str, str], catalog: Catalog, region: str | None = None
+    path: Path,
+    text: str,
+    env: Mapping[str, str],
+    catalog: Catalog,
+    region: str | None = None,
+    *,
+    from_document: Callable[..., LoadedSpec],
 ) -> LoadedSpec:
     """The spec (or tuning job) of the file's one job submission; ``SpecFormatError`` when
     there is none, or several; ``SpecInvalidError`` for bad values.
 
-    ``region`` (``--region`` of the CLI) overrides a legacy job's region and image registry."""
+    ``region`` (``--region`` of the CLI) overrides a legacy job's region and image registry.
+    ``from_document`` reads a REST call's body (``formats.load.spec_from_document``, passed
+    in: load reads scripts through this module)."""
     if is_batch_file(text, path):
         raise SpecFormatError(
             f"{path}: a Windows batch file (cmd.exe: `^` continuations, %VAR%) is not read "
@@ -145,7 +153,7 @@ def read_gcloud_command(
     form = found.invocation.form
     try:
         if found.rest is not None:
-            loaded = _read_rest_call(found, path, catalog, region)
+            loaded = _read_rest_call(found, path, catalog, region, from_document)
         elif form == "legacy-training":
             loaded = read_submit_training(found, path, catalog, region)
         elif form == "hp-tuning":
@@ -162,12 +170,14 @@ _REST_FIELDS = {"customJobs": "customJob", "hyperparameterTuningJobs": "hyperpar
 
 
 def _read_rest_call(
-    found: ScriptCommand, path: Path, catalog: Catalog, region: str | None
+    found: ScriptCommand,
+    path: Path,
+    catalog: Catalog,
+    region: str | None,
+    spec_from_document: Callable[..., LoadedSpec],
 ) -> LoadedSpec:
     """The job a ``curl`` POST creates: its body (a ``CustomJob`` or
     ``HyperparameterTuningJob``), in the project and region its URL names."""
-    from .load import spec_from_document  # load reads scripts through this module
-
     call = found.rest
     assert call is not None
     if call.host_region and call.host_region != call.region:

@@ -147,7 +147,9 @@ def load_spec_file(
         loaded = LoadedSpec(JobSpec.parse(job), "custom-job", notes)
     elif is_gcloud_command(text, path):
         environment = os.environ if env is None else env
-        loaded = read_gcloud_command(path, text, environment, catalog, region)
+        loaded = read_gcloud_command(
+            path, text, environment, catalog, region, from_document=spec_from_document
+        )
     else:
         document = parse_document(text, str(path))
         loaded = spec_from_document(

@@ -810,22 +810,7 @@ class _Walker:
         first = words[0].literal() if words else None
         if self.case_step(command, first):
             return
-        if first in _BLOCK_CLOSE:
-            self.blocks = max(0, self.blocks - 1)
-            if first == "esac" and self.cases and self.cases[-1].depth > self.blocks:
-                self.cases.pop()
-            if first == "done" and self.options_depth > self.blocks:
-                self.options_loop = self.options_depth = 0
-            while first == "done" and self.loops and self.loops[-1].depth > self.blocks:
-                self.loops.pop()
-        elif first in _BLOCK_OPEN:
-            self.blocks += 1
-            if first == "case":
-                self.open_case(words, command)
-            elif first == "for" and mode == "main":
-                self.open_for(words, command)
-            elif len(words) > 1 and words[1].literal() == "getopts" and not self.options_loop:
-                self.options_loop, self.options_depth = command.line, self.blocks
+        self.block_step(first, words, command, mode)
         while words and words[0].literal() in _PREFIX_WORDS:
             words.pop(0)
         # A branch of a `case` whose word is known is followed as bash would: not a condition.
@@ -864,6 +849,27 @@ class _Walker:
             program.rsplit("/", 1)[-1] == "gcloud" or self.submits(program, words[assignments:])
         ):
             self.gcloud(words[assignments:], command)
+
+    def block_step(
+        self, first: str | None, words: list[Word], command: Command, mode: _Mode
+    ) -> None:
+        """A block's keyword: the depth, and the case, loop or getopts loop it opens or ends."""
+        if first in _BLOCK_CLOSE:
+            self.blocks = max(0, self.blocks - 1)
+            if first == "esac" and self.cases and self.cases[-1].depth > self.blocks:
+                self.cases.pop()
+            if first == "done" and self.options_depth > self.blocks:
+                self.options_loop = self.options_depth = 0
+            while first == "done" and self.loops and self.loops[-1].depth > self.blocks:
+                self.loops.pop()
+        elif first in _BLOCK_OPEN:
+            self.blocks += 1
+            if first == "case":
+                self.open_case(words, command)
+            elif first == "for" and mode == "main":
+                self.open_for(words, command)
+            elif len(words) > 1 and words[1].literal() == "getopts" and not self.options_loop:
+                self.options_loop, self.options_depth = command.line, self.blocks
 
     def read_builtin(self, command: Command, words: list[Word]) -> None:
         """``read [-r] [-p PROMPT] NAME...``: each NAME gets what the script's user types when

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from .._errors import SpecError
 from ._catalog import (
+    Accelerator,
     Catalog,
     MachineType,
     accepted_accelerators,
@@ -982,17 +983,7 @@ def _machine(path: str, spec: MachineSpec, ctx: _Context) -> Iterator[Violation]
         )
         return
     accelerator = catalog.accelerators.get(acc_name) if acc_name else None
-    tpu_machine = machine is not None and machine.family == "tpu"
-    if spec.tpu_topology and not tpu_machine and (accelerator is None or accelerator.kind != "tpu"):
-        yield Violation(
-            f"{path}.tpuTopology",
-            "only applies to TPU machines (ct5lp-hightpu-*, ct6e-standard-*, ct5p-hightpu-*, "
-            "cloud-tpu)",
-            "remove it",
-            rule="accelerator",
-        )
-    elif spec.tpu_topology and machine is not None:
-        yield from _tpu_topology(f"{path}.tpuTopology", spec.tpu_topology, machine, catalog)
+    yield from _topology(f"{path}.tpuTopology", spec, machine, accelerator, catalog)
     yield from _gpu_partition(path, spec, machine, catalog)
     if acc_name is None:
         yield from _fixed_accelerator_missing(path, machine)
@@ -1024,6 +1015,30 @@ def _machine(path: str, spec: MachineSpec, ctx: _Context) -> Iterator[Violation]
         )
     if machine is not None:
         yield from _compatibility(path, machine, acc_name, count, catalog)
+
+
+def _topology(
+    path: str,
+    spec: MachineSpec,
+    machine: MachineType | None,
+    accelerator: Accelerator | None,
+    catalog: Catalog,
+) -> Iterator[Violation]:
+    """``tpuTopology``: only on a TPU machine (or with a TPU accelerator), and one the machine
+    type comes in."""
+    if not spec.tpu_topology:
+        return
+    tpu_machine = machine is not None and machine.family == "tpu"
+    if not tpu_machine and (accelerator is None or accelerator.kind != "tpu"):
+        yield Violation(
+            path,
+            "only applies to TPU machines (ct5lp-hightpu-*, ct6e-standard-*, ct5p-hightpu-*, "
+            "cloud-tpu)",
+            "remove it",
+            rule="accelerator",
+        )
+    elif machine is not None:
+        yield from _tpu_topology(path, spec.tpu_topology, machine, catalog)
 
 
 def _tpu_topology(

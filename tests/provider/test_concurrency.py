@@ -485,11 +485,14 @@ def test_delete_of_an_active_job_cancels_first_and_polls_briefly(
         c for c in _requests_since(slow_start.log_path, offset) if " /v1/" in c or " /ui/" in c
     ]
     methods = [" ".join(c.split()[:2]).replace(created.id, "JOB") for c in calls]
-    # Cancel, read at once (the emulator cancels at once: at most one more read, 0.05 s
-    # later), delete, read the operation (from 0.05 s on). No read before the cancel.
+    # One listing of the region's active jobs (who holds the job, and the jobs a killed `up`
+    # left: issue 42), cancel, read at once (the emulator cancels at once: at most one more
+    # read, 0.05 s later), delete, read the operation (from 0.05 s on). No read of the job
+    # before the cancel.
     deleted = methods.index("DELETE /v1/JOB")
-    assert methods[:1] == ["POST /v1/JOB:cancel"], methods
-    assert methods[1:deleted] in (["GET /v1/JOB"], ["GET /v1/JOB"] * 2), methods
+    parent = f"/v1/projects/{derived_number('local-training')}/locations/us-central1/customJobs"
+    assert methods[:2] == [f"GET {parent}", "POST /v1/JOB:cancel"], methods
+    assert methods[2:deleted] in (["GET /v1/JOB"], ["GET /v1/JOB"] * 2), methods
     polls = methods[deleted + 1 :]
     # the delete operation is named by project number, as Vertex names it
     number = derived_number("local-training")

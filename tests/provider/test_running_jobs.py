@@ -113,7 +113,9 @@ def test_without_held_jobs_a_delete_keeps_the_job_its_replacement_adopted(provid
     assert _state(sim, first.id) in ACTIVE
     # A later delete of the job (another provider process) cancels it, and deletes its record
     # when asked; another resource's never does (one job, one owner).
-    other = {**replacement.outs, "identity": "another-resource"}
+    # (Another resource: one that took the job over with existing_job; a job of this
+    # resource's own with an identity an earlier release wrote is its own.)
+    other = {**replacement.outs, "identity": "another-resource", "existing_job": replacement.id}
     provider.delete(replacement.id, other)
     assert _state(sim, first.id) in ACTIVE
     _adoption._adopted.clear()

@@ -12,6 +12,8 @@ from components import load_catalog
 _catalog = load_catalog()
 MACHINES = [*sorted(_catalog.machine_types), "n1-standard-7", "", "a2-highgpu-3g"]
 ACCELERATORS = [*sorted(_catalog.accelerators), "nvidia-tesla-t4", "NVIDIA_TESLA_T5"]
+# The accelerator types the v1 API has a value for (TPU v6e and v5p are named by machine type).
+API_ACCELERATORS = sorted(name for name, a in _catalog.accelerators.items() if a.api_enum)
 REGIONS = [*sorted(_catalog.regions), "us-central2", "mars-north1"]
 # Any text a spec accepts: the model refuses NUL bytes (tested on their own in test_validation).
 text = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=12)
@@ -106,7 +108,7 @@ def convertible_spec(draw: st.DrawFn) -> dict[str, Any]:
             "machineType": draw(st.sampled_from(sorted(_catalog.machine_types)))
         }
         if draw(st.booleans()):
-            machine["acceleratorType"] = draw(st.sampled_from(sorted(_catalog.accelerators)))
+            machine["acceleratorType"] = draw(st.sampled_from(API_ACCELERATORS))
             machine["acceleratorCount"] = draw(st.integers(1, 16))
         trainer = draw(st.sampled_from(["pythonPackageSpec", "containerSpec"]))
         body: dict[str, Any] = (
