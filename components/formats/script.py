@@ -871,6 +871,31 @@ class _Walker:
             elif len(words) > 1 and words[1].literal() == "getopts" and not self.options_loop:
                 self.options_loop, self.options_depth = command.line, self.blocks
 
+    def found(
+        self,
+        line: int,
+        found: Invocation,
+        argv: list[str] | Unresolvable,
+        scope: Scope,
+        command: Command,
+        rest: RestCall | None = None,
+    ) -> None:
+        """Record a submission (gcloud's or a REST call's) where the walk now stands."""
+        self.submissions.append(
+            _Found(
+                line,
+                found,
+                argv,
+                self.blocks > 0,
+                scope,
+                len(self.written),
+                command.cut,
+                self.stdin_of(command),
+                rest,
+                self.loop_of(),
+            )
+        )
+
     def read_builtin(self, command: Command, words: list[Word]) -> None:
         """``read [-r] [-p PROMPT] NAME...``: each NAME gets what the script's user types when
         it runs (or a line of its standard input), unknown here; the environment may set it."""
@@ -1405,19 +1430,7 @@ class _Walker:
             found = invocation(argv)
         except Unresolvable as exc:
             argv, found = exc, preview
-        self.submissions.append(
-            _Found(
-                line,
-                found,
-                argv,
-                self.blocks > 0,
-                scope,
-                len(self.written),
-                command.cut,
-                self.stdin_of(command),
-                loop=self.loop_of(),
-            )
-        )
+        self.found(line, found, argv, scope, command)
 
     def processes(self, words: list[Word]) -> list[Word]:
         """The words with each ``<(cat <<EOF ... EOF)`` (a file whose text is a here-document
@@ -1473,20 +1486,7 @@ class _Walker:
         if call is None:
             self.others.append((command.line, "curl (not a POST creating a job)"))
             return
-        self.submissions.append(
-            _Found(
-                command.line,
-                invocation(["gcloud"]),
-                argv,
-                self.blocks > 0,
-                scope,
-                len(self.written),
-                command.cut,
-                self.stdin_of(command),
-                call,
-                self.loop_of(),
-            )
-        )
+        self.found(command.line, invocation(["gcloud"]), argv, scope, command, call)
 
     def stdin_of(self, command: Command) -> WrittenFile | None:
         """The command's standard input, when a redirection gives it: a here-document or
