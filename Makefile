@@ -44,7 +44,7 @@ pulumi:
 	scripts/install-language-hosts >/dev/null
 
 # The provider plugin (components/plugin) run from this checkout, where the engine finds it:
-# .tools/bin/pulumi-resource-gpu-training (on PATH in the e2e tests; docs/provider.md).
+# .tools/bin/pulumi-resource-gpu-training (on PATH in the e2e tests; docs/plugin.md).
 provider: venv pulumi
 	ln -sfn ../../scripts/pulumi-resource-gpu-training .tools/bin/pulumi-resource-gpu-training
 

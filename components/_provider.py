@@ -25,7 +25,7 @@ jobs, imports) and this class's: a create cancels its job only when the job's wa
 (``waitTimeout``); a job that ended badly has nothing to cancel; an API that cannot be reached,
 the engine's Cancel (Ctrl-C, ``pulumi cancel``) or a stopping provider process leave the job
 running, for the next ``pulumi up`` to adopt, and say so. A read or a delete that cannot
-reach the API fails and leaves the job in the stack as it was. docs/provider.md has the table.
+reach the API fails and leaves the job in the stack as it was. docs/rules.md has the table.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ What is taken out, for each value:
   text. Taken out wherever it appears, a value like ``2`` would turn job ids into
   ``<redacted><redacted>3518...`` and so show, by position, what the value is; where a line is
   the value alone (a trainer printing it), it is taken out. Such a value is no secret worth the
-  name (docs/provider.md says so).
+  name (docs/rules.md, "Secrets", says so).
 
 Longer parts go first, so that no part of a longer value is left by a shorter one's removal.
 Nothing here imports anything of the project's.

@@ -7,7 +7,7 @@ it accepts there, in order: ``on-demand``, ``spot``, ``flex-start``, ``reservati
 reservation) or ``reservation:NAME`` (that one); none named: the spec's own. One attempt per
 (region, capacity kind), in that order.
 
-The rules (docs/provider.md, "Placement"):
+The rules (docs/rules.md, "Placement: candidate regions"):
 
 1. **Preview.** ``check`` validates the spec for every attempt (the spec with the capacity kind
    applied, in the attempt's region): an attempt the validator refuses (the GPU not offered for

@@ -2,8 +2,8 @@
 
 ``pulumi-resource-gpu-training`` serves ``gpu-training:vertex:TrainingJob`` and
 ``gpu-training:vertex:HyperparameterTuningJob`` (schema: ``schema.json``, the v1 REST shape) on
-the lifecycle core the dynamic provider uses (``components._provider``). docs/provider.md,
-"The provider plugin", says how to install and use it.
+the lifecycle core the dynamic provider uses (``components._provider``). docs/plugin.md
+says how to install and use it.
 
 One message type, two files: ``pulumi.provider.experimental`` (any of its modules) imports
 ``pulumi.runtime.proto.status_pb2``, which registers ``google.rpc.Status`` from a file of its own

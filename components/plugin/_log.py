@@ -1,7 +1,7 @@
 """Warnings the engine shows: the plugin logs through the engine's ``Log`` service.
 
 A plugin's stderr is a debug message to the engine (only the dynamic provider's host is shown
-at the default verbosity, ``docs/provider.md`` "Progress while waiting"), so a warning the user
+at the default verbosity, ``docs/dynamic.md`` "Progress lines"), so a warning the user
 must see (the stack's state could not be read, a quota is short under ``quota: warn``) goes to
 the engine's address, which the engine passes the plugin as its first argument. Without one
 (a test calling the provider directly) the line goes to stderr. The plugin's process sends the

@@ -1,4 +1,4 @@
-"""docs/provider.md's "What happens to a running job" through the provider plugin.
+"""docs/rules.md's "What happens to a running job" through the provider plugin.
 
 The rows the dynamic resources prove in ``test_running_jobs.py``, ``test_crash_recovery.py``
 and ``test_lifecycle.py``, here for a YAML program of ``gpu-training:vertex:TrainingJob`` on the

@@ -102,7 +102,7 @@ def test_pulumi_package_get_schema_prints_the_committed_schema(yaml_ws: Workspac
 def test_up_killed_while_waiting_leaves_one_job_that_the_next_up_adopts(
     yaml_ws: Workspace, tmp_path: Path
 ) -> None:
-    # A row of docs/provider.md's table through the plugin: the engine killed (kill -9) while a
+    # A row of docs/rules.md's table through the plugin: the engine killed (kill -9) while a
     # create waits; the plugin ends with it; the next `up` adopts the job, never starts another.
     ws = yaml_ws
     with emulator_for(ws, *SLOW_START) as emu:
