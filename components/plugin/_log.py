@@ -1,8 +1,8 @@
 """Warnings the engine shows: the plugin logs through the engine's ``Log`` service.
 
 A plugin's stderr is a debug message to the engine (only the dynamic provider's host is shown
-at the default verbosity, ``docs/dynamic.md`` "Progress lines"), so a warning the user
-must see (the stack's state could not be read, a quota is short under ``quota: warn``) goes to
+at the default verbosity, ``docs/dynamic.md`` "Progress lines and profiling"), so a warning the
+user must see (the stack's state could not be read, a quota is short under ``quota: warn``) goes to
 the engine's address, which the engine passes the plugin as its first argument. Without one
 (a test calling the provider directly) the line goes to stderr. The plugin's process sends the
 core's own lines (progress of a wait, a job left running or not in the stack) the same way,
