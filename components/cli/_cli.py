@@ -561,15 +561,22 @@ def _estimate_placement(
         runnable.append(not errors)
         if not errors and expected is None:
             expected = (attempt, price)
-        rows.append([attempt.shown, _money(price), verdict])
+        rows.append([attempt.shown, _cell(price), verdict])
     _table(rows, out)
     if expected is None:
         print("no candidate can run this job", file=err)
         return EXIT_INVALID
-    print(f"expected (first allowed, {expected[0].shown}): $/h {_money(expected[1])}", file=out)
+    print(f"expected (first allowed, {expected[0].shown}): $/h {_stated(expected[1])}", file=out)
     allowed = [row for row, ok in zip(priced, runnable, strict=True) if ok]
-    print(f"worst case (most expensive candidate): $/h {_money(worst_case(allowed))}", file=out)
+    print(f"worst case (most expensive candidate): $/h {_stated(worst_case(allowed))}", file=out)
     return EXIT_VALID
+
+
+def _stated(figure: Figure) -> str:
+    """A figure as its table cell shows it, with why where it is not one price (``at most
+    24.8900 (NVIDIA_A100_80GB: flex-start rate unknown, ...)``)."""
+    why = f" ({'; '.join(figure.why)})" if figure.why and not figure.is_price else ""
+    return _cell(figure) + why
 
 
 def _region_rows(
