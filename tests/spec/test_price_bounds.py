@@ -274,3 +274,14 @@ def test_estimate_regions_shows_a_bound_as_a_bound(tmp_path: Path) -> None:
     assert "expected (first allowed, us-central1 (spot)): $/h at least " in text
     assert "worst case (most expensive candidate): $/h at least " in text
     assert "without Vertex's fee" in text
+
+
+def test_prices_for_candidate_regions_keep_a_bound_a_bound() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["prices", "--gpu", "a100-80gb", "--spot", "--no-live-prices"]
+    assert main([*argv, "--regions", "us-central1,europe-west4"], out, err) == 0, err.getvalue()
+    summary = out.getvalue().split("placement across the candidates, in order:")[1]
+    [row] = [line for line in summary.splitlines() if "a2-ultragpu-8g" in line]
+    # Compute Engine's Spot rate without Vertex's fee: the expected and the worst case are
+    # lower ends, never shown as prices
+    assert row.count("at least ") == 2, row
