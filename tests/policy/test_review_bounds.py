@@ -111,3 +111,19 @@ def test_a_door_output_stands_only_where_the_catalog_knows_a_price() -> None:
     steady["newState"]["outputs"] = {"hourlyCostUsd": 8.0, "maxCostUsd": 16.0}  # live prices
     markdown = render_markdown(preview(steady), CATALOG)
     assert _total(markdown) == "**Hourly cost change: +$8.00/h**"
+
+
+def test_a_placed_job_is_priced_where_expected_its_ceiling_at_the_dearest_figure() -> None:
+    from components.lifecycle._placement import declared_placement
+
+    step = _step("create", "placed", new=_job("STANDARD"))
+    step["newState"]["inputs"]["placement"] = declared_placement(["r"], ["flex-start", "on-demand"])
+    markdown = render_markdown(preview(step), CATALOG)
+    line = row(markdown, "placed")
+    # flex-start first (at most $4.50/h); on-demand ($9.00/h) is above that bound, so the
+    # dearest attempt is a price, and the ceiling its 2 h
+    assert f"| at most $4.50/h ({WHY}) (up to $9.00/h in r (on-demand))" in line
+    assert line.endswith("| $18.00 (2 h) in r (on-demand) |")
+    assert "Ceiling change (timeouts x $/h; tuning jobs: trials x trial ceiling): +$18.00\n" in (
+        markdown
+    )
