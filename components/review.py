@@ -34,11 +34,12 @@ import json
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
 from ._errors import SpecError, TrainingJobError
-from .costs._figure import Figure, figure_text
+from .costs._figure import ZERO, Figure, dearest, delta_text, figure_text
 from .costs._price_sheet import PriceSheetError, apply_prices, parse_price_setting
 from .costs._pricing import (
     Estimate,
@@ -594,6 +595,10 @@ def _estimate_tuning(
         return None
 
 
+_UNKNOWN = Figure(None, None)
+"""A figure with neither end known."""
+
+
 @dataclass(frozen=True)
 class _Placed:
     """A placed job's prices (``placement``): where it is expected to run, and the dearest
@@ -602,9 +607,12 @@ class _Placed:
 
     expected: Estimate | TuningEstimate | None
     worst: Estimate | TuningEstimate | None
+    """The attempt whose ceiling can be the highest (its trials and timeout name the ceiling)."""
     worst_where: str
-    unpriced: bool
-    """Some attempt that may run has no known price: the worst case is unknown."""
+    worst_hourly: Figure = _UNKNOWN
+    """The dearest of the attempts' prices per hour (``dearest``: a bound stays a bound)."""
+    worst_ceiling: Figure = _UNKNOWN
+    """The dearest of the attempts' ceilings."""
 
 
 def _placed(job: JobChange, which: str, catalog: Catalog) -> _Placed | None:
@@ -640,19 +648,30 @@ def _placed(job: JobChange, which: str, catalog: Catalog) -> _Placed | None:
             found.append((attempt.shown, _estimate(placed, attempt.region, catalog, capacity)))
     offered = [(where, result) for where, result in found if result is not None]
     if not offered:
-        return _Placed(None, None, "", True)
-    unpriced = any(r.usd_per_hour is None or r.max_usd is None for _, r in offered)
-    where, worst = max(offered, key=lambda item: item[1].max_usd or 0.0)
-    return _Placed(offered[0][1], None if unpriced else worst, where, unpriced)
+        return _Placed(None, None, "")
+
+    def why_unknown(figure: Figure, where: str) -> Figure:
+        # An attempt with no price leaves the worst case without its upper end: say which.
+        if figure.kind == "unknown" and not figure.why:
+            return Figure(None, None, (f"{where}: no price",))
+        return figure
+
+    def ceiling_rank(item: tuple[str, Estimate | TuningEstimate]) -> tuple[bool, float]:
+        ceiling = item[1].max_figure  # one without an upper end can cost the most
+        return ceiling.high is None, ceiling.high or ceiling.low or 0.0
+
+    where, worst = max(offered, key=ceiling_rank)
+    return _Placed(
+        offered[0][1],
+        worst,
+        where,
+        dearest([why_unknown(r.figure, w) for w, r in offered]),
+        dearest([why_unknown(r.max_figure, w) for w, r in offered]),
+    )
 
 
 def _money(value: float | None) -> str:
     return "unknown" if value is None else f"${value:,.2f}/h"
-
-
-def _delta(value: float) -> str:
-    sign = "+" if value >= 0 else "-"
-    return f"{sign}${abs(value):,.2f}/h"
 
 
 def _side(old: str, new: str) -> str:
@@ -665,24 +684,23 @@ def _trials(spec: TuningJobSpec | None) -> str:
     return f"{spec.max_trial_count} ({spec.parallel_trial_count} at once)"
 
 
-def _job_ceiling(result: Estimate) -> str:
+def _job_ceiling(result: Estimate, ceiling: Figure | None = None) -> str:
     """``$24.00 (1 d)``: the job for its whole timeout; a bound says so (``at most $X``)."""
-    if result.max_usd is None:
-        return "unknown"
-    ceiling = result.max_figure
-    if not ceiling.is_price:
-        return f"{figure_text(ceiling, unit='', why=False)} ({duration_text(result.timeout)})"
-    return f"${result.max_usd:,.2f} ({duration_text(result.timeout)})"
+    return _ceiling_text(result.max_figure if ceiling is None else ceiling, result.timeout, "")
 
 
-def _ceiling(result: TuningEstimate | None) -> str:
+def _ceiling(result: TuningEstimate | None, ceiling: Figure | None = None) -> str:
     """``$171.95 (12 x 14 h)``: every trial for its whole timeout."""
-    if result is None or result.max_usd is None:
+    if result is None:
         return "unknown"
-    trials = f"({result.max_trials} x {duration_text(result.timeout)})"
-    if not result.max_figure.is_price:
-        return f"{figure_text(result.max_figure, unit='', why=False)} {trials}"
-    return f"${result.max_usd:,.2f} {trials}"
+    figure = result.max_figure if ceiling is None else ceiling
+    return _ceiling_text(figure, result.timeout, f"{result.max_trials} x ")
+
+
+def _ceiling_text(ceiling: Figure, timeout: timedelta, trials: str) -> str:
+    if ceiling.kind == "unknown":
+        return "unknown"
+    return f"{figure_text(ceiling, unit='', why=False)} ({trials}{duration_text(timeout)})"
 
 
 # --- rendering ------------------------------------------------------------------------------
@@ -699,24 +717,47 @@ class _Side:
     missing: tuple[str, ...]
     trials: str = ""
     ceiling: str = ""
-    ceiling_usd: float | None = None
+    ceiling_figure: Figure | None = None
     """The most it can cost: timeout x $/h (a tuning job: trials x one trial's ceiling)."""
     labels: tuple[str, ...] = ()
     """Where its prices came from (``Price.label``)."""
-    worst_hourly: float | None = None
+    worst: Figure | None = None
     """A placed job: the price per hour of its dearest attempt (``worst_where``)."""
     worst_where: str = ""
     figure: Figure | None = None
     """Its price per hour as what it is known as: a bound is shown as a bound (``_figure``)."""
 
     @property
+    def per_hour(self) -> Figure:
+        """Its price per hour as a figure (``hourly`` a price where no figure is known)."""
+        if self.figure is not None:
+            return self.figure
+        return _UNKNOWN if self.hourly is None else Figure.price(self.hourly)
+
+    @property
+    def most(self) -> Figure:
+        """Its ceiling as a figure (unknown where none is known)."""
+        return _UNKNOWN if self.ceiling_figure is None else self.ceiling_figure
+
+    @property
     def cost(self) -> str:
         """Its price per hour; a placed job's dearest attempt beside it when dearer."""
-        bounded = self.figure is not None and not self.figure.is_price
-        shown = figure_text(self.figure) if bounded and self.figure else _money(self.hourly)
-        if self.worst_hourly is not None and self.worst_hourly > (self.hourly or 0.0):
-            shown += f" (up to {_money(self.worst_hourly)} in {self.worst_where})"
+        hourly = self.per_hour
+        shown = "unknown" if hourly.kind == "unknown" and not hourly.why else figure_text(hourly)
+        worst = self.worst
+        if worst is not None and worst.kind != "unknown" and not _same(worst, hourly):
+            text = figure_text(worst, why=False)
+            shown += (
+                f" (up to {text} in {self.worst_where})"
+                if worst.is_price
+                else f" (dearest attempt, {self.worst_where}: {text})"
+            )
         return shown
+
+
+def _same(one: Figure, other: Figure) -> bool:
+    """Both ends alike (the reasons aside)."""
+    return (one.low, one.high) == (other.low, other.high)
 
 
 def _describe(job: JobChange, which: str, catalog: Catalog) -> _Side:
@@ -735,7 +776,7 @@ def _describe(job: JobChange, which: str, catalog: Catalog) -> _Side:
             result.billed_as,
             result.missing,
             ceiling=_job_ceiling(result),
-            ceiling_usd=result.max_usd,
+            ceiling_figure=result.max_figure,
             labels=result.price_labels,
             figure=result.figure,
         )
@@ -751,7 +792,7 @@ def _describe(job: JobChange, which: str, catalog: Catalog) -> _Side:
         () if tuned is None else tuned.missing,
         _trials(tuning),
         _ceiling(tuned),
-        None if tuned is None else tuned.max_usd,
+        None if tuned is None else tuned.max_figure,
         () if tuned is None else tuned.trial.price_labels,
         figure=None if tuned is None else tuned.figure,
     )
@@ -765,13 +806,22 @@ _CEILING_OUTPUT = "maxCostUsd"
 def _as_the_door_priced(job: JobChange, which: str, side: _Side) -> _Side:
     """``side`` with the prices the resource's own outputs carry, where they do (the plugin
     prices a job in its preview: ``hourlyCostUsd``, ``maxCostUsd``); the catalog's estimate
-    from the spec stands where they do not."""
+    from the spec stands where they do not.
+
+    An output is one number: where the catalog knows the figure only as a bound (or as
+    unknown for bounds both ways) that number is the bound added into the prices, so the
+    catalog's figure stands; where it is a price or has no price at all, the output's number
+    is the door's price (its live or organisation prices)."""
     hourly, ceiling = job.output(which, _HOURLY_OUTPUT), job.output(which, _CEILING_OUTPUT)
-    if hourly is not None:
-        side = replace(side, hourly=hourly, missing=())
-    if ceiling is not None:
-        side = replace(side, ceiling=f"${ceiling:,.2f}", ceiling_usd=ceiling)
+    if hourly is not None and _a_price_or_none(side.per_hour):
+        side = replace(side, hourly=hourly, missing=(), figure=Figure.price(hourly))
+    if ceiling is not None and _a_price_or_none(side.most) and not side.worst_where:
+        side = replace(side, ceiling=f"${ceiling:,.2f}", ceiling_figure=Figure.price(ceiling))
     return side
+
+
+def _a_price_or_none(figure: Figure) -> bool:
+    return figure.is_price or (figure.kind == "unknown" and not figure.why)
 
 
 def _at_worst(side: _Side, placed: _Placed | None) -> _Side:
@@ -779,14 +829,19 @@ def _at_worst(side: _Side, placed: _Placed | None) -> _Side:
     if placed is None or placed.expected is None:
         return side
     worst = placed.worst
-    if worst is None:
-        return replace(side, ceiling="unknown (an attempt has no price)", ceiling_usd=None)
-    text = _ceiling(worst) if isinstance(worst, TuningEstimate) else _job_ceiling(worst)
+    if isinstance(worst, TuningEstimate):
+        text = _ceiling(worst, placed.worst_ceiling)
+    elif isinstance(worst, Estimate):
+        text = _job_ceiling(worst, placed.worst_ceiling)
+    else:
+        text = "unknown"
+    if placed.worst_ceiling.kind == "unknown":
+        text = f"unknown ({'; '.join(placed.worst_ceiling.why) or 'an attempt has no price'})"
     return replace(
         side,
-        ceiling=f"{text} in {placed.worst_where}",
-        ceiling_usd=worst.max_usd,
-        worst_hourly=worst.usd_per_hour,
+        ceiling=text if text.startswith("unknown") else f"{text} in {placed.worst_where}",
+        ceiling_figure=placed.worst_ceiling,
+        worst=placed.worst_hourly,
         worst_where=placed.worst_where,
     )
 
@@ -797,17 +852,26 @@ class _Row:
     machines: str
     gpus: str
     cost: str
-    delta: float | None  # change of the hourly cost, None when a price is unknown
+    delta: Figure  # change of the hourly cost (a bound or range where a side is one)
     missing: list[str]
     trials: str = ""  # tuning jobs: trials in all (at once)
     ceiling: str = ""  # the most it can cost (a tuning job: all its trials)
-    ceiling_delta: float | None = None  # its change, None when a price is unknown
+    ceiling_delta: Figure = _UNKNOWN  # its change
     prices: str = ""  # where its prices came from
 
 
 def _shown(sides: list[_Side], attribute: str) -> str:
     values = [str(getattr(side, attribute)) for side in sides]
     return values[0] if len(values) == 1 else _side(values[0], values[1])
+
+
+def _change(old: _Side, new: _Side, old_figure: Figure, new_figure: Figure) -> Figure:
+    """``new - old``; the same hardware at the same cells is no change, bound or not (the
+    difference of two bounds of one unknown rate is zero, not unknown)."""
+    alike = (old.machines, old.gpus, old.capacity) == (new.machines, new.gpus, new.capacity)
+    if alike and _same(old_figure, new_figure) and old_figure.kind != "unknown":
+        return ZERO
+    return new_figure - old_figure
 
 
 def _row(job: JobChange, catalog: Catalog) -> _Row:
@@ -817,29 +881,25 @@ def _row(job: JobChange, catalog: Catalog) -> _Row:
     missing = [m for side in sides for m in side.missing]
     marks = [capacity_word(c) for c in dict.fromkeys(s.capacity for s in sides) if c != "on_demand"]
     spot = f" ({' / '.join(marks)})" if marks else ""
-    row = _Row(job, _shown(sides, "machines"), _shown(sides, "gpus"), "", None, missing)
+    row = _Row(job, _shown(sides, "machines"), _shown(sides, "gpus"), "", _UNKNOWN, missing)
     row.trials, row.ceiling = _shown(sides, "trials"), _shown(sides, "ceiling")
     labels = dict.fromkeys(label for side in sides for label in side.labels)
     row.prices = " + ".join(labels) + (spot if labels else "")
     if old is None or new is None:  # create, delete
-        hourly, ceiling = sides[0].hourly, sides[0].ceiling_usd
-        sign = 1 if new is not None else -1
         row.cost = sides[0].cost + spot
-        row.delta = None if hourly is None else sign * hourly
-        row.ceiling_delta = None if ceiling is None else sign * ceiling
+        row.delta = sides[0].per_hour if new is not None else -sides[0].per_hour
+        row.ceiling_delta = sides[0].most if new is not None else -sides[0].most
         return row
     if job.op == "update":  # knobs only: the job and its price stay
-        row.cost, row.delta, row.ceiling = new.cost + spot, 0.0, new.ceiling
-        row.ceiling_delta = 0.0
+        row.cost, row.delta, row.ceiling = new.cost + spot, ZERO, new.ceiling
+        row.ceiling_delta = ZERO
         return row
-    if old.ceiling_usd is not None and new.ceiling_usd is not None:
-        row.ceiling_delta = new.ceiling_usd - old.ceiling_usd
-    delta = None if old.hourly is None or new.hourly is None else new.hourly - old.hourly
+    row.ceiling_delta = _change(old, new, old.most, new.most)
+    row.delta = _change(old, new, old.per_hour, new.per_hour)
     row.cost = _side(old.cost, new.cost)
-    if delta is not None and old.hourly != new.hourly:
-        row.cost += f" ({_delta(delta)})"
+    if row.delta.kind != "unknown" and not _same(row.delta, ZERO):
+        row.cost += f" ({delta_text(row.delta, why=False)})"
     row.cost += spot
-    row.delta = delta
     return row
 
 
@@ -941,18 +1001,21 @@ def _job_lines(preview: Preview, rows: list[_Row]) -> list[str]:
     lines = [f"**{' · '.join(summary)}**{tail}", ""]
     lines += _training_table([row for row in rows if not row.job.tuning])
     lines += _tuning_table([row for row in rows if row.job.tuning])
-    known = [r.delta for r in rows if r.delta is not None]
-    unknown = [r.job.name for r in rows if r.delta is None]
-    total = f"**Hourly cost change: {_delta(sum(known)) if known else 'unknown'}**"
+    known = [r.delta for r in rows if r.delta.kind != "unknown"]
+    unknown = [r.job.name for r in rows if r.delta.kind == "unknown"]
+    change = sum(known, ZERO)
+    total = f"**Hourly cost change: {delta_text(change, why=False) if known else 'unknown'}**"
+    total += _why_text(change) if known else ""
     if unknown and known:
         names = ", ".join(f"`{n}`" for n in unknown)
         total += f" (jobs with known prices; unknown for {names})"
     lines += [total, ""]
-    ceilings = [r.ceiling_delta for r in rows if r.ceiling_delta is not None]
+    ceilings = [r.ceiling_delta for r in rows if r.ceiling_delta.kind != "unknown"]
     if ceilings:
+        ceiling = sum(ceilings, ZERO)
         lines += [
             f"Ceiling change (timeouts x $/h; tuning jobs: trials x trial ceiling): "
-            f"{_delta(sum(ceilings)).removesuffix('/h')}"
+            f"{delta_text(ceiling, unit='', why=False)}{_why_text(ceiling)}"
             + (" (jobs with known prices)" if len(ceilings) < len(rows) else ""),
             "",
         ]
@@ -967,6 +1030,11 @@ def _job_lines(preview: Preview, rows: list[_Row]) -> list[str]:
         if job.op in ("replace", "update"):
             lines += _change_lines(job)
     return lines
+
+
+def _why_text(change: Figure) -> str:
+    """`` (why)`` after a change known only as a bound or a range, else nothing."""
+    return f" ({_cell('; '.join(change.why))})" if change.why and not change.is_price else ""
 
 
 def _training_table(rows: list[_Row]) -> list[str]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TextIO, TypeVar
 
 from .._errors import CatalogError, SpecFormatError, SpecInvalidError, TrainingJobError
+from ..costs._figure import dearest
 from ..costs._price_sheet import PriceSheetError, apply_prices, parse_price_setting
 from ..costs._pricing import (
     Estimate,
@@ -561,15 +562,22 @@ def _estimate_placement(
         runnable.append(not errors)
         if not errors and expected is None:
             expected = (attempt, price)
-        rows.append([attempt.shown, _money(price), verdict])
+        rows.append([attempt.shown, _cell(price), verdict])
     _table(rows, out)
     if expected is None:
         print("no candidate can run this job", file=err)
         return EXIT_INVALID
-    print(f"expected (first allowed, {expected[0].shown}): $/h {_money(expected[1])}", file=out)
+    print(f"expected (first allowed, {expected[0].shown}): $/h {_stated(expected[1])}", file=out)
     allowed = [row for row, ok in zip(priced, runnable, strict=True) if ok]
-    print(f"worst case (most expensive candidate): $/h {_money(worst_case(allowed))}", file=out)
+    print(f"worst case (most expensive candidate): $/h {_stated(worst_case(allowed))}", file=out)
     return EXIT_VALID
+
+
+def _stated(figure: Figure) -> str:
+    """A figure as its table cell shows it, with why where it is not one price (``at most
+    24.8900 (NVIDIA_A100_80GB: flex-start rate unknown, ...)``)."""
+    why = f" ({'; '.join(figure.why)})" if figure.why and not figure.is_price else ""
+    return _cell(figure) + why
 
 
 def _region_rows(
@@ -741,7 +749,7 @@ def cmd_prices(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             str(o.count),
             o.machine_type,
             o.region,
-            _cell(o.figure or Figure(o.usd_per_hour, o.usd_per_hour)),
+            _cell(_offer_figure(o)),
             _offer_source(o)
             + (
                 f"; sources differ: {conflicts[key]}"
@@ -779,9 +787,16 @@ def _offer_source(offer: GpuOffer) -> str:
     return text
 
 
+def _offer_figure(offer: GpuOffer) -> Figure:
+    if offer.figure is not None:
+        return offer.figure
+    return Figure(offer.usd_per_hour, offer.usd_per_hour)
+
+
 def _print_placement_prices(offers: Sequence[GpuOffer], pricing: str, out: TextIO) -> None:
     """Per machine and GPU count, the price in the first candidate that offers it (expected)
-    and in the dearest (the worst case: the job may land there; unknown if any price is)."""
+    and in the dearest (the worst case: the job may land there), each a bound where it is one
+    (``dearest``: no upper end where a candidate has none)."""
     groups: dict[tuple[str, str, int], list[GpuOffer]] = {}
     for offer in offers:  # in candidate order
         groups.setdefault((offer.accelerator, offer.machine_type, offer.count), []).append(offer)
@@ -789,17 +804,20 @@ def _print_placement_prices(offers: Sequence[GpuOffer], pricing: str, out: TextI
         ("GPU", "COUNT", "MACHINE", f"EXPECTED {pricing}", f"WORST CASE {pricing}")
     ]
     for (accelerator, machine, count), found in groups.items():
-        first = found[0]
-        prices = [o.usd_per_hour for o in found]
-        worst = None if None in prices else max(p for p in prices if p is not None)
-        dearest = next((o.region for o in found if o.usd_per_hour == worst), "")
+        figures = [_offer_figure(o) for o in found]
+        worst = dearest(figures)
+        # The dearest candidate: the one without an upper end, else the highest one.
+        where = max(
+            zip(found, figures, strict=True),
+            key=lambda item: (item[1].high is None, item[1].high or item[1].low or 0.0),
+        )[0].region
         rows.append(
             (
                 accelerator,
                 str(count),
                 machine,
-                f"{_money(first.usd_per_hour)} ({first.region})",
-                f"{_money(worst)} ({dearest})" if worst is not None else "unknown",
+                f"{_cell(figures[0])} ({found[0].region})",
+                "unknown" if worst.kind == "unknown" else f"{_cell(worst)} ({where})",
             )
         )
     print("placement across the candidates, in order:", file=out)

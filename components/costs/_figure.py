@@ -10,9 +10,18 @@ Every output renders one by ``figure_text``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["LOWER_BASES", "UPPER_BASES", "ZERO", "Figure", "figure_text"]
+__all__ = [
+    "LOWER_BASES",
+    "UPPER_BASES",
+    "ZERO",
+    "Figure",
+    "dearest",
+    "delta_text",
+    "figure_text",
+]
 
 UPPER_BASES = frozenset({"bound"})
 """Bases whose figure is an upper end only (``prices.csv``: on-demand standing in)."""
@@ -74,6 +83,18 @@ class Figure:
         high = None if self.high is None or other.high is None else self.high + other.high
         return Figure(low, high, tuple(dict.fromkeys(self.why + other.why)))
 
+    def __neg__(self) -> Figure:
+        return Figure(
+            None if self.high is None else -self.high,
+            None if self.low is None else -self.low,
+            self.why,
+        )
+
+    def __sub__(self, other: Figure) -> Figure:
+        """The change from ``other`` to this: its least is this least less the other's most,
+        its most this most less the other's least (an end either side lacks is not known)."""
+        return self + -other
+
     def times(self, factor: float) -> Figure:
         low = None if self.low is None else self.low * factor
         high = None if self.high is None else self.high * factor
@@ -83,13 +104,35 @@ class Figure:
 ZERO = Figure(0.0, 0.0)
 
 
+def dearest(figures: Sequence[Figure]) -> Figure:
+    """The most of several figures: what a job costs wherever of several places it lands.
+
+    Its upper end is the highest upper end, known only where every figure has one; its lower
+    end the highest known lower end (the dearest is at least each one's least). No figures:
+    unknown.
+    """
+    if not figures:
+        return Figure(None, None)
+    highs = [f.high for f in figures]
+    high = None if any(h is None for h in highs) else max(h for h in highs if h is not None)
+    lows = [f.low for f in figures if f.low is not None]
+    why = tuple(dict.fromkeys(w for f in figures for w in f.why))
+    return Figure(max(lows) if lows else None, high, why)
+
+
 def figure_text(figure: Figure, *, unit: str = "/h", digits: int = 2, why: bool = True) -> str:
     """``$1.23/h``, ``at most $24.89/h (why)``, ``at least $2.15/h (why)``, ``$1.20 to
     $2.40/h``, ``unknown``: how every output shows a figure."""
+    return _text(figure, lambda value: f"${value:,.{digits}f}", unit, why)
 
-    def money(value: float) -> str:
-        return f"${value:,.{digits}f}"
 
+def delta_text(figure: Figure, *, unit: str = "/h", why: bool = True) -> str:
+    """A change as ``figure_text`` shows an amount, signed: ``+$5.00/h``, ``at most +$5.00/h
+    (why)``, ``at least -$2.00/h (why)``, ``-$1.00 to +$3.00/h (why)``, ``unknown (why)``."""
+    return _text(figure, lambda value: f"{'+' if value >= 0 else '-'}${abs(value):,.2f}", unit, why)
+
+
+def _text(figure: Figure, money: Callable[[float], str], unit: str, why: bool) -> str:
     kind = figure.kind
     reason = f" ({'; '.join(figure.why)})" if why and figure.why and kind != "price" else ""
     if kind == "price":

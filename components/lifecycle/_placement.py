@@ -40,6 +40,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from .._errors import TrainingJobError
+from ..costs._figure import Figure, dearest, figure_text
 from ..vertex.api import capacity_refusal
 from ._wire import (
     EXISTING_JOB,
@@ -377,10 +378,10 @@ def preview_lines(
 
     first: Attempt | None = None
     lines: list[str] = []
-    expected: float | None = None
+    expected = Figure(None, None)
     priced = priced_attempts(spec, attempts, catalog, under=under)
     for attempt, placed, price in priced:
-        shown = f"${price:.2f}/h" if price is not None else "price unknown"
+        shown = "price unknown" if price.kind == "unknown" else figure_text(price, why=False)
         needs, _ = job_needs(job, placed, catalog, metrics)
         short = shortfalls_in(needs, limits, attempt.region) if limits is not None else []
         if short:
@@ -415,41 +416,36 @@ def placed_specs(
 
 def priced_attempts(
     spec: Any, attempts: Sequence[Attempt], catalog: Catalog, *, under: str | None
-) -> list[tuple[Attempt, Any, float | None]]:
-    """Each attempt with its spec (the capacity kind applied) and its price per hour (a tuning
-    job: every parallel trial at once; None: unknown)."""
+) -> list[tuple[Attempt, Any, Figure]]:
+    """Each attempt with its spec (the capacity kind applied) and its price per hour as what it
+    is known as (a tuning job: every parallel trial at once; a bound stays a bound, ``_figure``)."""
     return [
         (attempt, placed, _hourly(placed, attempt, catalog))
         for attempt, placed in placed_specs(spec, attempts, under=under)
     ]
 
 
-def worst_case(priced: Sequence[tuple[Attempt, Any, float | None]]) -> float | None:
-    """The most expensive attempt's price: what the job costs wherever it lands (None: some
-    attempt's price is unknown, so no bound is known)."""
-    prices = [price for _, _, price in priced]
-    if not prices or any(price is None for price in prices):
-        return None
-    return max(price for price in prices if price is not None)
+def worst_case(priced: Sequence[tuple[Attempt, Any, Figure]]) -> Figure:
+    """The most expensive attempt's price: what the job costs wherever it lands (``dearest``:
+    an attempt known only as at least, or unknown, leaves no upper end)."""
+    return dearest([price for _, _, price in priced])
 
 
-def _usd(value: float | None) -> str:
-    return f"${value:.2f}/h" if value is not None else "unknown"
+def _usd(value: Figure) -> str:
+    return "unknown" if value.kind == "unknown" else figure_text(value, why=False)
 
 
-def _hourly(spec: Any, attempt: Attempt, catalog: Catalog) -> float | None:
+def _hourly(spec: Any, attempt: Attempt, catalog: Catalog) -> Figure:
     from ..costs._pricing import estimate, estimate_tuning
     from ..rules._tuning_spec import TuningJobSpec
 
     capacity = priced_as(attempt.capacity)
     try:
         if isinstance(spec, TuningJobSpec):
-            return estimate_tuning(
-                spec, catalog, region=attempt.region, capacity=capacity
-            ).usd_per_hour
-        return estimate(spec, catalog, region=attempt.region, capacity=capacity).usd_per_hour
+            return estimate_tuning(spec, catalog, region=attempt.region, capacity=capacity).figure
+        return estimate(spec, catalog, region=attempt.region, capacity=capacity).figure
     except ValueError:
-        return None
+        return Figure(None, None)
 
 
 # -- create ------------------------------------------------------------------------------------

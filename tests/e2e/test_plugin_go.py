@@ -5,7 +5,8 @@
 builds the program with ``go build`` and runs it; the plugin (``make provider``). The program
 declares one ``vertex.TrainingJob`` through the SDK, its env value a secret; ``job.json``
 carries what the test edits. Steps: up, a preview with no change, an edit that ``preview
---diff`` marks as replacing, destroy, counting the jobs the emulator holds. Skipped only where
+--diff`` marks as replacing, destroy, counting the jobs the emulator holds; that program is
+built once and run as the prebuilt ``binary:`` of ``Pulumi.yaml`` (no build per command). Skipped only where
 ``go`` is absent (CI has it).
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -128,16 +130,37 @@ def go_ws(pulumi_bin_dir: Path, tmp_path: Path) -> Iterator[Workspace]:
     end_plugin_workspace(ws)
 
 
+def use_a_prebuilt_binary(ws: Workspace) -> None:
+    """Build the program once and name it in ``Pulumi.yaml`` (``runtime.options.binary``, as
+    the docs' Go quickstart does), so no command builds it again; ``main.go`` is then moved
+    away: a host that still ran ``go build`` would fail on a folder without Go files."""
+    go = shutil.which("go", path=ws.env["PATH"]) or "go"
+    subprocess.run(
+        [go, "build", "-o", "bin/plugin-go", "."],
+        cwd=ws.project,
+        env=ws.env,
+        check=True,
+        timeout=1500,  # a cold go build of pulumi/sdk
+    )
+    (ws.project / "Pulumi.yaml").write_text(
+        "name: plugin-go\nruntime:\n  name: go\n  options:\n    binary: bin/plugin-go\n"
+        "stackConfigDir: stacks\n"
+    )
+    (ws.project / "main.go").rename(ws.project / "main.go.built")
+
+
 @pytest.mark.timeout(1800)  # the first go build of a program on pulumi/sdk, on a cold cache
 def test_go_program_on_the_sdk_up_preview_edit_destroy(go_ws: Workspace) -> None:
     ws = go_ws
     write_job_settings(ws)
+    use_a_prebuilt_binary(ws)
     with emulator_for(ws, *SCENARIO) as emu:
         client = emu.client()
         init_plugin_stack(ws, emu.endpoint)
 
-        # up: one job, its env value a secret in the state and in no output.
-        ws.pulumi("up", "--yes", "--skip-preview", timeout=1500)  # (a cold go build)
+        # up: one job, its env value a secret in the state and in no output; every command
+        # runs the prebuilt binary (no main.go is left to build).
+        ws.pulumi("up", "--yes", "--skip-preview", timeout=1500)
         train = plugin_jobs(ws)["train"]
         assert [j.name for j in list_jobs(client)] == [train["id"]]
         machine = train["inputs"]["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]

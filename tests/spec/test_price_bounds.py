@@ -204,3 +204,84 @@ def test_the_pr_comment_shows_a_bound_as_a_bound() -> None:
     assert _Side(
         "m", "2 x G", priced.usd_per_hour, "flex_start", (), figure=priced.figure
     ).cost == ("$4.50/h")
+
+
+def test_the_dearest_of_several_figures_keeps_each_end_apart() -> None:
+    from components.costs._figure import dearest
+
+    price, at_most, at_least = Figure.price(9.0), Figure(None, 4.5, ("u",)), Figure(5.0, None)
+    # flex-start at most $4.50 and on-demand $9.00: the dearest is on-demand, a price
+    assert dearest([at_most, price]) == Figure(9.0, 9.0, ("u",))
+    assert dearest([at_most, price]).kind == "price"
+    # an attempt known only as at least leaves no upper end; the most known least stays
+    assert dearest([price, at_least]).kind == "at_least" and dearest([price, at_least]).low == 9.0
+    assert dearest([Figure.price(2.0), at_most]).kind == "range"
+    assert dearest([]).kind == "unknown"
+
+
+def test_the_change_of_two_figures_is_a_bound_or_a_range_with_why() -> None:
+    from components.costs._figure import delta_text
+
+    old, new = Figure.price(4.0), Figure(None, 9.0, ("flex-start unknown",))
+    assert delta_text(Figure.price(9.0) - old) == "+$5.00/h"
+    assert delta_text(new - old) == "at most +$5.00/h (flex-start unknown)"
+    assert delta_text(old - new) == "at least -$5.00/h (flex-start unknown)"
+    assert delta_text(Figure(1.0, 3.0, ("r",)) - Figure.price(2.0)) == "-$1.00 to +$1.00/h (r)"
+    assert delta_text(new - new).startswith("unknown (flex-start unknown")
+
+
+def test_placed_attempts_are_priced_as_figures_and_the_worst_case_is_the_dearest() -> None:
+    from components.lifecycle._placement import (
+        attempts_of,
+        declared_placement,
+        parse_placement,
+        preview_lines,
+        priced_attempts,
+        worst_case,
+    )
+
+    catalog = _catalog("vertex", "bound")
+    job = _job("STANDARD")
+    placement = declared_placement(["r"], ["flex-start", "on-demand"])
+    attempts = attempts_of(parse_placement(placement)[0])
+    priced = priced_attempts(job, attempts, catalog, under=None)
+    figures = [price for _, _, price in priced]
+    assert [f.kind for f in figures] == ["at_most", "price"]
+    assert figures[0].high == pytest.approx(4.5) and figures[1].high == pytest.approx(9.0)
+    assert worst_case(priced).kind == "price" and worst_case(priced).high == pytest.approx(9.0)
+    assert worst_case(priced[:1]).kind == "at_most"
+    from components.costs._quota import QuotaMetrics
+
+    lines, _ = preview_lines("j", job, attempts, [], catalog, QuotaMetrics(), None, under=None)
+    assert "expected at most $4.50/h, worst case $9.00/h" in lines[0]
+    assert "try first r (flex-start): quota not read, at most $4.50/h" in lines[1]
+
+
+def test_estimate_regions_shows_a_bound_as_a_bound(tmp_path: Path) -> None:
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        "scheduling: {timeout: 2h}\nworkerPoolSpecs:\n"
+        "  - machineSpec: {machineType: a2-ultragpu-8g, acceleratorType: NVIDIA_A100_80GB,"
+        " acceleratorCount: 8}\n"
+        "    replicaCount: 1\n    containerSpec: {imageUri: us-docker.pkg.dev/p/r/img:1}\n"
+    )
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["estimate", str(job), "--no-live-prices", "--regions", "us-central1", "--capacity"]
+    assert main([*argv, "spot"], out, err) == 0, err.getvalue()
+    text = out.getvalue()
+    [row] = [line for line in text.splitlines() if line.startswith("us-central1 (spot)")]
+    assert "at least " in row  # Compute Engine's Spot rate: Vertex's fee is not in it
+    assert "expected (first allowed, us-central1 (spot)): $/h at least " in text
+    assert "worst case (most expensive candidate): $/h at least " in text
+    assert "without Vertex's fee" in text
+
+
+def test_prices_for_candidate_regions_keep_a_bound_a_bound() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["prices", "--gpu", "a100-80gb", "--spot", "--no-live-prices"]
+    assert main([*argv, "--regions", "us-central1,europe-west4"], out, err) == 0, err.getvalue()
+    summary = out.getvalue().split("placement across the candidates, in order:")[1]
+    [row] = [line for line in summary.splitlines() if "a2-ultragpu-8g" in line]
+    # Compute Engine's Spot rate without Vertex's fee: the expected and the worst case are
+    # lower ends, never shown as prices
+    assert row.count("at least ") == 2, row
