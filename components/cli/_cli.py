@@ -118,7 +118,7 @@ def _each_job(
                 codes.append(command(args, stream, err))
             finally:
                 _CURRENT.pop()
-            if isinstance(stream, io.StringIO):
+            if as_json and isinstance(stream, io.StringIO):
                 reports.append({"name": job.name, **json.loads(stream.getvalue())})
         if as_json:
             valid = all(isinstance(r, dict) and r.get("valid") for r in reports)

@@ -66,7 +66,10 @@ _CONFIG_SET = re.compile(r"^\s*(?:\S*/)?gcloud\s+config\s+set\s+(?:project|ai/re
 _BRACES = re.compile(r"(?<![{$]){([^{}\n]+)}(?!})")
 _DOLLAR = re.compile(r"(?<!\$)\$([A-Za-z_]\w*)")
 _HEREDOC_END = "__NOTEBOOK_CELL_EOF__"
-_COMPUTED_SHELL = re.compile(r"`?\$\(ipython (.*?)\)`?(?: \(line \d+\))?(?: would have to run)?")
+_COMPUTED_SHELL = re.compile(
+    r"`?\$\(ipython (\d+)\)`?(?: \(line \d+\))?(?: would have to run)?"
+    r"(?:; write the value in the script)?"
+)
 _LINE = re.compile(r"\bline (\d+)\b")
 
 Spec = Callable[..., LoadedSpec]
@@ -104,6 +107,8 @@ class _Shell:
     origins: list[tuple[int, int]]
     submits: bool
     what: str
+    computed: dict[str, str] = field(default_factory=dict)
+    """What each ``$(ipython N)`` in ``text`` stands for: ``{expr}`` and why it is computed."""
 
 
 @dataclass
@@ -269,17 +274,21 @@ class _PythonValues:
         return name in self.reader.constants or name in self.reader.unknown
 
 
-def _expand(line: str, values: _PythonValues) -> str:
+def _expand(line: str, values: _PythonValues, computed: dict[str, str]) -> str:
     """A ``!`` line as IPython hands it to the shell: ``{expr}`` and ``$name`` of Python
-    names filled in; a computed one as ``$(ipython ...)`` (the script reader names it)."""
+    names filled in; a computed one as ``$(ipython N)``, what it stands for in ``computed``
+    (the script reader says the command needs it; ``_computed_text`` says why)."""
+
+    def mark(shown: str, found: Computed) -> str:
+        key = str(len(computed))
+        computed[key] = f"{shown} (a Python value the notebook computes: {found.what})"
+        return f"$(ipython {key})"
 
     def braces(match: re.Match[str]) -> str:
         found = values.text(match.group(1))
         if found is None:
             return match.group()
-        if isinstance(found, Computed):
-            return f"$(ipython {{{match.group(1)}}}: {found.what})"
-        return found
+        return mark(match.group(), found) if isinstance(found, Computed) else found
 
     def dollar(match: re.Match[str]) -> str:
         name = match.group(1)
@@ -287,7 +296,7 @@ def _expand(line: str, values: _PythonValues) -> str:
             return match.group()  # not a Python name: the shell's
         found = values.text(name)
         if isinstance(found, Computed):
-            return f"$(ipython ${name}: {found.what})"
+            return mark(match.group(), found)
         return found if found is not None else match.group()
 
     return _DOLLAR.sub(dollar, _BRACES.sub(braces, line)).replace("$$", "$")
@@ -334,9 +343,11 @@ def _cell_lines(cell: _Cell, values: _PythonValues) -> Iterator[_Shell | _Env]:
         while command.endswith("\\") and index < len(cell.lines):
             command = command[:-1] + " " + cell.lines[index].strip()
             index += 1
-        text = _expand(command, values)
+        computed: dict[str, str] = {}
+        text = _expand(command, values, computed)
         what = "!" + " ".join(text.split()[:4])
-        yield _Shell(text, [(cell.number, start + 1)], bool(_SUBMITS.search(text)), what)
+        submits = bool(_SUBMITS.search(text))
+        yield _Shell(text, [(cell.number, start + 1)], submits, what, computed)
 
 
 @dataclass
@@ -405,18 +416,22 @@ def _read_chunk(
     """The job of one submitting chunk, its errors and notes said in the notebook's cells."""
     origins: list[tuple[int, int]] = []
     texts: list[str] = []
-    for text, lines in [*prelude, (chunk.text, chunk.origins)]:
+    for text, places in [*prelude, (chunk.text, chunk.origins)]:
         texts.append(text)
         count = text.count("\n") + 1
-        origins.extend((lines + [lines[-1]] * count)[:count] if lines else [(0, 0)] * count)
-    cell, line = chunk.origins[0]
+        origins.extend((places + [places[-1]] * count)[:count] if places else [(0, 0)] * count)
+    lines = chunk.text.split("\n")
+    first = next((i for i, text in enumerate(lines) if _SUBMITS.search(text)), 0)
+    cell, line = chunk.origins[min(first, len(chunk.origins) - 1)]
     name = f"cell {cell}, line {line}: {chunk.what}"
     script = "\n".join(texts)
     stand_in = path.with_name(f"{path.stem}.cell-{cell}.sh")
 
     def said(message: str) -> str:
         message = message.replace(str(stand_in), str(path))
-        message = _COMPUTED_SHELL.sub(_computed_text, message)
+        message = _COMPUTED_SHELL.sub(
+            lambda m: chunk.computed.get(m.group(1), m.group()) + _GIVE_LITERAL, message
+        )
         return _LINE.sub(lambda m: _cell_line(origins, int(m.group(1))), message)
 
     try:
@@ -431,12 +446,7 @@ def _read_chunk(
     return FileJob(name, loaded=dataclasses.replace(loaded, format="notebook"))
 
 
-def _computed_text(match: re.Match[str]) -> str:
-    return (
-        f"{match.group(1).split(': ', 1)[0]} (a Python value the notebook computes: "
-        + (match.group(1).split(": ", 1)[1] if ": " in match.group(1) else "?")
-        + "; give it as a literal or a constant)"
-    )
+_GIVE_LITERAL = "; give it as a literal or a constant of the notebook"
 
 
 def _cell_line(origins: list[tuple[int, int]], line: int) -> str:

@@ -153,6 +153,7 @@ class _Object:
     place: dict[str, Any]
     runs: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     tuned: bool = False
+    error: str | None = None
 
 
 @dataclass
@@ -383,9 +384,11 @@ class _Reader(ast.NodeVisitor):
                     self.place[name] = (arguments[key], node.lineno)
             return
         if kind is not None and kind in _POSITIONAL and kind != "run":
-            made = _Object(
-                kind, self.arguments(node, _POSITIONAL[kind]), node.lineno, dict(self.place)
-            )
+            try:
+                arguments, error = self.arguments(node, _POSITIONAL[kind]), None
+            except SpecFormatError as exc:  # this job's; the file's other jobs are read
+                arguments, error = {}, str(exc)
+            made = _Object(kind, arguments, node.lineno, dict(self.place), error=error)
             if len(self.objects) >= MAX_JOBS:
                 raise self.error(node.lineno, f"refused: more than {MAX_JOBS} Vertex AI jobs")
             self.objects.append(made)
@@ -397,7 +400,10 @@ class _Reader(ast.NodeVisitor):
                 self.value(func.value) if isinstance(func.value, (ast.Name, ast.Call)) else None
             )
             if isinstance(target, _Object):
-                target.runs.append((node.lineno, self.arguments(node, ())))
+                try:
+                    target.runs.append((node.lineno, self.arguments(node, ())))
+                except SpecFormatError as exc:
+                    target.error = str(exc)
 
     # --- jobs ----------------------------------------------------------------------------
 
@@ -427,10 +433,14 @@ class _Reader(ast.NodeVisitor):
         kind: Literal["custom-job", "hyperparameter-tuning-job"] = (
             "hyperparameter-tuning-job" if made.kind == "HyperparameterTuningJob" else "custom-job"
         )
-        name = f"{self.where(run[0] if run else made.line)}: {made.kind}"
+        # A training job is one job per run(); any other is its constructor's.
+        line = run[0] if run is not None and made.kind in _TRAINING_JOBS else made.line
+        name = f"{self.where(line)}: {made.kind}"
         display = made.arguments.get("display_name")
         if isinstance(display, str) and display:
             name += f" {clipped(display)}"
+        if made.error is not None:
+            return SdkJob(name, made.line, kind, {}, error=made.error)
         builder = _Job(self, made, run)
         try:
             document = builder.document()
