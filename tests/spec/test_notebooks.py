@@ -18,7 +18,7 @@ from components._errors import SpecFormatError
 from components.cli._cli import main
 from components.formats.load import load_jobs
 from components.formats.notebook import MAX_CELLS, MAX_NOTEBOOK_BYTES
-from components.rules._spec import MachineSpec, WorkerPoolSpec
+from tests.spec.helpers import present
 
 IMAGE = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
 CONFIG = """workerPoolSpecs:
@@ -46,11 +46,6 @@ def notebook(tmp_path: Path, *cells: dict[str, Any], name: str = "train.ipynb") 
     return path
 
 
-def machine(pool: WorkerPoolSpec) -> MachineSpec:
-    assert pool.machine_spec is not None
-    return pool.machine_spec
-
-
 def run(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     code = main(list(argv), out, err)
@@ -76,7 +71,7 @@ def test_a_config_written_by_one_cell_is_read_by_the_next(tmp_path: Path) -> Non
     assert loaded.format == "notebook"
     spec = loaded.spec
     assert (spec.display_name, spec.region, spec.project) == ("nb-t4", "europe-west4", "my-project")
-    pool = machine(spec.worker_pool_specs[0])
+    pool = present(spec.worker_pool_specs[0].machine_spec)
     assert (pool.machine_type, pool.accelerator_type) == ("n1-standard-8", "NVIDIA_TESLA_T4")
     assert any("cell 4, line 2" in n for n in loaded.notes)
     assert any("written by the heredoc at cell 3, line 1" in n for n in loaded.notes)
@@ -110,7 +105,7 @@ def test_bash_cells_python_sdk_and_bang_lines_are_each_a_named_job(tmp_path: Pat
     assert bash is not None and sdk is not None
     assert bash.spec.region == "us-central1"  # the cell's own variable, not the Python one
     assert sdk.spec.region == "europe-west4"
-    assert machine(sdk.spec.worker_pool_specs[0]).accelerator_type == "NVIDIA_L4"
+    assert present(sdk.spec.worker_pool_specs[0].machine_spec).accelerator_type == "NVIDIA_L4"
     with pytest.raises(SpecFormatError, match="holds 2 jobs"):
         load_spec_file(path)
     code, out, err = run("validate", str(path))

@@ -17,35 +17,9 @@ from components._errors import SpecFormatError
 from components.cli._cli import main
 from components.formats.load import load_jobs
 from components.formats.python_sdk import MAX_NODES, read_python_jobs
-from components.rules._spec import (
-    ContainerSpec,
-    DiskSpec,
-    MachineSpec,
-    PythonPackageSpec,
-    WorkerPoolSpec,
-)
+from tests.spec.helpers import present
 
 IMAGE = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
-
-
-def machine(pool: WorkerPoolSpec) -> MachineSpec:
-    assert pool.machine_spec is not None
-    return pool.machine_spec
-
-
-def container(pool: WorkerPoolSpec) -> ContainerSpec:
-    assert pool.container_spec is not None
-    return pool.container_spec
-
-
-def package_of(pool: WorkerPoolSpec) -> PythonPackageSpec:
-    assert pool.python_package_spec is not None
-    return pool.python_package_spec
-
-
-def disk(pool: WorkerPoolSpec) -> DiskSpec:
-    assert pool.disk_spec is not None
-    return pool.disk_spec
 
 
 def run(*argv: str) -> tuple[int, str, str]:
@@ -108,11 +82,14 @@ def test_custom_job_with_constants_in_snake_and_camel_case(tmp_path: Path) -> No
     assert [p.replica_count for p in spec.worker_pool_specs] == [1, 2]
     for pool in spec.worker_pool_specs:
         assert pool.machine_spec is not None
-        assert (machine(pool).machine_type, machine(pool).accelerator_type) == (
+        assert (
+            present(pool.machine_spec).machine_type,
+            present(pool.machine_spec).accelerator_type,
+        ) == (
             "a2-highgpu-1g",
             "NVIDIA_TESLA_A100",
         )
-    assert container(spec.worker_pool_specs[0]).args == ["--epochs", "3"]
+    assert present(spec.worker_pool_specs[0].container_spec).args == ["--epochs", "3"]
     assert spec.base_output_directory == "gs://my-project-runs/bert"
     assert spec.labels == {"team": "nlp"}
     assert spec.service_account == "trainer@my-project.iam.gserviceaccount.com"
@@ -132,13 +109,19 @@ job = aip.CustomJob.from_local_script(
     spec = load_spec_file(write(tmp_path, text)).spec
     chief, workers = spec.worker_pool_specs
     assert (chief.replica_count, workers.replica_count) == (1, 2)
-    assert machine(chief).machine_type == "n1-standard-4"  # the SDK's default
-    assert (machine(chief).accelerator_type, machine(chief).accelerator_count) == (
+    assert present(chief.machine_spec).machine_type == "n1-standard-4"  # the SDK's default
+    assert (
+        present(chief.machine_spec).accelerator_type,
+        present(chief.machine_spec).accelerator_count,
+    ) == (
         "NVIDIA_TESLA_T4",
         2,
     )
-    assert disk(chief).boot_disk_type == "pd-ssd" and disk(chief).boot_disk_size_gb == 100
-    package = package_of(chief)
+    assert (
+        present(chief.disk_spec).boot_disk_type == "pd-ssd"
+        and present(chief.disk_spec).boot_disk_size_gb == 100
+    )
+    package = present(chief.python_package_spec)
     assert package.executor_image_uri == IMAGE and package.package_uris == ["trainer"]
     assert package.python_module == "task" and package.args == ["--lr", "0.1"]
     assert [(e.name, e.value) for e in package.env] == [("MODE", "train")]
@@ -151,7 +134,7 @@ aiplatform.CustomJob.from_local_script(display_name="t4", script_path="task.py",
     container_uri="{IMAGE}", accelerator_type="NVIDIA_TESLA_T4")
 """
     loaded = load_spec_file(write(tmp_path, text))
-    assert machine(loaded.spec.worker_pool_specs[0]).accelerator_type is None
+    assert present(loaded.spec.worker_pool_specs[0].machine_spec).accelerator_type is None
     assert any(
         "accelerator_type=NVIDIA_TESLA_T4 with accelerator_count=0" in n for n in loaded.notes
     )
@@ -178,14 +161,17 @@ never = CustomContainerTrainingJob("never", "gcr.io/p/train:1")
         "line 9: CustomPythonPackageTrainingJob pkg",
     ]
     first, second, package = (j.loaded.spec.worker_pool_specs[0] for j in jobs if j.loaded)
-    assert container(first).command == ["python", "train.py"]
-    assert container(first).args == ["--fast"]
-    assert (machine(second).machine_type, machine(second).accelerator_count) == (
+    assert present(first.container_spec).command == ["python", "train.py"]
+    assert present(first.container_spec).args == ["--fast"]
+    assert (
+        present(second.machine_spec).machine_type,
+        present(second.machine_spec).accelerator_count,
+    ) == (
         "g2-standard-24",
         2,
     )
-    assert package_of(package).package_uris == ["gs://b/trainer-0.1.tar.gz"]
-    assert package_of(package).python_module == "trainer.task"
+    assert present(package.python_package_spec).package_uris == ["gs://b/trainer-0.1.tar.gz"]
+    assert present(package.python_package_spec).python_module == "trainer.task"
     with pytest.raises(SpecFormatError, match="holds 3 jobs"):
         load_spec_file(path)
 
@@ -227,7 +213,7 @@ hp.run()
     assert layers["integerValueSpec"] == {"minValue": 2, "maxValue": 8}
     assert opt["categoricalValueSpec"] == {"values": ["adam", "sgd"]}
     trial_pool = tuning.trial_job_spec.worker_pool_specs[0]
-    assert machine(trial_pool).accelerator_type == "NVIDIA_TESLA_T4"
+    assert present(trial_pool.machine_spec).accelerator_type == "NVIDIA_TESLA_T4"
 
 
 @pytest.mark.parametrize(
