@@ -28,6 +28,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
+import posixpath
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -53,6 +54,8 @@ MAX_NOTEBOOK_BYTES = 16 << 20
 """Notebooks carry their outputs (images as base64): larger than a spec file, still bounded."""
 MAX_CELLS = 5_000
 MAX_SUBMISSIONS = 100
+MAX_READ_CHARS = 4 * MAX_SPEC_BYTES
+"""What all the submissions of a notebook read, each with the cells before it that it needs."""
 
 _SUBMITS = re.compile(
     r"jobs\s+submit\s+training|custom-jobs\s+create|hp-tuning-jobs\s+create"
@@ -377,20 +380,40 @@ def _shell_jobs(
     environment = dict(env)
     prelude: list[tuple[str, list[tuple[int, int]]]] = []
     written: dict[str, int] = {}
-    count = 0
-    for chunk in _shell_chunks(notebook, values):
+    files: list[str | None] = []
+    """The file each part of ``prelude`` writes (None: a ``gcloud config set`` line)."""
+    chunks = list(_shell_chunks(notebook, values))
+    submissions = sum(1 for c in chunks if isinstance(c, _Shell) and c.submits)
+    if submissions > MAX_SUBMISSIONS:
+        raise SpecFormatError(
+            f"{path}: refused: {submissions} job submissions, more than {MAX_SUBMISSIONS}"
+        )
+    budget = MAX_READ_CHARS
+    for chunk in chunks:
         if isinstance(chunk, _Env):
             environment[chunk.name] = chunk.value
         elif isinstance(chunk, _Write):
             prelude.append(_heredoc(chunk, written))
+            files.append(posixpath.basename(chunk.path))
         elif chunk.submits:
-            count += 1
-            if count > MAX_SUBMISSIONS:
-                raise SpecFormatError(f"{path}: refused: more than {MAX_SUBMISSIONS} submissions")
-            yield _read_chunk(chunk, prelude, path, environment, catalog, region, from_document)
+            # A written file goes with a submission that names it, no other: each submission
+            # is read on its own, so the cells' text is not read again for every one.
+            named = [
+                part
+                for part, name in zip(prelude, files, strict=True)
+                if name is None or name in chunk.text
+            ]
+            budget -= sum(len(text) for text, _ in named) + len(chunk.text)
+            if budget < 0:
+                raise SpecFormatError(
+                    f"{path}: refused: its submissions read more than {MAX_READ_CHARS:,} "
+                    "characters of cell text in all (a large %%writefile named by many)"
+                )
+            yield _read_chunk(chunk, named, path, environment, catalog, region, from_document)
         elif any(_CONFIG_SET.match(line) for line in chunk.text.splitlines()):
             lines = [line for line in chunk.text.splitlines() if _CONFIG_SET.match(line)]
             prelude.append(("\n".join(lines), [chunk.origins[0]] * len(lines)))
+            files.append(None)
 
 
 def _heredoc(chunk: _Write, written: dict[str, int]) -> tuple[str, list[tuple[int, int]]]:

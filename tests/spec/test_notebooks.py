@@ -230,3 +230,30 @@ def test_deeply_nested_python_in_a_cell_is_left_out_with_a_note(tmp_path: Path) 
     loaded = load_spec_file(path)
     assert loaded.spec.display_name == "x"
     assert any(n.startswith("cell 1") for n in loaded.notes)
+
+
+def _submission(index: int, extra: str = "") -> dict[str, Any]:
+    return cell(
+        f"!gcloud ai custom-jobs create --region=us-central1 --display-name=j{index} "
+        "--worker-pool-spec=machine-type=n1-standard-4,replica-count=1,"
+        f"container-image-uri=gcr.io/p/t:1{extra}\n"
+    )
+
+
+def test_submissions_and_the_text_they_read_are_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from components.formats import notebook as module
+
+    monkeypatch.setattr(module, "MAX_SUBMISSIONS", 2)
+    path = notebook(tmp_path, *(_submission(i) for i in range(3)))
+    with pytest.raises(SpecFormatError, match="refused: 3 job submissions, more than 2"):
+        load_jobs(path)
+    monkeypatch.setattr(module, "MAX_READ_CHARS", 3 * len(CONFIG))
+    written = cell(f"%%writefile job.yaml\n{CONFIG}")
+    path = notebook(tmp_path, written, *(_submission(i, " --config=job.yaml") for i in range(2)))
+    with pytest.raises(SpecFormatError, match="its submissions read more than"):
+        load_jobs(path)
+    # A written file goes only with the submissions that name it.
+    path = notebook(tmp_path, written, *(_submission(i) for i in range(2)))
+    assert [j.loaded.spec.display_name for j in load_jobs(path) if j.loaded] == ["j0", "j1"]
