@@ -36,7 +36,7 @@ from ..costs._pricing import (
 from ..formats import LoadedSpec, load_spec_file
 from ..formats.autopackage import IMAGE_PLACEHOLDER, VertexBuild, for_vertex
 from ..formats.legacy_config import LegacyConversionError
-from ..formats.load import load_jobs
+from ..formats.load import holds_jobs, load_jobs
 from ..formats.result import FileJob
 from ..rules._catalog import (
     Catalog,
@@ -99,6 +99,8 @@ def _each_job(
 
     def each(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         region = getattr(args, "region", None)
+        if not holds_jobs(Path(args.file)):
+            return command(args, out, err)  # one job: read once, by the command
         try:
             jobs = load_jobs(args.file, region=region, tuning=True)
         except TrainingJobError:

@@ -27,6 +27,7 @@ from .tuning import tuning_format, tuning_from_document, tuning_job_summary
 
 __all__ = [
     "detect_format",
+    "holds_jobs",
     "load_jobs",
     "load_spec_file",
     "not_a_single_job",
@@ -143,7 +144,7 @@ def load_spec_file(
     """
     path = Path(path)
     catalog = catalog or load_catalog()
-    if _holds_jobs(path):
+    if holds_jobs(path):
         return _one_job(
             load_jobs(path, env=env, catalog=catalog, region=region, tuning=tuning), path
         )
@@ -195,7 +196,7 @@ def with_prebuilt_images(
 _MANY_JOBS_SUFFIXES = frozenset({".ipynb", ".py"})
 
 
-def _holds_jobs(path: Path) -> bool:
+def holds_jobs(path: Path) -> bool:
     """A notebook or a Python file: several jobs, each read on its own (``load_jobs``)."""
     return path.suffix in _MANY_JOBS_SUFFIXES
 

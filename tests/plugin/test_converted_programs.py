@@ -93,7 +93,7 @@ def _checked(token: str, properties: dict[str, Any]) -> list[Any]:
     run_isolated(provider.configure(ConfigureRequest({}, settings, True, True)))
     urn = f"urn:pulumi:dev::proj::{token}::job"
     result = run_isolated(provider.check(CheckRequest(urn, {}, wrap_map(properties), b"")))
-    return list(result.failures)
+    return list(result.failures or [])
 
 
 def test_a_terraform_job_becomes_a_training_job_the_plugin_accepts(tmp_path: Path) -> None:
