@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -123,8 +124,17 @@ _MACHINE_DEFAULTS: dict[str, Any] = {
     "boot_disk_size_gb": 100,
     "reduction_server_replica_count": 0,
 }
-_KEPT = ("display_name", "args", "environment_variables")
-"""Where a computed value keeps its text: fields whose shape alone the validator checks."""
+_KEPT_PATH = re.compile(
+    r"(?:^|\.)(?:display_name|displayName|args|environment_variables|env)(?:\[|\.|$)"
+)
+"""Where a computed value keeps its text: fields whose shape alone the validator checks (a
+display name, trainer arguments, environment values; in a pool dict too)."""
+_LEFT_OUT = ("project", "location", "base_output_dir", "aiplatform.init(project=)")
+_LEFT_OUT += ("aiplatform.init(location=)",)
+"""Where a computed value is left out, with a note: the stack's project and region, and the
+output directory the stack chooses, stand in for it (samples compute their project)."""
+_MUTATORS = frozenset({"append", "extend", "insert", "update", "setdefault", "pop", "clear"})
+_MUTATORS |= {"remove", "popitem"}
 
 
 @dataclass(frozen=True)
@@ -290,15 +300,18 @@ class _Reader(ast.NodeVisitor):
             left, right = self.value(node.left, depth + 1), self.value(node.right, depth + 1)
             if isinstance(left, str) and isinstance(right, str):
                 return left + right
-            return next((v for v in (left, right) if isinstance(v, Computed)), None) or (
-                self.computed(node)
-            )
+            inner = next((v for v in (left, right) if isinstance(v, Computed)), None)
+            return self.computed(node, inner.what if inner is not None else None)
         if isinstance(node, ast.JoinedStr):
             return self.fstring(node, depth)
         if isinstance(node, ast.Attribute):
             # aip.gapic.AcceleratorType.NVIDIA_TESLA_T4: the enum's name is its value.
             if isinstance(node.value, ast.Attribute) and node.value.attr.endswith("Type"):
                 return node.attr
+            if node.attr == "name":  # TRAIN_GPU.name, TRAIN_GPU being such an enum
+                inner = self.value(node.value, depth + 1)
+                if isinstance(inner, str):
+                    return inner
             return self.computed(node, f"the attribute {clipped(ast.unparse(node))}")
         if isinstance(node, ast.Call):
             kind = self.qualified(node.func)
@@ -320,7 +333,8 @@ class _Reader(ast.NodeVisitor):
             assert isinstance(part, ast.FormattedValue)
             inner = self.value(part.value, depth + 1)
             if isinstance(inner, Computed):
-                return self.computed(node, f"an f-string of {inner.what}")
+                nested = inner.what.startswith("an f-string")
+                return self.computed(node, inner.what if nested else f"an f-string of {inner.what}")
             if part.format_spec is not None or part.conversion not in (-1, ord("s")):
                 return self.computed(node, "an f-string with a format")
             parts.append(str(inner))
@@ -456,9 +470,23 @@ def _constants(tree: ast.Module) -> tuple[dict[str, ast.expr], dict[str, str]]:
     why every other assigned name is not a constant."""
     counts: dict[str, int] = {}
     unknown: dict[str, str] = {}
+    changed: dict[str, str] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             counts[node.id] = counts.get(node.id, 0) + 1
+        elif isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, ast.Store):
+            base = _base_name(node)
+            if base is not None:  # `pools[0]["replica_count"] = 2`: no longer its literal
+                changed.setdefault(base, f"changed by the code (line {node.lineno})")
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _MUTATORS
+        ):
+            base = _base_name(node.func.value)
+            if base is not None:
+                what = f"{base}.{node.func.attr}(...)"
+                changed.setdefault(base, f"changed by the code (line {node.lineno}: {what})")
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             for argument in ast.walk(node.args):
                 if isinstance(argument, ast.arg):
@@ -472,16 +500,43 @@ def _constants(tree: ast.Module) -> tuple[dict[str, ast.expr], dict[str, str]]:
             targets, value = statement.targets, statement.value
         elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
             targets, value = [statement.target], statement.value
-        for target in targets:
-            if isinstance(target, ast.Name) and value is not None:
-                if counts.get(target.id, 0) == 1:
-                    constants[target.id] = value
-                else:
-                    unknown[target.id] = f"assigned {counts[target.id]} times"
+        for target, assigned in _pairs(targets, value):
+            if counts.get(target.id, 0) == 1:
+                constants[target.id] = assigned
+            else:
+                unknown[target.id] = f"assigned {counts[target.id]} times"
+    for name, why in changed.items():
+        if constants.pop(name, None) is not None:
+            unknown[name] = why
     for name in counts:
         if name not in constants and name not in unknown:
             unknown[name] = "set by the code as it runs (a loop, a function, a with)"
     return constants, unknown
+
+
+def _pairs(targets: list[ast.expr], value: ast.expr | None) -> Iterator[tuple[ast.Name, ast.expr]]:
+    """Each name an assignment sets and the expression it gets: ``A = x``, and ``A, B = x, y``
+    (the SDK samples' ``TRAIN_GPU, TRAIN_NGPU = (AcceleratorType.NVIDIA_TESLA_T4, 1)``)."""
+    if value is None:
+        return
+    for target in targets:
+        if isinstance(target, ast.Name):
+            yield target, value
+        elif (
+            isinstance(target, (ast.Tuple, ast.List))
+            and isinstance(value, (ast.Tuple, ast.List))
+            and len(target.elts) == len(value.elts)
+        ):
+            for inner, item in zip(target.elts, value.elts, strict=True):
+                if isinstance(inner, ast.Name) and not isinstance(item, ast.Starred):
+                    yield inner, item
+
+
+def _base_name(node: ast.expr) -> str | None:
+    """The name at the root of ``a[0]["b"].c``, or None."""
+    while isinstance(node, (ast.Subscript, ast.Attribute)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def _top_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
@@ -511,7 +566,15 @@ class _Job:
         if found is None:
             return value
         path, computed = found
-        if name.split(".")[0] in _KEPT:
+        if name in _LEFT_OUT:
+            self.notes.append(
+                f"{path} is computed by the code ({self.reader.where(computed.line)}: "
+                f"{computed.what}): left out, so the stack's "
+                + ("output directory" if "output" in name else "project or region")
+                + " applies"
+            )
+            return None
+        if _KEPT_PATH.search(path):
             self.notes.append(
                 f"{path} is computed by the code ({self.reader.where(computed.line)}: "
                 f"{computed.what}): kept as written ({computed.text})"
@@ -563,9 +626,9 @@ class _Job:
             if value is None and name in self.made.place:
                 value, line = self.made.place[name]
                 value = self.literal(f"aiplatform.init({key}=)", value, line)
-                self.notes.append(
-                    f"{name} {value} from aiplatform.init ({self.reader.where(line)})"
-                )
+                if value is not None:
+                    where = self.reader.where(line)
+                    self.notes.append(f"{name} {value} from aiplatform.init ({where})")
             if value is not None:
                 document[name] = value
 

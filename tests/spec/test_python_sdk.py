@@ -340,3 +340,57 @@ for_b = aiplatform.CustomJob("b", [{"machine_spec": {"machine_type": "n1-standar
         "n1-standard-8",
     ]
     assert "--display-name=a" in out and "--display-name=b" in out
+
+
+SAMPLE = f"""
+import os
+from google.cloud import aiplatform as aip
+PROJECT_ID = "[your-project-id]"
+if PROJECT_ID == "[your-project-id]":
+    PROJECT_ID = os.popen("gcloud config get project").read().strip()
+REGION = "us-central1"
+BUCKET_URI = f"gs://bucket-{{PROJECT_ID}}"
+aip.init(project=PROJECT_ID, location=REGION, staging_bucket=BUCKET_URI)
+TRAIN_GPU, TRAIN_NGPU = (aip.gapic.AcceleratorType.NVIDIA_TESLA_T4, 1)
+EPOCHS = 20
+CMDARGS = ["--epochs=" + str(EPOCHS)]
+job = aip.CustomTrainingJob(display_name="cifar10", script_path="task.py",
+    container_uri="{IMAGE}", model_serving_container_image_uri="{IMAGE}")
+model = job.run(args=CMDARGS, machine_type="n1-standard-4", accelerator_type=TRAIN_GPU.name,
+    accelerator_count=TRAIN_NGPU, base_output_dir=BUCKET_URI)
+"""
+
+
+def test_the_sdk_samples_forms_read_and_their_computed_project_is_left_out(
+    tmp_path: Path,
+) -> None:
+    loaded = load_spec_file(write(tmp_path, SAMPLE))
+    spec = loaded.spec
+    pool = present(spec.worker_pool_specs[0].machine_spec)
+    assert (pool.accelerator_type, pool.accelerator_count) == ("NVIDIA_TESLA_T4", 1)
+    assert spec.project is None and spec.region == "us-central1"
+    assert spec.base_output_directory is None
+    assert present(spec.worker_pool_specs[0].python_package_spec).args == [
+        "'--epochs=' + str(EPOCHS)"
+    ]
+    notes = "\n".join(loaded.notes)
+    assert (
+        "aiplatform.init(project=) is computed by the code (line 9: PROJECT_ID, assigned 2 times): left out"
+        in notes
+    )
+    assert "base_output_dir is computed by the code" in notes
+
+
+def test_a_constant_the_code_changes_is_no_longer_its_literal(tmp_path: Path) -> None:
+    text = """from google.cloud import aiplatform
+POOLS = [{"machine_spec": {"machine_type": "n1-standard-4"}, "replica_count": 1,
+          "container_spec": {"image_uri": "gcr.io/p/t:1"}}]
+POOLS[0]["replica_count"] = 4
+aiplatform.CustomJob(display_name="d", worker_pool_specs=POOLS)
+"""
+    with pytest.raises(SpecFormatError) as caught:
+        load_spec_file(write(tmp_path, text))
+    assert (
+        "line 5: worker_pool_specs is computed by the code (POOLS, changed by the code (line 4))"
+        in str(caught.value)
+    )
