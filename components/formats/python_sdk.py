@@ -129,8 +129,15 @@ _KEPT_PATH = re.compile(
 )
 """Where a computed value keeps its text: fields whose shape alone the validator checks (a
 display name, trainer arguments, environment values; in a pool dict too)."""
-_LEFT_OUT = ("project", "location", "base_output_dir", "aiplatform.init(project=)")
-_LEFT_OUT += ("aiplatform.init(location=)",)
+_LEFT_OUT = frozenset(
+    {
+        "project",
+        "location",
+        "base_output_dir",
+        "aiplatform.init(project=)",
+        "aiplatform.init(location=)",
+    }
+)
 """Where a computed value is left out, with a note: the stack's project and region, and the
 output directory the stack chooses, stand in for it (samples compute their project)."""
 _MUTATORS = frozenset({"append", "extend", "insert", "update", "setdefault", "pop", "clear"})
