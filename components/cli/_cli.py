@@ -108,24 +108,29 @@ def _each_job(
         if not jobs or jobs[0].name is None:
             return command(args, out, err)
         as_json = bool(getattr(args, "json", False))
+        # One program of every job's resource (each job's own is read back and merged).
+        programs = command is cmd_convert and getattr(args, "to", "") == "plugin-yaml"
         codes: list[int] = []
         reports: list[object] = []
         for index, job in enumerate(jobs):
             print(f"== {args.file}: {job.name} ==", file=err)
-            if command is cmd_convert and index:
+            if command is cmd_convert and index and not programs:
                 print("---", file=out)
-            stream = io.StringIO() if as_json else out
+            stream = io.StringIO() if as_json or programs else out
             _CURRENT.append(job)
             try:
                 codes.append(command(args, stream, err))
             finally:
                 _CURRENT.pop()
-            if as_json and isinstance(stream, io.StringIO):
-                reports.append({"name": job.name, **json.loads(stream.getvalue())})
+            if isinstance(stream, io.StringIO) and stream.getvalue():
+                text = stream.getvalue()
+                reports.append({"name": job.name, **json.loads(text)} if as_json else text)
         if as_json:
             valid = all(isinstance(r, dict) and r.get("valid") for r in reports)
             json.dump({"valid": valid, "jobs": reports}, out, indent=2)
             print(file=out)
+        elif programs and reports:
+            _print_merged_programs([str(r) for r in reports], args.file, out)
         return max(codes)
 
     return each
@@ -403,6 +408,10 @@ def _convert_tuning(
     return _check_packages(spec.trial_job(), err, tuning=True)
 
 
+_PLUGIN_COMMENT = (
+    "Pulumi.yaml of a YAML program: `pulumi up` with the gpu-training plugin on PATH "
+    "(the provider's project and region where the job names none)"
+)
 _PLUGIN_KEYS = ("displayName", "labels", "encryptionSpec", "project", "region")
 
 
@@ -425,11 +434,35 @@ def _plugin_program(
 
     name = str(properties.get("displayName") or Path(source).stem)
     program = plugin_program(name, kind, properties, f"converted from {Path(source).name}")
-    command = (
-        "Pulumi.yaml of a YAML program: `pulumi up` with the gpu-training plugin on PATH "
-        "(the provider's project and region where the job names none)"
+    return _PLUGIN_COMMENT, program
+
+
+def _print_merged_programs(texts: list[str], source: str, out: TextIO) -> None:
+    """``convert --to plugin-yaml`` of a file of several jobs: one Pulumi YAML program
+    declaring each job's resource (a name taken twice gets ``-2``...), each resource's outputs
+    under its name."""
+    import yaml
+
+    from ..formats.migration import plugin_program
+
+    resources: dict[str, object] = {}
+    for text in texts:
+        program = yaml.safe_load(text)
+        for name, resource in program["resources"].items():
+            unique, number = name, 1
+            while unique in resources:
+                number += 1
+                unique = f"{name}-{number}"
+            resources[unique] = resource
+    merged = plugin_program(
+        Path(source).stem, "custom-job", {}, f"converted from {Path(source).name}"
     )
-    return command, program
+    merged["resources"] = resources
+    merged["outputs"] = {
+        f"{name}-{key}": f"${{{name}.{key}}}" for name in resources for key in ("state", "jobId")
+    }
+    print(f"# {_PLUGIN_COMMENT}", file=out)
+    yaml.safe_dump(merged, out, sort_keys=False, allow_unicode=True)
 
 
 def _import_client_library() -> None:

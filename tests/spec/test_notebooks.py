@@ -257,3 +257,16 @@ def test_submissions_and_the_text_they_read_are_bounded(
     # A written file goes only with the submissions that name it.
     path = notebook(tmp_path, written, *(_submission(i) for i in range(2)))
     assert [j.loaded.spec.display_name for j in load_jobs(path) if j.loaded] == ["j0", "j1"]
+
+
+def test_convert_to_plugin_yaml_of_several_jobs_is_one_program(tmp_path: Path) -> None:
+    path = notebook(
+        tmp_path, _submission(1), _submission(2), _submission(3, ",accelerator-count=2")
+    )
+    code, out, err = run("convert", "--to", "plugin-yaml", str(path))
+    assert code == 2, err  # the third job names a count without a type: unreadable
+    program = yaml.safe_load(out)
+    assert list(program["resources"]) == ["j1", "j2"]
+    assert {r["type"] for r in program["resources"].values()} == {"gpu-training:vertex:TrainingJob"}
+    assert program["outputs"]["j2-state"] == "${j2.state}"
+    assert "cell 3, line 1" in err
