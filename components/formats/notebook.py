@@ -217,6 +217,11 @@ def _python_module(notebook: _Notebook, origin: str) -> tuple[ast.Module, Callab
         except (RecursionError, MemoryError, ValueError):
             notebook.notes.append(f"cell {cell.number}: nested too deeply for Python, not read")
             continue
+        try:
+            check_size(tree, f"cell {cell.number}")
+        except SpecFormatError as exc:
+            notebook.notes.append(f"{exc}: its Python is not read")
+            continue
         ast.increment_lineno(tree, len(origins))
         body.extend(tree.body)
         origins.extend((cell.number, n) for n in range(1, len(cell.lines) + 1))

@@ -59,6 +59,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_JOBS",
     "MAX_NODES",
+    "MAX_TREE_DEPTH",
     "SdkJob",
     "loaded_sdk_job",
     "parse_python",
@@ -67,6 +68,8 @@ __all__ = [
 
 MAX_NODES = 200_000
 MAX_DEPTH = 32
+MAX_TREE_DEPTH = 200
+"""Real code nests a few dozen syntax levels; the readers walk the tree recursively."""
 MAX_JOBS = 100
 
 Where = Callable[[int], str]
@@ -214,10 +217,23 @@ def parse_python(text: str, origin: str, where: Where = lambda n: f"line {n}") -
 
 
 def check_size(tree: ast.AST, origin: str) -> None:
-    """Refuse a tree of more than ``MAX_NODES`` nodes."""
-    for count, _ in enumerate(ast.walk(tree), 1):
+    """Refuse a tree of more than ``MAX_NODES`` nodes, or nested deeper than
+    ``MAX_TREE_DEPTH`` (``1+1+...`` parses, then any recursive walk of it overflows); walked
+    without recursion."""
+    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
+    count = 0
+    while stack:
+        node, depth = stack.pop()
+        count += 1
         if count > MAX_NODES:
             raise SpecFormatError(f"{origin}: refused: more than {MAX_NODES:,} Python syntax nodes")
+        if depth > MAX_TREE_DEPTH:
+            line = getattr(node, "lineno", 0)
+            raise SpecFormatError(
+                f"{origin}: refused: Python nested deeper than {MAX_TREE_DEPTH} levels "
+                f"(line {line})"
+            )
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
 
 
 class _Reader(ast.NodeVisitor):

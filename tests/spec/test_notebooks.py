@@ -221,6 +221,7 @@ def test_deeply_nested_python_in_a_cell_is_left_out_with_a_note(tmp_path: Path) 
     path = notebook(
         tmp_path,
         cell("x = " + "(" * 3000 + ")" * 3000 + "\n"),
+        cell("y = " + "1+" * 5000 + "1\n"),
         cell(
             "!gcloud ai custom-jobs create --region=us-central1 --display-name=x "
             "--worker-pool-spec=machine-type=n1-standard-4,replica-count=1,"
@@ -230,6 +231,7 @@ def test_deeply_nested_python_in_a_cell_is_left_out_with_a_note(tmp_path: Path) 
     loaded = load_spec_file(path)
     assert loaded.spec.display_name == "x"
     assert any(n.startswith("cell 1") for n in loaded.notes)
+    assert any(n.startswith("cell 2: refused: Python nested deeper") for n in loaded.notes)
 
 
 def _submission(index: int, extra: str = "") -> dict[str, Any]:

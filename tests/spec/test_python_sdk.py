@@ -279,6 +279,7 @@ aiplatform.CustomJob.from_local_script("j", "task.py", "{IMAGE}")
         ("x = " + "(" * 5000 + ")" * 5000 + "\n", "train.py: "),
         ("import os\nprint(os.getcwd())\n", "no Vertex AI SDK job found"),
         ("x = [" + "0," * (MAX_NODES + 10) + "]\n", f"more than {MAX_NODES:,} Python syntax nodes"),
+        ("X = " + "1+" * 5000 + "1\n", "refused: Python nested deeper than 200 levels (line 1)"),
     ],
 )
 def test_hostile_or_empty_python_is_one_clear_line(
