@@ -38,7 +38,7 @@ from .._errors import SpecError, SpecFormatError
 from .._files import FileReadError, read_text_capped
 from ..rules._catalog import Catalog
 from .gcloud_command import read_gcloud_command
-from .python_sdk import Computed, check_size, loaded_sdk_job, read_python_jobs
+from .python_sdk import Computed, check_size, loaded_sdk_job, read_python_jobs, value_reader
 from .result import FileJob, LoadedSpec
 from .text import MAX_SPEC_BYTES
 
@@ -261,10 +261,7 @@ class _PythonValues:
     """IPython's ``{expr}`` and ``$name`` in a ``!`` line, from the notebook's Python."""
 
     def __init__(self, module: ast.Module, origin: str, where: Callable[[int], str]) -> None:
-        from .python_sdk import _Reader  # the same reading of values as the SDK calls'
-
-        self.reader = _Reader(module, origin, where)
-        self.reader.visit(module)
+        self.reader = value_reader(module, origin, where)  # as the SDK calls' values
 
     def text(self, expression: str) -> str | Computed | None:
         """The text IPython puts in place of ``expression``, ``Computed``, or None when it is

@@ -64,6 +64,7 @@ __all__ = [
     "loaded_sdk_job",
     "parse_python",
     "read_python_jobs",
+    "value_reader",
 ]
 
 MAX_NODES = 200_000
@@ -199,6 +200,14 @@ def read_python_jobs(
     reader = _Reader(tree, origin, where)
     reader.visit(tree)
     return reader.jobs()
+
+
+def value_reader(module: ast.Module, origin: str, where: Where) -> _Reader:
+    """The reader of the module's values (its constants, imports and SDK objects, as they
+    stand at its end), for text that uses them: a notebook's ``!`` lines."""
+    reader = _Reader(module, origin, where)
+    reader.visit(module)
+    return reader
 
 
 def parse_python(text: str, origin: str, where: Where = lambda n: f"line {n}") -> ast.Module:
