@@ -17,6 +17,8 @@ the top level) is a ``HyperparameterTuningJob``; the wiring above applies to its
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +28,8 @@ import pulumi
 from . import config as _config_module
 from ._errors import SpecError
 from .config import ConfigError, JobConfig, StackConfig, load_stack_config
-from .formats import load_spec_file
+from .formats import LoadedSpec
+from .formats.load import load_jobs
 from .lifecycle._job_preview import PreviewSettings, package_digests, planned_infra
 from .lifecycle._job_resource import ResourceKind, check_jobs
 from .lifecycle._packaging import PackagingError
@@ -61,28 +64,64 @@ Spec = JobSpec | TuningJobSpec
 """A job of the stack: a custom job, or a tuning job (its trials' spec is ``trialJobSpec``)."""
 
 
-def _read(path: Path) -> tuple[Spec, list[str]]:
-    """The spec of a job file, local paths resolved, and the notes of its reading."""
-    loaded = load_spec_file(path, tuning=True)
+def _resolved(loaded: LoadedSpec, path: Path) -> Spec:
+    """A job read from ``path``, its local paths resolved from the file's folder."""
     if loaded.tuning is not None:
-        return resolve_trial_local_paths(loaded.tuning, path.parent), loaded.notes
-    return resolve_local_paths(loaded.spec, path.parent), loaded.notes
+        return resolve_trial_local_paths(loaded.tuning, path.parent)
+    return resolve_local_paths(loaded.spec, path.parent)
 
 
-def _load(job: JobConfig, seen: dict[Path, Spec]) -> Spec:
-    """The job's spec, parsed once; a file several jobs share is read once per program run."""
-    if job.spec in seen:
-        return seen[job.spec]
-    try:
-        spec, notes = _read(job.spec)
-    except SpecError as exc:
-        lines = [f"  {v}" for v in getattr(exc, "violations", ())]
-        detail = "\n".join(["invalid spec:", *lines]) if lines else str(exc)
-        raise ConfigError(f"{job.spec}: {detail}") from None
-    for note in notes:
-        pulumi.log.info(f"{job.spec.name}: {note}")
-    seen[job.spec] = spec
-    return spec
+def _read(path: Path) -> list[tuple[str | None, Spec, list[str]]]:
+    """The jobs of a job file (one, unnamed, for every format but notebooks and Python files),
+    local paths resolved, each with the notes of its reading."""
+    jobs = load_jobs(path, tuning=True)
+    failed = [job for job in jobs if job.error is not None]
+    if failed:
+        lines = []
+        for job in failed:
+            violations = getattr(job.error, "violations", ())
+            detail = "; ".join(str(v) for v in violations) or str(job.error)
+            lines.append(f"  {job.name}: {detail}")
+        raise ConfigError("\n".join([f"{path}: {len(failed)} of its jobs cannot run:", *lines]))
+    return [(job.name, _resolved(job.loaded, path), job.loaded.notes) for job in jobs if job.loaded]
+
+
+def _load(
+    job: JobConfig, seen: dict[Path, list[tuple[str | None, Spec]]]
+) -> list[tuple[JobConfig, Spec]]:
+    """The entry's jobs, parsed once; a file several entries share is read once per run. A file
+    of several jobs (a notebook, a Python file) makes one job of each, named
+    ``<entry name>-<job>`` (``_job_names``)."""
+    if job.spec not in seen:
+        try:
+            read = _read(job.spec)
+        except SpecError as exc:
+            lines = [f"  {v}" for v in getattr(exc, "violations", ())]
+            detail = "\n".join(["invalid spec:", *lines]) if lines else str(exc)
+            raise ConfigError(f"{job.spec}: {detail}") from None
+        for name, _, notes in read:
+            for note in notes:
+                where = f"{job.spec.name} ({name})" if name else job.spec.name
+                pulumi.log.info(f"{where}: {note}")
+        specs = [spec for _, spec, _ in read]
+        named = len(read) > 1  # a notebook of one job is the entry's job, as any file
+        seen[job.spec] = list(zip(_job_names(specs) if named else [None], specs, strict=True))
+    return [
+        (job if name is None else dataclasses.replace(job, name=f"{job.name}-{name}"), spec)
+        for name, spec in seen[job.spec]
+    ]
+
+
+def _job_names(specs: list[Spec]) -> list[str]:
+    """Names for the jobs of one file: their display names (made resource-name safe) when
+    each has its own, else their places in the file (1, 2, ...), which stay as the notebook is
+    edited less well; either way stable across runs of an unchanged file."""
+    names = [
+        re.sub(r"[^a-z0-9-]+", "-", (spec.display_name or "").lower()).strip("-") for spec in specs
+    ]
+    if all(names) and len(set(names)) == len(names):
+        return names
+    return [str(index) for index in range(1, len(specs) + 1)]
 
 
 def _wired(config: StackConfig, infra: Any) -> Any:
@@ -143,8 +182,8 @@ def run(config: StackConfig | None = None) -> Program:
 
 
 def _declare(config: StackConfig) -> Program:
-    seen: dict[Path, Spec] = {}
-    specs = [(job, _load(job, seen)) for job in config.jobs]
+    seen: dict[Path, list[tuple[str | None, Spec]]] = {}
+    specs = [pair for job in config.jobs for pair in _load(job, seen)]
     # Checked with a stand-in for the infra: nothing, the infra included, exists before every
     # job is known to be valid and to fit the project's quotas.
     stand_in = planned_infra(config.trainer_source is not None)

@@ -7,6 +7,7 @@ Every command reads custom jobs and hyperparameter tuning jobs alike (``LoadedSp
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import re
 import shlex
@@ -36,6 +37,8 @@ from ..costs._pricing import (
 from ..formats import LoadedSpec, load_spec_file
 from ..formats.autopackage import IMAGE_PLACEHOLDER, VertexBuild, for_vertex
 from ..formats.legacy_config import LegacyConversionError
+from ..formats.load import holds_jobs, load_jobs
+from ..formats.result import FileJob
 from ..rules._catalog import (
     Catalog,
     combinations,
@@ -74,11 +77,71 @@ ESTIMATE_DEFAULT_REGION = "us-central1"
 region gcloud's AI Platform and Vertex AI examples default to."""
 
 
+_CURRENT: list[FileJob] = []
+"""The job of a notebook or Python file a command runs on now (``_each_job``), read once."""
+
+
+def _read(path: str, region: str | None) -> LoadedSpec:
+    """The file's job: the one ``_each_job`` chose, else the file's one job."""
+    if _CURRENT:
+        job = _CURRENT[-1]
+        if job.error is not None:
+            raise job.error
+        assert job.loaded is not None
+        return job.loaded
+    return load_spec_file(path, region=region, tuning=True)
+
+
+def _each_job(
+    command: Callable[[argparse.Namespace, TextIO, TextIO], int],
+) -> Callable[[argparse.Namespace, TextIO, TextIO], int]:
+    """``command`` run on each job of a notebook or Python file (named on stderr before its
+    lines; ``--json``: one report with ``jobs``), else on the file; the worst exit code."""
+
+    def each(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+        region = getattr(args, "region", None)
+        if not holds_jobs(Path(args.file)):
+            return command(args, out, err)  # one job: read once, by the command
+        try:
+            jobs = load_jobs(args.file, region=region, tuning=True)
+        except TrainingJobError:
+            jobs = []  # the command reads the file again and reports why not, in its way
+        if not jobs or jobs[0].name is None:
+            return command(args, out, err)
+        as_json = bool(getattr(args, "json", False))
+        # One program of every job's resource (each job's own is read back and merged).
+        programs = command is cmd_convert and getattr(args, "to", "") == "plugin-yaml"
+        codes: list[int] = []
+        reports: list[object] = []
+        for index, job in enumerate(jobs):
+            print(f"== {args.file}: {job.name} ==", file=err)
+            if command is cmd_convert and index and not programs:
+                print("---", file=out)
+            stream = io.StringIO() if as_json or programs else out
+            _CURRENT.append(job)
+            try:
+                codes.append(command(args, stream, err))
+            finally:
+                _CURRENT.pop()
+            if isinstance(stream, io.StringIO) and stream.getvalue():
+                text = stream.getvalue()
+                reports.append({"name": job.name, **json.loads(text)} if as_json else text)
+        if as_json:
+            valid = all(isinstance(r, dict) and r.get("valid") for r in reports)
+            json.dump({"valid": valid, "jobs": reports}, out, indent=2)
+            print(file=out)
+        elif programs and reports:
+            _print_merged_programs([str(r) for r in reports], args.file, out)
+        return max(codes)
+
+    return each
+
+
 def _load(
     path: str, out: TextIO, *, region: str | None = None, json_errors: bool = False
 ) -> LoadedSpec | tuple[int, list[Violation]]:
     try:
-        return load_spec_file(path, region=region, tuning=True)
+        return _read(path, region)
     except SpecInvalidError as exc:
         return EXIT_INVALID, list(exc.violations)
     except SpecFormatError as exc:
@@ -303,6 +366,10 @@ def cmd_convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except SpecFormatError as exc:  # a build no Dockerfile can hold
         print(f"error: {exc}", file=err)
         return EXIT_INVALID
+    if args.to == "plugin-yaml":
+        properties = _plugin_properties(spec.display_name, spec.to_document(), args.file)
+        properties["jobSpec"] = document
+        command, document = _plugin_program(properties, "custom-job", args.file)
     _print_config(
         command,
         notes + _build_notes(builds) + [str(v) for v in violations if not _built(v, builds)],
@@ -334,8 +401,69 @@ def _convert_tuning(
         print(f"error: the tuning job cannot be converted: {exc}", file=err)
         return EXIT_INVALID
     command, notes = _tuning_command(spec, args.file)
+    if args.to == "plugin-yaml":
+        properties = _plugin_properties(spec.display_name, spec.to_document(), args.file)
+        properties |= {k: v for k, v in document.items() if k not in properties}
+        command, document = _plugin_program(properties, "hyperparameter-tuning-job", args.file)
     _print_config(command, notes + [str(v) for v in violations], document, out, err)
     return _check_packages(spec.trial_job(), err, tuning=True)
+
+
+_PLUGIN_COMMENT = (
+    "Pulumi.yaml of a YAML program: `pulumi up` with the gpu-training plugin on PATH "
+    "(the provider's project and region where the job names none)"
+)
+_PLUGIN_KEYS = ("displayName", "labels", "encryptionSpec", "project", "region")
+
+
+def _plugin_properties(
+    display_name: str | None, document: dict[str, object], source: str
+) -> dict[str, object]:
+    """The properties of a plugin resource the job's own document gives (``_PLUGIN_KEYS``);
+    the display name defaults to the file's name, as the create command's does."""
+    properties = {key: document[key] for key in _PLUGIN_KEYS if key in document}
+    properties.setdefault("displayName", display_name or Path(source).stem or "training-job")
+    return properties
+
+
+def _plugin_program(
+    properties: dict[str, object], kind: str, source: str
+) -> tuple[str, dict[str, object]]:
+    """``convert --to plugin-yaml``: the job as a Pulumi YAML program declaring this project's
+    plugin resource, and the comment line that says how to run it."""
+    from ..formats.migration import plugin_program
+
+    name = str(properties.get("displayName") or Path(source).stem)
+    program = plugin_program(name, kind, properties, f"converted from {Path(source).name}")
+    return _PLUGIN_COMMENT, program
+
+
+def _print_merged_programs(texts: list[str], source: str, out: TextIO) -> None:
+    """``convert --to plugin-yaml`` of a file of several jobs: one Pulumi YAML program
+    declaring each job's resource (a name taken twice gets ``-2``...), each resource's outputs
+    under its name."""
+    import yaml
+
+    from ..formats.migration import plugin_program
+
+    resources: dict[str, object] = {}
+    for text in texts:
+        program = yaml.safe_load(text)
+        for name, resource in program["resources"].items():
+            unique, number = name, 1
+            while unique in resources:
+                number += 1
+                unique = f"{name}-{number}"
+            resources[unique] = resource
+    merged = plugin_program(
+        Path(source).stem, "custom-job", {}, f"converted from {Path(source).name}"
+    )
+    merged["resources"] = resources
+    merged["outputs"] = {
+        f"{name}-{key}": f"${{{name}.{key}}}" for name in resources for key in ("state", "jobId")
+    }
+    print(f"# {_PLUGIN_COMMENT}", file=out)
+    yaml.safe_dump(merged, out, sort_keys=False, allow_unicode=True)
 
 
 def _import_client_library() -> None:
@@ -455,7 +583,7 @@ def _cell(figure: Figure) -> str:
 def _load_for_pricing(path: str, err: TextIO, region: str | None) -> LoadedSpec | int:
     """The spec to price: a legacy job that cannot run today (a retired GPU) is priced as written."""
     try:
-        return load_spec_file(path, region=region, tuning=True)
+        return _read(path, region)
     except LegacyConversionError as exc:
         if exc.conversion is None:
             _print_violations(exc.violations, err)
@@ -980,7 +1108,7 @@ def _add_pricing_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser
     )
     _price_options(p)
     _overlay_option(p)
-    p.set_defaults(handler=cmd_estimate)
+    p.set_defaults(handler=_each_job(cmd_estimate))
     p = sub.add_parser(
         "prices",
         help="what a GPU costs on each machine that takes it, by region, cheapest first, "
@@ -1053,7 +1181,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="local: allow local paths (emulator)",
     )
     _overlay_option(p)
-    p.set_defaults(handler=cmd_validate)
+    p.set_defaults(handler=_each_job(cmd_validate))
     p = sub.add_parser(
         "convert",
         help="print the equivalent Vertex CustomJobSpec YAML (a tuning job: the config of "
@@ -1061,8 +1189,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("file")
     p.add_argument("--region", help="region to check against (default: the file's)")
+    p.add_argument(
+        "--to",
+        choices=("custom-job-spec", "plugin-yaml"),
+        default="custom-job-spec",
+        help="custom-job-spec (default): the config gcloud reads; plugin-yaml: a Pulumi YAML "
+        "program declaring this project's gpu-training:vertex:TrainingJob (or "
+        "HyperparameterTuningJob) resource",
+    )
     _overlay_option(p)
-    p.set_defaults(handler=cmd_convert)
+    p.set_defaults(handler=_each_job(cmd_convert))
     _add_pricing_parsers(sub)
     p = sub.add_parser(
         "catalog",

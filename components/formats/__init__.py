@@ -14,7 +14,13 @@ format                                        recognised by                     
 ``gcloud-command``                            a shell script or command line: ``#!``,       ``gcloud_command``
                                               ``.sh``, or a first line that is a command
                                               (``gcloud``, ``NAME=value``, ``export``...)
+``notebook``                                  ``.ipynb``, or JSON with ``nbformat`` and     ``notebook``
+                                              ``cells``: each job its cells submit
+``python-sdk``                                ``.py``: each Vertex AI SDK job (``ast``)     ``python_sdk``
 ============================================  ============================================  =================
+
+A notebook or Python file may hold several jobs: ``load.load_jobs`` gives each, named
+(``FileJob``); ``load_spec_file`` takes one of them only when it is the file's one job.
 
 A file holds a custom job or a hyperparameter tuning job (``LoadedSpec.kind``): a tuning job
 is read only when the caller asks for one (``load_spec_file(path, tuning=True)``, then

@@ -18,13 +18,17 @@ from .gcloud_command import is_gcloud_command, read_gcloud_command
 from .legacy_config import read_legacy_config
 from .legacy_tuning import is_legacy_tuning, tuning_summary
 from .migration import TERRAFORM_TYPE, is_pulumi_program, job_from_pulumi_yaml, job_from_terraform
+from .notebook import is_notebook, read_notebook, read_notebook_text
+from .python_sdk import loaded_sdk_job, read_python_jobs
 from .request import RequestShape, job_from_request
-from .result import Format, LoadedSpec, TuningJobFileError
+from .result import FileJob, Format, LoadedSpec, TuningJobFileError
 from .text import parse_document, read_text
 from .tuning import tuning_format, tuning_from_document, tuning_job_summary
 
 __all__ = [
     "detect_format",
+    "holds_jobs",
+    "load_jobs",
     "load_spec_file",
     "not_a_single_job",
     "spec_from_document",
@@ -139,8 +143,15 @@ def load_spec_file(
     file was read but fields are malformed (each named in ``violations``).
     """
     path = Path(path)
-    text = read_text(path)
     catalog = catalog or load_catalog()
+    if holds_jobs(path):
+        return _one_job(
+            load_jobs(path, env=env, catalog=catalog, region=region, tuning=tuning), path
+        )
+    text = read_text(path)
+    if is_notebook(text):
+        jobs = _notebook_jobs(path, text, env, catalog, region, tuning)
+        return _one_job(jobs, path)
     if path.suffix == ".tf":
         notes = [f"{path}: read as a Terraform {TERRAFORM_TYPE} resource"]
         job = job_from_terraform(text, str(path), notes)
@@ -180,3 +191,86 @@ def with_prebuilt_images(
         )
     spec = loaded.spec.model_copy(update={"worker_pool_specs": pools})
     return dataclasses.replace(loaded, spec=spec, notes=[*loaded.notes, *notes])
+
+
+_MANY_JOBS_SUFFIXES = frozenset({".ipynb", ".py"})
+
+
+def holds_jobs(path: Path) -> bool:
+    """A notebook or a Python file: several jobs, each read on its own (``load_jobs``)."""
+    return path.suffix in _MANY_JOBS_SUFFIXES
+
+
+def load_jobs(
+    path: str | os.PathLike[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    catalog: Catalog | None = None,
+    region: str | None = None,
+    tuning: bool = False,
+) -> list[FileJob]:
+    """Every job of a file: a notebook's (``.ipynb``) and a Python file's (``.py``: Vertex AI
+    SDK calls) each with its name, and what was read or why it could not be (the others are
+    still read); any other format's one job, unnamed (``load_spec_file``, raising as it does).
+
+    ``SpecFormatError`` when the notebook or Python file cannot be read at all, or holds no
+    job. ``tuning`` as for ``load_spec_file``: without it, a tuning job is an entry's error.
+    """
+    path = Path(path)
+    catalog = catalog or load_catalog()
+    if path.suffix == ".py":
+        text = read_text(path, what="Python file")
+        jobs = [
+            loaded_sdk_job(sdk, str(path), catalog, region, spec_from_document)
+            for sdk in read_python_jobs(text, str(path))
+        ]
+        if not jobs:
+            raise SpecFormatError(
+                f"{path}: no Vertex AI SDK job found: expected aiplatform.CustomJob(...), "
+                "CustomJob.from_local_script(...), CustomTrainingJob/CustomContainerTrainingJob/"
+                "CustomPythonPackageTrainingJob(...).run(...) or HyperparameterTuningJob(...) "
+                "(with google.cloud.aiplatform imported)"
+            )
+        return [_settled(job, catalog, region, tuning) for job in jobs]
+    if path.suffix == ".ipynb":
+        return _notebook_jobs(path, read_notebook_text(path), env, catalog, region, tuning)
+    return [
+        FileJob(None, load_spec_file(path, env=env, catalog=catalog, region=region, tuning=tuning))
+    ]
+
+
+def _notebook_jobs(
+    path: Path,
+    text: str,
+    env: Mapping[str, str] | None,
+    catalog: Catalog,
+    region: str | None,
+    tuning: bool,
+) -> list[FileJob]:
+    environment = os.environ if env is None else env
+    jobs = read_notebook(path, text, environment, catalog, region, from_document=spec_from_document)
+    return [_settled(job, catalog, region, tuning) for job in jobs]
+
+
+def _settled(job: FileJob, catalog: Catalog, region: str | None, tuning: bool) -> FileJob:
+    """A job of a notebook or Python file as ``load_spec_file`` hands one over."""
+    if job.loaded is None:
+        return job
+    if job.loaded.tuning is not None and not tuning:
+        return FileJob(job.name, error=not_a_single_job(f"{job.name}"))
+    return FileJob(job.name, loaded=with_prebuilt_images(job.loaded, catalog, region))
+
+
+def _one_job(jobs: list[FileJob], path: Path) -> LoadedSpec:
+    """The one job of a notebook or Python file, for a caller that takes one."""
+    if len(jobs) > 1:
+        names = "; ".join(str(job.name) for job in jobs[:10])
+        raise SpecFormatError(
+            f"{path}: holds {len(jobs)} jobs ({names}): one job was asked for; `validate`, "
+            "`convert` and `estimate` read each, and a training:jobs entry makes one job of each"
+        )
+    job = jobs[0]
+    if job.error is not None:
+        raise job.error
+    assert job.loaded is not None
+    return job.loaded

@@ -19,15 +19,23 @@ from pydantic.alias_generators import to_camel
 from .._errors import SpecFormatError
 
 __all__ = [
+    "PLUGIN_TYPES",
     "PULUMI_TYPES",
     "TERRAFORM_TYPE",
     "is_pulumi_program",
     "job_from_pulumi_yaml",
     "job_from_terraform",
+    "plugin_program",
 ]
 
 TERRAFORM_TYPE = "google_vertex_ai_custom_job"
 PULUMI_TYPES = frozenset({"gcp:vertex/aiCustomJob:AiCustomJob", "gcp:vertex:AiCustomJob"})
+PLUGIN_TYPES = {
+    "custom-job": "gpu-training:vertex:TrainingJob",
+    "hyperparameter-tuning-job": "gpu-training:vertex:HyperparameterTuningJob",
+}
+"""This project's resource types, as its plugin's schema (``components/plugin/schema.json``)
+names them."""
 MAX_DEPTH = 32
 """Deeper nesting than a CustomJob has (about 8 levels) is refused, not walked."""
 
@@ -188,3 +196,19 @@ def _unquote(text: str) -> str:
             return text[1:-1]
         return decoded if isinstance(decoded, str) else text[1:-1]
     return text
+
+
+def plugin_program(
+    name: str, kind: str, properties: dict[str, Any], description: str = ""
+) -> dict[str, Any]:
+    """A Pulumi YAML program (``Pulumi.yaml``) declaring the job as this project's plugin
+    resource (``PLUGIN_TYPES``): ``properties`` in the schema's camelCase (``displayName``,
+    ``labels``, ``jobSpec`` of a custom job; ``studySpec``, ``trialJobSpec``... of a tuning
+    job; ``project``, ``region``), the resource named ``name`` made a valid Pulumi name."""
+    resource = re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-") or "training-job"
+    program: dict[str, Any] = {"name": resource, "runtime": "yaml"}
+    if description:
+        program["description"] = description
+    program["resources"] = {resource: {"type": PLUGIN_TYPES[kind], "properties": properties}}
+    program["outputs"] = {"state": f"${{{resource}.state}}", "jobId": f"${{{resource}.jobId}}"}
+    return program

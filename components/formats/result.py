@@ -16,12 +16,20 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .._errors import SpecFormatError
+from .._errors import SpecError, SpecFormatError
 from ..rules._spec import JobSpec
 from ..rules._tuning_spec import TuningJobSpec
 from ..rules._violations import Violation
 
-__all__ = ["Format", "Kind", "LoadedSpec", "PathRenames", "TuningJobFileError", "in_input_terms"]
+__all__ = [
+    "FileJob",
+    "Format",
+    "Kind",
+    "LoadedSpec",
+    "PathRenames",
+    "TuningJobFileError",
+    "in_input_terms",
+]
 
 Format = Literal[
     "custom-job",
@@ -29,6 +37,8 @@ Format = Literal[
     "create-custom-job-request",
     "legacy-config",
     "gcloud-command",
+    "notebook",
+    "python-sdk",
     "hyperparameter-tuning-job",
     "create-hyperparameter-tuning-job-request",
 ]
@@ -79,6 +89,17 @@ class LoadedSpec:
     def in_input_terms(self, violations: Iterable[Violation]) -> list[Violation]:
         """``violations`` (of the spec read) with their paths in the input's terms."""
         return in_input_terms(violations, self.renames)
+
+
+@dataclass
+class FileJob:
+    """One job of a file that may hold several (a notebook, a Python file): its name in
+    messages (``cell 4, line 2: the ! line``; None for a file of one job in any other format)
+    and either what was read or why it could not be (the file's other jobs are still read)."""
+
+    name: str | None
+    loaded: LoadedSpec | None = None
+    error: SpecError | None = None
 
 
 def in_input_terms(violations: Iterable[Violation], renames: PathRenames) -> list[Violation]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from components import JobSpec
 
@@ -55,3 +55,12 @@ def spec(*pools: dict[str, Any], **fields: Any) -> JobSpec:
     }
     document.update(fields)
     return JobSpec.parse(document)
+
+
+T = TypeVar("T")
+
+
+def present(value: T | None) -> T:
+    """``value``, which the test expects to be there (a pool's machine spec...)."""
+    assert value is not None
+    return value

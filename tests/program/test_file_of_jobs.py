@@ -1,0 +1,57 @@
+"""A training:jobs entry whose file holds several jobs (a Python file of Vertex AI SDK calls, a
+notebook) makes one job of each, under ``pulumi.runtime.Mocks`` (issue 44, item 4)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from components.config import ConfigError
+from tests.program.harness import JOB_TYPE, REPO, run_stack
+
+EXECUTOR = "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-15.py310:latest"
+
+
+def _job(name: str, machine: str) -> str:
+    pool = {
+        "machine_spec": {"machine_type": machine},
+        "replica_count": 1,
+        "python_package_spec": {
+            "executor_image_uri": EXECUTOR,
+            "package_uris": [str(REPO / "examples" / "trainer")],
+            "python_module": "trainer.task",
+        },
+    }
+    return f"aiplatform.CustomJob(display_name={name!r}, worker_pool_specs=[{pool!r}]).run()\n"
+
+
+def test_each_job_of_a_python_file_is_a_job_of_the_stack(tmp_path: Path) -> None:
+    path = tmp_path / "launch.py"
+    path.write_text(
+        "from google.cloud import aiplatform\n"
+        + _job("Small Run", "n1-standard-4")
+        + _job("large", "n1-standard-8")
+    )
+    run = run_stack("local", {"training:jobs": [{"name": "sdk", "spec": str(path)}]})
+    jobs = {r.name: json.loads(r.inputs["spec"]) for r in run.by_type(JOB_TYPE)}
+    assert sorted(jobs) == ["sdk-large", "sdk-small-run"]
+    machines = {n: s["workerPoolSpecs"][0]["machineSpec"]["machineType"] for n, s in jobs.items()}
+    assert machines == {"sdk-small-run": "n1-standard-4", "sdk-large": "n1-standard-8"}
+
+
+def test_a_job_of_the_file_that_cannot_be_read_fails_the_program_naming_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "launch.py"
+    path.write_text(
+        "from google.cloud import aiplatform\n"
+        + _job("ok", "n1-standard-4")
+        + "aiplatform.CustomJob('bad', worker_pool_specs=make_pools()).run()\n"
+    )
+    with pytest.raises(ConfigError) as caught:
+        run_stack("local", {"training:jobs": [{"name": "sdk", "spec": str(path)}]})
+    message = str(caught.value)
+    assert "1 of its jobs cannot run" in message
+    assert "line 3: CustomJob bad" in message and "worker_pool_specs is computed" in message
