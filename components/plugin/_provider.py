@@ -70,6 +70,7 @@ from ..lifecycle._wire import (
     OWNER,
     PLACEMENT,
     STATUS,
+    UNKNOWN,
     contains_unknown,
     decode_spec,
     is_unknown,
@@ -421,7 +422,8 @@ class GpuTrainingProvider(Provider):
             status = PreviewNotes.known_status(job, kind.core.kind.costs, under)
         state = self._state(kind, request.properties, inputs, {STATUS: status})
         for output in _OUTPUT_NAMES[kind.token]:
-            state.setdefault(output, PropertyValue.computed())
+            # The engine's unknown text: the SDK cannot marshal its own Computed value.
+            state.setdefault(output, PropertyValue(UNKNOWN))
         return state
 
     def _stop_held(self, kind: _Kind, urn: str, inputs: dict[str, Any], held: list[str]) -> None:

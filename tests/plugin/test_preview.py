@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from pulumi.provider.experimental.property_value import Computed
+from pulumi.provider.experimental.property_value import PropertyValue
 from pulumi.provider.experimental.provider import (
     CheckRequest,
     ConfigureRequest,
@@ -18,6 +18,7 @@ from pulumi.provider.experimental.provider import (
 from components.costs._pricing import cost_outputs
 from components.lifecycle._job_preview import PreviewSettings, cost_message, preview_catalog
 from components.lifecycle._settings import PLUGIN_DOOR
+from components.lifecycle._wire import UNKNOWN
 from components.plugin import _notes
 from components.plugin._log import EngineLog
 from components.plugin._notes import PreviewNotes
@@ -133,6 +134,7 @@ def _preview_create(provider: GpuTrainingProvider, props: dict[str, Any]) -> dic
     request = CreateRequest(URN, wrap_map(props), 60.0, True)
     response = run_isolated(provider.create(request))
     assert response.resource_id == ""
+    PropertyValue.marshal_map(response.properties)  # what the SDK's server sends must marshal
     return dict(response.properties or {})
 
 
@@ -149,7 +151,7 @@ def test_the_preview_of_a_create_returns_the_price_and_leaves_the_rest_unknown(
     assert state["maxCostUsd"].value == pytest.approx(expected["max_cost_usd"])
     assert state["region"].value == REGION and state["project"].value == PROJECT
     for unknown in ("name", "state", "jobId", "createTime", "placedRegion"):
-        assert isinstance(state[unknown].value, Computed), unknown
+        assert state[unknown].value == UNKNOWN, unknown
     assert (
         list(emu.client().list_custom_jobs(parent=f"projects/{PROJECT}/locations/{REGION}")) == []
     )
@@ -165,7 +167,7 @@ def test_the_preview_of_a_placed_create_knows_the_region_only_with_one_candidate
     assert isinstance(one["hourlyCostUsd"].value, float)
     two = _preview_create(provider, {**training_job(), "regions": [REGION, "us-east4"]})
     for unknown in ("placedRegion", "placedCapacity", "hourlyCostUsd"):
-        assert isinstance(two[unknown].value, Computed), unknown
+        assert two[unknown].value == UNKNOWN, unknown
 
 
 def test_the_billed_catalog_and_the_quotas_are_read_once_per_process(
