@@ -249,8 +249,9 @@ class GpuTrainingProvider(Provider):
         self._config = await self._run(lambda: _read_config(values))
         for kind in self._kinds.values():
             kind.core.use_settings(self._config.settings)
-        # supports_preview: the engine asks create and update at preview too, and shows the
-        # outputs already known (the price, the placed region) in `preview --diff`/`--json`.
+        # supports_preview: the engine asks create and update at preview too; the outputs a
+        # create's preview knows (the price, the placed region) reach the streamed
+        # `preview --json` (resOutputsEvent) and the program.
         return ConfigureResponse(accept_secrets=True, supports_preview=True, accept_resources=True)
 
     async def cancel(self) -> None:
@@ -377,7 +378,9 @@ class GpuTrainingProvider(Provider):
     async def create(self, request: CreateRequest) -> CreateResponse:
         kind = self._kind(request.urn)
         if request.preview:
-            planned = await self._run(lambda: self._planned_state(kind, request))
+            planned = await self._guarded(
+                lambda: self._planned_state(kind, request), request.properties
+            )
             return CreateResponse(resource_id="", properties=planned)
         props = plain_map(request.properties)
 

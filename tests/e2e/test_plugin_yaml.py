@@ -180,7 +180,7 @@ def test_the_preview_says_the_jobs_cost_and_quota_and_applies_gpu_training_quota
         assert "Traceback" not in failed
 
         ws.pulumi("config", "set", "gpu-training:quota", "warn")
-        warned = ws.pulumi("preview").output
+        warned = ws.pulumi("preview", "--diff").output  # the notes show in a diff too
         lines = [x for x in warned.splitlines() if "the job needs 2 at once" in x]
         assert lines and all("the project's limit is 1" in x for x in lines), warned
         assert any(x.lstrip().startswith("warning: quota ") for x in lines), warned
