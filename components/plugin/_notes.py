@@ -97,7 +97,9 @@ class PreviewNotes:
 
     def __init__(self, log: EngineLog) -> None:
         self._log = log
-        self._lock = threading.Lock()
+        # One lock per read: a slow billing read does not hold up the quota read.
+        self._catalog_lock = threading.Lock()
+        self._limits_lock = threading.Lock()
         self._catalogs: dict[tuple[str | None, str | None, int], Catalog] = {}
         self._limits: dict[tuple[str | None, str], QuotaLimits | Exception] = {}
 
@@ -126,7 +128,7 @@ class PreviewNotes:
         """The billed catalog, read once per endpoint, project and catalog overlay (its notes,
         where the prices came from, go to the first job that asks)."""
         key = (settings.endpoint, settings.project, id(load_catalog()))
-        with self._lock:  # one read, whoever asks first; the others wait for it
+        with self._catalog_lock:  # one read, whoever asks first; the others wait for it
             found = self._catalogs.get(key)
             if found is None:
                 found = self._catalogs[key] = preview_catalog(settings, say)
@@ -137,7 +139,7 @@ class PreviewNotes:
         from ..vertex import quotas
 
         key = (endpoint.url, project)
-        with self._lock:
+        with self._limits_lock:
             found = self._limits.get(key)
             if found is None:
                 try:
