@@ -66,7 +66,13 @@ from .lifecycle._adoption import (
     run_directory,
     without_plain_run_hash,
 )
-from .lifecycle._check import CUSTOM_JOB_SPEC, SpecKind, check_inputs, diff_inputs
+from .lifecycle._check import (
+    CUSTOM_JOB_SPEC,
+    CheckOutcome,
+    SpecKind,
+    check_inputs,
+    diff_inputs,
+)
 from .lifecycle._engine_watch import watch_engine
 from .lifecycle._host import (
     install_cancel_handler,
@@ -310,6 +316,13 @@ class JobProvider(ResourceProvider):
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         """Validate the inputs: one failure per violation, at its property path."""
+        outcome = self.check_outcome(news)
+        failures = [CheckFailure(prop, reason) for prop, reason in outcome.failures]
+        return CheckResult(outcome.inputs, failures)
+
+    def check_outcome(self, news: dict[str, Any]) -> CheckOutcome:
+        """What ``check`` finds, as data: the inputs to use, the failures and the validator's
+        warnings (the plugin shows those on the resource; the dynamic door's program does)."""
         if news.get(PLACEMENT) is not None:  # candidate regions: components.lifecycle._placement
             from .lifecycle._placement import check_placed
 
@@ -319,15 +332,13 @@ class JobProvider(ResourceProvider):
                 kind=self.kind.spec,
                 place=self.settings.door.place,
             )
-        else:
-            outcome = check_inputs(
-                news,
-                target=self.endpoint.target,
-                kind=self.kind.spec,
-                place=self.settings.door.place,
-            )
-        failures = [CheckFailure(prop, reason) for prop, reason in outcome.failures]
-        return CheckResult(outcome.inputs, failures)
+            return outcome
+        return check_inputs(
+            news,
+            target=self.endpoint.target,
+            kind=self.kind.spec,
+            place=self.settings.door.place,
+        )
 
     def diff(self, _id: str, _olds: dict[str, Any], _news: dict[str, Any]) -> DiffResult:
         """Any change of the job replaces it; provider-only settings update in place."""

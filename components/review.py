@@ -339,6 +339,14 @@ def _from_events(events: Sequence[Mapping[str, Any]]) -> _Loaded:
                     new_outputs=_outputs(meta.get("new")),
                 )
             )
+        elif "resOutputsEvent" in event:
+            # A provider that previews its creates (the plugin: supports_preview) returns the
+            # outputs it knows already (hourlyCostUsd...); only the stream carries them.
+            meta = event["resOutputsEvent"].get("metadata") or {}
+            outputs = _outputs(meta.get("new"))
+            for step in steps:
+                if outputs and step.urn == meta.get("urn"):
+                    step.new_outputs = outputs
         elif "diagnosticEvent" in event:
             diag = event["diagnosticEvent"]
             diagnostics.append({"message": diag.get("message"), "severity": diag.get("severity")})

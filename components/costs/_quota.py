@@ -384,9 +384,10 @@ class QuotaReport:
         lines.extend(f"  not checked: {u}" for u in self.unchecked)
         return lines
 
-    def problems(self, limits: QuotaLimits) -> list[str]:
+    def problems(self, limits: QuotaLimits, needed_by: str = "the stack's jobs need") -> list[str]:
         """One message per shortfall: jobs, metric, region, need vs limit, how to get more, and
-        the regions where each job fits now."""
+        the regions where each job fits now. ``needed_by``: whose need it is (``the job needs``
+        where one resource is checked by itself, the plugin's)."""
         messages = []
         for row in self.shortfalls:
             jobs = "; ".join(f"{n.job} ({n.how}: {n.amount})" for n in row.needs)
@@ -397,7 +398,7 @@ class QuotaReport:
                 if job in self.alternatives
             ]
             messages.append(
-                f"quota {row.metric.metric} in {self.region}: the stack's jobs need {row.need} "
+                f"quota {row.metric.metric} in {self.region}: {needed_by} {row.need} "
                 f"at once, the project's limit is {row.limit} [{jobs}]; request more: "
                 + request_hint(self.project, self.region, row.metric.metric, quota_id, row.need)
                 + ("; " + "; ".join(where) if where else "")

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +36,14 @@ from ..rules._catalog import Catalog
 from ..rules._spec import JobSpec
 from ..rules._tuning_spec import TrialJobSpec, TuningJobSpec
 from ._packaging import source_digest
-from ._settings import DEFAULT_RETRY_DEADLINE, Endpoint, ProviderSettings, SettingError
+from ._settings import (
+    DEFAULT_RETRY_DEADLINE,
+    DYNAMIC_DOOR,
+    Door,
+    Endpoint,
+    ProviderSettings,
+    SettingError,
+)
 from ._wire import (
     PROJECT,
     REGION,
@@ -49,11 +56,14 @@ from ._wire import (
 )
 
 if TYPE_CHECKING:
+    from ..costs._quota import QuotaLimits
     from ._check import SpecKind
 
 __all__ = [
     "Placed",
     "PreviewSettings",
+    "ReadLimits",
+    "Say",
     "add_triggers",
     "cost_message",
     "held_while_replaced",
@@ -62,14 +72,35 @@ __all__ = [
     "output_directory_note",
     "package_digests",
     "planned_infra",
+    "preview_catalog",
     "program_root",
     "quota_problem",
+    "quota_shortfalls",
     "wire_infra",
     "wired_output_root",
 ]
 
 Spec = JobSpec | TuningJobSpec
 Pools = TypeVar("Pools", JobSpec, TrialJobSpec)
+
+Say = Callable[[str, str], None]
+"""Where a preview's notes go: ``say(severity, text)``, severity ``info`` or ``warning``. The
+dynamic door's is the program's log (``pulumi.log``); the plugin's, the engine's ``Log`` service
+with the resource's URN (``components.plugin._notes``)."""
+
+ReadLimits = Callable[[Endpoint, str, float], "QuotaLimits"]
+"""``(endpoint, project, retry deadline)`` → the project's quota limits; raises
+``QuotaUnavailable`` (``components.vertex.quotas.read_limits``)."""
+
+
+def _program_log(severity: str, text: str) -> None:
+    (pulumi.log.warn if severity == "warning" else pulumi.log.info)(text)
+
+
+def _read_limits(endpoint: Endpoint, project: str, retry_deadline: float) -> QuotaLimits:
+    from ..vertex import quotas
+
+    return quotas.read_limits(endpoint, project, retry_deadline=retry_deadline)
 
 
 def program_root() -> Path:
@@ -101,11 +132,14 @@ class PreviewSettings:
     live_prices: bool = True
     """``training:livePrices``: price from the live billing SKUs where readable (the local
     stack reads the emulator's Catalog API) over the catalog's snapshot."""
-    root: Path = Path()
-    """Where the quota snapshot for the policy pack goes (``components.costs._quota.SNAPSHOT_DIR``)."""
+    root: Path | None = Path()
+    """Where the quota snapshot for the policy pack goes (``components.costs._quota.SNAPSHOT_DIR``);
+    None: nowhere (the plugin, which has no program directory of its own to write in)."""
     retry_deadline: float = DEFAULT_RETRY_DEADLINE
     """``training:retryDeadline``: how long the quota read retries an unavailable API, and the
     most a live billing read takes in all."""
+    door: Door = DYNAMIC_DOOR
+    """Which front door's keys the notes name (``training:quota``, ``gpu-training:quota``)."""
 
     @classmethod
     def from_stack(cls, project: Any, region: Any) -> PreviewSettings:
@@ -156,7 +190,7 @@ def _cost_line(name: str, spec: Spec | None, region: str | None, catalog: Catalo
     return f"  {name}: {line}"
 
 
-def _billed_catalog(settings: PreviewSettings) -> Catalog | None:
+def _billed_catalog(settings: PreviewSettings, say: Say) -> Catalog | None:
     """The catalog with the live billing SKUs' prices over its snapshot; None: the snapshot."""
     if not settings.live_prices:
         return None
@@ -171,17 +205,30 @@ def _billed_catalog(settings: PreviewSettings) -> Catalog | None:
         load_catalog(),
         endpoint,
         None,
-        pulumi.log.info,
+        lambda text: say("info", text),
         project,
         deadline=settings.retry_deadline,
     )
 
 
-def cost_message(jobs: Sequence[tuple[str, Spec | None]], settings: PreviewSettings) -> str:
-    """One message for every job's estimated cost: ``pulumi preview`` shows it to reviewers."""
+def preview_catalog(settings: PreviewSettings, say: Say = _program_log) -> Catalog:
+    """The catalog a preview prices with: the live billing SKUs' prices over the snapshot
+    (``training:livePrices``), the stack's price sheet over both; its notes (where the prices
+    came from) go to ``say``. A caller pricing many jobs reads it once
+    (``components.plugin._notes``)."""
     from ..config import priced_catalog
 
-    catalog = priced_catalog(settings.prices, _billed_catalog(settings))
+    return priced_catalog(settings.prices, _billed_catalog(settings, say))
+
+
+def cost_message(
+    jobs: Sequence[tuple[str, Spec | None]],
+    settings: PreviewSettings,
+    catalog: Catalog | None = None,
+) -> str:
+    """One message for every job's estimated cost: ``pulumi preview`` shows it to reviewers.
+    ``catalog``: the ``preview_catalog`` already read (read now where None)."""
+    catalog = catalog if catalog is not None else preview_catalog(settings)
     lines = [_cost_line(name, spec, settings.region, catalog) for name, spec in jobs]
     return "estimated cost per job:\n" + "\n".join(lines)
 
@@ -201,61 +248,89 @@ def quota_problem(
     preview (``error``); a shortfall under ``warn`` is a warning, and quotas that cannot be
     read are one warning, never a failed preview.
     """
-    if settings.quota == "off" or not (jobs or placed):
-        _placement_lines(placed, settings, None)
-        return None
-    if settings.project is None or settings.region is None:
-        pulumi.log.warn(
-            "the jobs' quotas were not checked: their project or region is not known at preview"
-        )
-        return None
-    from ..costs._quota import compare, job_needs, load_quota_metrics, write_snapshot
-    from ..rules._catalog import load_catalog
-    from ..vertex import quotas
-
-    catalog, metrics = load_catalog(), load_quota_metrics()
-    needs, unchecked = [], []
-    for name, spec in jobs:
-        found, skipped = job_needs(name, spec, catalog, metrics)
-        needs += found
-        unchecked += skipped
-    try:
-        limits = quotas.read_limits(
-            Endpoint(settings.endpoint), settings.project, retry_deadline=settings.retry_deadline
-        )
-    except quotas.QuotaUnavailable as exc:
-        pulumi.log.warn(f"{exc}; the jobs' quotas were not checked ({QUOTA_KEY}: off skips this)")
-        _placement_lines(placed, settings, None)
-        return None
-    shortfalls = _placement_lines(placed, settings, limits)
-    try:  # for the policy pack, which has no client (components.costs._quota.SNAPSHOT_DIR)
-        write_snapshot(settings.root, settings.project, limits, time.time())
-    except (OSError, ValueError) as exc:
-        pulumi.log.warn(f"the quota snapshot for the policy pack was not written: {exc}")
-    if jobs:
-        report = compare(settings.project, settings.region, needs, limits, catalog, unchecked)
-        pulumi.log.info("\n".join(report.table()))
-        shortfalls = report.problems(limits) + shortfalls
+    shortfalls = quota_shortfalls(jobs, settings, placed)
     if shortfalls and settings.quota == "error":
         return (
             "nothing was changed, because the project's Vertex training quota is short:\n"
             + "\n".join(shortfalls)
-            + f"\n({QUOTA_KEY}: warn makes this a warning)"
+            + f"\n({settings.door.key(QUOTA_KEY)}: warn makes this a warning)"
         )
     for shortfall in shortfalls:
         pulumi.log.warn(shortfall)
     return None
 
 
-def _placement_lines(
-    placed: Sequence[Placed], settings: PreviewSettings, limits: Any | None
+def quota_shortfalls(
+    jobs: Sequence[tuple[str, Spec]],
+    settings: PreviewSettings,
+    placed: Sequence[Placed] = (),
+    *,
+    say: Say = _program_log,
+    catalog: Catalog | None = None,
+    read_limits: ReadLimits = _read_limits,
+    alone: bool = False,
 ) -> list[str]:
-    """Log, for each job with candidate regions, each attempt's quota fit and price, where it
+    """What ``quota_problem`` says, to ``say``, and the shortfalls it finds (one message each;
+    none under ``off``, or where the quotas cannot be read: a warning then).
+
+    The quota table of ``jobs`` (every job at once) and, for each placed job, its attempts'
+    fit and price (``catalog``: the ``preview_catalog``, read where None). ``alone``: the
+    jobs are one resource's, checked by itself (the plugin), and the messages say so.
+    """
+    if settings.quota == "off" or not (jobs or placed):
+        _placement_lines(placed, settings, None, say, catalog)
+        return []
+    whose = "the job's" if alone else "the jobs'"
+    if settings.project is None or settings.region is None:
+        their = "its" if alone else "their"
+        unknown = f"{their} project or region is not known at preview"
+        say("warning", f"{whose} quotas were not checked: {unknown}")
+        return []
+    from ..costs._quota import compare, job_needs, load_quota_metrics, write_snapshot
+    from ..rules._catalog import load_catalog
+    from ..vertex.quotas import QuotaUnavailable
+
+    catalog_of_needs, metrics = load_catalog(), load_quota_metrics()
+    needs, unchecked = [], []
+    for name, spec in jobs:
+        found, skipped = job_needs(name, spec, catalog_of_needs, metrics)
+        needs += found
+        unchecked += skipped
+    key = settings.door.key(QUOTA_KEY)
+    try:
+        limits = read_limits(Endpoint(settings.endpoint), settings.project, settings.retry_deadline)
+    except QuotaUnavailable as exc:
+        say("warning", f"{exc}; {whose} quotas were not checked ({key}: off skips this)")
+        _placement_lines(placed, settings, None, say, catalog)
+        return []
+    shortfalls = _placement_lines(placed, settings, limits, say, catalog)
+    try:  # for the policy pack, which has no client (components.costs._quota.SNAPSHOT_DIR)
+        if settings.root is not None:
+            write_snapshot(settings.root, settings.project, limits, time.time())
+    except (OSError, ValueError) as exc:
+        say("warning", f"the quota snapshot for the policy pack was not written: {exc}")
+    if jobs:
+        report = compare(
+            settings.project, settings.region, needs, limits, catalog_of_needs, unchecked
+        )
+        say("info", "\n".join(report.table()))
+        needed_by = "the job needs" if alone else "the stack's jobs need"
+        shortfalls = report.problems(limits, needed_by) + shortfalls
+    return shortfalls
+
+
+def _placement_lines(
+    placed: Sequence[Placed],
+    settings: PreviewSettings,
+    limits: Any | None,
+    say: Say,
+    catalog: Catalog | None,
+) -> list[str]:
+    """Say, for each job with candidate regions, each attempt's quota fit and price, where it
     will try first and why others are skipped (``components.lifecycle._placement``); returns
     the problems of jobs that fit no candidate now."""
     if not placed:
         return []
-    from ..config import priced_catalog
     from ..costs._quota import load_quota_metrics
     from ._check import CUSTOM_JOB_SPEC, TUNING_JOB_SPEC
     from ._placement import attempts_of, parse_placement, preview_lines
@@ -264,7 +339,7 @@ def _placement_lines(
     problems: list[str] = []
     metrics = load_quota_metrics()
 
-    billed = priced_catalog(settings.prices, _billed_catalog(settings))
+    billed = catalog if catalog is not None else preview_catalog(settings, say)
     target = target_for_endpoint(settings.endpoint)
     for name, spec, placement in placed:
         kind = TUNING_JOB_SPEC if isinstance(spec, TuningJobSpec) else CUSTOM_JOB_SPEC
@@ -279,7 +354,7 @@ def _placement_lines(
         lines, fits = preview_lines(
             name, spec, attempts, skipped, billed, metrics, limits, under=kind.pools_under
         )
-        pulumi.log.info("\n".join(lines))
+        say("info", "\n".join(lines))
         if not fits and limits is not None:
             problems.append(f"{name}: no candidate region fits the quota now: " + lines[0])
     return problems

@@ -59,7 +59,9 @@ from pulumi.provider.experimental.provider import (
 
 from .._provider import JobProvider, TrainingJobProvider
 from .._tuning_provider import TuningJobProvider
+from ..costs._quota import QUOTA_KEY
 from ..lifecycle._adoption import held_elsewhere, identity_label, record_create
+from ..lifecycle._check import CheckOutcome
 from ..lifecycle._interrupt import interrupt
 from ..lifecycle._settings import PLUGIN_DOOR, ProviderSettings, SettingError, read_place
 from ..lifecycle._wire import (
@@ -68,13 +70,14 @@ from ..lifecycle._wire import (
     OWNER,
     PLACEMENT,
     STATUS,
+    UNKNOWN,
     contains_unknown,
     decode_spec,
     is_unknown,
 )
 from ..vertex.api import JobOperationError
 from ._log import EngineLog
-from ._quota import job_quota
+from ._notes import PreviewNotes, planned_job
 from ._schema import TRAINING_JOB_TOKEN, TUNING_JOB_TOKEN, load_schema
 from ._shape import (
     PROPERTY_KNOBS,
@@ -164,6 +167,7 @@ class GpuTrainingProvider(Provider):
         """``engine``: the engine's address (its ``Log`` service); ``read_state(urn)``: the
         resources of the stack ``urn`` belongs to (``components.plugin._stack_state``)."""
         self._log = EngineLog(engine)
+        self._notes = PreviewNotes(self._log)
         self._read_state = StateCache(read_state)
         self._pool = ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="operation")
         self._config = _Config(ProviderSettings(door=PLUGIN_DOOR), None, None, None, "error")
@@ -245,7 +249,10 @@ class GpuTrainingProvider(Provider):
         self._config = await self._run(lambda: _read_config(values))
         for kind in self._kinds.values():
             kind.core.use_settings(self._config.settings)
-        return ConfigureResponse(accept_secrets=True, supports_preview=False, accept_resources=True)
+        # supports_preview: the engine asks create and update at preview too; the outputs a
+        # create's preview knows (the price, the placed region) reach the streamed
+        # `preview --json` (resOutputsEvent) and the program.
+        return ConfigureResponse(accept_secrets=True, supports_preview=True, accept_resources=True)
 
     async def cancel(self) -> None:
         """The engine's Cancel (Ctrl-C, ``pulumi cancel``): every wait ends now; each job is
@@ -254,17 +261,23 @@ class GpuTrainingProvider(Provider):
 
     # -- preview path -----------------------------------------------------------------------
 
-    def _failures(self, kind: _Kind, urn: str, news: dict[str, Any]) -> list[CheckFailure]:
+    def _checked(
+        self, kind: _Kind, urn: str, news: dict[str, Any]
+    ) -> tuple[list[CheckFailure], CheckOutcome]:
+        """The failures of ``news`` on the user's paths, and the core's whole outcome."""
         failures = list(_knob_type_failures(news))
-        inputs = self._core_inputs(kind, news, urn)
-        result = kind.core.check({}, inputs)
+        outcome = kind.core.check_outcome(self._core_inputs(kind, news, urn))
         failures += [
-            CheckFailure(plugin_path(kind.shape, f.property), f.reason) for f in result.failures
+            CheckFailure(plugin_path(kind.shape, path), reason) for path, reason in outcome.failures
         ]
-        return failures
+        return failures, outcome
+
+    def _failures(self, kind: _Kind, urn: str, news: dict[str, Any]) -> list[CheckFailure]:
+        return self._checked(kind, urn, news)[0]
 
     async def check(self, request: CheckRequest) -> CheckResponse:
-        """Validate: one failure per violation, on the path of the property the user wrote."""
+        """Validate: one failure per violation, on the path of the property the user wrote;
+        a valid job's notes said on the resource, its quota applied (``_preview_notes``)."""
         kind = self._kind(request.urn)
         news = plain_map(request.new_inputs)
         unknown_props = [k for k in request.new_inputs if k not in _input_names(kind)]
@@ -272,30 +285,31 @@ class GpuTrainingProvider(Provider):
             CheckFailure(key, f"is not a property of {kind.token.rsplit(':', 1)[-1]}")
             for key in unknown_props
         ]
-        failures += await self._run(lambda: self._failures(kind, request.urn, news))
-        if not failures and self._config.quota != "off":
-            failures += await self._run(lambda: self._quota_failures(kind, request.urn, news))
+        found, outcome = await self._run(lambda: self._checked(kind, request.urn, news))
+        failures += found
+        if not failures:
+            failures += await self._run(lambda: self._preview_notes(kind, request.urn, outcome))
         return CheckResponse(inputs=request.new_inputs, failures=failures)
 
-    def _quota_failures(self, kind: _Kind, urn: str, news: dict[str, Any]) -> list[CheckFailure]:
-        """``gpu-training:quota`` (``components.plugin._quota``): a shortfall fails the check
-        on the job's pools (``error``) or is a warning (``warn``)."""
+    def _preview_notes(self, kind: _Kind, urn: str, outcome: CheckOutcome) -> list[CheckFailure]:
+        """What the dynamic door says at preview (``components.plugin._notes``), on ``urn``;
+        ``gpu-training:quota``: a shortfall fails the check on the job's pools (``error``) or
+        is a warning (``warn``)."""
+        for warning in outcome.warnings:
+            self._log.warn(f"{plugin_path(kind.shape, warning.path)}: {warning.reason}", urn)
         _, _, name = _parse_urn(urn)
-        inputs = self._core_inputs(kind, news, urn)
-        core = kind.core
-        shortfalls, unchecked = job_quota(
-            kind.shape, name, inputs, core.endpoint, core.settings.retry_deadline
-        )
-        if unchecked is not None:
-            self._log.warn(unchecked, urn)
+        job = planned_job(kind.shape, name, outcome.inputs)
+        if job is None:
+            return []
+        shortfalls = self._notes.tell(job, self._config.settings, urn)
         if self._config.quota == "warn":
             for shortfall in shortfalls:
                 self._log.warn(shortfall, urn)
             return []
         pools = plugin_path(kind.shape, "workerPoolSpecs" if kind.shape.nested else "trialJobSpec")
+        key = PLUGIN_DOOR.key(QUOTA_KEY)
         return [
-            CheckFailure(pools, f"{text} (gpu-training:quota: warn makes this a warning)")
-            for text in shortfalls
+            CheckFailure(pools, f"{text} ({key}: warn makes this a warning)") for text in shortfalls
         ]
 
     async def diff(self, request: DiffRequest) -> DiffResponse:
@@ -363,6 +377,11 @@ class GpuTrainingProvider(Provider):
 
     async def create(self, request: CreateRequest) -> CreateResponse:
         kind = self._kind(request.urn)
+        if request.preview:
+            planned = await self._guarded(
+                lambda: self._planned_state(kind, request), request.properties
+            )
+            return CreateResponse(resource_id="", properties=planned)
         props = plain_map(request.properties)
 
         def create() -> tuple[str, dict[str, Any], dict[str, Any]]:
@@ -392,6 +411,23 @@ class GpuTrainingProvider(Provider):
             resource_id=job,
             properties=self._state(kind, request.properties, inputs, outs),
         )
+
+    def _planned_state(self, kind: _Kind, request: CreateRequest) -> dict[str, PropertyValue]:
+        """The preview of a create: the inputs as given, the outputs already known (the
+        price, the placed region where one candidate is left: ``PreviewNotes.known_status``)
+        and every other output unknown."""
+        inputs = self._core_inputs(kind, plain_map(request.properties), request.urn)
+        _, _, name = _parse_urn(request.urn)
+        job = planned_job(kind.shape, name, inputs)
+        status: dict[str, Any] = {}
+        if job is not None:
+            under = kind.shape.spec.pools_under
+            status = PreviewNotes.known_status(job, kind.core.kind.costs, under)
+        state = self._state(kind, request.properties, inputs, {STATUS: status})
+        for output in _OUTPUT_NAMES[kind.token]:
+            # The engine's unknown text: the SDK cannot marshal its own Computed value.
+            state.setdefault(output, PropertyValue(UNKNOWN))
+        return state
 
     def _stop_held(self, kind: _Kind, urn: str, inputs: dict[str, Any], held: list[str]) -> None:
         """``exclusiveGpus``: the jobs the stack holds for the resource are cancelled, and
@@ -549,7 +585,17 @@ def _schema_inputs() -> dict[str, frozenset[str]]:
     return {token: frozenset(r["inputProperties"]) for token, r in resources.items()}
 
 
+def _schema_outputs() -> dict[str, tuple[str, ...]]:
+    """Each resource's outputs that are not inputs: unknown at a create's preview unless known."""
+    resources = json.loads(load_schema())["resources"]
+    return {
+        token: tuple(sorted(set(r["properties"]) - set(r["inputProperties"])))
+        for token, r in resources.items()
+    }
+
+
 _INPUT_NAMES = _schema_inputs()
+_OUTPUT_NAMES = _schema_outputs()
 _CONFIG_NAMES = frozenset(json.loads(load_schema())["config"]["variables"])
 
 

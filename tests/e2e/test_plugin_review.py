@@ -71,6 +71,16 @@ def _rows(markdown: str) -> dict[str, str]:
     }
 
 
+def _create_outputs(events: str) -> dict[str, dict[str, Any]]:
+    """The outputs each plugin job's previewed create returned, by job name."""
+    found: dict[str, dict[str, Any]] = {}
+    for line in events.splitlines():
+        meta = json.loads(line).get("resOutputsEvent", {}).get("metadata", {})
+        if meta.get("type") in (TOKEN, TUNING_TOKEN):
+            found[meta["urn"].rsplit("::", 1)[-1]] = meta["new"]["outputs"]
+    return found
+
+
 def _write_program(ws: Workspace, endpoint: str) -> None:
     eu = {"endpoint": endpoint, "project": GCP_PROJECT, "region": EU_REGION}
     resources: dict[str, Any] = {
@@ -132,6 +142,19 @@ def test_review_and_policy_read_a_plugin_job_placed_by_the_provider(yaml_ws: Wor
         )
         assert (cli.returncode, cli.stdout) == (0, markdown), cli.stderr
 
+        # The plugin previews each create (supports_preview): the streamed preview's outputs
+        # events carry the price its create records, and the review takes it from there.
+        streamed = ws.pulumi("preview", "--json", env=STREAMING).stdout
+        outputs = _create_outputs(streamed)
+        assert outputs["job"]["hourlyCostUsd"] == pytest.approx(n1 + t4)
+        assert outputs["job"]["maxCostUsd"] == pytest.approx((n1 + t4) / 6)
+        assert outputs["sweep"]["hourlyCostUsd"] == pytest.approx(trials)
+        assert outputs["job"]["state"] not in ("JOB_STATE_RUNNING", "JOB_STATE_PENDING")
+        # The same prices; an output figure comes without the catalog's account of its timeout.
+        shown = _rows(render_markdown(streamed))
+        assert shown["job"] == rows["job"].replace(" (10 min)", "")
+        assert shown["sweep"] == rows["sweep"].replace(" (12 x 14 h)", "")
+
         # One rule set, below both jobs' prices: each is priced in its provider's region
         # and rejected by that rule alone, the rules the config leaves out are off.
         strict = _policy_config(ws, "strict", {"max-hourly-cost-per-job": {"maxUsdPerHour": 0.1}})
@@ -148,7 +171,7 @@ def test_review_and_policy_read_a_plugin_job_placed_by_the_provider(yaml_ws: Wor
             "(on-demand, 3 trials at once"
         )
         assert all(line.endswith("; the limit is $0.1/h per job") for line in violations)
-        assert _rows(comment) == rows
+        assert _rows(comment) == shown
 
         # Above both prices: the preview passes, no other rule judges with empty values.
         loose = _policy_config(ws, "loose", {"max-hourly-cost-per-job": {"maxUsdPerHour": 5}})

@@ -11,6 +11,7 @@ on the property's path, no traceback) and destroy, counting the jobs the emulato
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -159,10 +160,13 @@ def test_the_policy_pack_judges_the_plugins_resources(yaml_ws: Workspace) -> Non
         assert list_jobs(emu.client()) == []
 
 
-def test_gpu_training_quota_is_applied_at_preview(yaml_ws: Workspace) -> None:
-    # `gpu-training:quota`: a job over the project's limit fails the preview on its pools
-    # (error, the default); under `warn` the preview passes and the engine shows the warning
-    # (the plugin logs through the engine, not to its stderr, which is a debug message).
+def test_the_preview_says_the_jobs_cost_and_quota_and_applies_gpu_training_quota(
+    yaml_ws: Workspace,
+) -> None:
+    # The dynamic door's notes on the resource (components.plugin._notes): its cost line and its
+    # quota table. `gpu-training:quota`: a job over the project's limit fails the preview on its
+    # pools (error, the default); under `warn` the preview passes and the engine shows the
+    # warning (the plugin logs through the engine, not to its stderr, which is a debug message).
     ws = yaml_ws
     t4 = "custom_model_training_nvidia_t4_gpus"
     with emulator_for(ws, *SIMULATE, "--quota", f"{t4}@us-central1=1") as emu:
@@ -172,11 +176,18 @@ def test_gpu_training_quota_is_applied_at_preview(yaml_ws: Workspace) -> None:
         assert "jobSpec.workerPoolSpecs" in failed
         assert f"quota aiplatform.googleapis.com/{t4} in us-central1" in failed
         assert "the job needs 2 at once, the project's limit is 1" in failed
+        assert "need 2, limit 1: SHORT" in failed  # the quota table, said before the failure
         assert "Traceback" not in failed
 
         ws.pulumi("config", "set", "gpu-training:quota", "warn")
-        warned = ws.pulumi("preview").output
+        warned = ws.pulumi("preview", "--diff").output  # the notes show in a diff too
         lines = [x for x in warned.splitlines() if "the job needs 2 at once" in x]
         assert lines and all("the project's limit is 1" in x for x in lines), warned
         assert any(x.lstrip().startswith("warning: quota ") for x in lines), warned
+        assert "estimated cost per job:" in warned, warned
+        cost = re.compile(
+            r"train: \$[\d,.]+/h on-demand in us-central1, at most \$[\d,.]+ \(10 min timeout\)"
+        )
+        assert cost.search(warned), warned
+        assert "quota (project local-training, us-central1; Cloud Quotas API):" in warned
         assert list_jobs(emu.client()) == []

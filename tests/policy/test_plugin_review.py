@@ -111,6 +111,25 @@ def test_the_price_the_plugin_s_preview_returns_stands_over_the_catalog_s() -> N
     assert f"| ${N1_STANDARD_4 + T4:,.2f}/h |" in row(markdown, "job")
 
 
+def test_a_streamed_preview_takes_the_price_from_the_create_s_outputs_event() -> None:
+    # `pulumi preview --json` with streaming: the plugin's preview of a create (supports_preview)
+    # reaches the stream as a resOutputsEvent after the step's resourcePreEvent (the single
+    # document keeps the pre-event's state alone, without outputs).
+    step = create("job", _t4_job())
+    meta = {"op": "create", "urn": step["urn"], "type": TRAINING, "new": step["newState"]}
+    outputs = {**step["newState"], "outputs": {"hourlyCostUsd": 1.5, "maxCostUsd": 0.25}}
+    events = [
+        {"preludeEvent": {"config": CONFIG}},
+        {"resourcePreEvent": {"metadata": meta}},
+        {"resOutputsEvent": {"metadata": {**meta, "new": outputs}}},
+    ]
+    markdown = render_markdown("\n".join(json.dumps(e) for e in events))
+    assert "| us-central1 | $1.50/h | $0.25 |" in row(markdown, "job")
+    # Without the outputs event: the catalog's estimate from the spec.
+    alone = render_markdown("\n".join(json.dumps(e) for e in events[:2]))
+    assert f"| ${N1_STANDARD_4 + T4:,.2f}/h |" in row(alone, "job")
+
+
 def test_a_plugin_job_s_replace_shows_both_sides_and_the_changed_rest_path() -> None:
     def state(count: int) -> dict[str, Any]:
         return {"type": TRAINING, "inputs": _t4_job(count)}

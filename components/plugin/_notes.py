@@ -1,0 +1,195 @@
+"""What the dynamic door says at preview, said by the plugin on the resource.
+
+A dynamic ``TrainingJob`` logs its notes from the program before it is registered
+(``components.lifecycle._job_resource``): each prebuilt image past its end of availability, the
+validator's warnings, its cost per hour and at most (``cost_message``, the bounds as bounds,
+``components.costs._figure``), the quota table and fit, and with candidate ``regions`` the
+placement plan (``quota_shortfalls``). The plugin has no program: its ``check`` says the same
+lines, made by the same functions, as diagnostics on the resource's URN (the engine's ``Log``
+service, ``EngineLog``), in ``pulumi preview`` and ``pulumi up`` alike; ``gpu-training:quota``
+decides what a shortfall is (``error``: a check failure on the job's pools).
+
+The preview of a create returns the outputs already known (``known_status``): the price per
+hour and at most, and with one candidate region the region it runs in. The price is the one
+the create records (the catalog's, ``JobResourceKind.costs``), so the preview's outputs are the
+state's after ``pulumi up``; the note prices as the dynamic door's preview does (live billing
+prices where readable), and says where its prices came from.
+
+Per process, once: the billed catalog (the live billing SKUs' prices over the snapshot) for
+each endpoint and project, and each project's quota limits (or why they cannot be read: the
+Cloud Quotas client caches only a read that worked, and 200 jobs must not each wait out the
+retry deadline of an API that is down).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..costs._quota import QuotaLimits
+from ..lifecycle._job_preview import (
+    PreviewSettings,
+    Say,
+    cost_message,
+    image_notes,
+    preview_catalog,
+    quota_shortfalls,
+)
+from ..lifecycle._settings import PLUGIN_DOOR, Endpoint, ProviderSettings
+from ..lifecycle._wire import (
+    ENV_VALUES,
+    PLACEMENT,
+    PROJECT,
+    REGION,
+    SPEC,
+    contains_unknown,
+    decode_spec,
+)
+from ..rules._catalog import Catalog, load_catalog
+from ._log import EngineLog
+from ._shape import Shape
+
+__all__ = ["PlannedJob", "PreviewNotes", "planned_job"]
+
+Costs = Callable[[Mapping[str, Any], str], Mapping[str, Any]]
+"""``(document, region)`` → the ``status`` fields of a job's price, as its create records it
+(``components._provider.JobResourceKind.costs``)."""
+
+
+@dataclass(frozen=True)
+class PlannedJob:
+    """One plugin resource's job, fully known, as its preview reads it."""
+
+    name: str
+    spec: Any
+    """The parsed spec (``JobSpec``, ``TuningJobSpec``)."""
+    project: str
+    region: str
+    placement: Any = None
+    """The core's ``placement`` input (candidate regions), or None."""
+
+
+def planned_job(shape: Shape, name: str, inputs: Mapping[str, Any]) -> PlannedJob | None:
+    """The job of the core's ``inputs`` (its env values back in: the placement plan validates
+    the job as submitted), or None while its spec, place or candidates are not known (a value
+    from another resource at preview) or it does not parse (the check says why)."""
+    project, region, spec = inputs.get(PROJECT), inputs.get(REGION), inputs.get(SPEC)
+    placement = inputs.get(PLACEMENT)
+    if not (isinstance(project, str) and project and isinstance(region, str) and region):
+        return None
+    if any(contains_unknown(v) for v in (project, region, spec, placement)):
+        return None
+    env_values = inputs.get(ENV_VALUES)
+    try:
+        document = shape.spec.merge_env(
+            decode_spec(spec), env_values if isinstance(env_values, Mapping) else {}
+        )
+        parsed = shape.spec.model.parse(document)
+    except Exception:  # the check names the problem
+        return None
+    return PlannedJob(name, parsed, project, region, placement or None)
+
+
+class PreviewNotes:
+    """The notes of each job the plugin checks, and the outputs its preview knows."""
+
+    def __init__(self, log: EngineLog) -> None:
+        self._log = log
+        # One lock per read: a slow billing read does not hold up the quota read.
+        self._catalog_lock = threading.Lock()
+        self._limits_lock = threading.Lock()
+        self._catalogs: dict[tuple[str | None, str | None, int], Catalog] = {}
+        self._limits: dict[tuple[str | None, str], QuotaLimits | Exception] = {}
+
+    def say_to(self, urn: str) -> Say:
+        """``say(severity, text)`` on the resource ``urn``."""
+
+        def say(severity: str, text: str) -> None:
+            (self._log.warn if severity == "warning" else self._log.info)(text, urn)
+
+        return say
+
+    def settings(self, job: PlannedJob, settings: ProviderSettings) -> PreviewSettings:
+        """The preview settings of ``job`` under the provider's ``settings``: no price sheet
+        (the plugin has no ``prices`` key), live prices where readable, no quota snapshot."""
+        return PreviewSettings(
+            project=job.project,
+            region=job.region,
+            endpoint=settings.endpoint.url,
+            quota=settings.quota,
+            root=None,
+            retry_deadline=settings.retry_deadline,
+            door=PLUGIN_DOOR,
+        )
+
+    def catalog(self, settings: PreviewSettings, say: Say) -> Catalog:
+        """The billed catalog, read once per endpoint, project and catalog overlay (its notes,
+        where the prices came from, go to the first job that asks)."""
+        key = (settings.endpoint, settings.project, id(load_catalog()))
+        with self._catalog_lock:  # one read, whoever asks first; the others wait for it
+            found = self._catalogs.get(key)
+            if found is None:
+                found = self._catalogs[key] = preview_catalog(settings, say)
+            return found
+
+    def read_limits(self, endpoint: Endpoint, project: str, retry_deadline: float) -> QuotaLimits:
+        """The project's quota limits, or the ``QuotaUnavailable`` of the first read, again."""
+        from ..vertex import quotas
+
+        key = (endpoint.url, project)
+        with self._limits_lock:
+            found = self._limits.get(key)
+            if found is None:
+                try:
+                    found = quotas.read_limits(endpoint, project, retry_deadline=retry_deadline)
+                except quotas.QuotaUnavailable as exc:
+                    found = exc
+                self._limits[key] = found
+        if isinstance(found, Exception):
+            raise found
+        return found
+
+    def tell(self, job: PlannedJob, settings: ProviderSettings, urn: str) -> list[str]:
+        """Say ``job``'s notes on ``urn`` (module docstring); returns its quota shortfalls
+        (none under ``gpu-training:quota: off`` or where the quotas cannot be read)."""
+        say = self.say_to(urn)
+        preview = self.settings(job, settings)
+        for note in image_notes(job.spec, job.region):
+            say("info", f"{job.name}: {note}")
+        catalog = self.catalog(preview, say)
+        say("info", cost_message([(job.name, job.spec)], preview, catalog))
+        single = [] if job.placement else [(job.name, job.spec)]
+        placed = [(job.name, job.spec, job.placement)] if job.placement else []
+        return quota_shortfalls(
+            single,
+            preview,
+            placed,
+            say=say,
+            catalog=catalog,
+            read_limits=self.read_limits,
+            alone=True,
+        )
+
+    @staticmethod
+    def known_status(job: PlannedJob, costs: Costs, under: str | None) -> dict[str, Any]:
+        """The ``status`` fields a create of ``job`` is known to give before it runs: its
+        prices (``costs``, as the create prices it), and with candidate regions only where one
+        candidate is left (its region; with one capacity kind, its capacity and price)."""
+        from ..lifecycle._placement import attempts_of, parse_placement, with_capacity
+
+        document = job.spec.to_document()
+        if not job.placement:
+            return dict(costs(document, job.region))
+        candidates, _ = parse_placement(job.placement)
+        if len(candidates) != 1:
+            return {}  # where it runs, and so its price, is the create's to find
+        status: dict[str, Any] = {"placed_region": candidates[0].region}
+        attempts = attempts_of(candidates)
+        if len(attempts) == 1:
+            [attempt] = attempts
+            status["placed_capacity"] = attempt.capacity or "as in the spec"
+            placed = with_capacity(document, attempt.capacity, under=under)
+            status.update(costs(placed, attempt.region))
+        return status

@@ -1,0 +1,197 @@
+"""The plugin's preview: the dynamic door's notes said on the resource (cost, quota table and
+fit, placement plan, validator warnings), the outputs a create's preview already knows, and the
+per-process reads (billed catalog, quota limits) made once, against the simulate-mode emulator."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from pulumi.provider.experimental.property_value import PropertyValue
+from pulumi.provider.experimental.provider import (
+    CheckRequest,
+    ConfigureRequest,
+    CreateRequest,
+)
+
+from components.costs._pricing import cost_outputs
+from components.lifecycle._job_preview import PreviewSettings, cost_message, preview_catalog
+from components.lifecycle._settings import PLUGIN_DOOR
+from components.lifecycle._wire import UNKNOWN
+from components.plugin import _notes
+from components.plugin._log import EngineLog
+from components.plugin._notes import PreviewNotes
+from components.plugin._provider import GpuTrainingProvider
+from components.plugin._values import wrap_map
+from components.rules._spec import JobSpec
+from components.vertex import quotas
+from emulator.testing import EmulatorProcess, running_emulator
+from tests.e2e._plugin import training_job
+from tests.plugin.conftest import run_isolated
+
+URN = "urn:pulumi:dev::proj::gpu-training:vertex:TrainingJob::train"
+PROJECT, REGION = "local-training", "us-central1"
+T4_LIMIT = "custom_model_training_nvidia_t4_gpus@us-central1=1"
+
+
+class RecordingLog(EngineLog):
+    """The engine's Log service as a list of (severity, message, urn)."""
+
+    def __init__(self) -> None:
+        super().__init__("")
+        self.sent: list[tuple[str, str, str]] = []
+
+    def _send(self, severity: str, message: str, urn: str) -> None:
+        self.sent.append((severity, message, urn))
+
+
+@pytest.fixture(scope="module")
+def emu() -> Iterator[EmulatorProcess]:
+    with running_emulator("--mode", "simulate", "--quota", T4_LIMIT) as server:
+        yield server
+
+
+def _provider(endpoint: str, **config: Any) -> tuple[GpuTrainingProvider, RecordingLog]:
+    provider = GpuTrainingProvider()
+    log = RecordingLog()
+    provider._log = log  # what the engine would show
+    provider._notes = PreviewNotes(log)
+    settings = {"project": PROJECT, "region": REGION, "endpoint": endpoint, **config}
+    configured = run_isolated(
+        provider.configure(ConfigureRequest({}, wrap_map(settings), True, True))
+    )
+    assert configured.supports_preview  # the engine asks create/update at preview
+    return provider, log
+
+
+def _check(provider: GpuTrainingProvider, props: dict[str, Any], urn: str = URN) -> list[str]:
+    result = run_isolated(provider.check(CheckRequest(urn, {}, wrap_map(props), b"")))
+    return [f"{f.property}: {f.reason}" for f in result.failures or []]
+
+
+def _said(log: RecordingLog, severity: str, urn: str = URN) -> list[str]:
+    return [message for kind, message, on in log.sent if kind == severity and on == urn]
+
+
+def _expected_cost_line(endpoint: str, props: dict[str, Any]) -> str:
+    """The dynamic door's cost message for the same job, made here from its parts."""
+    settings = PreviewSettings(PROJECT, REGION, endpoint, root=None, door=PLUGIN_DOOR)
+    spec = JobSpec.parse({"displayName": "train", **props["jobSpec"], "labels": props["labels"]})
+    return cost_message([("train", spec)], settings, preview_catalog(settings, lambda *_: None))
+
+
+def test_check_says_the_jobs_cost_and_quota_fit_on_the_resource(emu: EmulatorProcess) -> None:
+    provider, log = _provider(emu.endpoint)
+    job = training_job(count=1)
+    assert _check(provider, job) == []
+    infos = _said(log, "info")
+    costs = [m for m in infos if m.startswith("estimated cost per job:\n  train: $")]
+    assert costs == [_expected_cost_line(emu.endpoint, job)]
+    assert "at most $" in costs[0]  # the ceiling for the job's 10 min timeout, as a bound
+    [table] = [m for m in infos if m.startswith("quota (project ")]
+    assert table.splitlines()[0] == f"quota (project {PROJECT}, {REGION}; Cloud Quotas API):"
+    assert "train: " in table and "need 1, limit 1: fits" in table
+    assert _said(log, "warning") == []
+
+
+def test_a_shortfall_fails_the_check_under_error_and_is_a_warning_under_warn(
+    emu: EmulatorProcess,
+) -> None:
+    provider, log = _provider(emu.endpoint)
+    [failure] = _check(provider, training_job(count=2))
+    assert failure.startswith("jobSpec.workerPoolSpecs: quota aiplatform.googleapis.com/")
+    assert "the job needs 2 at once, the project's limit is 1" in failure
+    assert failure.endswith("(gpu-training:quota: warn makes this a warning)")
+    assert any("need 2, limit 1: SHORT" in m for m in _said(log, "info"))
+
+    warned, log = _provider(emu.endpoint, quota="warn")
+    assert _check(warned, training_job(count=2)) == []
+    [warning] = _said(log, "warning")
+    assert "the job needs 2 at once, the project's limit is 1" in warning
+
+
+def test_a_placed_job_says_its_placement_plan(emu: EmulatorProcess) -> None:
+    provider, log = _provider(emu.endpoint)
+    assert _check(provider, {**training_job(), "regions": [REGION, "us-east4"]}) == []
+    [plan] = [m for m in _said(log, "info") if m.startswith("placement of train: ")]
+    assert plan.splitlines()[0].startswith("placement of train: tries us-central1 first")
+    assert "then us-east4: quota" in plan
+
+
+def test_a_validator_warning_is_said_on_the_users_path(emu: EmulatorProcess) -> None:
+    provider, log = _provider(emu.endpoint)
+    job = training_job()
+    container = job["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]
+    container["command"] = ["python train.py"]  # one word with a blank: no shell splits it
+    assert _check(provider, job) == []
+    [warning] = _said(log, "warning")
+    path = "jobSpec.workerPoolSpecs[0].containerSpec.command[0]"
+    assert warning.startswith(f"{path}: 'python train.py' is one argument: Vertex AI runs no shell")
+
+
+def _preview_create(provider: GpuTrainingProvider, props: dict[str, Any]) -> dict[str, Any]:
+    request = CreateRequest(URN, wrap_map(props), 60.0, True)
+    response = run_isolated(provider.create(request))
+    assert response.resource_id == ""
+    PropertyValue.marshal_map(response.properties)  # what the SDK's server sends must marshal
+    return dict(response.properties or {})
+
+
+def test_the_preview_of_a_create_returns_the_price_and_leaves_the_rest_unknown(
+    emu: EmulatorProcess,
+) -> None:
+    provider, _ = _provider(emu.endpoint, quota="off")
+    job = training_job()
+    state = _preview_create(provider, job)
+    document = {"displayName": "train", **job["jobSpec"], "labels": job["labels"]}
+    expected = cost_outputs(document, REGION)  # as the create records it
+    assert expected["hourly_cost_usd"] is not None and expected["max_cost_usd"] is not None
+    assert state["hourlyCostUsd"].value == pytest.approx(expected["hourly_cost_usd"])
+    assert state["maxCostUsd"].value == pytest.approx(expected["max_cost_usd"])
+    assert state["region"].value == REGION and state["project"].value == PROJECT
+    for unknown in ("name", "state", "jobId", "createTime", "placedRegion"):
+        assert state[unknown].value == UNKNOWN, unknown
+    assert (
+        list(emu.client().list_custom_jobs(parent=f"projects/{PROJECT}/locations/{REGION}")) == []
+    )
+
+
+def test_the_preview_of_a_placed_create_knows_the_region_only_with_one_candidate(
+    emu: EmulatorProcess,
+) -> None:
+    provider, _ = _provider(emu.endpoint, quota="off")
+    one = _preview_create(provider, {**training_job(), "regions": ["us-east4"]})
+    assert one["placedRegion"].value == "us-east4"
+    assert one["placedCapacity"].value == "as in the spec"
+    assert isinstance(one["hourlyCostUsd"].value, float)
+    two = _preview_create(provider, {**training_job(), "regions": [REGION, "us-east4"]})
+    for unknown in ("placedRegion", "placedCapacity", "hourlyCostUsd"):
+        assert two[unknown].value == UNKNOWN, unknown
+
+
+def test_the_billed_catalog_and_the_quotas_are_read_once_per_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = {"catalog": 0, "quota": 0}
+    real_catalog = preview_catalog
+
+    def catalog(settings: PreviewSettings, say: Any) -> Any:
+        calls["catalog"] += 1
+        return real_catalog(settings, say)
+
+    def unavailable(*_: Any, **__: Any) -> Any:
+        calls["quota"] += 1
+        raise quotas.QuotaUnavailable("the Vertex training quotas could not be read: down")
+
+    monkeypatch.setattr(_notes, "preview_catalog", catalog)
+    monkeypatch.setattr(quotas, "read_limits", unavailable)
+    provider, log = _provider("http://127.0.0.1:9")
+    for index in range(3):
+        assert _check(provider, training_job(), urn=f"{URN}{index}") == []
+    assert calls == {"catalog": 1, "quota": 1}
+    for index in range(3):  # each job still says why its quotas were not checked
+        [warning] = _said(log, "warning", f"{URN}{index}")
+        assert warning.endswith(
+            "the job's quotas were not checked (gpu-training:quota: off skips this)"
+        )
