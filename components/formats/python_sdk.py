@@ -767,6 +767,12 @@ class _Job:
                     **extras,
                 }
             }
+        return self._script_software(kind, image, extras, env_list)
+
+    def _script_software(
+        self, kind: str, image: Any, extras: dict[str, Any], env_list: list[Any] | None
+    ) -> dict[str, Any]:
+        """A script job's software: a local package of its folder, or the SDK's own command."""
         script = self.get("script_path")
         if not isinstance(script, str) or not script:
             raise self.reader.error(self.made.line, f"{kind}: script_path must be a path")

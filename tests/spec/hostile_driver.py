@@ -27,7 +27,7 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     saved = dict(os.environ)
     os.environ.update(case.get("env", {}))
     out, err = io.StringIO(), io.StringIO()
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     code: int | None = None
     failure = None
     try:
@@ -41,6 +41,7 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
         "id": case["id"],
         "code": code,
         "seconds": time.perf_counter() - started,
+        "cpu_seconds": time.process_time() - cpu_started,
         "exception": failure,
         "stdout": out.getvalue()[-2000:],
         "stderr": err.getvalue()[-2000:],
