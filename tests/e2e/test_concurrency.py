@@ -4,8 +4,8 @@ Pulumi's Python dynamic provider host serves at most 4 operations at once unless
 lifts that limit (``components.lifecycle._host``). Here each job takes ``START_SECONDS`` to start (the
 emulator keeps it PENDING that long) and every create waits for it to run: with the limit, the
 jobs would be submitted four at a time, one start apart; without it, all at once. The emulator's
-``create_time`` of each job shows which, whatever the machine's load; the wall time of
-`pulumi up` is checked too. If an SDK upgrade brings the limit back (the provider then warns
+``create_time`` of each job shows which, whatever the machine's load (the wall time of
+`pulumi up` is not: the engine's overhead grows with the load). If an SDK upgrade brings the limit back (the provider then warns
 and works four at a time), these tests fail.
 """
 
@@ -72,8 +72,12 @@ def test_jobs_waiting_for_running_start_side_by_side(ws: Workspace) -> None:
         assert all(j.state == JobState.JOB_STATE_RUNNING for j in jobs)
         spread = _submission_spread(jobs)
         # Four at a time, the last jobs would be submitted (JOBS / 4 - 1) starts after the first.
-        assert spread < START_SECONDS, f"jobs submitted over {spread:.1f}s: they queued"
-        assert elapsed < JOBS / HOST_LIMIT * START_SECONDS, f"pulumi up took {elapsed:.1f}s"
+        queued = (JOBS / HOST_LIMIT - 1) * START_SECONDS
+        assert spread < START_SECONDS, f"jobs submitted over {spread:.1f}s (queued: {queued:g}s)"
+        # The up waited for the starts. No upper bound on its wall time: the engine's own
+        # overhead grows with the machine's load (32 s for this up beside pytest's other
+        # workers), and the spread above tells queued from side by side whatever the load.
+        assert elapsed >= START_SECONDS, f"pulumi up took {elapsed:.1f}s: it did not wait"
         assert "could not find the dynamic provider host's worker pool" not in out
 
 
