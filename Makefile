@@ -14,7 +14,7 @@ RUN_STAMP := $(VENV)/.installed-runtime-emulator
 DEV_STAMP := $(VENV)/.installed-dev
 POLICY_STAMP := policy/.venv/.installed
 
-.PHONY: venv dev-venv policy pulumi provider provider-schema sdk up down lint test unit smoke smoke-ranges dist bench preview-md clean
+.PHONY: venv dev-venv policy pulumi provider provider-schema sdk up down lint test unit smoke smoke-ranges smoke-lowest smoke-newest dist bench preview-md clean
 
 # runtime + emulator: what `make up` needs
 venv: $(RUN_STAMP)
@@ -71,20 +71,36 @@ lint: dev-venv
 	$(VENV)/bin/mypy components emulator tests bench examples/trainer scripts/local_outputs.py scripts/smoke_checks.py __main__.py
 	$(VENV)/bin/mypy policy/__main__.py
 
+# pytest-xdist workers for `make test` and `make unit` (TEST_WORKERS=0: all in one process).
+# Each test file is one unit of work, run in one worker in its own order (tests/conftest.py);
+# files run side by side. More workers than cores: the end-to-end tests mostly wait on the
+# engine's subprocesses. --no-loadscope-reorder keeps the collection order, so tests/e2e (the
+# longest files) starts first instead of after the files with the most tests.
+TEST_WORKERS ?= 4
+PYTEST_WORKERS = -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+
 # The full suite on the project's interpreter, and the installed package: on the lowest
 # supported Python at this repo's pins, and with its extras at both ends of its ranges
-# (scripts/smoke-runtime).
-test: lint pulumi policy smoke smoke-ranges
-	$(PY) -m pytest
+# (scripts/smoke-runtime). The steps before pytest are independent of each other (lint, the
+# engine build, the policy pack's virtualenv, three fresh virtualenvs for the smoke runs):
+# they run side by side once the project's virtualenv is there (each target's output printed
+# whole when it ends), then pytest has the machine to itself.
+test: dev-venv
+	$(MAKE) --no-print-directory -j 6 --output-sync=target lint pulumi policy smoke smoke-lowest smoke-newest
+	$(PY) -m pytest $(PYTEST_WORKERS)
 
 unit: dev-venv
-	$(PY) -m pytest tests --ignore=tests/e2e
+	$(PY) -m pytest $(PYTEST_WORKERS) tests --ignore=tests/e2e
 
 smoke: venv
 	scripts/smoke-runtime pinned
 
-smoke-ranges: venv
+smoke-ranges: smoke-lowest smoke-newest
+
+smoke-lowest: venv
 	scripts/smoke-runtime lowest
+
+smoke-newest: venv
 	scripts/smoke-runtime newest
 
 # A wheel of the package: gpu_training (components/, with its catalog data) and

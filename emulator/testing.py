@@ -200,12 +200,15 @@ def running_emulator(
     *args: str,
     state_dir: Path | None = None,
     cwd: Path | None = None,
-    startup_timeout: float = 30.0,
+    startup_timeout: float = 120.0,
 ) -> Iterator[EmulatorProcess]:
     """Start the emulator with extra ``serve`` ``args``; stop it and its replicas on exit.
 
     ``state_dir`` defaults to a fresh temporary directory that is removed afterwards; ``cwd``
-    (default: the repository root) is also an allowed package root.
+    (default: the repository root) is also an allowed package root. ``startup_timeout`` only
+    bounds a start that hangs (a server that exits is seen at once): a start imports Google's
+    client library, several CPU seconds that a loaded two-core machine running tests in
+    parallel (``make test``) can stretch past half a minute.
     """
     own_dir = state_dir is None
     root = Path(tempfile.mkdtemp(prefix="vertex-emulator-")) if state_dir is None else state_dir

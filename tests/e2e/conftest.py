@@ -23,13 +23,21 @@ INSTALL_PULUMI = REPO / "scripts" / "install-pulumi"
 BUILD_TIMEOUT_SECONDS = 3600
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    # The session fixture is built during the first test that uses it: only that test needs
-    # room for a cold build; the others keep the project's normal timeout.
-    for item in session.items:
-        if "pulumi_bin_dir" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.timeout(BUILD_TIMEOUT_SECONDS), append=False)
-            break
+_built: list[Path] = []
+"""The session's bin dir once ``pulumi_bin_dir`` has run in this process (each xdist worker is
+a process of its own)."""
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    # The session fixture is built during the first test of this process that uses it: only
+    # that test needs room for a cold build (or for the wait on another worker's build, behind
+    # scripts/install-pulumi's lock); the others keep the project's normal timeout. Which test
+    # that is depends on the order each xdist worker gets its tests in, so it is decided here,
+    # as each test starts; tryfirst: pytest-timeout's own wrapper, inside this one, reads it.
+    if not _built and "pulumi_bin_dir" in getattr(item, "fixturenames", ()):
+        item.add_marker(pytest.mark.timeout(BUILD_TIMEOUT_SECONDS), append=False)
+    yield
 
 
 @pytest.fixture(scope="session")
@@ -50,6 +58,7 @@ def pulumi_bin_dir() -> Path:
     bin_dir = Path(proc.stdout.strip().splitlines()[-1])
     for tool in ("pulumi", "pulumi-language-python", "pulumi-language-python-exec"):
         assert (bin_dir / tool).is_file(), f"{tool} missing from {bin_dir}"
+    _built.append(bin_dir)
     return bin_dir
 
 

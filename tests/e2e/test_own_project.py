@@ -23,6 +23,11 @@ import pytest
 from emulator.testing import running_emulator
 from tests.e2e._engine import REPO, Workspace, local_config
 
+# The module's virtualenv (``wheel_venv``: a wheel build and a full pip install at the pins) is
+# made during the first test's setup; on a loaded two-core machine running pytest's workers
+# beside it, that alone took over the project's 600 s. Each pulumi command keeps its own bound.
+pytestmark = pytest.mark.timeout(1800)
+
 TRAINING_MAIN = """\
 import pulumi
 
