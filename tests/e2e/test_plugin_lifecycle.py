@@ -55,7 +55,7 @@ from tests.e2e._plugin import (
     plugin_workspace,
     training_job,
 )
-from tests.e2e.test_plugin_yaml import _write_program
+from tests.e2e._plugin import write_yaml_program as _write_program
 
 URN = f"urn:pulumi:e2e::plugin-yaml::{TOKEN}::train"
 TUNING_TOKEN = "gpu-training:vertex:HyperparameterTuningJob"
