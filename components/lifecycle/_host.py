@@ -26,7 +26,7 @@ interpreter's shutdown (SIGINT to the host ends its ``main()``; its worker threa
 joined, which would otherwise wait out every job being waited for). It swaps the handler of
 that one method in the gRPC server's table, found the same way as the pool. Without it a
 ``waitFor: succeeded`` create held the stack until its ``waitTimeout``. If the server is not
-found, nothing changes but a warning on stderr; ``tests/e2e/test_running_jobs.py`` fails then.
+found, nothing changes but a warning on stderr; ``tests/e2e/test_running_job_table.py`` fails then.
 The new handler runs in a thread pool of its own (gRPC's ``experimental_thread_pool`` attribute
 of a handler's behaviour, read by ``grpc._server._select_thread_pool_for_behavior``): the host's
 pool may be full of waits (more operations under way than ``training:maxConcurrentOperations``),

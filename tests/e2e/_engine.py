@@ -441,11 +441,13 @@ def wait_until(condition: Callable[[], T | None], *, timeout: float, what: str) 
 
 def kill_replace_once_submitted(ws: Workspace, client: Any, old: str, urn: str, log: Path) -> str:
     """``pulumi up --replace urn`` killed (its whole process group, SIGKILL) once it has
-    submitted a job other than ``old``, while it still runs: that new job's name."""
+    submitted a job (one the emulator did not hold before, ``old`` among them), while it still
+    runs: that new job's name."""
+    known = {j.name for j in list_jobs(client)} | {old}
     up = ws.spawn("up", "--yes", "--skip-preview", "--replace", urn, log=log)
     try:
         [new] = wait_until(
-            lambda: [j.name for j in list_jobs(client) if j.name != old],
+            lambda: [j.name for j in list_jobs(client) if j.name not in known],
             timeout=120,
             what="the replacement's job",
         )

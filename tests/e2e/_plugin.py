@@ -18,6 +18,8 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from components.lifecycle._wire import SECRET_SIGNATURE
 from tests.e2e._engine import (
     GCP_PROJECT,
@@ -120,6 +122,18 @@ def end_plugin_workspace(ws: Workspace) -> None:
             os.kill(pid, signal.SIGKILL)
     assert ws.kill_strays() == [], "pulumi processes outlived the test"
     assert plugins == [], "the provider plugin outlived the test"
+
+
+def write_yaml_program(ws: Workspace, resources: dict[str, Any]) -> None:
+    """``Pulumi.yaml``: a YAML program of ``resources`` (by name), each one's ``state`` an output."""
+    program = {
+        "name": "plugin-yaml",
+        "runtime": "yaml",
+        "stackConfigDir": "stacks",  # where Workspace keeps the stack file
+        "resources": resources,
+        "outputs": {name: f"${{{name}.state}}" for name in resources},
+    }
+    (ws.project / "Pulumi.yaml").write_text(yaml.safe_dump(program, sort_keys=False))
 
 
 def init_plugin_stack(ws: Workspace, endpoint: str) -> None:

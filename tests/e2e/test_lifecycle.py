@@ -1,4 +1,5 @@
-"""A TrainingJob through the real engine: preview, up, replace, refresh, destroy.
+"""A TrainingJob through the real engine: preview, up, refresh (replace and destroy: the
+running-job table's rows, ``test_running_job_table.py``).
 
 Every test copies the project into a tmp dir (``Workspace``), starts its own emulator on a free
 port and points ``training:endpoint`` at it. Only ``test_up_runs_the_example_trainer`` runs the
@@ -11,8 +12,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import pytest
-from google.api_core import exceptions as gexc
 from google.cloud.aiplatform_v1 import JobState
 
 from emulator.testing import wait_for_state
@@ -116,51 +115,6 @@ def test_up_runs_the_example_trainer(ws: Workspace) -> None:
         assert (model_dir / "metrics.json").is_file()
 
 
-def test_spec_change_replaces_the_job(ws: Workspace) -> None:
-    with emulator_for(ws, *SIMULATE) as emu:
-        client = emu.client()
-        _up_with_a_running_job(ws, emu.endpoint)
-        old = ws.training_jobs()["train"]
-        assert client.get_custom_job(name=old["id"]).state == JobState.JOB_STATE_RUNNING
-
-        # Edit the spec: other trainer args and a bigger machine.
-        ws.write_job(
-            "train",
-            python_job(
-                "train",
-                labels=HANG_LABELS,
-                machine_type="n1-standard-8",
-                args=("--epochs", "3", "--steps-per-epoch", "2", "--samples", "32"),
-            ),
-        )
-        preview = ws.preview_json()
-        step = _job_steps(preview)["train"]
-        assert step["op"] == "replace"
-        assert step["replaceReasons"] == ["spec"]
-        old_pool = job_spec(step["oldState"]["inputs"])["workerPoolSpecs"][0]
-        new_pool = job_spec(step["newState"]["inputs"])["workerPoolSpecs"][0]
-        assert old_pool["machineSpec"]["machineType"] == "n1-standard-4"
-        assert new_pool["machineSpec"]["machineType"] == "n1-standard-8"
-        assert new_pool["pythonPackageSpec"]["args"][1] == "3"
-        assert preview["changeSummary"] == {"replace": 1, "same": 2}  # stack and run key
-        # The CLI's own diff names the changed values too.
-        diff = ws.pulumi("preview", "--diff").output
-        assert '~ machineType: "n1-standard-4" => "n1-standard-8"' in diff
-        assert '~ [1]: "1" => "3"' in diff
-
-        ws.up()
-
-        new = ws.training_jobs()["train"]
-        assert new["id"] != old["id"]
-        assert job_spec(new["outputs"])["workerPoolSpecs"][0]["machineSpec"]["machineType"] == (
-            "n1-standard-8"
-        )
-        assert client.get_custom_job(name=new["id"]).state == JobState.JOB_STATE_RUNNING
-        # The old job was cancelled (create before delete: the default); its record is kept.
-        assert client.get_custom_job(name=old["id"]).state == JobState.JOB_STATE_CANCELLED
-        assert sorted(j.name for j in list_jobs(client)) == sorted([new["id"], old["id"]])
-
-
 def test_refresh_after_an_out_of_band_cancel(ws: Workspace) -> None:
     with emulator_for(ws, *SIMULATE) as emu:
         client = emu.client()
@@ -177,32 +131,6 @@ def test_refresh_after_an_out_of_band_cancel(ws: Workspace) -> None:
         assert refreshed["outputs"]["status"]["state"] == "JOB_STATE_CANCELLED"
         assert refreshed["outputs"]["status"]["end_time"]
         # (Stack outputs are the program's: refresh does not run it, the next `up` updates them.)
-
-
-@pytest.mark.parametrize("delete_records", [False, True])
-def test_destroy_cancels_and_removes_the_job(ws: Workspace, delete_records: bool) -> None:
-    """Cancel what runs, keep what ran: the record outlives the resource unless
-    ``training:deleteRecords`` asks for its deletion."""
-    settings = {"training:deleteRecords": True} if delete_records else {}
-    with emulator_for(ws, *SIMULATE) as emu:
-        client = emu.client()
-        _up_with_a_running_job(ws, emu.endpoint, **settings)
-        job_name = ws.training_jobs()["train"]["id"]
-        assert client.get_custom_job(name=job_name).state == JobState.JOB_STATE_RUNNING
-
-        out = ws.pulumi("destroy", "--yes", "--skip-preview").output
-
-        assert f"{TRAINING_JOB_TYPE} train deleted" in out
-        assert ws.resources() == []
-        if not delete_records:
-            assert client.get_custom_job(name=job_name).state == JobState.JOB_STATE_CANCELLED
-            assert [j.name for j in list_jobs(client)] == [job_name]
-            return
-        # The emulator, like Vertex AI, refuses to delete an active job (FAILED_PRECONDITION):
-        # the record is gone, so the provider cancelled the job and waited for it to stop first.
-        with pytest.raises(gexc.NotFound):
-            client.get_custom_job(name=job_name)
-        assert list_jobs(client) == []
 
 
 def test_refresh_with_the_program_updates_the_jobs_stack_output(ws: Workspace) -> None:

@@ -21,29 +21,23 @@ import yaml
 
 from components.plugin._schema import SCHEMA_FILE
 from tests.e2e._engine import (
-    HANG_LABELS,
     REPO,
     SIMULATE,
-    SLOW_START,
     Workspace,
     emulator_for,
-    kill_group,
     list_jobs,
-    wait_until,
 )
 from tests.e2e._plugin import (
     HAND_SECRET,
     SCENARIO,
     SECRET,
     TOKEN,
-    active_jobs,
     end_plugin_workspace,
     init_plugin_stack,
-    plugin_jobs,
-    plugin_processes,
     plugin_workspace,
     training_job,
     up_diff_replace_import_invalid_destroy,
+    write_yaml_program,
 )
 
 
@@ -59,17 +53,6 @@ def _job(machine_type: str = "n1-standard-4", count: int = 1, **labels: str) -> 
         "type": TOKEN,
         "properties": training_job(machine_type, count, {"fn::secret": SECRET}, **labels),
     }
-
-
-def _write_program(ws: Workspace, resources: dict[str, Any]) -> None:
-    program = {
-        "name": "plugin-yaml",
-        "runtime": "yaml",
-        "stackConfigDir": "stacks",  # where Workspace keeps the stack file
-        "resources": resources,
-        "outputs": {name: f"${{{name}.state}}" for name in resources},
-    }
-    (ws.project / "Pulumi.yaml").write_text(yaml.safe_dump(program, sort_keys=False))
 
 
 def test_yaml_program_up_diff_replace_import_invalid_destroy(yaml_ws: Workspace) -> None:
@@ -90,7 +73,7 @@ def test_yaml_program_up_diff_replace_import_invalid_destroy(yaml_ws: Workspace)
 
     with emulator_for(ws, *SCENARIO) as emu:
         up_diff_replace_import_invalid_destroy(
-            ws, emu, lambda resources: _write_program(ws, resources), _job, import_job
+            ws, emu, lambda resources: write_yaml_program(ws, resources), _job, import_job
         )
 
 
@@ -98,41 +81,6 @@ def test_pulumi_package_get_schema_prints_the_committed_schema(yaml_ws: Workspac
     plugin = yaml_ws.bin_dir / "pulumi-resource-gpu-training"
     printed = yaml_ws.pulumi("package", "get-schema", str(plugin)).stdout
     assert json.loads(printed) == json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
-
-
-def test_up_killed_while_waiting_leaves_one_job_that_the_next_up_adopts(
-    yaml_ws: Workspace, tmp_path: Path
-) -> None:
-    # A row of docs/rules.md's table through the plugin: the engine killed (kill -9) while a
-    # create waits; the plugin ends with it; the next `up` adopts the job, never starts another.
-    ws = yaml_ws
-    with emulator_for(ws, *SLOW_START) as emu:
-        client = emu.client()
-        job = _job("n1-standard-4", 1, **HANG_LABELS)
-        job["properties"]["waitFor"] = "running"
-        _write_program(ws, {"train": job})
-        init_plugin_stack(ws, emu.endpoint)
-
-        up = ws.spawn("up", "--yes", "--skip-preview", log=tmp_path / "killed-up.log")
-        try:
-            [submitted] = wait_until(lambda: list_jobs(client), timeout=120, what="a submitted job")
-            assert up.poll() is None, "pulumi up ended before it could be killed"
-        finally:
-            kill_group(up)
-        wait_until(lambda: not plugin_processes(ws), timeout=10, what="the plugin to end by itself")
-        ws.kill_strays()  # pulumi-language-yaml does not watch for its engine: as a crash would
-        ws.pulumi("cancel", "--yes")
-        ws.pulumi("refresh", "--yes", "--skip-preview", "--clear-pending-creates")
-
-        ws.up()
-        assert [j.name for j in list_jobs(client)] == [submitted.name], "a second job was started"
-        resource = plugin_jobs(ws)["train"]
-        assert resource["id"] == submitted.name
-        assert resource["outputs"]["adopted"] is True
-        assert resource["outputs"]["state"] == "JOB_STATE_RUNNING"
-
-        ws.pulumi("destroy", "--yes", "--skip-preview")
-        assert active_jobs(client) == []
 
 
 def test_the_policy_pack_judges_the_plugins_resources(yaml_ws: Workspace) -> None:
@@ -143,7 +91,7 @@ def test_the_policy_pack_judges_the_plugins_resources(yaml_ws: Workspace) -> Non
         big = _job("a2-highgpu-8g")
         machine = big["properties"]["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]
         machine.update(acceleratorType="NVIDIA_TESLA_A100", acceleratorCount=8)
-        _write_program(ws, {"big": big})
+        write_yaml_program(ws, {"big": big})
         init_plugin_stack(ws, emu.endpoint)
         output = ws.pulumi(
             "preview",
@@ -170,7 +118,7 @@ def test_the_preview_says_the_jobs_cost_and_quota_and_applies_gpu_training_quota
     ws = yaml_ws
     t4 = "custom_model_training_nvidia_t4_gpus"
     with emulator_for(ws, *SIMULATE, "--quota", f"{t4}@us-central1=1") as emu:
-        _write_program(ws, {"train": _job("n1-standard-4", 2)})
+        write_yaml_program(ws, {"train": _job("n1-standard-4", 2)})
         init_plugin_stack(ws, emu.endpoint)
         failed = ws.pulumi("preview", expect_failure=True).output
         assert "jobSpec.workerPoolSpecs" in failed

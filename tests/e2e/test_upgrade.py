@@ -206,3 +206,84 @@ def test_running_jobs_from_before_refresh_replace_and_destroy(ws: Workspace) -> 
         runs = [train["id"].rsplit("/", 1)[-1], started["train"].rsplit("/", 1)[-1]]
         assert [kept[run] for run in runs] == [JobState.JOB_STATE_CANCELLED] * 2
         assert set(kept.values()) == {JobState.JOB_STATE_CANCELLED}
+
+
+PLUGIN = Path(__file__).parent / "data" / "state-plugin-before-one-suite"
+
+
+def _plain(value: Any) -> Any:
+    """A YAML program's value with its ``fn::secret`` markers replaced by the secret itself."""
+    if isinstance(value, dict):
+        if set(value) == {"fn::secret"}:
+            return value["fn::secret"]
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
+def test_a_plugin_state_from_before_previews_unchanged_and_refreshes(
+    pulumi_bin_dir: Path, tmp_path: Path
+) -> None:
+    """``state-plugin-before-one-suite``: the state of a running job that the provider plugin
+    of the release before the one lifecycle suite wrote from a YAML program (made with
+    ``upgrade_fixture.py --plugin``). Its job is started again in this test's emulator as that
+    release submitted it (its labels), the state pointed at it and at the emulator's address.
+    This release previews no change (``--json`` and ``--diff``), a refresh keeps the resource
+    (the same job, RUNNING) and previews no change after it; destroy cancels the job."""
+    from google.cloud.aiplatform_v1 import CustomJob
+
+    from tests.e2e._engine import PARENT, SIMULATE, emulator_for
+    from tests.e2e._plugin import (
+        TOKEN,
+        assert_no_change,
+        end_plugin_workspace,
+        job_states,
+        plugin_jobs,
+        plugin_workspace,
+    )
+
+    ws = plugin_workspace(pulumi_bin_dir, tmp_path)
+    try:
+        with emulator_for(ws, *SIMULATE) as emu:
+            client = emu.client()
+            program = (PLUGIN / "Pulumi.yaml").read_text()
+            (ws.project / "Pulumi.yaml").write_text(program)
+            properties = yaml.safe_load(program)["resources"]["train"]["properties"]
+            labels = json.loads((PLUGIN / "job-labels.json").read_text())
+            document = {"displayName": "train", "labels": labels}
+            document["jobSpec"] = _plain(properties["jobSpec"])
+            job = client.create_custom_job(
+                parent=PARENT, custom_job=CustomJob.from_json(json.dumps(document))
+            ).name
+
+            state = (PLUGIN / "state.json").read_text()
+            [before] = [r for r in _state_of(PLUGIN) if r["type"] == TOKEN]
+            state = state.replace(before["id"].rsplit("/", 1)[-1], job.rsplit("/", 1)[-1])
+            config = json.loads((PLUGIN / "config.json").read_text())
+            state = state.replace(config["gpu-training:endpoint"], emu.endpoint)
+            config["gpu-training:endpoint"] = emu.endpoint
+            salt = (PLUGIN / "encryptionsalt").read_text().strip()
+            ws.stack_file.write_text(
+                yaml.safe_dump({"config": config, "encryptionsalt": salt}, sort_keys=False)
+            )
+            ws.pulumi("stack", "init", ws.stack)
+            (ws.base / "state.json").write_text(state)
+            ws.pulumi("stack", "import", "--file", str(ws.base / "state.json"))
+
+            assert_no_change(ws, resources=1)
+            diff = ws.pulumi("preview", "--diff").output
+            assert "2 unchanged" in diff and "~ " not in diff and "+-" not in diff, diff
+
+            ws.pulumi("refresh", "--yes", "--skip-preview")
+            refreshed = plugin_jobs(ws)["train"]
+            assert refreshed["id"] == job
+            assert refreshed["outputs"]["state"] == "JOB_STATE_RUNNING"
+            assert refreshed["outputs"]["labels"] == before["outputs"]["labels"]
+            assert_no_change(ws, resources=1)
+            assert job_states(client) == {job: "JOB_STATE_RUNNING"}
+
+            ws.pulumi("destroy", "--yes", "--skip-preview")
+            assert job_states(client) == {job: "JOB_STATE_CANCELLED"}
+    finally:
+        end_plugin_workspace(ws)

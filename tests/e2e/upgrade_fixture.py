@@ -2,12 +2,17 @@
 
     .venv/bin/python -m tests.e2e.upgrade_fixture tests/e2e/data/state-<name>
     .venv/bin/python -m tests.e2e.upgrade_fixture --running tests/e2e/data/state-<name>
+    .venv/bin/python -m tests.e2e.upgrade_fixture --plugin tests/e2e/data/state-plugin-<name>
 
 ``--running``: a TrainingJob and a HyperparameterTuningJob that keep running (simulate mode,
 ``emulator-outcome: hang``), so a later release can refresh, replace and destroy jobs its
 predecessor started (the test starts them again, with the labels the state records).
 
-Runs ``pulumi up`` of two jobs (a CustomJob spec with an env value and triggers, a legacy
+``--plugin``: the provider plugin's state instead, from a YAML program (``Pulumi.yaml``, written
+beside the state) of one running ``gpu-training:vertex:TrainingJob`` whose env value is a secret,
+and ``job-labels.json``, the labels the job was submitted with.
+
+Otherwise runs ``pulumi up`` of two jobs (a CustomJob spec with an env value and triggers, a legacy
 ``config.yaml`` with exclusiveGpus) against a simulate-mode emulator, and writes what a later
 release needs to load that state as if it were a user's stack: ``state.json`` (``pulumi stack
 export``), ``encryptionsalt`` (the stack's secrets salt), ``config.json`` (the stack config)
@@ -28,11 +33,14 @@ from typing import Any
 import yaml
 
 from tests.e2e._engine import (
+    GCP_PROJECT,
+    GCP_REGION,
     SIMULATE,
     Workspace,
     emulator_for,
     install_pulumi,
     job_entry,
+    list_jobs,
     local_config,
 )
 
@@ -136,6 +144,55 @@ def write_fixture(out: Path, *, running: bool = False) -> None:
             shutil.copy(ws.project / "stacks" / "jobs" / name, out / name)
 
 
+def write_plugin_fixture(out: Path) -> None:
+    """Run the plugin's YAML program and write its state and what loads it into ``out``."""
+    from tests.e2e._plugin import (
+        SECRET,
+        TOKEN,
+        end_plugin_workspace,
+        plugin_workspace,
+        training_job,
+        write_yaml_program,
+    )
+
+    job = training_job(secret={"fn::secret": SECRET})
+    job["labels"].update(HANG)
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = plugin_workspace(install_pulumi(), Path(tmp))
+        write_yaml_program(
+            ws, {"train": {"type": TOKEN, "properties": {**job, "waitFor": "running"}}}
+        )
+        try:
+            with emulator_for(ws, *SIMULATE) as emu:
+                ws.write_config(
+                    {
+                        "gpu-training:endpoint": emu.endpoint,
+                        "gpu-training:project": GCP_PROJECT,
+                        "gpu-training:region": GCP_REGION,
+                    }
+                )
+                ws.pulumi("stack", "init", ws.stack)
+                ws.up()
+                state = ws.pulumi("stack", "export").json()
+                # The labels it was submitted with (its identity, run hash, owner), for a
+                # later release's test to start it again as this one did.
+                [submitted] = list_jobs(emu.client())
+                labels = dict(submitted.labels)
+        finally:
+            end_plugin_workspace(ws)
+        stack = yaml.safe_load(ws.stack_file.read_text())
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "state.json").write_text(json.dumps(state, indent=1, sort_keys=True) + "\n")
+        (out / "encryptionsalt").write_text(stack["encryptionsalt"] + "\n")
+        (out / "config.json").write_text(json.dumps(stack["config"], indent=1) + "\n")
+        shutil.copy(ws.project / "Pulumi.yaml", out / "Pulumi.yaml")
+        (out / "job-labels.json").write_text(json.dumps(labels, indent=1, sort_keys=True) + "\n")
+
+
 if __name__ == "__main__":
-    running = "--running" in sys.argv[1:]
-    write_fixture(Path(next(a for a in sys.argv[1:] if a != "--running")), running=running)
+    flags = {"--running", "--plugin"}
+    target = Path(next(a for a in sys.argv[1:] if a not in flags))
+    if "--plugin" in sys.argv[1:]:
+        write_plugin_fixture(target)
+    else:
+        write_fixture(target, running="--running" in sys.argv[1:])

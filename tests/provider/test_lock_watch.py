@@ -1,6 +1,6 @@
 """``pulumi cancel`` on a file:// backend removes only the stack's lock: the waits notice.
 
-The engine-level behaviour is ``tests/e2e/test_running_jobs.py``
+The engine-level behaviour is ``tests/e2e/test_running_job_table.py``
 (``test_pulumi_cancel_from_another_shell_stops_the_waits``); here the backend and lock
 lookup, and the watch itself, without an engine.
 """

@@ -1,5 +1,5 @@
 """A running job is never lost, duplicated or killed by an ordinary operation (the provider
-against the emulator through the real REST client; ``tests/e2e/test_running_jobs.py`` does
+against the emulator through the real REST client; ``tests/e2e/test_running_job_table.py`` does
 the same on the real engine).
 
 Replace with the same run hash, API outages during a wait, the engine's Cancel, the labels the
