@@ -344,9 +344,19 @@ class JobProvider(ResourceProvider):
             return DiffResult(
                 changes=True,
                 replaces=replaces,
-                delete_before_replace=_news.get(EXCLUSIVE_GPUS) is True,
+                delete_before_replace=self.stops_before_replace(_news),
             )
         return DiffResult(changes=bool(knobs), replaces=[])
+
+    def stops_before_replace(self, news: Mapping[str, Any]) -> bool:
+        """Whether a replace cancels (and waits for) the old job before the new one starts:
+        with ``exclusive_gpus``, and with ``continue_last_run`` (or
+        ``training:continueLastRun``), whose new job writes into the old one's directory."""
+        return (
+            news.get(EXCLUSIVE_GPUS) is True
+            or news.get(CONTINUE_LAST_RUN) is True
+            or self.settings.continue_last_run
+        )
 
     # -- API path ---------------------------------------------------------------------------
 
@@ -858,15 +868,31 @@ class JobProvider(ResourceProvider):
 
     def _last_run_directory(self, api: JobApi, run: _Run) -> str | None:
         """The output directory of the job the stack holds for the resource (the run a
-        replace ends), or None (the spec's) when it holds none or it cannot be read."""
+        replace ends), or None (the spec's) when it holds none or it cannot be read.
+
+        Refused (nothing submitted) while that job is still active: two jobs would write
+        the same checkpoints at once. A replace with ``continue_last_run`` is delete before
+        replace (``diff``, the program's resource option, the plugin's create), so the old
+        job has stopped by now; this guards whatever replace still reaches here with it
+        running (a forced ``--replace`` of a stack whose ``training:continueLastRun`` the
+        program could not read, an old job that ignored its cancel)."""
         for name in run.held_names:
             try:
                 job = api.get(name)
             except Exception:  # gone or unreadable: nothing to continue from
                 continue
             status = self.kind.outputs(job, self.endpoint, project=run.project, region=run.region)
-            if status.get("output_dir"):
-                return str(status["output_dir"])
+            if not status.get("output_dir"):
+                continue
+            if state_name(job) not in TERMINAL_STATES:
+                raise JobOperationError(
+                    f"continueLastRun: job {name}, the run this one continues, is still "
+                    f"{state_name(job)} and writes into {status['output_dir']}; nothing was "
+                    "submitted (two jobs must not write one directory at once). Set "
+                    "exclusiveGpus: true (the old job is cancelled and stopped first), or stop "
+                    f"it ({self._cancel_hint(name, run.region)}) and run the command again"
+                )
+            return str(status["output_dir"])
         return None
 
     def _place(self, job_name: str, props: dict[str, Any]) -> tuple[str, str]:

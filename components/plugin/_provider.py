@@ -382,7 +382,7 @@ class GpuTrainingProvider(Provider):
             held = self._held_reader(request.urn)
             # A replace: the deletes below leave a job a killed replace left, for it to adopt.
             record_create(inputs[IDENTITY])
-            if checked.inputs.get(EXCLUSIVE_GPUS) is True:
+            if kind.core.stops_before_replace(checked.inputs):
                 self._stop_held(kind, request.urn, checked.inputs, held())
             result = kind.core.create(checked.inputs, held)
             return str(result.id), checked.inputs, dict(result.outs or {})
@@ -394,14 +394,16 @@ class GpuTrainingProvider(Provider):
         )
 
     def _stop_held(self, kind: _Kind, urn: str, inputs: dict[str, Any], held: list[str]) -> None:
-        """``exclusiveGpus``: the jobs the stack holds for the resource are cancelled, and
-        waited for, before a new one is submitted. A create of a resource the stack holds a job
+        """``exclusiveGpus`` or ``continueLastRun`` (``JobProvider.stops_before_replace``):
+        the jobs the stack holds for the resource are cancelled, and waited for, before a new
+        one is submitted (with ``continueLastRun`` the new one writes into their directory). A create of a resource the stack holds a job
         for is a replace the engine creates first: a forced one (``--replace``) calls no diff,
         so ``deleteBeforeReplace`` never reaches it. The delete of the replaced resource then
         finds its job stopped (its record goes as ``deleteRecords`` says, now or then)."""
+        why = "exclusiveGpus" if inputs.get(EXCLUSIVE_GPUS) is True else "continueLastRun"
         for job in held:
             self._log.info(
-                f"exclusiveGpus: cancelling job {job}, held by the resource this one replaces, "
+                f"{why}: cancelling job {job}, held by the resource this one replaces, "
                 "before the new job is submitted",
                 urn,
             )

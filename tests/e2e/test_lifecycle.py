@@ -224,3 +224,25 @@ def test_refresh_with_the_program_updates_the_jobs_stack_output(ws: Workspace) -
 
         ws.pulumi("refresh", "--yes", "--skip-preview", "--run-program")
         assert exported() == "JOB_STATE_CANCELLED"
+
+
+def test_an_identical_up_after_a_destroy_starts_a_new_run(ws: Workspace) -> None:
+    """Issue 42 item 9: the destroy deletes the stack's run key, so the next identical `up`
+    hashes its run anew: the succeeded job whose record the destroy kept is not adopted (as
+    docs/provider.md says for the Python door)."""
+    with emulator_for(ws, *SIMULATE) as emu:
+        spec = ws.write_job("train", python_job("train"))
+        ws.init_stack(local_config(emu.endpoint, [job_entry("train", spec, waitFor="succeeded")]))
+        ws.up()
+        first = ws.training_jobs()["train"]["outputs"]["status"]
+        assert first["state"] == "JOB_STATE_SUCCEEDED"
+        ws.pulumi("destroy", "--yes", "--skip-preview")
+        ws.up()
+        second = ws.training_jobs()["train"]["outputs"]["status"]
+        assert second["job_name"] != first["job_name"] and second["adopted"] is False
+        assert second["run_hash"] != first["run_hash"]
+        states = {str(j.name): j.state.name for j in list_jobs(emu.client())}
+        assert states == {
+            first["job_name"]: "JOB_STATE_SUCCEEDED",
+            second["job_name"]: "JOB_STATE_SUCCEEDED",
+        }
