@@ -495,3 +495,26 @@ def test_a_wait_that_ends_badly_leaves_no_resource(
         [(name, ended)] = job_states(emu.client()).items()
         assert ended == state and name in out
         assert "train" not in plugin_jobs(ws)
+
+
+def test_two_stacks_of_the_same_names_on_two_backends_never_share_a_job(
+    yaml_ws: Workspace, pulumi_bin_dir: Path, tmp_path: Path
+) -> None:
+    # Issue 42 item 3: two teams, each on its own backend, the same project, stack and
+    # resource names, one Google project, no runKey. The second's `up` starts its own job
+    # (before: it adopted the first's) and names no other; its destroy leaves the first's.
+    team_a = yaml_ws
+    team_b = plugin_workspace(pulumi_bin_dir, tmp_path / "team-b")
+    try:
+        with emulator_for(team_a, *SIMULATE) as emu:
+            first = _running_job(team_a, emu)
+            _program(team_b, waitFor="running")
+            _init(team_b, emu.endpoint)
+            out = team_b.up().output
+            second = str(plugin_jobs(team_b)["train"]["id"])
+            assert second != first and plugin_jobs(team_b)["train"]["outputs"]["adopted"] is False
+            assert first not in out, out  # not "an earlier run of this resource"
+            team_b.pulumi("destroy", "--yes", "--skip-preview")
+            assert job_states(emu.client()) == {first: RUNNING, second: CANCELLED}
+    finally:
+        end_plugin_workspace(team_b)
