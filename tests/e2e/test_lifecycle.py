@@ -257,7 +257,7 @@ def test_two_stacks_of_the_same_names_on_two_backends_never_share_a_job(
     other (before: "an earlier run of this resource"), and its destroy leaves the first's."""
     team_b = Workspace.create(tmp_path / "team-b", pulumi_bin_dir)
     try:
-        with emulator_for(ws, *SIMULATE) as emu:
+        with emulator_for(ws, *SIMULATE, "--allow-root", str(team_b.project)) as emu:
             _up_with_a_running_job(ws, emu.endpoint)
             first = ws.training_jobs()["train"]["id"]
             spec = team_b.write_job("train", python_job("train", labels=HANG_LABELS))
