@@ -518,3 +518,26 @@ def test_two_stacks_of_the_same_names_on_two_backends_never_share_a_job(
             assert job_states(emu.client()) == {first: RUNNING, second: CANCELLED}
     finally:
         end_plugin_workspace(team_b)
+
+
+def test_an_identical_up_after_a_destroy_starts_a_new_run(yaml_ws: Workspace) -> None:
+    # Issue 42 item 9 through the plugin: the destroy removes the provider, with its stack
+    # key; the identical `up` after it is a new stack instance, so the succeeded job whose
+    # record the destroy kept is not adopted (as docs/provider.md says for both doors).
+    ws = yaml_ws
+    with emulator_for(ws, *SIMULATE) as emu:
+        job = training_job(secret={"fn::secret": SECRET})
+        _write_program(
+            ws, {"train": {"type": TOKEN, "properties": {**job, "waitFor": "succeeded"}}}
+        )
+        _init(ws, emu.endpoint)
+        ws.up()
+        first = str(plugin_jobs(ws)["train"]["id"])
+        ws.pulumi("destroy", "--yes", "--skip-preview")
+        ws.up()
+        second = plugin_jobs(ws)["train"]
+        assert second["id"] != first and second["outputs"]["adopted"] is False
+        assert job_states(emu.client()) == {
+            first: "JOB_STATE_SUCCEEDED",
+            second["id"]: ("JOB_STATE_SUCCEEDED"),
+        }
