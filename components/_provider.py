@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -59,6 +59,8 @@ from .lifecycle._adoption import (
     holder_text,
     identity_label,
     import_differences,
+    instance_identity,
+    instance_of,
     job_id,
     owner_label_value,
     record_adopted,
@@ -95,6 +97,7 @@ from .lifecycle._wire import (
     HIDDEN_INPUTS,
     IDENTITY,
     IDENTITY_LABEL,
+    INSTANCE,
     KEEP_RECORD,
     OUTPUT_ROOT,
     OWNER,
@@ -355,9 +358,19 @@ class JobProvider(ResourceProvider):
             return DiffResult(
                 changes=True,
                 replaces=replaces,
-                delete_before_replace=_news.get(EXCLUSIVE_GPUS) is True,
+                delete_before_replace=self.stops_before_replace(_news),
             )
         return DiffResult(changes=bool(knobs), replaces=[])
+
+    def stops_before_replace(self, news: Mapping[str, Any]) -> bool:
+        """Whether a replace cancels (and waits for) the old job before the new one starts:
+        with ``exclusive_gpus``, and with ``continue_last_run`` (or
+        ``training:continueLastRun``), whose new job writes into the old one's directory."""
+        return (
+            news.get(EXCLUSIVE_GPUS) is True
+            or news.get(CONTINUE_LAST_RUN) is True
+            or self.settings.continue_last_run
+        )
 
     # -- API path ---------------------------------------------------------------------------
 
@@ -377,8 +390,9 @@ class JobProvider(ResourceProvider):
         kind = self.kind
         run = _Run.of(inputs, kind.spec, read_held)
         # A delete of this identity in this process ends a replace: it leaves the other jobs.
-        record_create(run.labels.identity)
+        record_create(run.resource)
         endpoint = self.endpoint
+        run = self._in_held_instance(run)
         if run.placement:
             return self._create_placed(run, inputs)
         with self._job_api(run.region) as api, _credentials_scrubbed(endpoint, run.secrets):
@@ -389,7 +403,8 @@ class JobProvider(ResourceProvider):
             else:
                 submission = self._submit(api, run, self._output_directory(api, run))
             if submission.adopted:
-                record_adopted(str(submission.job.name), run.labels.identity)
+                record_adopted(str(submission.job.name), run.resource)
+                run = _as_adopted(run, submission.job)
             self._report_strays(run, submission.strays)
             job = self._wait(api, run, submission.job, inputs)
             status = {
@@ -399,8 +414,27 @@ class JobProvider(ResourceProvider):
                 **kind.costs(run.document, run.region),
                 # The user's leave to take it from its holder: this stack may now cancel it.
                 **({"taken_over_from": taken_from} if taken_from else {}),
+                **_instance_status(run),
             }
         return CreateResult(str(job.name), {**_outputs(inputs), STATUS: status})
+
+    def _in_held_instance(self, run: _Run) -> _Run:
+        """``run`` labelled as the job the stack holds for the resource is (a replace), where
+        that job carries the identity of names alone: a state written before the stack
+        instance counted keeps that identity (``_adoption`` rule 8), so its refresh and
+        destroy, which list only it, still find every job of the resource."""
+        if run.instance is None or not run.held_names:
+            return run
+        with self._job_api(run.region) as api:
+            for name in run.held_names:
+                try:
+                    labels = api.get(name).labels
+                except Exception:  # gone or unreadable: says nothing of the resource's labels
+                    continue
+                if labels.get(IDENTITY_LABEL) == run.resource:
+                    legacy = replace(run.labels, identity=run.resource, earlier_identity=None)
+                    return replace(run, labels=legacy, instance=None)
+        return run
 
     def _create_placed(self, run: _Run, inputs: dict[str, Any]) -> CreateResult:
         """A job with candidate regions: the first that takes it (``components.lifecycle._placement``)."""
@@ -421,6 +455,7 @@ class JobProvider(ResourceProvider):
                 **self.kind.outputs(job, self.endpoint, project=run.project, region=region),
                 "run_hash": run.labels.run,
                 **placed,
+                **_instance_status(run),
             }
         return CreateResult(str(job.name), {**_outputs(inputs), STATUS: status})
 
@@ -644,8 +679,8 @@ class JobProvider(ResourceProvider):
         Nothing is cancelled here: a refresh cannot tell such a job from the replacement of a
         job whose delete failed, which the state holds under the same identity.
         """
-        identity, run = props.get(IDENTITY), status_of(props).get("run_hash")
-        if not isinstance(identity, str) or not identity:
+        identity, run = _label_identity(props), status_of(props).get("run_hash")
+        if identity is None:
             return
         held, parent = frozenset({job_id(name)}), f"projects/{project}/locations/{region}"
         try:
@@ -760,8 +795,8 @@ class JobProvider(ResourceProvider):
         must end every job of the resource. Not in a replace (a create of the identity ran in
         this process): the stack holds the replacement's job, and the create named the others.
         """
-        identity = props.get(IDENTITY)
-        if active is None or not isinstance(identity, str) or created_here(identity):
+        identity = _label_identity(props)
+        if active is None or identity is None or created_here(props.get(IDENTITY)):
             return
         for job in active[1].get(identity, ()):
             left = str(job.name)
@@ -803,7 +838,7 @@ class JobProvider(ResourceProvider):
                 f"job {name} was not deleted: could not read who holds it: {exc}; it stays in "
                 "the stack: run the command again"
             ) from None
-        holder = foreign_holder(job.labels, props.get(IDENTITY))
+        holder = foreign_holder(job.labels, _label_identity(props))
         if holder is None or status_of(props).get("taken_over_from") == holder:
             return False
         # A job of this resource whose identity was written by an earlier release (a tuning
@@ -869,15 +904,31 @@ class JobProvider(ResourceProvider):
 
     def _last_run_directory(self, api: JobApi, run: _Run) -> str | None:
         """The output directory of the job the stack holds for the resource (the run a
-        replace ends), or None (the spec's) when it holds none or it cannot be read."""
+        replace ends), or None (the spec's) when it holds none or it cannot be read.
+
+        Refused (nothing submitted) while that job is still active: two jobs would write
+        the same checkpoints at once. A replace with ``continue_last_run`` is delete before
+        replace (``diff``, the program's resource option, the plugin's create), so the old
+        job has stopped by now; this guards whatever replace still reaches here with it
+        running (a forced ``--replace`` of a stack whose ``training:continueLastRun`` the
+        program could not read, an old job that ignored its cancel)."""
         for name in run.held_names:
             try:
                 job = api.get(name)
             except Exception:  # gone or unreadable: nothing to continue from
                 continue
             status = self.kind.outputs(job, self.endpoint, project=run.project, region=run.region)
-            if status.get("output_dir"):
-                return str(status["output_dir"])
+            if not status.get("output_dir"):
+                continue
+            if state_name(job) not in TERMINAL_STATES:
+                raise JobOperationError(
+                    f"continueLastRun: job {name}, the run this one continues, is still "
+                    f"{state_name(job)} and writes into {status['output_dir']}; nothing was "
+                    "submitted (two jobs must not write one directory at once). Set "
+                    "exclusiveGpus: true (the old job is cancelled and stopped first), or stop "
+                    f"it ({self._cancel_hint(name, run.region)}) and run the command again"
+                )
+            return str(status["output_dir"])
         return None
 
     def _place(self, job_name: str, props: dict[str, Any]) -> tuple[str, str]:
@@ -971,6 +1022,32 @@ def _active_needs(api: JobApi, parent: str) -> list[Any] | None:
     return found
 
 
+def _label_identity(props: Mapping[str, Any]) -> str | None:
+    """The identity label of the jobs of the resource whose inputs or outputs are ``props``:
+    its ``identity`` keyed with its stack instance (the ``instance`` input the plugin passes,
+    else the ``status.instance`` its create wrote), or alone for a state that has none."""
+    identity = props.get(IDENTITY)
+    if not isinstance(identity, str) or not identity:
+        return None
+    instance = props[INSTANCE] if INSTANCE in props else status_of(props).get("instance")
+    return instance_identity(identity, instance if isinstance(instance, str) else None)
+
+
+def _as_adopted(run: _Run, job: Any) -> _Run:
+    """``run`` as the job it adopted is labelled: one an earlier release submitted under the
+    identity of names alone keeps the resource on it (no ``status.instance``), so its
+    refresh and destroy list the label its job carries."""
+    if run.instance is not None and job.labels.get(IDENTITY_LABEL) == run.resource:
+        return replace(run, instance=None)
+    return run
+
+
+def _instance_status(run: _Run) -> dict[str, Any]:
+    """The ``status`` field that names a created job's stack instance (none for a state
+    written before instances counted: it keeps matching on names alone)."""
+    return {"instance": run.instance} if run.instance else {}
+
+
 def _secrets(props: Mapping[str, Any]) -> dict[str, Any]:
     """The env values in a resource's inputs or outputs, for redaction."""
     values = props.get(ENV_VALUES)
@@ -1000,6 +1077,11 @@ class _Run:
     """``continue_last_run``: a new run writes into the held job's directory."""
     held_names: tuple[str, ...] = ()
     """The names of the jobs the stack holds for the resource (``held_jobs``)."""
+    resource: str = ""
+    """The resource's identity of names (the ``identity`` input); ``labels.identity`` is it
+    keyed with ``instance``."""
+    instance: str | None = None
+    """The stack instance (``instance_of`` its key), or None: the identity of names alone."""
 
     @property
     def parent(self) -> str:
@@ -1031,12 +1113,16 @@ class _Run:
             hashed_region = run_region(region, placement)
         else:
             hashed_region = region
+        instance = _instance_input(inputs)
         labels = RunLabels.of(
             document,
             project=project,
             region=hashed_region,
             triggers=inputs.get(TRIGGERS),
-            identity=str(identity),
+            identity=instance_identity(str(identity), instance),
+            # The dynamic resources' stacks are older than instances: their jobs of names alone
+            # with this run's hash are theirs (a plugin stack with a key is newer than them).
+            earlier_identity=str(identity) if INSTANCE not in inputs else None,
             key=key if isinstance(key, str) else None,
             held=held if isinstance(held, list) else (),
             read_held=read_held,
@@ -1058,7 +1144,20 @@ class _Run:
             held_names=tuple(n for n in held if isinstance(n, str) and n)
             if isinstance(held, list)
             else (),
+            resource=str(identity),
+            instance=instance,
         )
+
+
+def _instance_input(inputs: Mapping[str, Any]) -> str | None:
+    """A create's stack instance: the ``instance`` input where one is given (the plugin's:
+    None for a stack whose provider holds no key), else the one of the run key (the dynamic
+    resources': every stack has one, its ``RunKey``)."""
+    if INSTANCE in inputs:
+        given = inputs[INSTANCE]
+        return given if isinstance(given, str) and given else None
+    key = inputs.get(RUN_KEY)
+    return instance_of(key) if isinstance(key, str) and key else None
 
 
 class TrainingJobProvider(JobProvider):

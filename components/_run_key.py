@@ -11,6 +11,12 @@ The key is made once per stack by a tiny dynamic resource (``RunKey``, type
 and adopts the job. It needs no cloud API: create draws 32 random bytes, nothing else calls
 out. If it is ever lost, a new key is drawn; running jobs are not touched (the key is only
 read when a job is created).
+
+It is also the stack instance's secret: a hash of it keys each new job's identity label
+(``components.lifecycle._adoption.instance_identity``, rule 1), so two stacks of the same
+names on two backends never take each other's jobs. Every stack written since the key exists
+has one, so no state gains a property on upgrade; a destroy deletes it, and the stack made
+again is a new instance (an identical ``up`` starts a new job).
 """
 
 from __future__ import annotations

@@ -11,7 +11,14 @@ idempotent; these rules make a create safe to repeat.
    and ``pulumi_run``, the run's hash (``run_hash``: an HMAC, keyed with the stack's run key
    (``components._run_key``), of everything that defines the run: the spec with its env values,
    project, region and triggers). The program computes the identity (the provider never sees a
-   URN) and passes it as the ``identity`` input.
+   URN) and passes it as the ``identity`` input. That hash is of names only: two stacks of
+   the same project, stack and resource names (two teams, each on its own backend) would share
+   it. So the label a job carries is that identity keyed with the **stack instance**
+   (``instance_identity``): ``instance_of`` a random secret the stack keeps in its state, made
+   on its first ``up`` (the dynamic resources' run key, ``components._run_key``; the plugin's
+   ``stackKey``, kept in its provider's state, ``components.plugin._provider``). Only a hash of
+   the secret reaches labels and outputs (``status.instance``). A stack instance never lists,
+   adopts, names or cancels another's jobs: its identity label is another value.
 2. **What may be adopted.** A job of the resource's kind (its own collection, ``customJobs`` or
    ``hyperparameterTuningJobs``) with this identity and this run's hash, that is active and not
    being cancelled, or that succeeded within ``ADOPT_FINISHED_WITHIN``. Failed, cancelled and
@@ -54,7 +61,12 @@ idempotent; these rules make a create safe to repeat.
    them: the stack holds the replacement's job, and its create named the others (rule 5).
    The plugin's ``pulumi import`` refuses a job held elsewhere as rule 6 does
    (``held_elsewhere``), and every delete of a job that names another holder (rule 6) leaves it.
-8. **Older states.** Jobs labelled with the unkeyed run hash (before the run key) are adopted
+8. **Older states.** A resource whose state has no ``status.instance`` (written before the
+   stack instance counted) keeps matching as before, on the identity of names alone: its
+   refresh and destroy list that identity, and a replace of it whose held job carries that
+   label submits with it too (``_provider``), so a state written before this release never
+   sees a diff and never loses sight of its jobs. A plugin stack whose provider state has no
+   ``stackKey`` is such a state throughout. Jobs labelled with the unkeyed run hash (before the run key) are adopted
    too (``RunLabels.earlier_runs``); a ``status.run_hash`` that is that unkeyed hash is dropped
    on the next refresh or update (``without_plain_run_hash``). A tuning job's identity took its
    type token in this release: a stack that holds one sees its ``identity`` updated once (no
@@ -105,6 +117,8 @@ __all__ = [
     "identity_filter",
     "identity_label",
     "import_differences",
+    "instance_identity",
+    "instance_of",
     "job_id",
     "owner_label_value",
     "record_adopted",
@@ -155,6 +169,21 @@ def identity_label(project: str, stack: str, name: str, type_token: str = TRAINI
         else (type_token, project, stack, name)
     )
     return _digest("\0".join(parts))
+
+
+def instance_of(key: str) -> str:
+    """The public part of a stack instance's secret ``key``: what labels and outputs carry
+    (the secret cannot be recovered from it, and it keys nothing)."""
+    return _digest("pulumi stack instance\0" + key)
+
+
+def instance_identity(identity: str, instance: str | None) -> str:
+    """The identity label of the resource ``identity`` (``identity_label``) in the stack
+    instance ``instance`` (``instance_of``); without one (a state written before instances
+    counted), ``identity`` itself."""
+    if not instance:
+        return identity
+    return _digest(identity + "\0" + instance)
 
 
 _LABEL_TEXT = re.compile(r"[^a-z0-9_-]+")
@@ -253,6 +282,11 @@ class RunLabels:
     """The same run's hashes as an earlier release computed them (the unkeyed hash)."""
     held: frozenset[str] = frozenset()
     """Ids of the jobs the stack holds for this resource (``held_jobs``)."""
+    earlier_identity: str | None = None
+    """The identity of names alone, where ``identity`` is it keyed with the stack instance and
+    the instance comes from the run key (the dynamic resources): a job of it is this run's
+    only with this run's hash (keyed: it is this stack's; unkeyed: a release before run keys,
+    rule 8), and is never reported as another run (it may be another stack's)."""
     read_held: Callable[[], Iterable[str]] | None = field(default=None, compare=False)
     """Where a front door without a program reads the held jobs' names, once, only when a
     look-up finds an active job of the identity (``with_state``); None: ``held`` is all."""
@@ -279,6 +313,7 @@ class RunLabels:
         key: str | None,
         held: Iterable[str] = (),
         read_held: Callable[[], Iterable[str]] | None = None,
+        earlier_identity: str | None = None,
     ) -> RunLabels:
         """The labels of a run of ``document`` (the spec with its env values)."""
 
@@ -293,6 +328,7 @@ class RunLabels:
             earlier_runs=(hashed(None),),
             held=_held_ids(held),
             read_held=read_held,
+            earlier_identity=earlier_identity if earlier_identity != identity else None,
         )
 
 
@@ -361,8 +397,14 @@ def find_adoptable(jobs: Iterable[Any], labels: RunLabels, now: datetime | None 
     found = Lookup()
     for job in jobs:
         # Filtering again costs nothing and guards against a service that ignores filters.
-        if job.labels.get(IDENTITY_LABEL) != labels.identity or job_id(job.name) in labels.held:
+        identity = job.labels.get(IDENTITY_LABEL)
+        if job_id(job.name) in labels.held:
             continue
+        earlier = labels.earlier_identity is not None and identity == labels.earlier_identity
+        if identity != labels.identity and not earlier:
+            continue
+        if earlier and job.labels.get(RUN_LABEL) not in runs:
+            continue  # another run, maybe another stack's: not this stack's to name
         if job.labels.get(RUN_LABEL) not in runs:
             if str(job.state.name) in ADOPTABLE_ACTIVE:
                 found.strays.append(job)

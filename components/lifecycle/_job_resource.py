@@ -895,9 +895,11 @@ def _declared(
 
 def _own_options(args: JobArgs[Any]) -> pulumi.ResourceOptions:
     """The options every job resource sets: env values secret in its outputs; with
-    ``exclusive_gpus``, delete before replace."""
+    ``exclusive_gpus`` or ``continue_last_run`` (the new job writes into the old one's
+    directory: the old one must have stopped), delete before replace."""
     own = pulumi.ResourceOptions(additional_secret_outputs=[ENV_VALUES])
-    if args.exclusive_gpus is True:
+    continues = args.continue_last_run is True or _stack_continues_last_run()
+    if args.exclusive_gpus is True or continues:
         # A replace the engine decides without asking the provider (``--replace``, a
         # tainted resource) must cancel the old job first too, as ``diff`` says otherwise.
         own.delete_before_replace = True

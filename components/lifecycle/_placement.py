@@ -482,7 +482,7 @@ def place(provider: JobProvider, run: _Run, inputs: dict[str, Any]) -> tuple[Any
     start = 0
     if found is not None:
         attempt, job = found
-        record_adopted(str(job.name), run.labels.identity)
+        record_adopted(str(job.name), run.resource)
         start = attempts.index(attempt)
     for index in range(start, len(attempts)):
         attempt = attempts[index]

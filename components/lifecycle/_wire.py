@@ -35,6 +35,7 @@ __all__ = [
     "IDENTITY_LABEL",
     "INPUT_DEFAULTS",
     "INPUT_PROPERTIES",
+    "INSTANCE",
     "JOB_PROPERTIES",
     "KEEP_RECORD",
     "KNOB_PROPERTIES",
@@ -154,6 +155,10 @@ CONTINUE_LAST_RUN = "continue_last_run"
 OUTPUT_ROOT = "output_root"
 IDENTITY = "identity"
 RUN_KEY = "run_key"
+INSTANCE = "instance"
+"""The stack instance's label part (``components.lifecycle._adoption.instance_of``): a hidden
+input the plugin passes (from its stack key); the dynamic resources' is derived from ``run_key``.
+A create also writes it to ``status.instance``, where read and delete find it."""
 HELD_JOBS = "held_jobs"
 EXISTING_JOB = "existing_job"
 OWNER = "owner"
@@ -189,7 +194,7 @@ setting of states written when deleting was the default, keeps it whatever the r
 a new one (``OUTPUT_ROOT``).
 """
 
-HIDDEN_INPUTS = (RUN_KEY, HELD_JOBS, OWNER, TAKE_OVER_HELD_JOB, OUTPUT_ROOT)
+HIDDEN_INPUTS = (RUN_KEY, INSTANCE, HELD_JOBS, OWNER, TAKE_OVER_HELD_JOB, OUTPUT_ROOT)
 """Inputs only ``create`` reads, never compared by ``diff`` and never written to outputs.
 
 ``owner`` is ``project/stack/resource`` in plain text, for the ``pulumi_owner`` label (the

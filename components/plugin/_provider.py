@@ -11,6 +11,12 @@ is. What is the plugin's own:
 - **Bookkeeping stays out of the properties.** The resource's identity comes from its URN (the
   core's dynamic resource gets it from the program), the run key from the provider's
   ``runKey``; neither is an input, an output or a diff.
+- **One stack instance, one owner.** ``check_config`` gives a provider made by this release a
+  random ``stackKey`` (secret), which its state then keeps: every later ``check_config`` passes
+  the old one on, so it never changes and shows in no diff. Its hash keys each job's identity
+  label (``components.lifecycle._adoption``, rule 1): two stacks of the same names on two
+  backends never adopt, name or cancel each other's jobs. A provider whose state holds no key
+  (made before) gets none: its stack keeps matching on names alone, as before (rule 8).
 - **Diffs name properties.** ``diff`` asks the core whether the job changes, then lists each
   changed path the user wrote (``jobSpec.workerPoolSpecs[0].machineSpec.machineType``), a
   replacing one marked as such.
@@ -27,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import secrets
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -60,13 +67,20 @@ from pulumi.provider.experimental.provider import (
 from .._provider import JobProvider, TrainingJobProvider
 from .._tuning_provider import TuningJobProvider
 from ..costs._quota import QUOTA_KEY
-from ..lifecycle._adoption import held_elsewhere, identity_label, record_create
+from ..lifecycle._adoption import (
+    held_elsewhere,
+    identity_label,
+    instance_identity,
+    instance_of,
+    record_create,
+)
 from ..lifecycle._check import CheckOutcome
 from ..lifecycle._interrupt import interrupt
 from ..lifecycle._settings import PLUGIN_DOOR, ProviderSettings, SettingError, read_place
 from ..lifecycle._wire import (
     EXCLUSIVE_GPUS,
     IDENTITY,
+    INSTANCE,
     OWNER,
     PLACEMENT,
     STATUS,
@@ -98,6 +112,9 @@ __all__ = ["VALIDATE_FUNCTION", "GpuTrainingProvider", "PluginError"]
 
 T = TypeVar("T")
 
+STACK_KEY = "stackKey"
+"""The provider input ``check_config`` makes once (a secret): the stack instance's key."""
+
 VALIDATE_FUNCTION = "gpu-training:vertex:validate"
 """``invoke``: a TrainingJob's or tuning job's properties → the failures its check would give."""
 
@@ -122,6 +139,8 @@ class _Config:
     region: str | None
     run_key: str | None
     quota: str
+    instance: str | None = None
+    """The stack instance (``instance_of`` its ``stackKey``), or None: a provider made before."""
 
 
 def _parse_urn(urn: str) -> tuple[str, str, str]:
@@ -153,7 +172,9 @@ def _read_config(
     run_key = values.get("runKey")
     if run_key is not None and not isinstance(run_key, str):
         raise SettingError(f"{PLUGIN_DOOR.namespace}:runKey: must be a string")
-    return _Config(settings, project, region, run_key or None, settings.quota)
+    stack_key = values.get(STACK_KEY)
+    instance = instance_of(stack_key) if isinstance(stack_key, str) and stack_key else None
+    return _Config(settings, project, region, run_key or None, settings.quota, instance)
 
 
 class GpuTrainingProvider(Provider):
@@ -193,7 +214,7 @@ class GpuTrainingProvider(Provider):
     def _core_inputs(self, kind: _Kind, props: Mapping[str, Any], urn: str) -> dict[str, Any]:
         _, _, name = _parse_urn(urn)
         inputs = {k: v for k, v in props.items() if k in _input_names(kind)}
-        return core_inputs(
+        core = core_inputs(
             kind.shape,
             inputs,
             project=self._config.project,
@@ -201,6 +222,8 @@ class GpuTrainingProvider(Provider):
             display_name=name,
             run_key=self._config.run_key,
         )
+        core[INSTANCE] = self._config.instance  # None: the core keys no label with it
+        return core
 
     def _identity(self, kind: _Kind, urn: str) -> str:
         project, stack, name = _parse_urn(urn)
@@ -238,7 +261,7 @@ class GpuTrainingProvider(Provider):
                 inputs=request.new_inputs,
                 failures=[CheckFailure(key.removeprefix("gpu-training:"), reason or str(exc))],
             )
-        return CheckResponse(inputs=request.new_inputs)
+        return CheckResponse(inputs=_with_stack_key(request.old_inputs, request.new_inputs))
 
     async def configure(self, request: ConfigureRequest) -> ConfigureResponse:
         values = plain_map(request.args)
@@ -401,7 +424,7 @@ class GpuTrainingProvider(Provider):
             held = self._held_reader(request.urn)
             # A replace: the deletes below leave a job a killed replace left, for it to adopt.
             record_create(inputs[IDENTITY])
-            if checked.inputs.get(EXCLUSIVE_GPUS) is True:
+            if kind.core.stops_before_replace(checked.inputs):
                 self._stop_held(kind, request.urn, checked.inputs, held())
             result = kind.core.create(checked.inputs, held)
             return str(result.id), checked.inputs, dict(result.outs or {})
@@ -430,14 +453,16 @@ class GpuTrainingProvider(Provider):
         return state
 
     def _stop_held(self, kind: _Kind, urn: str, inputs: dict[str, Any], held: list[str]) -> None:
-        """``exclusiveGpus``: the jobs the stack holds for the resource are cancelled, and
-        waited for, before a new one is submitted. A create of a resource the stack holds a job
+        """``exclusiveGpus`` or ``continueLastRun`` (``JobProvider.stops_before_replace``):
+        the jobs the stack holds for the resource are cancelled, and waited for, before a new
+        one is submitted (with ``continueLastRun`` the new one writes into their directory). A create of a resource the stack holds a job
         for is a replace the engine creates first: a forced one (``--replace``) calls no diff,
         so ``deleteBeforeReplace`` never reaches it. The delete of the replaced resource then
         finds its job stopped (its record goes as ``deleteRecords`` says, now or then)."""
+        why = "exclusiveGpus" if inputs.get(EXCLUSIVE_GPUS) is True else "continueLastRun"
         for job in held:
             self._log.info(
-                f"exclusiveGpus: cancelling job {job}, held by the resource this one replaces, "
+                f"{why}: cancelling job {job}, held by the resource this one replaces, "
                 "before the new job is submitted",
                 urn,
             )
@@ -505,7 +530,7 @@ class GpuTrainingProvider(Provider):
             refused = held_elsewhere(
                 f"job {request.resource_id}",
                 job.labels,
-                self._identity(kind, request.urn),
+                instance_identity(self._identity(kind, request.urn), self._config.instance),
                 "`pulumi import` takes only a job no other resource holds (its holder's "
                 "destroy would cancel it): end it there, or import it into that resource",
             )
@@ -574,6 +599,21 @@ class GpuTrainingProvider(Provider):
             text = str(exc) or type(exc).__name__
             scrubbed = self._kinds[TRAINING_JOB_TOKEN].core.endpoint.scrub(text)
             raise PluginError(redact(scrubbed, _secrets(given))) from None
+
+
+def _with_stack_key(
+    olds: Mapping[str, PropertyValue], news: Mapping[str, PropertyValue]
+) -> dict[str, PropertyValue]:
+    """``news`` (a provider's inputs) with its stack key: the one its state holds, a new one
+    for a provider that has no state yet, none for one whose state was written before keys
+    (its stack keeps matching on names alone: a new key would be a diff of the provider)."""
+    checked = {k: v for k, v in news.items() if k != STACK_KEY}
+    old = olds.get(STACK_KEY)
+    if old is not None:
+        checked[STACK_KEY] = old.with_secret(True)
+    elif not olds:
+        checked[STACK_KEY] = PropertyValue(secrets.token_hex(32)).with_secret(True)
+    return checked
 
 
 def _input_names(kind: _Kind) -> frozenset[str]:

@@ -603,10 +603,15 @@ class JobApi:
         """What one identity's jobs in ``parent`` offer this run (``components.lifecycle._adoption``).
 
         One list call per page of the identity's jobs (the filter is the one form the API
-        documents for labels, ``labels.key="value"``); the rules are applied here.
+        documents for labels, ``labels.key="value"``), and of its identity of names alone where
+        the labels name one (``RunLabels.earlier_identity``); the rules are applied here.
         """
-        request = {"parent": parent, "filter": identity_filter(labels.identity), "page_size": 100}
-        return find_adoptable(self.kind.list(self.client, request), labels)
+        jobs: list[Any] = []
+        for identity in (labels.identity, labels.earlier_identity):
+            if identity is not None:
+                request = {"parent": parent, "filter": identity_filter(identity), "page_size": 100}
+                jobs += self.kind.list(self.client, request)
+        return find_adoptable(jobs, labels)
 
     def active_look_up(self, parent: str, labels: RunLabels) -> Lookup:
         """What one identity's ACTIVE jobs in ``parent`` offer this run, from one listing of

@@ -125,3 +125,43 @@ def test_a_replacement_trains_anew_and_every_record_is_kept(
         }
     finally:
         assert ws.kill_strays() == []
+
+
+def test_a_replace_that_continues_the_last_run_stops_it_first(
+    tmp_path: Path, pulumi_bin_dir: Path
+) -> None:
+    """Issue 42 item 9: with continue_last_run (and no exclusive_gpus) the new run writes into
+    the old one's directory, so a forced replace (the engine asks no diff) cancels the old
+    job and waits for it to stop before the new one is submitted: never two writers."""
+    from emulator.testing import running_emulator
+    from tests.e2e._engine import SIMULATE
+
+    main = (
+        MAIN.replace('wait_for="succeeded"', 'wait_for="running"')
+        .replace("infra=LocalOutputs(),", "infra=LocalOutputs(),\n    continue_last_run=True,")
+        .replace('"scheduling":', '"labels": {"emulator-outcome": "hang"},\n        "scheduling":')
+    )
+    assert "continue_last_run=True" in main and "emulator-outcome" in main
+    project = tmp_path / "project"
+    project.mkdir()  # for the emulator to allow it; own_project fills it
+    allowed = ("--allow-root", str(project))
+    with running_emulator(*SIMULATE, *allowed, state_dir=tmp_path / "emulator") as emu:
+        project.rmdir()
+        ws = Workspace.own_project(tmp_path, pulumi_bin_dir, main)
+        try:
+            config = local_config(emu.endpoint, [])
+            config.pop("training:jobs")
+            ws.init_stack(config)
+            ws.pulumi("up", "--yes", "--skip-preview")
+            first = ws.pulumi("stack", "output", "status", "--json").json()
+            ws.pulumi("up", "--yes", "--skip-preview", "--replace", URN)
+            second = ws.pulumi("stack", "output", "status", "--json").json()
+            assert second["job_name"] != first["job_name"]
+            assert second["output_dir"] == first["output_dir"]  # it continues that run
+            client = emu.client()
+            old = client.get_custom_job(name=first["job_name"])
+            new = client.get_custom_job(name=second["job_name"])
+            assert old.state.name == "JOB_STATE_CANCELLED"
+            assert old.end_time <= new.create_time  # stopped before the new one was made
+        finally:
+            assert ws.kill_strays() == []

@@ -105,3 +105,17 @@ def test_new_candidates_that_still_name_the_jobs_region_update_others_replace() 
     assert kept.detailed_diff["regions[0]"].kind == PropertyDiffKind.UPDATE
     moved = _diff(["us-central1", "us-east4"], ["europe-west4"])
     assert moved.changes and "regions" in moved.replaces
+
+
+def test_a_replace_with_continue_last_run_stops_the_old_job_first() -> None:
+    """Issue 42 item 9: the new run continues in the old one's directory: the old job is
+    cancelled and stopped before the new one starts (delete before replace)."""
+    old = {**training_job(), "project": "local-training", "region": "us-central1"}
+    new = training_job(machine_type="n1-standard-8")
+
+    def diff(**knobs: Any) -> Any:
+        request = DiffRequest(URN, HELD, wrap_map(old), wrap_map({**new, **knobs}), [])
+        return run_isolated(_provider().diff(request))
+
+    assert diff().replaces and diff().delete_before_replace is False
+    assert diff(continueLastRun=True).delete_before_replace is True

@@ -154,3 +154,49 @@ def test_an_overlay_outside_the_project_fails_configure(
     (tmp_path / "catalog").mkdir()
     with pytest.raises(SettingError, match="gpu-training:catalogOverlay: lies outside the project"):
         _provider(quota="off", catalogOverlay=str(tmp_path / "catalog"))
+
+
+# -- the stack instance (issue 42 item 3) --------------------------------------------------------
+
+
+def _checked_config(olds: dict[str, Any], news: dict[str, Any]) -> dict[str, Any]:
+    request = CheckRequest(PROVIDER_URN, wrap_map(olds), wrap_map(news), b"")
+    result = run_isolated(GpuTrainingProvider().check_config(request))
+    assert not result.failures
+    return dict(result.inputs or {})
+
+
+def test_a_new_provider_gets_a_secret_stack_key_its_state_then_keeps() -> None:
+    made = _checked_config({}, {"quota": "off"})
+    key = made["stackKey"]
+    assert key.is_secret and len(str(key.value)) == 64
+    assert _checked_config({}, {})["stackKey"].value != key.value  # random: each new provider
+    # Every later check passes the state's key on (no diff), whatever the new inputs say.
+    kept = _checked_config({"quota": "off", "stackKey": key.value}, {"stackKey": "mine"})
+    assert kept["stackKey"].value == key.value and kept["stackKey"].is_secret
+    # A provider whose state was written before keys: none (it keeps matching as before).
+    assert "stackKey" not in _checked_config({"version": "0.1.0"}, {"version": "0.1.0"})
+
+
+def test_two_stacks_of_the_same_names_never_share_a_job(emu: EmulatorProcess) -> None:
+    """Two teams, each on its own backend: the same URN, spec and project, no runKey. The
+    second's create neither adopts nor names the first's job; its delete cancels its own."""
+    client = emu.client()
+    teams = [
+        _provider(endpoint=emu.endpoint, cancelTimeout="30", stackKey=key)
+        for key in ("a" * 64, "b" * 64)
+    ]
+    job = training_job()
+    job["labels"]["emulator-outcome"] = "hang"
+    job["jobSpec"]["workerPoolSpecs"][0]["machineSpec"] = {"machineType": "n1-standard-4"}
+    job["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["imageUri"] = IMAGE  # no GPU: no quota
+    props = wrap_map({**job, "waitFor": "submitted"})
+    first, second = (run_isolated(p.create(CreateRequest(URN, props, 0, False))) for p in teams)
+    assert first.resource_id != second.resource_id
+    assert second.properties["adopted"].value is False
+    run_isolated(teams[1].delete(DeleteRequest(URN, str(second.resource_id), second.properties, 0)))
+    assert client.get_custom_job(name=second.resource_id).state.name == "JOB_STATE_CANCELLED"
+    active = {"JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_RUNNING"}
+    assert client.get_custom_job(name=first.resource_id).state.name in active
+    run_isolated(teams[0].delete(DeleteRequest(URN, str(first.resource_id), first.properties, 0)))
+    assert client.get_custom_job(name=first.resource_id).state.name == "JOB_STATE_CANCELLED"

@@ -81,6 +81,13 @@ def test_exclusive_gpus_makes_every_replace_cancel_first():
     assert [job.delete_before_replace for job in dev.by_type(JOB_TYPE)] == [False]
 
 
+def test_continue_last_run_makes_every_replace_cancel_first():
+    """Issue 42 item 9: the new run writes into the old one's directory, so the old job must
+    stop first, for a forced replace too (entry or stack setting)."""
+    dev = run_stack("dev", {"training:continueLastRun": "true"})
+    assert [job.delete_before_replace for job in dev.by_type(JOB_TYPE)] == [True]
+
+
 def test_an_existing_job_entry_is_taken_over_as_written(tmp_path):
     """A cloud stack fills in package, account and output dir, but not for a job taken over."""
     spec_file = tmp_path / "imported.yaml"

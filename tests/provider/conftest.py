@@ -18,7 +18,7 @@ from pulumi.dynamic.config import Config
 from pulumi.runtime.proto import provider_pb2_grpc
 
 from components._provider import JobProvider, TrainingJobProvider
-from components.lifecycle._adoption import identity_label
+from components.lifecycle._adoption import identity_label, instance_identity, instance_of
 from components.lifecycle._wire import TRIAL_JOB_SPEC, env_path
 from components.training_job import prepare_spec
 from components.tuning_job import prepare_tuning_spec
@@ -121,11 +121,18 @@ def job_inputs(
     return inputs
 
 
-def jobs_with_identity(emu: EmulatorProcess, identity: str) -> list[Any]:
+def job_label(identity: str, key: str | None = RUN_KEY) -> str:
+    """The ``pulumi_resource`` label of the jobs a create of ``identity`` submits with the run
+    key ``key`` (None: a state without one, labelled with ``identity`` itself)."""
+    return instance_identity(identity, instance_of(key) if key else None)
+
+
+def jobs_with_identity(emu: EmulatorProcess, identity: str, key: str | None = RUN_KEY) -> list[Any]:
+    """The jobs of the resource ``identity`` in the stack instance of the run key ``key``."""
     client = emu.client()
     request = {
         "parent": "projects/local-training/locations/us-central1",
-        "filter": f'labels.pulumi_resource="{identity}"',
+        "filter": f'labels.pulumi_resource="{job_label(identity, key)}"',
     }
     return list(client.list_custom_jobs(request=request))
 

@@ -10,7 +10,7 @@ import pytest
 from google.cloud.aiplatform_v1 import JobState
 
 from components._provider import TrainingJobProvider
-from components.lifecycle._adoption import run_hash
+from components.lifecycle._adoption import instance_of, run_hash
 from components.lifecycle._wire import STATUS_FIELDS, encode_spec, merge_env
 from components.vertex.api import JobOperationError
 from emulator.names import derived_number
@@ -20,6 +20,7 @@ from tests.provider.conftest import (
     SECRET,
     configured,
     job_inputs,
+    job_label,
     jobs_with_identity,
 )
 
@@ -62,7 +63,9 @@ def test_create_read_delete_round_trip(provider, sim):
     # Inputs are repeated in the outputs (diff compares against them); no provider blob.
     assert outs["spec"] == inputs["spec"] and "__provider" not in outs
     job = sim.client().get_custom_job(name=created.id)
-    assert job.labels["pulumi_resource"] == inputs["identity"]
+    # The identity keyed with the stack instance (a hash of its run key), not names alone.
+    assert job.labels["pulumi_resource"] == job_label(inputs["identity"]) != inputs["identity"]
+    assert outs["status"]["instance"] == instance_of(RUN_KEY)
     assert job.labels["pulumi_run"] == outs["status"]["run_hash"]
     assert job.job_spec.worker_pool_specs[0].python_package_spec.env[0].value == "local-demo"
 
@@ -236,8 +239,10 @@ def test_update_changes_only_knobs_and_makes_no_api_call(provider):
 def test_state_written_before_status_existed_moves_into_status(provider):
     created = provider.create(_checked(provider, job_inputs()))
     assert created.outs is not None
-    # Earlier releases kept every status field at the top level of the outputs.
-    old_form = {k: v for k, v in created.outs.items() if k != "status"} | created.outs["status"]
+    # Earlier releases kept every status field at the top level of the outputs (and wrote no
+    # stack instance, which came later).
+    earlier = {k: v for k, v in created.outs["status"].items() if k != "instance"}
+    old_form = {k: v for k, v in created.outs.items() if k != "status"} | earlier
     read = provider.read(created.id, old_form)
     assert not set(read.outs) & set(STATUS_FIELDS)
     assert read.outs["status"]["run_hash"] == created.outs["status"]["run_hash"]  # keyed: kept
@@ -246,7 +251,7 @@ def test_state_written_before_status_existed_moves_into_status(provider):
     inputs = {k: v for k, v in old_form.items() if k not in STATUS_FIELDS}
     updated = provider.update(created.id, old_form, {**inputs, "wait_for": "running"})
     assert updated.outs is not None and not set(updated.outs) & set(STATUS_FIELDS)
-    assert updated.outs["status"] == created.outs["status"]
+    assert updated.outs["status"] == earlier
     provider.delete(created.id, read.outs)
 
 
@@ -314,7 +319,9 @@ def test_job_submitted_by_a_release_without_the_key_is_adopted(provider, sim):
     unkeyed = provider.create({k: v for k, v in inputs.items() if k != "run_key"})
     again = provider.create(inputs)
     assert again.id == unkeyed.id and again.outs["status"]["adopted"] is True
-    assert len(jobs_with_identity(sim, inputs["identity"])) == 1
+    # Labelled by names alone, as that release did: the resource stays on that identity.
+    assert len(jobs_with_identity(sim, inputs["identity"], key=None)) == 1
+    assert "instance" not in again.outs["status"]
     provider.delete(again.id, again.outs)
 
 

@@ -21,7 +21,7 @@ from components.lifecycle._placement import (
 from components.vertex.api import JobOperationError, capacity_refusal
 from emulator.testing import EmulatorProcess, running_emulator
 from tests._pools import on_one_t4
-from tests.provider.conftest import SIMULATE_ARGS, configured, job_inputs
+from tests.provider.conftest import SIMULATE_ARGS, configured, job_inputs, job_label
 
 T4 = "NVIDIA_TESLA_T4"
 REGIONS = ["us-central1", "us-east4", "europe-west4"]
@@ -60,7 +60,7 @@ def _all_jobs(emu: EmulatorProcess, identity: str, *, tuning: bool = False) -> l
     for region in REGIONS:
         request = {
             "parent": f"projects/local-training/locations/{region}",
-            "filter": f'labels.pulumi_resource="{identity}"',
+            "filter": f'labels.pulumi_resource="{job_label(identity)}"',
         }
         listed = (
             client.list_hyperparameter_tuning_jobs(request=request)

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from google.cloud.aiplatform_v1 import JobState
 
 from components._tuning_provider import TuningJobProvider
 from components.lifecycle._wire import decode_spec
+from components.vertex.api import JobOperationError
 from emulator.testing import EmulatorProcess
 from tests.provider.conftest import configured, job_inputs, jobs_with_identity
 
@@ -74,14 +76,21 @@ def test_the_same_run_adopted_after_a_crash_keeps_its_directory(provider, sim):
     provider.delete(first.id, {**first.outs, "delete_record_on_delete": True})
 
 
+def _stopped(provider: Any, created: Any) -> None:
+    """The old job of a replace that stops it first (delete before replace), record kept."""
+    provider.delete(created.id, created.outs)
+
+
 def test_continue_last_run_writes_into_the_replaced_runs_directory(provider, sim):
     inputs = _wired(provider)
     first = provider.create(inputs)
     first_dir = first.outs["status"]["output_dir"]
+    _stopped(provider, first)
     asked = provider.create({**inputs, "held_jobs": [first.id], "continue_last_run": True})
     assert asked.outs["status"]["output_dir"] == first_dir
     # The stack setting does the same for every job.
     stack = configured(sim.endpoint, cancelTimeout="20", continueLastRun="true")
+    _stopped(provider, asked)
     by_stack = stack.create({**inputs, "held_jobs": [asked.id], "triggers": ["t"]})
     assert by_stack.outs["status"]["output_dir"] == first_dir
     # With nothing held (a first run), the directory the wiring chose.
@@ -90,6 +99,37 @@ def test_continue_last_run_writes_into_the_replaced_runs_directory(provider, sim
     assert alone.outs["status"]["output_dir"] == fresh["output_root"]
     for created in (first, asked, by_stack, alone):
         provider.delete(created.id, {**created.outs, "delete_record_on_delete": True})
+
+
+def test_continue_last_run_never_writes_beside_a_running_job(provider, sim):
+    """Issue 42 item 9: the old job still runs (a replace that did not stop it first): the
+    create submits nothing and says why and what to do; once it has stopped, it continues."""
+    inputs = _wired(provider)
+    first = provider.create(inputs)
+    with pytest.raises(JobOperationError) as refused:
+        provider.create({**inputs, "held_jobs": [first.id], "continue_last_run": True})
+    text = str(refused.value)
+    assert f"job {first.id}, the run this one continues, is still JOB_STATE_" in text
+    assert first.outs["status"]["output_dir"] in text and "exclusiveGpus: true" in text
+    assert f"{first.id}:cancel" in text  # the command that stops it
+    listed = jobs_with_identity(sim, inputs["identity"])
+    assert [str(j.name) for j in listed] == [first.id]  # nothing submitted
+    _stopped(provider, first)
+    later = provider.create({**inputs, "held_jobs": [first.id], "continue_last_run": True})
+    assert later.outs["status"]["output_dir"] == first.outs["status"]["output_dir"]
+    provider.delete(later.id, {**later.outs, "delete_record_on_delete": True})
+
+
+def test_continue_last_run_replaces_delete_first(provider, sim):
+    """The diff of a replace with continue_last_run (input or stack setting) stops the old
+    job before the new one starts, as exclusive_gpus does; other replaces create first."""
+    old = _wired(provider)
+    new = {**old, "triggers": ["again"]}
+    assert provider.diff("id", old, new).delete_before_replace is False
+    continued = {**new, "continue_last_run": True}
+    assert provider.diff("id", old, continued).delete_before_replace is True
+    stack = configured(sim.endpoint, continueLastRun="true")
+    assert stack.diff("id", old, new).delete_before_replace is True
 
 
 def test_a_directory_the_user_wrote_is_kept_as_written(provider, sim):

@@ -27,7 +27,13 @@ from components.lifecycle._settings import Endpoint, ProviderSettings
 from components.lifecycle._wire import TRAINING_JOB_TYPE, TUNING_JOB_TYPE, split_env
 from components.vertex.api import JobOperationError
 from emulator.testing import EmulatorProcess
-from tests.provider.conftest import SECRET, configured, job_inputs, jobs_with_identity
+from tests.provider.conftest import (
+    SECRET,
+    configured,
+    job_inputs,
+    job_label,
+    jobs_with_identity,
+)
 
 HANG = {"emulator-outcome": "hang"}
 PARENT = "projects/local-training/locations/us-central1"
@@ -439,7 +445,8 @@ def test_a_job_another_resource_holds_is_never_taken_over_nor_cancelled(provider
     # With leave, the takeover is recorded, and that resource's delete cancels it.
     taken = provider.create({**mine, "take_over_held_job": True})
     assert taken.id == held.id
-    assert taken.outs["status"]["taken_over_from"] == theirs["identity"]
+    # Its holder's label: the holder's identity keyed with its stack instance.
+    assert taken.outs["status"]["taken_over_from"] == job_label(theirs["identity"])
     _adoption._adopted.clear()  # a later `pulumi destroy`: another provider process
     provider.delete(taken.id, taken.outs)
     assert _state(sim, held.id) == JobState.JOB_STATE_CANCELLED  # cancelled; its record kept
@@ -475,3 +482,48 @@ def test_transient_errors_are_retried_for_the_whole_retry_deadline():
         with_retries(unavailable, policy, what="reading x", sleep=time.sleep)
     assert len(calls) > 10 and calls[-1] - calls[0] >= 0.45
     assert "training:retryDeadline is 0.5s" in str(raised.value)
+
+
+def test_two_stack_instances_of_the_same_names_never_share_a_job(provider, sim, capfd, monkeypatch):
+    """Issue 42 item 3: two teams, each on its own backend, with the same project, stack and
+    resource names (one identity of names) and the same spec: each stack's run key makes
+    its own instance. The second's create neither adopts nor names the first's job, and its
+    destroy (a delete that ends no replace) cancels only its own."""
+    team_a = _checked(provider, job_inputs(labels=HANG))
+    team_b = {**team_a, "run_key": "1e" * 32}
+    first = provider.create(team_a)
+    capfd.readouterr()
+    second = provider.create(team_b)
+    assert second.id != first.id and second.outs["status"]["adopted"] is False
+    assert first.id not in capfd.readouterr().err  # not "an earlier run of this resource"
+    assert second.outs["status"]["instance"] != first.outs["status"]["instance"]
+    _adoption._created.clear()  # a later `pulumi destroy`: another provider process
+    monkeypatch.setattr(api_module, "_LISTINGS", {})  # whose listing is its own
+    provider.delete(second.id, second.outs)
+    assert _state(sim, first.id) in ACTIVE
+    assert _state(sim, second.id) == JobState.JOB_STATE_CANCELLED
+    # Each instance's jobs are its own label's: the first team's destroy ends its own.
+    assert [str(j.name) for j in jobs_with_identity(sim, team_a["identity"])] == [first.id]
+    assert job_label(team_a["identity"], "1e" * 32) != job_label(team_a["identity"])
+    provider.delete(first.id, first.outs)
+    assert _state(sim, first.id) == JobState.JOB_STATE_CANCELLED
+
+
+def test_a_state_written_before_instances_keeps_its_identity_of_names(provider, sim, monkeypatch):
+    """Issue 42 item 3, upgrades: a resource whose state has no status.instance holds a job
+    labelled with names alone; its replace labels the new job the same way (no diff, no new
+    identity), and its destroy still finds a job a killed replace of it left."""
+    inputs = _checked(provider, job_inputs(labels=HANG))
+    legacy = provider.create({k: v for k, v in inputs.items() if k != "run_key"})
+    assert (
+        sim.client().get_custom_job(name=legacy.id).labels["pulumi_resource"]
+        == (inputs["identity"])
+    )
+    replaced = provider.create({**inputs, "held_jobs": [legacy.id], "triggers": ["new"]})
+    job = sim.client().get_custom_job(name=replaced.id)
+    assert job.labels["pulumi_resource"] == inputs["identity"]
+    assert "instance" not in replaced.outs["status"]
+    _adoption._created.clear()  # the destroy's provider process: no create ran in it
+    monkeypatch.setattr(api_module, "_LISTINGS", {})  # and no listing of an earlier test
+    provider.delete(legacy.id, legacy.outs)  # the killed replace's job is cancelled too
+    assert _state(sim, replaced.id) == JobState.JOB_STATE_CANCELLED

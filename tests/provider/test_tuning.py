@@ -32,6 +32,7 @@ from tests.provider.conftest import (
     SECRET,
     configured,
     job_inputs,
+    job_label,
     jobs_with_identity,
 )
 
@@ -62,7 +63,7 @@ def _checked(provider: TuningJobProvider, inputs: dict[str, Any]) -> dict[str, A
 
 
 def tuning_jobs(emu: EmulatorProcess, identity: str) -> list[Any]:
-    request = {"parent": PARENT, "filter": f'labels.pulumi_resource="{identity}"'}
+    request = {"parent": PARENT, "filter": f'labels.pulumi_resource="{job_label(identity)}"'}
     return list(emu.client().list_hyperparameter_tuning_jobs(request=request))
 
 
@@ -183,7 +184,7 @@ def test_wait_for_succeeded_gives_the_best_trial(tuner, sim):
     )
     created = tuner.create(inputs)
     status = created.outs["status"]
-    assert set(status) == set(TUNING_STATUS_FIELDS)
+    assert set(status) == {*TUNING_STATUS_FIELDS, "instance"}  # and its stack instance
     assert created.id == status["job_name"]
     numbered = f"projects/{derived_number('local-training')}/locations/us-central1"
     assert created.id.startswith(f"{numbered}/hyperparameterTuningJobs/")
@@ -214,7 +215,7 @@ def test_wait_for_succeeded_gives_the_best_trial(tuner, sim):
     assert status["trial_hourly_cost_usd"] == pytest.approx(0.21849885)
     assert status["hourly_cost_usd"] == pytest.approx(2 * 0.21849885)
     # The labels that let a retry adopt the job, on the tuning job and each trial's job.
-    assert job.labels["pulumi_resource"] == inputs["identity"]
+    assert job.labels["pulumi_resource"] == job_label(inputs["identity"]) != inputs["identity"]
     assert job.labels["pulumi_run"] == status["run_hash"]
     [env] = job.trial_job_spec.worker_pool_specs[0].python_package_spec.env
     assert (env.name, env.value) == ("TOKEN", SECRET)
