@@ -41,7 +41,7 @@ CPU and wall time): the provider's own cost per operation, which the engine's no
 
 ``--profile DIR`` runs the TrainingJob commands with ``GPU_TRAINING_PROVIDER_PROFILE`` set
 (every provider operation sampled on its thread's CPU time, summed per command in pstats
-format: ``components.lifecycle._host``) and prints where the provider's time goes.
+format: ``components.dynamic._host``) and prints where the provider's time goes.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.preview import OUTPUTS_FILE, floor_project, training_job_props  # noqa: E402
-from components.lifecycle._host import PROFILE_ENV  # noqa: E402
+from components.dynamic._host import PROFILE_ENV  # noqa: E402
 from tests.e2e._engine import (  # noqa: E402
     Workspace,
     install_pulumi,

@@ -14,7 +14,7 @@ provider holds no client, socket or secret on ``self``; the API client is the pr
 (``components.vertex.api.shared_client``), made on the first API call.
 
 The provider process serves many operations at once, in threads: ``configure`` lifts the
-dynamic provider host's limit of four (``components.lifecycle._host``, ``training:maxConcurrentOperations``),
+dynamic provider host's limit of four (``components.dynamic._host``, ``training:maxConcurrentOperations``),
 and nothing here holds a lock across an API call. While a create or a delete waits for a job,
 progress lines go to stderr, which the engine shows (``components.lifecycle._progress``).
 
@@ -76,7 +76,7 @@ from .lifecycle._check import (
     diff_inputs,
 )
 from .lifecycle._engine_watch import watch_engine
-from .lifecycle._host import (
+from .dynamic._host import (
     install_cancel_handler,
     install_error_handlers,
     profiled,
@@ -326,8 +326,8 @@ class JobProvider(ResourceProvider):
     def check_outcome(self, news: dict[str, Any]) -> CheckOutcome:
         """What ``check`` finds, as data: the inputs to use, the failures and the validator's
         warnings (the plugin shows those on the resource; the dynamic door's program does)."""
-        if news.get(PLACEMENT) is not None:  # candidate regions: components.lifecycle._placement
-            from .lifecycle._placement import check_placed
+        if news.get(PLACEMENT) is not None:  # candidate regions: components.core._placement
+            from .core._placement import check_placed
 
             outcome, _ = check_placed(
                 news,
@@ -347,7 +347,7 @@ class JobProvider(ResourceProvider):
         """Any change of the job replaces it; provider-only settings update in place."""
         replaces, knobs = diff_inputs(_olds, _news)
         if _news.get(PLACEMENT) or _olds.get(PLACEMENT):
-            from .lifecycle._placement import placement_replaces
+            from .core._placement import placement_replaces
 
             moved = [
                 k for k in (REGION, PLACEMENT) if k in replaces or _olds.get(k) != _news.get(k)
@@ -437,8 +437,8 @@ class JobProvider(ResourceProvider):
         return run
 
     def _create_placed(self, run: _Run, inputs: dict[str, Any]) -> CreateResult:
-        """A job with candidate regions: the first that takes it (``components.lifecycle._placement``)."""
-        from .lifecycle._placement import PlacementFailed, place
+        """A job with candidate regions: the first that takes it (``components.core._placement``)."""
+        from .core._placement import PlacementFailed, place
 
         with _credentials_scrubbed(self.endpoint, run.secrets):
             try:
@@ -495,7 +495,7 @@ class JobProvider(ResourceProvider):
                 from .vertex.api import capacity_refusal
 
                 if refused or capacity_refusal(exc):
-                    raise  # the next candidate's turn (components.lifecycle._placement)
+                    raise  # the next candidate's turn (components.core._placement)
             if refused:
                 raise JobOperationError(self._quota_refused(api, run, refused)) from None
             # The message may quote the job: _credentials_scrubbed redacts it on the way out.
@@ -1070,7 +1070,7 @@ class _Run:
     owner: str | None = None
     """``project/stack/resource`` (``owner``), for the ``pulumi_owner`` label."""
     placement: list[Any] | None = None
-    """The candidate regions of a placed job (``components.lifecycle._placement``), or None."""
+    """The candidate regions of a placed job (``components.core._placement``), or None."""
     output_root: str | None = None
     """The output directory the project chose (``output_root``), or None."""
     continue_last_run: bool = False
@@ -1108,7 +1108,7 @@ class _Run:
         held = inputs.get(HELD_JOBS)
         placement = inputs.get(PLACEMENT)
         if placement:
-            from .lifecycle._placement import run_region
+            from .core._placement import run_region
 
             hashed_region = run_region(region, placement)
         else:

@@ -26,7 +26,7 @@ Keys (``Pulumi.<stack>.yaml``)::
                                        # name another resource or stack (refused otherwise)
         regions: [us-central1, {region: us-east4, capacity: [spot]}, europe-west4]
                                        # optional: candidate regions, in order; the job runs
-                                       # in the first that takes it (components.lifecycle._placement)
+                                       # in the first that takes it (components.core._placement)
         capacity: [on-demand, spot]    # optional, with regions: the capacity kinds a region
                                        # without its own accepts, in order
     training:prices: stacks/prices/acme.csv   # optional: organisation prices, a sheet in
@@ -117,7 +117,7 @@ class JobConfig:
     """Take ``existing_job`` over even when its labels name another resource or stack."""
     placement: list[dict[str, Any]] | None = None
     """``regions`` (and ``capacity``): the candidate regions, as the ``placement`` input
-    (``components.lifecycle._placement``); None: the stack's region."""
+    (``components.core._placement``); None: the stack's region."""
 
 
 @dataclass(frozen=True)
@@ -211,7 +211,7 @@ def _placement(
     """An entry's ``regions`` and ``capacity`` as the ``placement`` input, or None."""
     if entry.get("regions") is None and entry.get("capacity") is None:
         return None
-    from .lifecycle._placement import declared_placement
+    from .core._placement import declared_placement
 
     if existing is not None:
         raise ConfigError(f"{key}.regions: a job taken over (existingJob) runs where it is")

@@ -3,7 +3,7 @@
 ``__main__.py`` only calls ``run()``. This module reads ``training:jobs`` (and the spec files
 it names, once each) and declares the resources a program of one's own would declare with the
 same arguments; what a job gets besides its spec is the resource's doing
-(``components.lifecycle._job_preview``): cloud stacks (no local endpoint) get a ``TrainingInfra`` (API,
+(``components.core._preview``): cloud stacks (no local endpoint) get a ``TrainingInfra`` (API,
 bucket, service account, staged trainer package) passed to each job as ``infra``, which fills
 in the package URI, the service account and an output directory where the spec file leaves
 them out; on the local stack the emulator runs packages from local paths, ``trainerSource``
@@ -30,8 +30,8 @@ from ._errors import SpecError
 from .config import ConfigError, JobConfig, StackConfig, load_stack_config
 from .formats import LoadedSpec
 from .formats.load import load_jobs
-from .lifecycle._job_preview import PreviewSettings, package_digests, planned_infra
-from .lifecycle._job_resource import ResourceKind, check_jobs
+from .core._preview import PreviewSettings, package_digests, planned_infra
+from .dynamic._job_resource import ResourceKind, check_jobs
 from .lifecycle._packaging import PackagingError
 from .rules._spec import JobSpec
 from .rules._tuning_spec import TuningJobSpec

@@ -16,7 +16,7 @@ replaces it: the new job starts, then the old one is cancelled, or the other way
 kept out of ``spec`` in the secret ``env_values`` property.
 
 The arguments, their checks and the resource's common outputs are shared with
-``HyperparameterTuningJob`` (``components.lifecycle._job_resource``); the type token is
+``HyperparameterTuningJob`` (``components.dynamic._job_resource``); the type token is
 ``pulumi-python:dynamic/vertex:TrainingJob``.
 """
 
@@ -32,7 +32,7 @@ import pulumi
 
 from ._provider import TrainingJobProvider
 from .formats import load_spec_file
-from .lifecycle._job_resource import (
+from .dynamic._job_resource import (
     DefaultInput,
     JobArgs,
     JobResource,

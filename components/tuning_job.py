@@ -11,7 +11,7 @@ The spec is a ``TuningJobSpec``, a mapping (camelCase or snake_case, values may 
 ``pulumi.Output``), or the path of a Vertex ``HyperparameterTuningJob`` YAML/JSON file (the
 document ``gcloud ai hp-tuning-jobs create --config`` reads: ``studySpec``, ``trialJobSpec``,
 ``maxTrialCount``...; relative local package paths are relative to the file). It is the same
-resource as ``TrainingJob`` in every other respect (``components.lifecycle._job_resource``): the same
+resource as ``TrainingJob`` in every other respect (``components.dynamic._job_resource``): the same
 inputs, the same validation before any API call, a replace for any change of the job, the
 provider's adoption of a job it submitted after a lost response or a crash, waits that cancel
 the job when they fail, and env values (``trialJobSpec.workerPoolSpecs[i]...env[j].value``)
@@ -36,7 +36,7 @@ import pulumi
 from ._errors import SpecFormatError
 from ._tuning_provider import TuningJobProvider
 from .formats import load_spec_file
-from .lifecycle._job_resource import (
+from .dynamic._job_resource import (
     JobArgs,
     JobResource,
     PreparedSpec,
@@ -103,7 +103,7 @@ def prepare_tuning_spec(
     spec: TuningJobSpec | Mapping[str, Any] | str | os.PathLike[str],
 ) -> PreparedSpec:
     """Normalise a tuning spec input (not an Output) to the resource's form (see
-    ``components.lifecycle._job_resource.prepare``)."""
+    ``components.dynamic._job_resource.prepare``)."""
     return prepare(TUNING_JOB_RESOURCE, spec)
 
 

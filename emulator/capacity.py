@@ -5,7 +5,7 @@ goes PENDING, then FAILED with google.rpc code 8 (``RESOURCE_EXHAUSTED``) and th
 ``Resources are insufficient in region: R. Please try a different region.`` The emulator does
 the same to a CustomJob (or a tuning job, whose trials would all fail so) that asks for such a
 GPU in such a region, so a stack can rehearse moving a job to its next candidate region
-(``components.lifecycle._placement``). A job that is cancelled before it fails ends CANCELLED.
+(``components.core._placement``). A job that is cancelled before it fails ends CANCELLED.
 
 Nothing here imports the project's ``components`` package.
 """

@@ -1,6 +1,6 @@
 """CrossGuard policy pack for TrainingJob and HyperparameterTuningJob resources.
 
-The rules are plain functions in ``components.costs._policies`` (unit-tested without the
+The rules are plain functions in ``components.policies`` (unit-tested without the
 engine); this file only hands them to ``pulumi_policy``. A tuning job counts as all its
 parallel trials at once (GPUs and dollars per hour), judged on its trial spec. A plugin job
 without its own project or region takes its provider's (``resource.provider``'s inputs) or,
@@ -32,7 +32,7 @@ from pulumi_policy import (
 
 from components import Catalog, load_catalog
 from components.config import ConfigError, load_price_setting, priced_catalog
-from components.costs._policies import (
+from components.policies import (
     JOB_RULES,
     QUOTA_RULE,
     STACK_COST_RULE,

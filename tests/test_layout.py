@@ -202,3 +202,75 @@ def test_every_error_the_package_defines_is_under_its_root_error():
     text = (COMPONENTS / "_errors.py").read_text()
     undrawn = sorted(e.__qualname__ for e in defined if e.__qualname__ not in text)
     assert undrawn == [], "the tree in components/_errors.py names every error"
+
+
+def _imported_modules(path: Path, modules: dict[str, Path], root: Path = REPO) -> dict[str, int]:
+    """The modules of ``components`` that ``path`` imports (anywhere in it, lazy imports and
+    ``TYPE_CHECKING`` blocks included), each with the line of its first import."""
+    found: dict[str, int] = {}
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = list(path.relative_to(root).parent.parts)
+            if node.level:
+                base = base[: len(base) - (node.level - 1)]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            elif node.module:
+                module = node.module
+            else:
+                continue
+            # `from . import x` imports the module x where there is one, else the package
+            subs = [f"{module}.{alias.name}" for alias in node.names]
+            names = [s for s in subs if s in modules] or [module]
+        else:
+            continue
+        for name in names:
+            if name in modules:
+                found.setdefault(name, node.lineno)
+    return found
+
+
+def test_every_module_is_on_a_floor():
+    from components._floors import floor_of
+
+    unplaced = []
+    for name in _modules(COMPONENTS):
+        try:
+            floor_of(name)
+        except KeyError as exc:
+            unplaced.append(str(exc))
+    assert unplaced == []
+
+
+def test_no_import_climbs_a_floor_or_crosses_between_doors():
+    """components/_floors.py names the floors; an import goes to the same room or down."""
+    from components._floors import FLOORS, floor_of
+
+    modules = _modules(COMPONENTS)
+    bad = []
+    for name, path in modules.items():
+        floor, room = floor_of(name)
+        for target, line in _imported_modules(path, modules).items():
+            to_floor, to_room = floor_of(target)
+            if to_floor > floor:
+                why = f"climbs to {FLOORS[to_floor].name}"
+            elif to_floor == floor and to_room != room:
+                why = f"crosses from the room {room} to {to_room}"
+            else:
+                continue
+            bad.append(f"{path.relative_to(REPO)}:{line} imports {target}: {why}")
+    assert bad == []
+
+
+def test_the_floor_check_sees_a_lazy_climb(tmp_path):
+    """The check would pass on any tree if it missed imports inside functions."""
+    from components._floors import floor_of
+
+    lazy = tmp_path / "components" / "rules" / "_probe.py"
+    lazy.parent.mkdir(parents=True)
+    lazy.write_text("def f():\n    from ..plugin import _provider\n")
+    modules = {"components.plugin._provider": lazy, "components.rules._probe": lazy}
+    found = _imported_modules(lazy, modules, root=tmp_path)
+    assert found == {"components.plugin._provider": 2}
+    assert floor_of("components.plugin._provider")[0] > floor_of("components.rules._probe")[0]

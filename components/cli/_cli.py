@@ -507,7 +507,7 @@ def _check_packages(spec: JobSpec, err: TextIO, *, tuning: bool = False) -> int:
 
 def cmd_catalog(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.action == "check":
-        from ..costs._billing_cli import cmd_catalog_check
+        from ..core._billing_cli import cmd_catalog_check
 
         return cmd_catalog_check(args, out, err)
     catalog = load_catalog()
@@ -659,9 +659,9 @@ def _estimate_placement(
     args: argparse.Namespace, loaded: LoadedSpec, catalog: Catalog, out: TextIO, err: TextIO
 ) -> int:
     """``estimate --regions``: each candidate attempt's price, the expected one (the first the
-    catalog allows; quotas are not read here) and the worst case (``components.lifecycle._placement``)."""
+    catalog allows; quotas are not read here) and the worst case (``components.core._placement``)."""
     from ..lifecycle._check import CUSTOM_JOB_SPEC, TUNING_JOB_SPEC
-    from ..lifecycle._placement import (
+    from ..core._placement import (
         attempts_of,
         declared_placement,
         parse_placement,
@@ -808,7 +808,7 @@ def _priced_catalog(args: argparse.Namespace, err: TextIO) -> Catalog | int:
             return EXIT_UNREADABLE
     base = load_catalog()
     if args.live_prices is not False:
-        from ..costs._billing_cli import priced_from
+        from ..core._billing_cli import priced_from
         from ..lifecycle._settings import Endpoint, SettingError, parse_endpoint
 
         try:
@@ -858,7 +858,7 @@ def cmd_prices(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             )
             return EXIT_UNREADABLE
     offers = gpu_offers(catalog, accelerator=accelerator, region=args.region, capacity=capacity)
-    if candidates:  # a placement's candidates, in their order (components.lifecycle._placement)
+    if candidates:  # a placement's candidates, in their order (components.core._placement)
         offers = sorted(
             (o for o in offers if o.region in candidates),
             key=lambda o: (o.accelerator, o.machine_type, o.count, candidates.index(o.region)),
@@ -868,7 +868,7 @@ def cmd_prices(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_INVALID
     pricing = f"{capacity_word(capacity).upper()} $/H"
     rows: list[tuple[str, ...]] = [("GPU", "COUNT", "MACHINE", "REGION", pricing, "SOURCE")]
-    from ..costs._billing_cli import conflicting_sources
+    from ..core._billing_cli import conflicting_sources
 
     conflicts = conflicting_sources(catalog) if capacity == "on_demand" else {}
     rows += [
@@ -897,7 +897,7 @@ def _print_conflicts(
     catalog: Catalog, region: str, accelerators: Sequence[str | None], out: TextIO
 ) -> None:
     """Where two public figures disagree on a GPU price the estimate used: which, and the other."""
-    from ..costs._billing_cli import conflicting_sources
+    from ..core._billing_cli import conflicting_sources
 
     conflicts = conflicting_sources(catalog)
     for name in dict.fromkeys(a for a in accelerators if a):
@@ -1032,7 +1032,7 @@ def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Write a job file that is the existing job, and print the entry that takes it over."""
     import yaml
 
-    from ..lifecycle._importing import JobImportError, fetch_job, imported_job
+    from ..core._importing import JobImportError, fetch_job, imported_job
     from ..lifecycle._settings import Endpoint, SettingError, parse_endpoint
 
     try:

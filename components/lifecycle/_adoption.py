@@ -25,7 +25,7 @@ idempotent; these rules make a create safe to repeat.
    expired jobs are never adopted: a new ``pulumi up`` after them is a request to run again.
    The newest such job wins.
 3. **Never a job the stack holds.** The program reads the jobs the stack's last checkpoint
-   holds for the resource (``components.lifecycle._stack_state``) and passes them as ``held_jobs``; they
+   holds for the resource (``components.dynamic._stack_state``) and passes them as ``held_jobs``; they
    are never adopted. That is what a replace with the same run hash (``pulumi up --replace``,
    ``--target-replace``, a tainted resource, ``replaceOnChanges`` on a setting) would otherwise
    take over, right before the engine deletes (cancels) the replaced job: a replace always

@@ -2,7 +2,7 @@
 
 The engine asks a provider to stop with its ``Cancel`` call (``pulumi up`` got Ctrl-C); the
 dynamic provider host as it ships ignores that call, so
-``components.lifecycle._host.install_cancel_handler`` routes it here, as it does the interpreter's
+``components.dynamic._host.install_cancel_handler`` routes it here, as it does the interpreter's
 shutdown (SIGINT to the provider process) and ``components.lifecycle._lock_watch`` the removal of the
 stack's lock (``pulumi cancel`` on a file:// backend, which sends no ``Cancel``). Once asked, the process stays stopped: the engine
 starts a new provider process for its next command.

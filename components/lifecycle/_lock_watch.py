@@ -12,7 +12,7 @@ the next ``pulumi up`` to adopt.
 
 Other backends (Pulumi Cloud, s3://, gs://, azblob://) are not watched, and what their
 ``pulumi cancel`` does to a running ``up`` is not tested here: Ctrl-C (the engine's
-``Cancel``, ``components.lifecycle._host``) holds on every backend.
+``Cancel``, ``components.dynamic._host``) holds on every backend.
 Nothing is watched when no lock file is found (a provider driven by tests, a backend whose
 layout differs): the waits then behave as before, ending on Ctrl-C or ``waitTimeout``.
 """

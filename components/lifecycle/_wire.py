@@ -7,7 +7,7 @@ Type tokens, property names and defaults, the ``status`` output, the job labels,
 wire form (canonical JSON text, env values split out into their own secret property), the
 value Pulumi sends for "not known yet", and the form of a job's resource name. The program
 (``components.training_job``), the provider (``components._provider``), the PR renderer
-(``components.review``) and the policy pack (``components.costs._policies``) all read it from here.
+(``components.review``) and the policy pack (``components.policies``) all read it from here.
 
 It imports neither ``pulumi`` nor the Vertex client, so the preview path stays fast: values
 Pulumi leaves unknown at preview are recognised by their type name, not by importing the SDK.
@@ -164,7 +164,7 @@ EXISTING_JOB = "existing_job"
 OWNER = "owner"
 TAKE_OVER_HELD_JOB = "take_over_held_job"
 PLACEMENT = "placement"
-"""The candidate regions (and capacity kinds) of a placed job (``components.lifecycle._placement``);
+"""The candidate regions (and capacity kinds) of a placed job (``components.core._placement``);
 absent for a job that names one region. ``diff`` decides its replaces itself."""
 
 JOB_PROPERTIES = (SPEC, ENV_VALUES, PROJECT, REGION, TRIGGERS)
@@ -205,7 +205,7 @@ identity is a hash: no one can tell from it who holds a job). ``take_over_held_j
 
 ``run_key`` (the stack's secret, ``components._run_key``) keys the run hash of a new job; a
 new key changes nothing about a job that already runs. ``held_jobs``: the jobs the stack's last
-checkpoint holds for the resource (``components.lifecycle._stack_state``), which a create never adopts.
+checkpoint holds for the resource (``components.dynamic._stack_state``), which a create never adopts.
 
 ``output_root``: the output directory the project chose for the job (the cloud wiring's
 ``gs://<bucket>/jobs/<name>``), registered only where the user wrote none. While the spec's

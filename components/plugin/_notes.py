@@ -1,7 +1,7 @@
 """What the dynamic door says at preview, said by the plugin on the resource.
 
 A dynamic ``TrainingJob`` logs its notes from the program before it is registered
-(``components.lifecycle._job_resource``): each prebuilt image past its end of availability, the
+(``components.dynamic._job_resource``): each prebuilt image past its end of availability, the
 validator's warnings, its cost per hour and at most (``cost_message``, the bounds as bounds,
 ``components.costs._figure``), the quota table and fit, and with candidate ``regions`` the
 placement plan (``quota_shortfalls``). The plugin has no program: its ``check`` says the same
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..costs._quota import QuotaLimits
-from ..lifecycle._job_preview import (
+from ..core._preview import (
     PreviewSettings,
     Say,
     cost_message,
@@ -177,7 +177,7 @@ class PreviewNotes:
         """The ``status`` fields a create of ``job`` is known to give before it runs: its
         prices (``costs``, as the create prices it), and with candidate regions only where one
         candidate is left (its region; with one capacity kind, its capacity and price)."""
-        from ..lifecycle._placement import attempts_of, parse_placement, with_capacity
+        from ..core._placement import attempts_of, parse_placement, with_capacity
 
         document = job.spec.to_document()
         if not job.placement:

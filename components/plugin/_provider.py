@@ -515,7 +515,7 @@ class GpuTrainingProvider(Provider):
 
     async def _import(self, kind: _Kind, request: ReadRequest) -> ReadResponse:
         """``pulumi import TYPE NAME JOB``: the job's spec as the resource's inputs."""
-        from ..lifecycle._importing import fetch_job, imported_job
+        from ..core._importing import fetch_job, imported_job
 
         def read() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
             core = kind.core

@@ -23,7 +23,7 @@ from functools import cache
 from typing import Any
 
 from ..lifecycle._check import CUSTOM_JOB_SPEC, TUNING_JOB_SPEC, SpecKind
-from ..lifecycle._placement import PLACEMENT_STATUS_FIELDS, declared_placement
+from ..core._placement import PLACEMENT_STATUS_FIELDS, declared_placement
 from ..lifecycle._wire import (
     CONTINUE_LAST_RUN,
     DELETE_RECORD,
@@ -80,7 +80,7 @@ KNOBS: dict[str, str] = {
 
 PLACEMENT_KNOBS = ("regions", "capacity")
 """The candidate regions and their capacity kinds: together the core's ``placement`` input
-(``components.lifecycle._placement.declared_placement``, as ``TrainingJob(regions=,
+(``components.core._placement.declared_placement``, as ``TrainingJob(regions=,
 capacity=)``); the core's diff decides whether a change moves the job."""
 
 REPLACING_KNOBS = frozenset({"project", "region", "triggers"})

@@ -1,7 +1,7 @@
 """The jobs the stack holds, for a plugin that has no program to ask.
 
 A create never adopts a job the stack holds (``components.lifecycle._adoption``, rule 3). The
-dynamic resources learn those jobs from their program (``components.lifecycle._stack_state``:
+dynamic resources learn those jobs from their program (``components.dynamic._stack_state``:
 the engine's ``readStackResourceOutputs`` invoke); a resource plugin has no resource monitor,
 and for a replace the engine decides by itself (``pulumi up --replace``, ``--target-replace``,
 a tainted resource) it calls ``check`` without the old resource, never ``diff``, and

@@ -278,7 +278,7 @@ def shared_client(
 
 
 class CapacityLost(JobOperationError):
-    """A placed job ended because its region had no machines for it (``components.lifecycle._placement``
+    """A placed job ended because its region had no machines for it (``components.core._placement``
     moves it to the next candidate)."""
 
     def __init__(self, job: Any, message: str) -> None:

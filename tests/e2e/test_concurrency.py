@@ -1,7 +1,7 @@
 """Jobs that wait do not queue behind each other: the provider serves the engine's parallelism.
 
 Pulumi's Python dynamic provider host serves at most 4 operations at once unless the provider
-lifts that limit (``components.lifecycle._host``). Here each job takes ``START_SECONDS`` to start (the
+lifts that limit (``components.dynamic._host``). Here each job takes ``START_SECONDS`` to start (the
 emulator keeps it PENDING that long) and every create waits for it to run: with the limit, the
 jobs would be submitted four at a time, one start apart; without it, all at once. The emulator's
 times show which whatever the machine's load: a create returns only once its job runs, so with a

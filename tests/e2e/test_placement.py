@@ -2,7 +2,7 @@
 the first with no quota for the GPU, the second without capacity; `pulumi up` ends with the job
 running in the third, one job active in all, the failed attempt cancelled and named in the
 output; a kill between two attempts, then `pulumi up`, adopts (no second job); a tuning job is
-placed the same way (``components.lifecycle._placement``)."""
+placed the same way (``components.core._placement``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """On the real engine, a failed create, refresh or destroy shows the provider's message, never
-the Python traceback the dynamic provider host puts before it (``components.lifecycle._host``)."""
+the Python traceback the dynamic provider host puts before it (``components.dynamic._host``)."""
 
 from __future__ import annotations
 

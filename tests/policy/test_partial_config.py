@@ -12,15 +12,15 @@ from typing import Any
 import pytest
 
 from components import load_catalog
-from components.costs._policies import (
+from components.policies import (
     JOB_RULES,
     max_cost_per_job,
     max_cost_per_stack,
     plugin_defaults,
     quota_fits,
 )
-from components.costs._policies import allowed_accelerators as accelerators_rule
-from components.costs._policies import job_from_props as from_props
+from components.policies import allowed_accelerators as accelerators_rule
+from components.policies import job_from_props as from_props
 from components.lifecycle._wire import UNKNOWN_VALUES
 from tests.policy.test_rest_shaped_jobs import _job_spec
 

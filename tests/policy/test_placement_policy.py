@@ -1,4 +1,4 @@
-"""A placed job (candidate regions, ``components.lifecycle._placement``) as the policy pack sees it: its
+"""A placed job (candidate regions, ``components.core._placement``) as the policy pack sees it: its
 cost is the worst case of its attempts, and every candidate must be an allowed region."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from components import load_catalog
-from components.costs._policies import allowed_regions, hourly_cost_bound, job_from_props
+from components.policies import allowed_regions, hourly_cost_bound, job_from_props
 
 TYPE = "pulumi-python:dynamic/vertex:TrainingJob"
 DOCUMENT: dict[str, Any] = {

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from components import load_catalog
-from components.costs._policies import PolicyJob, job_from_props, quota_fits
+from components.policies import PolicyJob, job_from_props, quota_fits
 from components.costs._quota import QuotaLimits, write_snapshot
 
 TYPE = "pulumi-python:dynamic/vertex:TrainingJob"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from components.costs._policies import AI_CUSTOM_JOB_TYPE, evaluate, job_from_props
+from components.policies import AI_CUSTOM_JOB_TYPE, evaluate, job_from_props
 
 POLICY_DIR = Path(__file__).parents[2] / "policy"
 DYNAMIC = "pulumi-python:dynamic/vertex:TrainingJob"

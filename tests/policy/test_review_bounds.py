@@ -114,7 +114,7 @@ def test_a_door_output_stands_only_where_the_catalog_knows_a_price() -> None:
 
 
 def test_a_placed_job_is_priced_where_expected_its_ceiling_at_the_dearest_figure() -> None:
-    from components.lifecycle._placement import declared_placement
+    from components.core._placement import declared_placement
 
     step = _step("create", "placed", new=_job("STANDARD"))
     step["newState"]["inputs"]["placement"] = declared_placement(["r"], ["flex-start", "on-demand"])

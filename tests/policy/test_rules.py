@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from components import Catalog, JobSpec, load_catalog
-from components.costs._policies import PolicyJob, evaluate, hourly_cost_bound, job_from_props
+from components.policies import PolicyJob, evaluate, hourly_cost_bound, job_from_props
 from components.rules._catalog import Accelerator, MachineType, Price, Region, Zone
 
 POLICY_DIR = Path(__file__).parents[2] / "policy"

@@ -1,7 +1,7 @@
 """A job resource declared in a program of one's own (no ``training:jobs``) gets what a
 ``training:jobs`` entry gets: local paths resolved against the program's directory, the local
 trainer and its digest trigger, a cloud stack's infra wired in, the spec's image notes, its
-cost line and its quota check (``components.lifecycle._job_preview``)."""
+cost line and its quota check (``components.core._preview``)."""
 
 from __future__ import annotations
 

@@ -80,7 +80,7 @@ def test_its_fields_and_the_jobs_output_come_from_its_status():
 
 
 def test_every_status_field_is_an_attribute():
-    from components.lifecycle._job_resource import DefaultInput, StatusField
+    from components.dynamic._job_resource import DefaultInput, StatusField
     from components.lifecycle._wire import INPUT_DEFAULTS
     from components.tuning_job import HyperparameterTuningJob
 

@@ -1,6 +1,6 @@
 """The provider at scale: the host's worker pool widened, one shared client, few calls per delete.
 
-``components.lifecycle._host.widen_host_pool`` is tested on plain thread pools and in the real dynamic
+``components.dynamic._host.widen_host_pool`` is tested on plain thread pools and in the real dynamic
 provider host (``python -m pulumi.dynamic``, driven over gRPC): jobs whose start the emulator
 delays are created side by side, not four at a time. The shared client is tested for reuse,
 for its connection pool (no "connection pool is full" under 32 concurrent calls, where a
@@ -26,7 +26,7 @@ from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
 
 import components.vertex.api as vertex_api
 from components._provider import TrainingJobProvider
-from components.lifecycle._host import PROFILE_ENV, profiled, serving_pool, widen_host_pool
+from components.dynamic._host import PROFILE_ENV, profiled, serving_pool, widen_host_pool
 from components.lifecycle._settings import (
     DEFAULT_MAX_CONCURRENT_OPERATIONS,
     Endpoint,
@@ -176,10 +176,10 @@ def test_widening_never_shrinks_and_outside_a_pool_changes_nothing(capsys) -> No
 def test_a_host_whose_pool_cannot_be_found_gets_one_warning(monkeypatch: Any, capsys: Any) -> None:
     """What an SDK that serves calls some other way would get: the provider still works."""
     import components.lifecycle._engine_watch
-    import components.lifecycle._host
+    import components.dynamic._host
 
     monkeypatch.setattr(components.lifecycle._engine_watch, "in_provider_host", lambda: True)
-    monkeypatch.setattr(components.lifecycle._host, "_warned", set())
+    monkeypatch.setattr(components.dynamic._host, "_warned", set())
     assert widen_host_pool(32) is None
     assert widen_host_pool(32) is None
     err = capsys.readouterr().err

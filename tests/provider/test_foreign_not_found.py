@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from google.cloud.aiplatform_v1 import JobState
 
-from components.lifecycle._importing import JobImportError, fetch_job
+from components.core._importing import JobImportError, fetch_job
 from components.lifecycle._settings import Endpoint
 from components.vertex.api import JobOperationError, RetryPolicy
 from emulator.testing import EmulatorProcess, wait_for_state

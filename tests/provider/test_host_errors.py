@@ -13,7 +13,7 @@ from pulumi.runtime import rpc
 from pulumi.runtime.proto import provider_pb2
 
 from components._provider import TrainingJobProvider
-from components.lifecycle._host import MAX_ERROR_CHARS, error_message
+from components.dynamic._host import MAX_ERROR_CHARS, error_message
 from components.lifecycle._settings import SettingError
 from components.lifecycle._wire import encode_spec
 from components.vertex.api import JobOperationError

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from components._tuning_provider import TuningJobProvider
-from components.lifecycle._placement import (
+from components.core._placement import (
     check_placed,
     parse_placement,
     placement_replaces,

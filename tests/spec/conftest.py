@@ -1,6 +1,6 @@
 """Every spec test runs as a caller without Google credentials, whatever this machine has:
 ``estimate`` and ``prices`` read Vertex's live SKUs by default where credentials are present
-(``components.costs._billing_cli.priced_from``), and a test never reaches Google."""
+(``components.core._billing_cli.priced_from``), and a test never reaches Google."""
 
 from __future__ import annotations
 

@@ -441,7 +441,7 @@ def test_estimate_and_prices_read_live_skus_by_default_and_not_when_told(
 def test_google_credentials_are_told_without_a_network_call(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from components.costs._billing_cli import has_google_credentials
+    from components.core._billing_cli import has_google_credentials
 
     assert not has_google_credentials()  # tests/spec/conftest.py: none
     config = tmp_path / "gcloud"

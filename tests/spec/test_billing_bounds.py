@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import pytest
 
 from components.costs._billing import Sku
-from components.costs._billing_cli import live_catalog
+from components.core._billing_cli import live_catalog
 from components.lifecycle._settings import Endpoint, parse_endpoint
 from components.rules._catalog import load_catalog
 from components.vertex import billing

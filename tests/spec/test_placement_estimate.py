@@ -1,6 +1,6 @@
 """``python -m components estimate FILE --regions R1,R2 [--capacity K,...]``: each attempt's
 price, the expected one (the first the catalog allows) and the worst case (the most expensive
-allowed attempt) of a placed job (``components.lifecycle._placement``)."""
+allowed attempt) of a placed job (``components.core._placement``)."""
 
 from __future__ import annotations
 

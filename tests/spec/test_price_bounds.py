@@ -10,7 +10,7 @@ import pytest
 from components import Catalog
 from components.cli._cli import main
 from components.costs._figure import Figure, figure_text
-from components.costs._policies import evaluate, hourly_cost_bound, job_from_props
+from components.policies import evaluate, hourly_cost_bound, job_from_props
 from components.costs._pricing import estimate, gpu_offers, summary
 from components.rules._catalog import Accelerator, MachineType, Price, Region, Zone
 from tests.spec.helpers import pool, spec
@@ -231,7 +231,7 @@ def test_the_change_of_two_figures_is_a_bound_or_a_range_with_why() -> None:
 
 
 def test_placed_attempts_are_priced_as_figures_and_the_worst_case_is_the_dearest() -> None:
-    from components.lifecycle._placement import (
+    from components.core._placement import (
         attempts_of,
         declared_placement,
         parse_placement,

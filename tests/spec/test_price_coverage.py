@@ -15,7 +15,7 @@ import pytest
 from components import Catalog, load_catalog
 from components._errors import CatalogError
 from components.cli._cli import main
-from components.costs._policies import evaluate, job_from_props
+from components.policies import evaluate, job_from_props
 from components.costs._price_sheet import (
     PriceSetting,
     PriceSheetError,

@@ -29,7 +29,7 @@ from typing import TextIO
 
 from ..lifecycle._settings import DEFAULT_RETRY_DEADLINE, Endpoint, parse_endpoint
 from ..rules._catalog import Catalog, Price, load_catalog
-from ._billing import (
+from ..costs._billing import (
     Difference,
     apply_billing,
     billing_prices,

@@ -29,9 +29,9 @@ from ..rules._spec import JobSpec, WorkerPoolSpec
 from ..rules._tuning_spec import TuningJobSpec
 from ..rules._validation import Target
 from ..rules._violations import Violation
-from ._adoption import identity_label
-from ._check import CheckOutcome, SpecKind, check_inputs
-from ._job_preview import (
+from ..lifecycle._adoption import identity_label
+from ..lifecycle._check import CheckOutcome, SpecKind, check_inputs
+from ..core._preview import (
     Placed,
     PreviewSettings,
     add_triggers,
@@ -45,10 +45,10 @@ from ._job_preview import (
     wire_infra,
     wired_output_root,
 )
-from ._packaging import PackagingError
-from ._settings import SettingError, parse_endpoint, target_for_endpoint
+from ..lifecycle._packaging import PackagingError
+from ..lifecycle._settings import SettingError, parse_endpoint, target_for_endpoint
 from ._stack_state import held_jobs
-from ._wire import (
+from ..lifecycle._wire import (
     CONTINUE_LAST_RUN,
     DELETE_RECORD,
     ENV_VALUES,
@@ -166,7 +166,7 @@ class JobArgs(Generic[S]):
         another resource or stack (by default such a job is refused, naming its holder).
     :param regions: candidate regions, in order (each a region or ``{"region": R, "capacity":
         [...]}``) instead of one ``region``: the job runs in the first that takes it
-        (``components.lifecycle._placement``); ``region`` is then the first candidate.
+        (``components.core._placement``); ``region`` is then the first candidate.
     :param capacity: the capacity kinds every candidate without its own accepts, in order
         (``on-demand``, ``spot``, ``flex-start``, ``reservation``, ``reservation:NAME``);
         none: the spec's own.
@@ -726,7 +726,7 @@ def _declared_placement(
     """The ``placement`` input of a job that names candidate ``regions``, else None."""
     if args.regions is None:
         return None
-    from ._placement import declared_placement
+    from ..core._placement import declared_placement
 
     try:
         return declared_placement(args.regions, args.capacity)
@@ -739,7 +739,7 @@ def _checked(
 ) -> CheckOutcome:
     """The provider's ``check`` of the inputs known now (a placed job: per candidate)."""
     if placed:
-        from ._placement import check_placed
+        from ..core._placement import check_placed
 
         return check_placed(view, target=_target(), kind=kind.spec)[0]
     return check_inputs(view, target=_target(), parsed=parsed, kind=kind.spec)
@@ -767,7 +767,7 @@ def _by_placement(
     checked: Sequence[tuple[str, JobInputs]],
 ) -> tuple[list[tuple[str, Any]], list[Placed]]:
     """The jobs of one region, and the jobs with candidate regions (each checked per
-    candidate by the quota step, ``components.lifecycle._placement``)."""
+    candidate by the quota step, ``components.core._placement``)."""
     single: list[tuple[str, Any]] = []
     placed: list[Placed] = []
     for name, inputs in checked:
@@ -829,7 +829,7 @@ def _say_output_directory(
 
 def _stack_continues_last_run() -> bool:
     """``training:continueLastRun`` (the provider reads it too; a bad value fails there)."""
-    from ._settings import CONTINUE_LAST_RUN_KEY, flag_setting
+    from ..lifecycle._settings import CONTINUE_LAST_RUN_KEY, flag_setting
 
     try:
         return flag_setting(

@@ -30,9 +30,9 @@ from ..vertex.api import (
     shared_client,
     state_name,
 )
-from ._adoption import holder_text, job_id, without_managed_labels
-from ._settings import Endpoint
-from ._wire import MANAGED_LABELS, parse_job_name, parse_tuning_job_name
+from ..lifecycle._adoption import holder_text, job_id, without_managed_labels
+from ..lifecycle._settings import Endpoint
+from ..lifecycle._wire import MANAGED_LABELS, parse_job_name, parse_tuning_job_name
 
 __all__ = ["ImportedJob", "JobImportError", "fetch_job", "imported_job", "job_reference"]
 

@@ -35,8 +35,8 @@ from ..costs._quota import QUOTA_KEY
 from ..rules._catalog import Catalog
 from ..rules._spec import JobSpec
 from ..rules._tuning_spec import TrialJobSpec, TuningJobSpec
-from ._packaging import source_digest
-from ._settings import (
+from ..lifecycle._packaging import source_digest
+from ..lifecycle._settings import (
     DEFAULT_RETRY_DEADLINE,
     DYNAMIC_DOOR,
     Door,
@@ -44,7 +44,7 @@ from ._settings import (
     ProviderSettings,
     SettingError,
 )
-from ._wire import (
+from ..lifecycle._wire import (
     PROJECT,
     REGION,
     SPEC,
@@ -57,7 +57,7 @@ from ._wire import (
 
 if TYPE_CHECKING:
     from ..costs._quota import QuotaLimits
-    from ._check import SpecKind
+    from ..lifecycle._check import SpecKind
 
 __all__ = [
     "Placed",
@@ -194,7 +194,7 @@ def _billed_catalog(settings: PreviewSettings, say: Say) -> Catalog | None:
     """The catalog with the live billing SKUs' prices over its snapshot; None: the snapshot."""
     if not settings.live_prices:
         return None
-    from ..costs._billing_cli import priced_from
+    from ._billing_cli import priced_from
     from ..rules._catalog import load_catalog
 
     endpoint = Endpoint(settings.endpoint)
@@ -327,14 +327,14 @@ def _placement_lines(
     catalog: Catalog | None,
 ) -> list[str]:
     """Say, for each job with candidate regions, each attempt's quota fit and price, where it
-    will try first and why others are skipped (``components.lifecycle._placement``); returns
+    will try first and why others are skipped (``components.core._placement``); returns
     the problems of jobs that fit no candidate now."""
     if not placed:
         return []
     from ..costs._quota import load_quota_metrics
-    from ._check import CUSTOM_JOB_SPEC, TUNING_JOB_SPEC
+    from ..lifecycle._check import CUSTOM_JOB_SPEC, TUNING_JOB_SPEC
     from ._placement import attempts_of, parse_placement, preview_lines
-    from ._settings import target_for_endpoint
+    from ..lifecycle._settings import target_for_endpoint
 
     problems: list[str] = []
     metrics = load_quota_metrics()
@@ -594,9 +594,9 @@ def held_while_replaced(
     caller does not ask then. ``active_only=False``: the held job in any state (the
     output directory note, which is about its checkpoints, not its quota).
     """
-    from ._adoption import ADOPTABLE_ACTIVE
-    from ._check import diff_inputs
-    from ._stack_state import held_outputs
+    from ..lifecycle._adoption import ADOPTABLE_ACTIVE
+    from ..lifecycle._check import diff_inputs
+    from ..dynamic._stack_state import held_outputs
 
     tuning = isinstance(plan, TuningJobSpec)
     new, _ = kind.split_env(plan.to_document())

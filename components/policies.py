@@ -29,20 +29,20 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .._errors import SpecError
-from ..lifecycle._placement import Attempt, attempts_of, parse_placement, with_capacity
-from ..lifecycle._wire import (
+from ._errors import SpecError
+from .core._placement import Attempt, attempts_of, parse_placement, with_capacity
+from .lifecycle._wire import (
     PLACEMENT,
     TRAINING_JOB_TYPE_SUFFIX,
     TUNING_JOB_TYPE_SUFFIX,
     decode_spec,
 )
-from ..rules._catalog import Catalog, load_catalog, regions_offering
-from ..rules._spec import JobSpec
-from ..rules._tuning_spec import TuningJobSpec
-from ._figure import figure_text
-from ._pricing import capacity_word, concurrent_trials, estimate, labels_text
-from ._quota import (
+from .rules._catalog import Catalog, load_catalog, regions_offering
+from .rules._spec import JobSpec
+from .rules._tuning_spec import TuningJobSpec
+from .costs._figure import figure_text
+from .costs._pricing import capacity_word, concurrent_trials, estimate, labels_text
+from .costs._quota import (
     Need,
     compare,
     job_needs,
@@ -95,7 +95,7 @@ class PolicyJob:
     project: str | None = None
     """The job's project (its ``project`` input), for rules that read the project's quotas."""
     placement: tuple[Attempt, ...] = ()
-    """A placed job's attempts (``components.lifecycle._placement``): it may run in any of them."""
+    """A placed job's attempts (``components.core._placement``): it may run in any of them."""
 
     @property
     def regions(self) -> list[str | None]:
@@ -166,7 +166,7 @@ def _document(props: Mapping[str, Any], tuning: bool) -> Any:
     spec = _item(props, "spec")
     if spec is not None:
         return decode_spec(_plain(spec))
-    from ..plugin._shape import TRAINING, TUNING
+    from .plugin._shape import TRAINING, TUNING
 
     plain = _plain(props)
     return (TUNING if tuning else TRAINING).document(plain) if isinstance(plain, dict) else None
@@ -225,7 +225,7 @@ def plugin_defaults(
     ``provider`` as ``pulumi_policy`` hands it (``resource_type``, ``name``, ``props``: the
     provider's inputs) or, for a default provider, the stack's configuration (``stack_config``:
     ``gpu-training:region``...). Nothing for a job of another door."""
-    from ..plugin._shape import PACKAGE, PROVIDER_TYPE, provider_defaults
+    from .plugin._shape import PACKAGE, PROVIDER_TYPE, provider_defaults
 
     if not resource_type.startswith(f"{PACKAGE}:"):
         return {}

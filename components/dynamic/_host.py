@@ -154,7 +154,7 @@ def widen_host_pool(workers: int) -> int | None:
     provider host) when no pool serves this thread or the executor's internals are not the
     ones this relies on.
     """
-    from ._engine_watch import in_provider_host
+    from ..lifecycle._engine_watch import in_provider_host
 
     pool = serving_pool()
     if pool is None:
@@ -202,7 +202,7 @@ def _interrupting(handler: Any) -> Any:
     """``handler`` (a unary RPC handler) that first stops this process's waits, served by a
     thread of its own so that it never queues behind busy workers."""
     global _cancel_pool
-    from ._interrupt import interrupt
+    from ..lifecycle._interrupt import interrupt
 
     behaviour = handler.unary_unary
 
@@ -225,7 +225,7 @@ def install_cancel_handler() -> bool:
     provider host (tests calling the provider directly) nothing is changed.
     """
     global _cancel_installed
-    from ._engine_watch import in_provider_host
+    from ..lifecycle._engine_watch import in_provider_host
 
     if not in_provider_host():
         return False
@@ -348,7 +348,7 @@ def install_error_handlers(scrub: Callable[[str], str] | None = None) -> bool:
     endpoint's, taking its credentials out) applies to every message. Idempotent; True when
     in place. Outside the host nothing is changed.
     """
-    from ._engine_watch import in_provider_host
+    from ..lifecycle._engine_watch import in_provider_host
 
     if scrub is not None and scrub not in _error_scrubs:
         _error_scrubs.append(scrub)
@@ -370,7 +370,7 @@ def install_error_handlers(scrub: Callable[[str], str] | None = None) -> bool:
 
 def _on_shutdown() -> None:
     """Stop the waits when the interpreter shuts down (before it joins the worker threads)."""
-    from ._interrupt import interrupt
+    from ..lifecycle._interrupt import interrupt
 
     register = getattr(threading, "_register_atexit", None)
     if register is None:

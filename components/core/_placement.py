@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import TrainingJobError
 from ..costs._figure import Figure, dearest, figure_text
 from ..vertex.api import capacity_refusal
-from ._wire import (
+from ..lifecycle._wire import (
     EXISTING_JOB,
     PLACEMENT,
     REGION,
@@ -65,8 +65,8 @@ if TYPE_CHECKING:
     from ..costs._quota import QuotaLimits, QuotaMetrics
     from ..rules._catalog import Catalog
     from ..rules._validation import Target
-    from ._check import CheckOutcome, SpecKind
-    from ._settings import PlaceSources
+    from ..lifecycle._check import CheckOutcome, SpecKind
+    from ..lifecycle._settings import PlaceSources
 
 __all__ = [
     "CAPACITY_KINDS",
@@ -285,8 +285,8 @@ def check_placed(
     none is left (``placement`` names each attempt and its first problem). Returns the outcome
     and the attempts that pass.
     """
-    from ._check import check_inputs
-    from ._settings import DYNAMIC_DOOR
+    from ..lifecycle._check import check_inputs
+    from ..lifecycle._settings import DYNAMIC_DOOR
 
     where = place or DYNAMIC_DOOR.place
 
@@ -474,7 +474,7 @@ def place(provider: JobProvider, run: _Run, inputs: dict[str, Any]) -> tuple[Any
     """Create a placed job: adopt this run's job wherever it was submitted, else try each
     attempt in turn (module docstring). Returns (the job, the ``status`` fields of the
     placement and of the job's price)."""
-    from ._adoption import record_adopted
+    from ..lifecycle._adoption import record_adopted
 
     attempts = attempts_of(parse_placement(run.placement)[0])
     records: list[_Record] = []

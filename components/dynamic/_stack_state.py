@@ -22,7 +22,7 @@ from typing import Any
 
 import pulumi
 
-from ._wire import (
+from ..lifecycle._wire import (
     IDENTITY,
     TRAINING_JOB_TYPE_SUFFIX,
     TUNING_JOB_TYPE_SUFFIX,
