@@ -96,9 +96,9 @@ def floor_of(module: str) -> tuple[int, str]:
     for number, floor in enumerate(FLOORS):
         for room, prefixes in floor.rooms.items():
             for prefix in prefixes:
-                if module == prefix or module.startswith(prefix + "."):
-                    if best is None or len(prefix) > best[0]:
-                        best = (len(prefix), number, room)
+                names_it = module == prefix or module.startswith(prefix + ".")
+                if names_it and (best is None or len(prefix) > best[0]):
+                    best = (len(prefix), number, room)
     if best is None:
         raise KeyError(f"{module}: no floor names it (components/_floors.py)")
     return best[1], best[2]

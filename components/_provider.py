@@ -49,6 +49,12 @@ from pulumi.dynamic import (
 
 from ._redaction import redact
 from .costs._pricing import cost_outputs
+from .dynamic._host import (
+    install_cancel_handler,
+    install_error_handlers,
+    profiled,
+    widen_host_pool,
+)
 from .lifecycle._adoption import (
     ADOPTABLE_ACTIVE,
     RunLabels,
@@ -76,12 +82,6 @@ from .lifecycle._check import (
     diff_inputs,
 )
 from .lifecycle._engine_watch import watch_engine
-from .dynamic._host import (
-    install_cancel_handler,
-    install_error_handlers,
-    profiled,
-    widen_host_pool,
-)
 from .lifecycle._interrupt import Interrupted, interrupted
 from .lifecycle._lock_watch import watch_lock
 from .lifecycle._progress import WaitProgress, local_chief_log, write_line

@@ -31,15 +31,6 @@ from typing import Any
 
 from ._errors import SpecError
 from .core._placement import Attempt, attempts_of, parse_placement, with_capacity
-from .lifecycle._wire import (
-    PLACEMENT,
-    TRAINING_JOB_TYPE_SUFFIX,
-    TUNING_JOB_TYPE_SUFFIX,
-    decode_spec,
-)
-from .rules._catalog import Catalog, load_catalog, regions_offering
-from .rules._spec import JobSpec
-from .rules._tuning_spec import TuningJobSpec
 from .costs._figure import figure_text
 from .costs._pricing import capacity_word, concurrent_trials, estimate, labels_text
 from .costs._quota import (
@@ -50,6 +41,15 @@ from .costs._quota import (
     read_snapshot,
     trials_needs,
 )
+from .lifecycle._wire import (
+    PLACEMENT,
+    TRAINING_JOB_TYPE_SUFFIX,
+    TUNING_JOB_TYPE_SUFFIX,
+    decode_spec,
+)
+from .rules._catalog import Catalog, load_catalog, regions_offering
+from .rules._spec import JobSpec
+from .rules._tuning_spec import TuningJobSpec
 
 __all__ = [
     "AI_CUSTOM_JOB_TYPE",

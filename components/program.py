@@ -28,10 +28,11 @@ import pulumi
 from . import config as _config_module
 from ._errors import SpecError
 from .config import ConfigError, JobConfig, StackConfig, load_stack_config
+from .core._preview import PreviewSettings
+from .dynamic._job_preview import package_digests, planned_infra
+from .dynamic._job_resource import ResourceKind, check_jobs
 from .formats import LoadedSpec
 from .formats.load import load_jobs
-from .core._preview import PreviewSettings, package_digests, planned_infra
-from .dynamic._job_resource import ResourceKind, check_jobs
 from .lifecycle._packaging import PackagingError
 from .rules._spec import JobSpec
 from .rules._tuning_spec import TuningJobSpec

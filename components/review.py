@@ -625,8 +625,8 @@ class _Placed:
 
 def _placed(job: JobChange, which: str, catalog: Catalog) -> _Placed | None:
     """The prices of each attempt of a job that names several (None: one region)."""
-    from .lifecycle._check import CUSTOM_JOB_SPEC, TUNING_JOB_SPEC
     from .core._placement import attempts_of, parse_placement, placed_specs, priced_as
+    from .lifecycle._check import CUSTOM_JOB_SPEC, TUNING_JOB_SPEC
 
     inputs = (job.new_inputs if which == "new" else job.old_inputs) or {}
     spec: JobSpec | TuningJobSpec | None = job.tuning_spec(which) if job.tuning else job.spec(which)

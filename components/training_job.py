@@ -31,7 +31,6 @@ from typing import Any
 import pulumi
 
 from ._provider import TrainingJobProvider
-from .formats import load_spec_file
 from .dynamic._job_resource import (
     DefaultInput,
     JobArgs,
@@ -44,6 +43,7 @@ from .dynamic._job_resource import (
     prepare,
     resolve_pool_paths,
 )
+from .formats import load_spec_file
 from .lifecycle._wire import WaitFor
 from .rules._spec import JobSpec
 

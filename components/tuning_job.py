@@ -35,7 +35,6 @@ import pulumi
 
 from ._errors import SpecFormatError
 from ._tuning_provider import TuningJobProvider
-from .formats import load_spec_file
 from .dynamic._job_resource import (
     JobArgs,
     JobResource,
@@ -46,6 +45,7 @@ from .dynamic._job_resource import (
     prepare,
     resolve_pool_paths,
 )
+from .formats import load_spec_file
 from .lifecycle._wire import TRIAL_JOB_SPEC
 from .rules._tuning_spec import TuningJobSpec
 

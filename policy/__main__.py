@@ -32,6 +32,7 @@ from pulumi_policy import (
 
 from components import Catalog, load_catalog
 from components.config import ConfigError, load_price_setting, priced_catalog
+from components.plugin._shape import PACKAGE
 from components.policies import (
     JOB_RULES,
     QUOTA_RULE,
@@ -43,7 +44,6 @@ from components.policies import (
     plugin_defaults,
     quota_fits,
 )
-from components.plugin._shape import PACKAGE
 
 
 def _catalog() -> Catalog:

@@ -660,7 +660,6 @@ def _estimate_placement(
 ) -> int:
     """``estimate --regions``: each candidate attempt's price, the expected one (the first the
     catalog allows; quotas are not read here) and the worst case (``components.core._placement``)."""
-    from ..lifecycle._check import CUSTOM_JOB_SPEC, TUNING_JOB_SPEC
     from ..core._placement import (
         attempts_of,
         declared_placement,
@@ -668,6 +667,7 @@ def _estimate_placement(
         priced_attempts,
         worst_case,
     )
+    from ..lifecycle._check import CUSTOM_JOB_SPEC, TUNING_JOB_SPEC
 
     kind = CUSTOM_JOB_SPEC if loaded.tuning is None else TUNING_JOB_SPEC
     capacity = args.capacity.split(",") if args.capacity else None

@@ -27,8 +27,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TextIO
 
-from ..lifecycle._settings import DEFAULT_RETRY_DEADLINE, Endpoint, parse_endpoint
-from ..rules._catalog import Catalog, Price, load_catalog
 from ..costs._billing import (
     Difference,
     apply_billing,
@@ -40,6 +38,8 @@ from ..costs._billing import (
     spot_rule_prices,
     suspect_prices,
 )
+from ..lifecycle._settings import DEFAULT_RETRY_DEADLINE, Endpoint, parse_endpoint
+from ..rules._catalog import Catalog, Price, load_catalog
 
 __all__ = [
     "cmd_catalog_check",

@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._errors import TrainingJobError
+from ..lifecycle._adoption import holder_text, job_id, without_managed_labels
+from ..lifecycle._settings import Endpoint
+from ..lifecycle._wire import MANAGED_LABELS, parse_job_name, parse_tuning_job_name
 from ..vertex.api import (
     CUSTOM_JOB,
     TUNING_JOB,
@@ -30,9 +33,6 @@ from ..vertex.api import (
     shared_client,
     state_name,
 )
-from ..lifecycle._adoption import holder_text, job_id, without_managed_labels
-from ..lifecycle._settings import Endpoint
-from ..lifecycle._wire import MANAGED_LABELS, parse_job_name, parse_tuning_job_name
 
 __all__ = ["ImportedJob", "JobImportError", "fetch_job", "imported_job", "job_reference"]
 

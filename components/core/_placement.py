@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import TrainingJobError
 from ..costs._figure import Figure, dearest, figure_text
-from ..vertex.api import capacity_refusal
 from ..lifecycle._wire import (
     EXISTING_JOB,
     PLACEMENT,
@@ -54,6 +53,7 @@ from ..lifecycle._wire import (
     encode_spec,
     is_unknown,
 )
+from ..vertex.api import capacity_refusal
 
 JobProvider = Any
 """``components._provider.JobProvider`` (the provider imports this module: importing it back,
@@ -63,10 +63,10 @@ _Run = Any
 
 if TYPE_CHECKING:
     from ..costs._quota import QuotaLimits, QuotaMetrics
-    from ..rules._catalog import Catalog
-    from ..rules._validation import Target
     from ..lifecycle._check import CheckOutcome, SpecKind
     from ..lifecycle._settings import PlaceSources
+    from ..rules._catalog import Catalog
+    from ..rules._validation import Target
 
 __all__ = [
     "CAPACITY_KINDS",

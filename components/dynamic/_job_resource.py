@@ -25,29 +25,11 @@ import pulumi.dynamic
 from .._errors import SpecError, SpecInvalidError, TrainingJobError
 from .._provider import JobProvider
 from .._run_key import stack_run_key
-from ..rules._spec import JobSpec, WorkerPoolSpec
-from ..rules._tuning_spec import TuningJobSpec
-from ..rules._validation import Target
-from ..rules._violations import Violation
+from ..core._preview import Placed, PreviewSettings, image_notes
 from ..lifecycle._adoption import identity_label
 from ..lifecycle._check import CheckOutcome, SpecKind, check_inputs
-from ..core._preview import (
-    Placed,
-    PreviewSettings,
-    add_triggers,
-    cost_message,
-    held_while_replaced,
-    image_notes,
-    local_trainer,
-    output_directory_note,
-    program_root,
-    quota_problem,
-    wire_infra,
-    wired_output_root,
-)
 from ..lifecycle._packaging import PackagingError
 from ..lifecycle._settings import SettingError, parse_endpoint, target_for_endpoint
-from ._stack_state import held_jobs
 from ..lifecycle._wire import (
     CONTINUE_LAST_RUN,
     DELETE_RECORD,
@@ -74,6 +56,23 @@ from ..lifecycle._wire import (
     encode_spec,
     is_default_input,
 )
+from ..rules._spec import JobSpec, WorkerPoolSpec
+from ..rules._tuning_spec import TuningJobSpec
+from ..rules._validation import Target
+from ..rules._violations import Violation
+from ._job_preview import (
+    add_triggers,
+    cost_message,
+    held_while_replaced,
+    local_trainer,
+    output_directory_note,
+    program_root,
+    quota_problem,
+    stack_preview_settings,
+    wire_infra,
+    wired_output_root,
+)
+from ._stack_state import held_jobs
 
 __all__ = [
     "DefaultInput",
@@ -749,7 +748,7 @@ def _preview(kind: ResourceKind, name: str, checked: JobInputs, args: JobArgs[An
     """Log a job's notes and estimated cost, and check its quotas, with the stack's settings;
     raises ``TrainingJobInputError`` when the quota is short and ``training:quota`` is
     ``error``."""
-    settings = PreviewSettings.from_stack(checked.props[PROJECT], checked.props[REGION])
+    settings = stack_preview_settings(checked.props[PROJECT], checked.props[REGION])
     for note in checked.notes:
         pulumi.log.info(f"{name}: {note}")
     planned = [(name, checked.plan)] if checked.plan is not None else []

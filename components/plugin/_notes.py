@@ -28,7 +28,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..costs._quota import QuotaLimits
 from ..core._preview import (
     PreviewSettings,
     Say,
@@ -37,6 +36,7 @@ from ..core._preview import (
     preview_catalog,
     quota_shortfalls,
 )
+from ..costs._quota import QuotaLimits
 from ..lifecycle._settings import PLUGIN_DOOR, Endpoint, ProviderSettings
 from ..lifecycle._wire import (
     ENV_VALUES,

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from ..lifecycle._check import CUSTOM_JOB_SPEC, TUNING_JOB_SPEC, SpecKind
 from ..core._placement import PLACEMENT_STATUS_FIELDS, declared_placement
+from ..lifecycle._check import CUSTOM_JOB_SPEC, TUNING_JOB_SPEC, SpecKind
 from ..lifecycle._wire import (
     CONTINUE_LAST_RUN,
     DELETE_RECORD,

@@ -15,8 +15,8 @@ from pulumi.provider.experimental.provider import (
     CreateRequest,
 )
 
-from components.costs._pricing import cost_outputs
 from components.core._preview import PreviewSettings, cost_message, preview_catalog
+from components.costs._pricing import cost_outputs
 from components.lifecycle._settings import PLUGIN_DOOR
 from components.lifecycle._wire import UNKNOWN
 from components.plugin import _notes

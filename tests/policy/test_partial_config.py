@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from components import load_catalog
+from components.lifecycle._wire import UNKNOWN_VALUES
 from components.policies import (
     JOB_RULES,
     max_cost_per_job,
@@ -21,7 +22,6 @@ from components.policies import (
 )
 from components.policies import allowed_accelerators as accelerators_rule
 from components.policies import job_from_props as from_props
-from components.lifecycle._wire import UNKNOWN_VALUES
 from tests.policy.test_rest_shaped_jobs import _job_spec
 
 PLUGIN = "gpu-training:vertex:TrainingJob"

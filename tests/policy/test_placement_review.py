@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from components import load_catalog
-from components.costs._pricing import estimate
 from components.core._placement import declared_placement
+from components.costs._pricing import estimate
 from components.lifecycle._wire import TRAINING_JOB_TYPE, TUNING_JOB_TYPE, encode_spec
 from components.review import render_markdown
 from components.rules._catalog import training_regions_for

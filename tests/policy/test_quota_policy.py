@@ -9,8 +9,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from components import load_catalog
-from components.policies import PolicyJob, job_from_props, quota_fits
 from components.costs._quota import QuotaLimits, write_snapshot
+from components.policies import PolicyJob, job_from_props, quota_fits
 
 TYPE = "pulumi-python:dynamic/vertex:TrainingJob"
 TUNING = "pulumi-python:dynamic/vertex:HyperparameterTuningJob"

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from components.policies import PolicyJob, evaluate, hourly_cost_bound, job_from_props
 from components.lifecycle._wire import TRAINING_JOB_TYPE, TUNING_JOB_TYPE, UNKNOWN, encode_spec
+from components.policies import PolicyJob, evaluate, hourly_cost_bound, job_from_props
 from tests.spec.tuning_helpers import config as sweep_config
 
 POLICY_DIR = Path(__file__).parents[2] / "policy"

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from components.lifecycle._adoption import identity_label
 from components.dynamic._stack_state import jobs_by_identity
+from components.lifecycle._adoption import identity_label
 from components.lifecycle._wire import TRAINING_JOB_TYPE, TUNING_JOB_TYPE
 from tests.program.harness import JOB_TYPE, REPO, TUNING_TYPE, run_stack
 

@@ -175,8 +175,8 @@ def test_widening_never_shrinks_and_outside_a_pool_changes_nothing(capsys) -> No
 
 def test_a_host_whose_pool_cannot_be_found_gets_one_warning(monkeypatch: Any, capsys: Any) -> None:
     """What an SDK that serves calls some other way would get: the provider still works."""
-    import components.lifecycle._engine_watch
     import components.dynamic._host
+    import components.lifecycle._engine_watch
 
     monkeypatch.setattr(components.lifecycle._engine_watch, "in_provider_host", lambda: True)
     monkeypatch.setattr(components.dynamic._host, "_warned", set())

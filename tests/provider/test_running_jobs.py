@@ -20,9 +20,9 @@ import components.lifecycle._interrupt as interrupt_module
 import components.vertex.api as api_module
 from components._provider import TrainingJobProvider
 from components._tuning_provider import TuningJobProvider
+from components.core._importing import fetch_job, imported_job
 from components.lifecycle import _adoption
 from components.lifecycle._adoption import identity_label
-from components.core._importing import fetch_job, imported_job
 from components.lifecycle._settings import Endpoint, ProviderSettings
 from components.lifecycle._wire import TRAINING_JOB_TYPE, TUNING_JOB_TYPE, split_env
 from components.vertex.api import JobOperationError

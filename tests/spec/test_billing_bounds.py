@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from components.costs._billing import Sku
 from components.core._billing_cli import live_catalog
+from components.costs._billing import Sku
 from components.lifecycle._settings import Endpoint, parse_endpoint
 from components.rules._catalog import load_catalog
 from components.vertex import billing

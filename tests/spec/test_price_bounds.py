@@ -10,8 +10,8 @@ import pytest
 from components import Catalog
 from components.cli._cli import main
 from components.costs._figure import Figure, figure_text
-from components.policies import evaluate, hourly_cost_bound, job_from_props
 from components.costs._pricing import estimate, gpu_offers, summary
+from components.policies import evaluate, hourly_cost_bound, job_from_props
 from components.rules._catalog import Accelerator, MachineType, Price, Region, Zone
 from tests.spec.helpers import pool, spec
 

@@ -15,7 +15,6 @@ import pytest
 from components import Catalog, load_catalog
 from components._errors import CatalogError
 from components.cli._cli import main
-from components.policies import evaluate, job_from_props
 from components.costs._price_sheet import (
     PriceSetting,
     PriceSheetError,
@@ -23,6 +22,7 @@ from components.costs._price_sheet import (
     parse_price_setting,
 )
 from components.costs._pricing import estimate, gpu_offers
+from components.policies import evaluate, job_from_props
 from components.review import render_markdown
 from components.rules._catalog import CATALOG_DIR, Price, load_catalog_from, price_cells
 from tests.spec.helpers import pool, spec
