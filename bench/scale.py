@@ -73,7 +73,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.preview import OUTPUTS_FILE, floor_project, training_job_props  # noqa: E402
-from components.dynamic._host import PROFILE_ENV  # noqa: E402
+from components.lifecycle._profile import PROFILE_ENV  # noqa: E402
 from tests.e2e._engine import (  # noqa: E402
     Workspace,
     install_pulumi,

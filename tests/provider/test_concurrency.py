@@ -26,7 +26,8 @@ from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
 
 import components.vertex.api as vertex_api
 from components._provider import TrainingJobProvider
-from components.dynamic._host import PROFILE_ENV, profiled, serving_pool, widen_host_pool
+from components.dynamic._host import serving_pool, widen_host_pool
+from components.lifecycle._profile import PROFILE_ENV, profiled
 from components.lifecycle._settings import (
     DEFAULT_MAX_CONCURRENT_OPERATIONS,
     Endpoint,
