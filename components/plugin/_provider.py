@@ -1,10 +1,10 @@
 """The plugin's provider: ``TrainingJob`` and ``HyperparameterTuningJob`` for every Pulumi language.
 
-A thin front door on the lifecycle core the dynamic provider uses
-(``components._provider.JobProvider``: ``TrainingJobProvider``, ``TuningJobProvider``): each
+A thin front door on the lifecycle core the dynamic provider uses too
+(``components.core._jobs.JobCore`` with the kinds ``TRAINING_JOB`` and ``TUNING_JOB``): each
 operation turns the plugin's properties (the v1 REST shape, ``components.plugin._shape``) into the
 core's inputs, calls the core's own ``check``/``diff``/``create``/``read``/``update``/``delete``,
-and turns the answer back. What the core guarantees (submit or adopt, waits that cancel only
+and turns its typed answer (``components.core._results``) back. What the core guarantees (submit or adopt, waits that cancel only
 on a timeout, a delete that waits for the job to stop, secrets out of errors) holds here as it
 is. What is the plugin's own:
 
@@ -64,8 +64,9 @@ from pulumi.provider.experimental.provider import (
     UpdateResponse,
 )
 
-from .._provider import JobProvider, TrainingJobProvider
-from .._tuning_provider import TuningJobProvider
+from ..core._jobs import TRAINING_JOB, JobCore
+from ..core._results import Checked
+from ..core._tuning import TUNING_JOB
 from ..costs._quota import QUOTA_KEY
 from ..lifecycle._adoption import (
     held_elsewhere,
@@ -74,7 +75,6 @@ from ..lifecycle._adoption import (
     instance_of,
     record_create,
 )
-from ..lifecycle._check import CheckOutcome
 from ..lifecycle._interrupt import interrupt
 from ..lifecycle._settings import PLUGIN_DOOR, ProviderSettings, SettingError, read_place
 from ..lifecycle._wire import (
@@ -129,7 +129,7 @@ PluginError = JobOperationError
 class _Kind:
     token: str
     shape: Shape
-    core: JobProvider
+    core: JobCore
 
 
 @dataclass(frozen=True)
@@ -193,8 +193,8 @@ class GpuTrainingProvider(Provider):
         self._pool = ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="operation")
         self._config = _Config(ProviderSettings(door=PLUGIN_DOOR), None, None, None, "error")
         self._kinds = {
-            TRAINING_JOB_TOKEN: _Kind(TRAINING_JOB_TOKEN, TRAINING, TrainingJobProvider()),
-            TUNING_JOB_TOKEN: _Kind(TUNING_JOB_TOKEN, TUNING, TuningJobProvider()),
+            TRAINING_JOB_TOKEN: _Kind(TRAINING_JOB_TOKEN, TRAINING, JobCore(TRAINING_JOB)),
+            TUNING_JOB_TOKEN: _Kind(TUNING_JOB_TOKEN, TUNING, JobCore(TUNING_JOB)),
         }
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -286,14 +286,14 @@ class GpuTrainingProvider(Provider):
 
     def _checked(
         self, kind: _Kind, urn: str, news: dict[str, Any]
-    ) -> tuple[list[CheckFailure], CheckOutcome]:
-        """The failures of ``news`` on the user's paths, and the core's whole outcome."""
+    ) -> tuple[list[CheckFailure], Checked]:
+        """The failures of ``news`` on the user's paths, and the core's whole answer."""
         failures = list(_knob_type_failures(news))
-        outcome = kind.core.check_outcome(self._core_inputs(kind, news, urn))
+        checked = kind.core.check(self._core_inputs(kind, news, urn))
         failures += [
-            CheckFailure(plugin_path(kind.shape, path), reason) for path, reason in outcome.failures
+            CheckFailure(plugin_path(kind.shape, p.path), p.reason) for p in checked.problems
         ]
-        return failures, outcome
+        return failures, checked
 
     def _failures(self, kind: _Kind, urn: str, news: dict[str, Any]) -> list[CheckFailure]:
         return self._checked(kind, urn, news)[0]
@@ -314,7 +314,7 @@ class GpuTrainingProvider(Provider):
             failures += await self._run(lambda: self._preview_notes(kind, request.urn, outcome))
         return CheckResponse(inputs=request.new_inputs, failures=failures)
 
-    def _preview_notes(self, kind: _Kind, urn: str, outcome: CheckOutcome) -> list[CheckFailure]:
+    def _preview_notes(self, kind: _Kind, urn: str, outcome: Checked) -> list[CheckFailure]:
         """What the dynamic door says at preview (``components.plugin._notes``), on ``urn``;
         ``gpu-training:quota``: a shortfall fails the check on the job's pools (``error``) or
         is a warning (``warn``)."""
@@ -354,7 +354,7 @@ class GpuTrainingProvider(Provider):
         if PLACEMENT in old_core or PLACEMENT in new_core:
             # The placement rule asks where the held job runs (its name, an output).
             old_core[STATUS] = status_of_outputs(kind.shape, plain_map(request.old_state))
-        result = kind.core.diff(request.resource_id, old_core, new_core)
+        result = kind.core.diff(old_core, new_core)
         replacing = bool(result.replaces)
         detailed: dict[str, PropertyDiff] = {}
         for path, change in _changes(olds, news, names, request.ignore_changes):
@@ -366,7 +366,7 @@ class GpuTrainingProvider(Provider):
         if replacing and not any(_is_replace(d) for d in detailed.values()):
             # The core saw a change of the job no path shows (a default display name): say so
             # on the property it is about rather than hide a replacement.
-            for key in result.replaces or []:
+            for key in result.replaced_paths:
                 path = plugin_path(kind.shape, key)
                 detailed[path] = PropertyDiff(PropertyDiffKind.UPDATE_REPLACE, True)
         return DiffResponse(
@@ -413,12 +413,11 @@ class GpuTrainingProvider(Provider):
             # project/stack/resource: the job's `pulumi_owner` label, and the stack whose lock
             # the waits watch (`pulumi cancel` from another shell, file:// backends).
             inputs[OWNER] = "/".join(_parse_urn(request.urn))
-            checked = kind.core.check({}, inputs)
-            if checked.failures:
+            checked = kind.core.check(inputs)
+            if checked.problems:
                 raise PluginError(
                     "; ".join(
-                        f"{plugin_path(kind.shape, f.property)}: {f.reason}"
-                        for f in checked.failures
+                        f"{plugin_path(kind.shape, p.path)}: {p.reason}" for p in checked.problems
                     )
                 )
             held = self._held_reader(request.urn)
@@ -427,7 +426,7 @@ class GpuTrainingProvider(Provider):
             if kind.core.stops_before_replace(checked.inputs):
                 self._stop_held(kind, request.urn, checked.inputs, held())
             result = kind.core.create(checked.inputs, held)
-            return str(result.id), checked.inputs, dict(result.outs or {})
+            return result.id, checked.inputs, dict(result.outputs)
 
         job, inputs, outs = await self._guarded(create, request.properties)
         return CreateResponse(
@@ -453,7 +452,7 @@ class GpuTrainingProvider(Provider):
         return state
 
     def _stop_held(self, kind: _Kind, urn: str, inputs: dict[str, Any], held: list[str]) -> None:
-        """``exclusiveGpus`` or ``continueLastRun`` (``JobProvider.stops_before_replace``):
+        """``exclusiveGpus`` or ``continueLastRun`` (``JobCore.stops_before_replace``):
         the jobs the stack holds for the resource are cancelled, and waited for, before a new
         one is submitted (with ``continueLastRun`` the new one writes into their directory). A create of a resource the stack holds a job
         for is a replace the engine creates first: a forced one (``--replace``) calls no diff,
@@ -501,7 +500,7 @@ class GpuTrainingProvider(Provider):
                 STATUS: status_of_outputs(kind.shape, props),
             }
             result = kind.core.read(request.resource_id, core_props)
-            return str(result.id or ""), inputs, dict(result.outs or {})
+            return result.id, inputs, dict(result.outputs)
 
         job, inputs, outs = await self._guarded(read, request.properties)
         if not job:
@@ -548,7 +547,7 @@ class GpuTrainingProvider(Provider):
                         props[key] = value
             inputs = self._core_inputs(kind, props, request.urn)
             result = core.read(request.resource_id, {**inputs, STATUS: {}})
-            return props, inputs, dict(result.outs or {})
+            return props, inputs, dict(result.outputs)
 
         props, inputs, outs = await self._guarded(read, {})
         given = _with_secret_env(wrap_map(props))
@@ -568,7 +567,7 @@ class GpuTrainingProvider(Provider):
             old_inputs[STATUS] = status_of_outputs(kind.shape, olds)
             new_inputs = self._core_inputs(kind, news, request.urn)
             result = kind.core.update(request.resource_id, old_inputs, new_inputs)
-            return new_inputs, dict(result.outs or {})
+            return new_inputs, dict(result.outputs)
 
         inputs, outs = await self._guarded(update, request.news)
         return UpdateResponse(properties=self._state(kind, request.news, inputs, outs))

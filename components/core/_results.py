@@ -1,0 +1,123 @@
+"""The core's typed answers: what check, diff and the API operations give every door.
+
+Plain dataclasses of plain values (no Pulumi type): a door translates them into its host's
+answer (``pulumi.dynamic.CheckResult``... for the dynamic provider, the engine's gRPC messages
+for the plugin).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..lifecycle._check import CheckOutcome
+from ..lifecycle._wire import STATUS
+from ..rules._violations import Violation
+
+__all__ = [
+    "Checked",
+    "Diff",
+    "Note",
+    "Notes",
+    "Problem",
+    "Replace",
+    "State",
+]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What is wrong with one input: its property path (``spec.workerPoolSpecs[0].machineSpec``,
+    or a top-level input such as ``waitTimeout``), why, and what to change where known (a
+    failure's ``reason`` may carry its suggestion in its text: the wording every door shows)."""
+
+    path: str
+    reason: str
+    suggestion: str | None = None
+
+
+@dataclass(frozen=True)
+class Note:
+    """One thing a check or a preview says about a job: ``info`` or ``warning``."""
+
+    severity: Literal["info", "warning"]
+    text: str
+
+
+@dataclass
+class Notes:
+    """A ``Say`` (``components.core._preview``) that keeps what is said, as data."""
+
+    said: list[Note] = field(default_factory=list)
+
+    def __call__(self, severity: str, text: str) -> None:
+        self.said.append(Note("warning" if severity == "warning" else "info", text))
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What a check found: the inputs to go on with, the problems that fail the check, and the
+    validator's warnings, which do not (each door shows them its own way)."""
+
+    inputs: dict[str, Any]
+    problems: tuple[Problem, ...] = ()
+    warnings: tuple[Problem, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @classmethod
+    def of(cls, outcome: CheckOutcome) -> Checked:
+        return cls(
+            inputs=outcome.inputs,
+            problems=tuple(Problem(path, reason) for path, reason in outcome.failures),
+            warnings=tuple(_warning(v) for v in outcome.warnings),
+        )
+
+
+def _warning(violation: Violation) -> Problem:
+    return Problem(violation.path, violation.reason, violation.suggestion)
+
+
+@dataclass(frozen=True)
+class Replace:
+    """An input whose change replaces the job, and why."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Diff:
+    """What a change of inputs does: nothing, an update in place (provider-only settings), or
+    a replace (``replaces`` non-empty), the old job stopped first where
+    ``delete_before_replace``."""
+
+    changes: bool
+    replaces: tuple[Replace, ...] = ()
+    delete_before_replace: bool = False
+
+    @property
+    def replaced_paths(self) -> list[str]:
+        return [r.path for r in self.replaces]
+
+
+@dataclass(frozen=True)
+class State:
+    """A job as the stack keeps it after create, read or update: its id (the job's resource
+    name; "" after a read: the job is gone) and outputs (the inputs the state keeps and
+    ``status``: the job's state, times, cost, placed region...)."""
+
+    id: str
+    outputs: dict[str, Any]
+
+    @property
+    def gone(self) -> bool:
+        return not self.id
+
+    @property
+    def status(self) -> Mapping[str, Any]:
+        found = self.outputs.get(STATUS)
+        return found if isinstance(found, Mapping) else {}
