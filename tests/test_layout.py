@@ -274,3 +274,15 @@ def test_the_floor_check_sees_a_lazy_climb(tmp_path):
     found = _imported_modules(lazy, modules, root=tmp_path)
     assert found == {"components.plugin._provider": 2}
     assert floor_of("components.plugin._provider")[0] > floor_of("components.rules._probe")[0]
+
+
+def test_the_core_uses_no_pulumi_type():
+    """components/core/ is every door's: nothing in it imports ``pulumi`` (lazily neither)."""
+    core = COMPONENTS / "core"
+    importers = sorted(
+        str(path.relative_to(REPO))
+        for path in core.rglob("*.py")
+        if any(m == "pulumi" or m.startswith("pulumi.") for m in _all_imports(path))
+    )
+    assert list(core.glob("*.py")), "the check would pass on any tree: the core has modules"
+    assert importers == []
