@@ -6,15 +6,20 @@ Installed, this package is ``gpu_training`` (in this checkout, the folder ``comp
 
 Importing it is cheap: it never imports ``google.cloud.aiplatform`` or ``pulumi``; the Pulumi
 resources (``TrainingJob``, ``HyperparameterTuningJob``) and the GCP infrastructure component
-(``TrainingInfra``, the ``[gcp]`` extra) are imported on first use. Inside, one room per role:
+(``TrainingInfra``, the ``[gcp]`` extra) are imported on first use. Inside, one room per role,
+on floors (``_floors``: an import goes down, never up):
 
-- ``lifecycle/``: the job's life in the provider (check, diff, submit or adopt, wait, read,
-  delete), the resources' base and the wire between program and provider;
 - ``rules/``: what a job may be (spec models, the hardware catalog, images, validation);
-- ``costs/``: what it costs and whether it fits (prices, price sheets, quotas, guardrails);
 - ``formats/``: the input formats a job comes in (YAML, gcloud commands and scripts, legacy);
+- ``costs/``: what it costs and whether it fits (prices, price sheets, quotas);
+- ``lifecycle/``: the terms of a job's life (the wire, settings, adoption's rules, check and
+  diff decisions, interrupts, progress), no API call;
 - ``vertex/``: everything that talks to Vertex AI (the only importer of its client library);
-- ``cli/``: ``python -m gpu_training`` (``python -m components`` here);
+- ``core/``: a job's whole life behind a typed interface, for every door (no Pulumi type);
+- ``dynamic/``: the dynamic door (the resources' base and preview, the host's patches);
+- ``plugin/``: the provider plugin, the door of every language;
+- ``cli/``: ``python -m gpu_training`` (``python -m components`` here); ``policies``: the
+  policy pack's rules; ``review``: the PR comment;
 - ``catalog/``: the hardware, image, quota and price facts as CSV data, each row with its source.
 
 ``_provider``, ``_tuning_provider`` and ``_run_key`` stay at the top: states pickle their
