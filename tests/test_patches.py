@@ -77,7 +77,7 @@ def _source(module: str, qualname: str) -> str:
             None,
         )
         assert node is not None, f"{module}.{qualname} is gone: check the patch that uses it"
-        scope = node.body  # type: ignore[attr-defined]
+        scope = node.body
     segment = ast.get_source_segment(text, node)  # type: ignore[arg-type]
     assert segment is not None
     return segment
