@@ -49,17 +49,21 @@ def _all_imports(path: Path) -> set[str]:
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = _package_of(path)
-            if node.level:
-                base = base[: len(base) - (node.level - 1)]
-                module = ".".join([*base, *([node.module] if node.module else [])])
-            elif node.module:
-                module = node.module
-            else:
+            module = _from_module(node, path)
+            if module is None:
                 continue
             found.add(module)
             found.update(f"{module}.{alias.name}" for alias in node.names)
     return found
+
+
+def _from_module(node: ast.ImportFrom, path: Path, root: Path = REPO) -> str | None:
+    """The absolute module a ``from`` import of ``path`` names (relative ones resolved)."""
+    base = list(path.relative_to(root).parent.parts)
+    if node.level:
+        base = base[: len(base) - (node.level - 1)]
+        return ".".join([*base, *([node.module] if node.module else [])])
+    return node.module
 
 
 @pytest.mark.parametrize("root", ["components", "emulator"])
@@ -212,13 +216,8 @@ def _imported_modules(path: Path, modules: dict[str, Path], root: Path = REPO) -
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = list(path.relative_to(root).parent.parts)
-            if node.level:
-                base = base[: len(base) - (node.level - 1)]
-                module = ".".join([*base, *([node.module] if node.module else [])])
-            elif node.module:
-                module = node.module
-            else:
+            module = _from_module(node, path, root)
+            if module is None:
                 continue
             # `from . import x` imports the module x where there is one, else the package
             subs = [f"{module}.{alias.name}" for alias in node.names]

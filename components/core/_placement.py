@@ -30,7 +30,7 @@ The rules (docs/rules.md, "Placement: candidate regions"):
 5. **Outputs.** ``status`` gains ``placed_region``, ``placed_capacity`` and
    ``placement_attempts`` (each attempt: region, capacity, job, what stopped it).
 
-Only ``create`` imports the Vertex client (through ``components._provider``).
+Only ``create`` imports the Vertex client (through ``components.core._jobs``).
 """
 
 from __future__ import annotations
@@ -56,10 +56,10 @@ from ..lifecycle._wire import (
 from ..vertex.api import capacity_refusal
 
 JobProvider = Any
-"""``components._provider.JobProvider`` (the provider imports this module: importing it back,
-even for types, would make a cycle)."""
+"""``components.core._jobs.JobCore`` (which imports this module: importing it back, even for
+types, would make a cycle)."""
 _Run = Any
-"""``components._provider._Run`` (as ``JobProvider``)."""
+"""``components.core._jobs._Run`` (as ``JobProvider``)."""
 
 if TYPE_CHECKING:
     from ..costs._quota import QuotaLimits, QuotaMetrics

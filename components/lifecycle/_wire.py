@@ -6,7 +6,7 @@
 Type tokens, property names and defaults, the ``status`` output, the job labels, the spec's
 wire form (canonical JSON text, env values split out into their own secret property), the
 value Pulumi sends for "not known yet", and the form of a job's resource name. The program
-(``components.training_job``), the provider (``components._provider``), the PR renderer
+(``components.training_job``), the core (``components.core``), the PR renderer
 (``components.review``) and the policy pack (``components.policies``) all read it from here.
 
 It imports neither ``pulumi`` nor the Vertex client, so the preview path stays fast: values

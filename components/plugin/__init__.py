@@ -2,7 +2,7 @@
 
 ``pulumi-resource-gpu-training`` serves ``gpu-training:vertex:TrainingJob`` and
 ``gpu-training:vertex:HyperparameterTuningJob`` (schema: ``schema.json``, the v1 REST shape) on
-the lifecycle core the dynamic provider uses (``components._provider``). docs/plugin.md
+the lifecycle core the dynamic provider uses too (``components.core``). docs/plugin.md
 says how to install and use it.
 
 One message type, two files: ``pulumi.provider.experimental`` (any of its modules) imports
@@ -11,6 +11,8 @@ One message type, two files: ``pulumi.provider.experimental`` (any of its module
 ``google/rpc/status.proto``, and protobuf refuses the second (``duplicate symbol
 'google.rpc.Status'``): the plugin's first API call failed. Importing this package first makes
 the SDK's module the client's (the same message, field for field), so each is registered once.
+It is the one change the plugin's process makes to code not its own (docs/patches.md;
+``tests/test_patches.py`` fails when upstream makes it unneeded).
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ __all__ = ["PlannedJob", "PreviewNotes", "planned_job"]
 
 Costs = Callable[[Mapping[str, Any], str], Mapping[str, Any]]
 """``(document, region)`` → the ``status`` fields of a job's price, as its create records it
-(``components._provider.JobResourceKind.costs``)."""
+(``components.core._jobs.JobResourceKind.costs``)."""
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 A plugin resource's inputs are a Vertex job as the REST API writes it (``displayName``,
 ``labels``, ``jobSpec.workerPoolSpecs[…]``; a tuning job's ``studySpec``, ``trialJobSpec``...)
-plus the knobs (``waitFor``, ``waitTimeout``...). The core (``components._provider.JobProvider``)
+plus the knobs (``waitFor``, ``waitTimeout``...). The core (``components.core._jobs.JobCore``)
 takes the dynamic resource's inputs: ``spec`` (JSON text), ``env_values``, ``project``,
 ``region``, ``wait_for``... ``core_inputs`` makes those from these; ``plugin_path`` puts a
 core failure's property path back on the property the user wrote
