@@ -16,7 +16,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# The rules' package: beside this file in a release's pack (gpu-training-policy/components,
+# scripts/release.py), else the checkout's root.
+_HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(_HERE if (_HERE / "components").is_dir() else _HERE.parent))
 
 import pulumi
 from pulumi_policy import (
