@@ -77,11 +77,14 @@ def runtime_closure(requirements: Path = REPO / "requirements.txt") -> dict[str,
     through another, with its version in this interpreter's environment (the tested pins)."""
     pending = [Requirement(line.split("#", 1)[0].strip()) for line in _lines(requirements)]
     found: dict[str, str] = {}
+    seen: set[tuple[str, str]] = set()  # (distribution, extra): an extra adds requirements
     while pending:
         requirement = pending.pop()
         name = canonicalize_name(requirement.name)
-        if name in found:
+        extras = {""} | set(requirement.extras)
+        if all((name, extra) in seen for extra in extras):
             continue
+        seen.update((name, extra) for extra in extras)
         try:
             dist = importlib.metadata.distribution(requirement.name)
         except importlib.metadata.PackageNotFoundError:
@@ -91,7 +94,7 @@ def runtime_closure(requirements: Path = REPO / "requirements.txt") -> dict[str,
         found[name] = dist.version
         for line in dist.requires or []:
             needed = Requirement(line)
-            if needed.marker is None or needed.marker.evaluate({"extra": ""}):
+            if needed.marker is None or any(needed.marker.evaluate({"extra": e}) for e in extras):
                 pending.append(needed)
     return dict(sorted(found.items()))
 
@@ -117,12 +120,33 @@ def build_wheel(source: Path, out: Path) -> Path:
         copy = Path(tmp) / "src"
         shutil.copytree(source, copy, ignore=shutil.ignore_patterns(*_NOT_SOURCE))
         built = Path(tmp) / "wheels"
-        _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(built), "."], copy)
+        _run(
+            [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(built), "."],
+            copy,
+        )
         (wheel,) = built.glob("*.whl")
         return Path(shutil.copy2(wheel, out / wheel.name))
 
 
-_NOT_SOURCE = (".venv", ".local", ".tools", "dist", "build", "node_modules", "__pycache__", "*.egg-info", ".git", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".hypothesis", "sdk", "tests", "bench", "examples")
+_NOT_SOURCE = (
+    ".venv",
+    ".local",
+    ".tools",
+    "dist",
+    "build",
+    "node_modules",
+    "__pycache__",
+    "*.egg-info",
+    ".git",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    ".hypothesis",
+    "sdk",
+    "tests",
+    "bench",
+    "examples",
+)
 
 
 def _tar(out: Path, files: Iterable[tuple[str, bytes, int]]) -> Path:
@@ -180,7 +204,9 @@ def plugin_archives(ver: str, wheel: Path, out: Path) -> list[Path]:
 
 def nodejs_sdk(ver: str, out: Path) -> Path:
     """sdk/nodejs compiled by tsc, packed by npm as a user's ``npm install`` takes it."""
-    node_modules = Path(_run([str(REPO / "scripts" / "install-node-deps")]).strip().splitlines()[-1])
+    node_modules = Path(
+        _run([str(REPO / "scripts" / "install-node-deps")]).strip().splitlines()[-1]
+    )
     with tempfile.TemporaryDirectory() as tmp:
         sdk = Path(tmp) / "nodejs"
         shutil.copytree(REPO / "sdk" / "nodejs", sdk)
@@ -219,10 +245,19 @@ def policy_pack(ver: str, out: Path) -> Path:
     prefix = "gpu-training-policy/"
     files = [
         (f"{prefix}{name}", (REPO / "policy" / name).read_bytes(), 0o644)
-        for name in ("PulumiPolicy.yaml", "__main__.py", "requirements.txt", "constraints.txt", "dev.json", "prod.json")
+        for name in (
+            "PulumiPolicy.yaml",
+            "__main__.py",
+            "requirements.txt",
+            "constraints.txt",
+            "dev.json",
+            "prod.json",
+        )
     ]
     manifest = (REPO / "policy" / "PulumiPolicy.yaml").read_text(encoding="utf-8")
-    manifest = re.sub(r"virtualenv: \.venv.*", "virtualenv: venv  # pip install -r requirements.txt", manifest)
+    manifest = re.sub(
+        r"virtualenv: \.venv.*", "virtualenv: venv  # pip install -r requirements.txt", manifest
+    )
     files[0] = (f"{prefix}PulumiPolicy.yaml", manifest.encode(), 0o644)
     files += _tree(REPO / "components", f"{prefix}components/")
     return _tar(out / f"gpu-training-policy-v{ver}.tar.gz", files)
