@@ -18,8 +18,14 @@ from typing import Any
 
 # The rules' package: beside this file in a release's pack (gpu-training-policy/components,
 # scripts/release.py), else the checkout's root.
-_HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(_HERE if (_HERE / "components").is_dir() else _HERE.parent))
+sys.path.insert(
+    0,
+    str(
+        Path(__file__).resolve().parent
+        if (Path(__file__).resolve().parent / "components").is_dir()
+        else Path(__file__).resolve().parents[1]
+    ),
+)
 
 import pulumi
 from pulumi_policy import (
