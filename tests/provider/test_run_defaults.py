@@ -13,6 +13,7 @@ import pytest
 from google.cloud.aiplatform_v1 import JobState
 
 from components._tuning_provider import TuningJobProvider
+from components.core._jobs import JobCore
 from components.lifecycle._wire import decode_spec
 from components.vertex.api import JobOperationError
 from emulator.testing import EmulatorProcess
@@ -117,7 +118,7 @@ def test_continue_last_run_stops_the_held_job_before_it_submits(provider, sim):
 def test_continue_last_run_never_writes_beside_a_running_job(provider, sim, monkeypatch):
     """Issue 42 item 9: the old job still runs (a replace that did not stop it first): the
     create submits nothing and says why and what to do; once it has stopped, it continues."""
-    monkeypatch.setattr(type(provider), "_stop_held", lambda *_: None)
+    monkeypatch.setattr(JobCore, "_stop_held", lambda *_: None)
     inputs = _wired(provider)
     first = provider.create(inputs)
     with pytest.raises(JobOperationError) as refused:
