@@ -23,6 +23,7 @@ from ..lifecycle._settings import DEFAULT_RETRY_DEADLINE, DYNAMIC_DOOR, Door, En
 from ..rules._catalog import Catalog
 from ..rules._spec import JobSpec
 from ..rules._tuning_spec import TuningJobSpec
+from ._results import Note, Notes
 
 if TYPE_CHECKING:
     from ..costs._quota import QuotaLimits
@@ -34,6 +35,7 @@ __all__ = [
     "Say",
     "cost_message",
     "image_notes",
+    "job_notes",
     "preview_catalog",
     "quota_shortfalls",
 ]
@@ -280,3 +282,36 @@ def _late_image(uri: str, region: str | None) -> str | None:
 
     found = executor_image(load_catalog(), uri, region)
     return found.lifecycle() if found.kind == "prebuilt" else None
+
+
+def job_notes(
+    name: str,
+    spec: Spec,
+    settings: PreviewSettings,
+    placement: Any,
+    *,
+    catalog: Callable[[Say], Catalog],
+    read_limits: ReadLimits = _read_limits,
+) -> tuple[list[Note], list[str]]:
+    """What a preview says of one job checked by itself, as data: its notes in the order said
+    (images past their end of availability, where its prices come from, its cost per hour and
+    at most, its quota table, its placement plan) and its quota shortfalls (none under
+    ``quota: off`` or where the quotas cannot be read). ``catalog(say)``: the
+    ``preview_catalog`` (a caller pricing many jobs reads it once), its notes to ``say``."""
+    notes = Notes()
+    for note in image_notes(spec, settings.region):
+        notes("info", f"{name}: {note}")
+    priced = catalog(notes)
+    notes("info", cost_message([(name, spec)], settings, priced))
+    single = [] if placement else [(name, spec)]
+    placed = [(name, spec, placement)] if placement else []
+    shortfalls = quota_shortfalls(
+        single,
+        settings,
+        placed,
+        say=notes,
+        catalog=priced,
+        read_limits=read_limits,
+        alone=True,
+    )
+    return notes.said, shortfalls

@@ -5,7 +5,8 @@ A dynamic ``TrainingJob`` logs its notes from the program before it is registere
 validator's warnings, its cost per hour and at most (``cost_message``, the bounds as bounds,
 ``components.costs._figure``), the quota table and fit, and with candidate ``regions`` the
 placement plan (``quota_shortfalls``). The plugin has no program: its ``check`` says the same
-lines, made by the same functions, as diagnostics on the resource's URN (the engine's ``Log``
+lines, made by the same functions and kept as data by the core (``components.core._preview.
+job_notes``), as diagnostics on the resource's URN (the engine's ``Log``
 service, ``EngineLog``), in ``pulumi preview`` and ``pulumi up`` alike; ``gpu-training:quota``
 decides what a shortfall is (``error``: a check failure on the job's pools).
 
@@ -31,10 +32,8 @@ from typing import Any
 from ..core._preview import (
     PreviewSettings,
     Say,
-    cost_message,
-    image_notes,
+    job_notes,
     preview_catalog,
-    quota_shortfalls,
 )
 from ..costs._quota import QuotaLimits
 from ..lifecycle._settings import PLUGIN_DOOR, Endpoint, ProviderSettings
@@ -152,25 +151,21 @@ class PreviewNotes:
         return found
 
     def tell(self, job: PlannedJob, settings: ProviderSettings, urn: str) -> list[str]:
-        """Say ``job``'s notes on ``urn`` (module docstring); returns its quota shortfalls
-        (none under ``gpu-training:quota: off`` or where the quotas cannot be read)."""
-        say = self.say_to(urn)
+        """Say ``job``'s notes (the core's ``job_notes``) on ``urn``; returns its quota
+        shortfalls (none under ``gpu-training:quota: off`` or where the quotas cannot be read)."""
         preview = self.settings(job, settings)
-        for note in image_notes(job.spec, job.region):
-            say("info", f"{job.name}: {note}")
-        catalog = self.catalog(preview, say)
-        say("info", cost_message([(job.name, job.spec)], preview, catalog))
-        single = [] if job.placement else [(job.name, job.spec)]
-        placed = [(job.name, job.spec, job.placement)] if job.placement else []
-        return quota_shortfalls(
-            single,
+        notes, shortfalls = job_notes(
+            job.name,
+            job.spec,
             preview,
-            placed,
-            say=say,
-            catalog=catalog,
+            job.placement,
+            catalog=lambda say: self.catalog(preview, say),
             read_limits=self.read_limits,
-            alone=True,
         )
+        say = self.say_to(urn)
+        for note in notes:
+            say(note.severity, note.text)
+        return shortfalls
 
     @staticmethod
     def known_status(job: PlannedJob, costs: Costs, under: str | None) -> dict[str, Any]:

@@ -70,3 +70,24 @@ def test_every_answer_is_a_plain_dataclass():
     for answer in (Checked, Diff, Problem, Replace, State, Notes):
         assert is_dataclass(answer)
         assert all("pulumi" not in str(f.type) for f in fields(answer))
+
+
+def test_a_jobs_preview_notes_come_back_as_data():
+    from components.core._preview import PreviewSettings, Say, job_notes
+    from components.rules._catalog import Catalog, load_catalog
+    from components.rules._spec import JobSpec
+
+    spec = JobSpec.parse(job_inputs()["spec"])
+    settings = PreviewSettings(
+        project="my-project", region="us-central1", endpoint=None, quota="off", live_prices=False
+    )
+    asked: list[Say] = []
+
+    def catalog(say: Say) -> Catalog:
+        asked.append(say)
+        return load_catalog()
+
+    notes, shortfalls = job_notes("train", spec, settings, None, catalog=catalog)
+    assert shortfalls == [] and len(asked) == 1  # quota off: nothing read, nothing short
+    [cost] = [n for n in notes if n.text.startswith("estimated cost per job:")]
+    assert cost.severity == "info" and "train:" in cost.text
