@@ -358,6 +358,12 @@ _CONFIG: dict[str, dict[str, Any]] = {
         "rows are put over the packaged catalog the jobs are checked against, as "
         "`training:catalogOverlay`.",
     },
+    "livePrices": {
+        "type": "boolean",
+        "description": "Price jobs (the preview's notes, the cost outputs) from Vertex AI's "
+        "live billing SKUs where Google credentials can read them (default true); false: the "
+        "catalog's shipped snapshot.",
+    },
     "deleteRecords": {
         "type": "boolean",
         "description": "A delete removes the job's record too (default false: the record, with "
