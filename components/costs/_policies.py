@@ -18,7 +18,9 @@ The cost limits need the worst case, so they judge a figure's upper end (``Figur
 price, or an "at most" bound (on-demand standing in), passes or fails as that figure, and the
 message says which figure it judged (``judged: at most $X/h``). A figure known only from below
 ("at least", Compute Engine's rate without Vertex's fee) has no worst case: it fails closed,
-as an unknown price does.
+as an unknown price does. Where a resource's outputs carry its price with their basis (the
+plugin's ``costBasis`` and ends, which a stack policy sees: ``PolicyJob.priced``), that figure
+is judged by the same rule, and the message names it (``prices: the resource's outputs``).
 """
 
 from __future__ import annotations
