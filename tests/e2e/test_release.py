@@ -199,7 +199,7 @@ def test_the_plugin_installs_from_its_archive_into_pulumi_home(rel: Release) -> 
     with tarfile.open(rel.dist / f"gpu-training-policy-v{release.version()}.tar.gz") as pack:
         names = pack.getnames()
     assert "gpu-training-policy/PulumiPolicy.yaml" in names
-    assert "gpu-training-policy/components/costs/_policies.py" in names
+    assert "gpu-training-policy/components/policies.py" in names
 
 
 def test_yaml_quickstart_end_to_end(rel: Release, tmp_path: Path) -> None:
