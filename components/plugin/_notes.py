@@ -13,7 +13,7 @@ decides what a shortfall is (``error``: a check failure on the job's pools).
 The preview of a create returns the outputs already known (``known_status``): the price per
 hour and at most, what it is (``costBasis``), and with one candidate region the region it runs
 in. One job has one price: the note, the preview's outputs and the create's (``catalog_for``,
-``JobProvider.use_pricing``) all price from the one billed catalog, chosen by the rule the CLI
+``JobCore.use_pricing``) all price from the one billed catalog, chosen by the rule the CLI
 and the dynamic door's preview use (``priced_from``: live billing prices where readable,
 ``gpu-training:livePrices: false`` the snapshot), and the note says where its prices came from.
 
