@@ -665,13 +665,19 @@ def find_submission(
 
 
 def find_submission_in(
-    scripts: list[tuple[int, str]], env: Mapping[str, str], directory: Path | None = None
+    scripts: list[tuple[int, str]],
+    env: Mapping[str, str],
+    directory: Path | None = None,
+    *,
+    unknown: Mapping[str, Unresolved] | None = None,
 ) -> ScriptCommand:
     """The one job submission of several scripts that each run in a shell of their own (the
-    recipe lines of a Makefile), each given with the line it starts on; bounds are shared."""
+    recipe lines of a Makefile), each given with the line it starts on; bounds are shared.
+    ``unknown``: variables whose value is known not to be known, and why (a batch file's,
+    translated into a script: ``components.formats.batch``)."""
     walker = _Walker(Scope(env), directory.resolve() if directory is not None else None)
     for first_line, text in scripts:
-        walker.scope = Scope(env, used=walker.scope.used)
+        walker.scope = Scope(env, values=dict(unknown or {}), used=walker.scope.used)
         walker.nounset = False
         walker.walk(split_commands(text, first_line), mode="main")
     return walker.choose()

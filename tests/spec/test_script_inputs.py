@@ -274,21 +274,6 @@ def test_a_loop_over_one_value_reads_its_job(tmp_path: Path) -> None:
     assert container is not None and container.args == ["--lr=0.05"]
 
 
-@pytest.mark.parametrize(
-    ("name", "first"), [("submit.bat", "set REGION=us-central1"), ("job.txt", "@echo off")]
-)
-def test_a_windows_batch_file_is_refused_naming_its_format(
-    tmp_path: Path, name: str, first: str
-) -> None:
-    text = (
-        f"{first}\r\ncall gcloud ai custom-jobs create --region=%REGION% ^\r\n"
-        "  --display-name=d --config=job.yaml\r\n"
-    )
-    path = write(tmp_path, text, name)
-    with pytest.raises(SpecFormatError, match=r"a Windows batch file \(cmd\.exe"):
-        load_spec_file(path, env={})
-
-
 # --- while read ---------------------------------------------------------------------------
 
 
