@@ -393,6 +393,8 @@ class JobProvider(ResourceProvider):
         record_create(run.resource)
         endpoint = self.endpoint
         run = self._in_held_instance(run)
+        if HELD_JOBS in inputs and self.stops_before_replace(inputs):
+            self._stop_held(run, inputs)
         if run.placement:
             return self._create_placed(run, inputs)
         with self._job_api(run.region) as api, _credentials_scrubbed(endpoint, run.secrets):
@@ -435,6 +437,29 @@ class JobProvider(ResourceProvider):
                     legacy = replace(run.labels, identity=run.resource, earlier_identity=None)
                     return replace(run, labels=legacy, instance=None)
         return run
+
+    def _stop_held(self, run: _Run, inputs: dict[str, Any]) -> None:
+        """``exclusive_gpus`` or ``continue_last_run`` in a replace of the dynamic resources
+        (the plugin stops them itself, ``GpuTrainingProvider._stop_held``): the active jobs
+        the stack holds for the resource (``held_jobs``) are cancelled, and waited for, before
+        the new job is submitted. A forced replace (``--replace``) is created first (the
+        program asks no ``delete_before_replace``), so the old resource stays in the state,
+        read by a refresh, until its delete; a replace ``diff`` decided was deleted first and
+        finds them stopped."""
+        why = EXCLUSIVE_GPUS if inputs.get(EXCLUSIVE_GPUS) is True else CONTINUE_LAST_RUN
+        with self._job_api(run.region) as api:
+            for name in run.held_names:
+                try:
+                    active = state_name(api.get(name)) not in TERMINAL_STATES
+                except Exception:  # gone or unreadable: the delete below says which
+                    active = True
+                if not active:
+                    continue
+                write_line(
+                    f"{run.display_name}: {why}: cancelling job {name}, held by the resource "
+                    "this one replaces, before the new job is submitted"
+                )
+                self.delete(name, {**inputs, IDENTITY: run.resource})
 
     def _create_placed(self, run: _Run, inputs: dict[str, Any]) -> CreateResult:
         """A job with candidate regions: the first that takes it (``components.lifecycle._placement``)."""

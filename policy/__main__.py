@@ -16,7 +16,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# The rules' package: beside this file in a release's pack (gpu-training-policy/components,
+# scripts/release.py), else the checkout's root.
+sys.path.insert(
+    0,
+    str(
+        Path(__file__).resolve().parent
+        if (Path(__file__).resolve().parent / "components").is_dir()
+        else Path(__file__).resolve().parents[1]
+    ),
+)
 
 import pulumi
 from pulumi_policy import (

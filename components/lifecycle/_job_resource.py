@@ -894,16 +894,17 @@ def _declared(
 
 
 def _own_options(args: JobArgs[Any]) -> pulumi.ResourceOptions:
-    """The options every job resource sets: env values secret in its outputs; with
-    ``exclusive_gpus`` or ``continue_last_run`` (the new job writes into the old one's
-    directory: the old one must have stopped), delete before replace."""
-    own = pulumi.ResourceOptions(additional_secret_outputs=[ENV_VALUES])
-    continues = args.continue_last_run is True or _stack_continues_last_run()
-    if args.exclusive_gpus is True or continues:
-        # A replace the engine decides without asking the provider (``--replace``, a
-        # tainted resource) must cancel the old job first too, as ``diff`` says otherwise.
-        own.delete_before_replace = True
-    return own
+    """The options every job resource sets: env values secret in its outputs.
+
+    No ``delete_before_replace`` for ``exclusive_gpus`` or ``continue_last_run``: a replace
+    the engine decides without asking the provider (``--replace``, a tainted resource) is
+    created first, and its create cancels the held jobs (``held_jobs``) and waits for them
+    before it submits (``JobProvider._stop_held``), as the plugin's does. Deleted first, the
+    old resource would stay in the state only as pending replacement, which a refresh never
+    reads: after a kill, nothing would name the new job (``diff`` still asks a replace it
+    decides to delete first)."""
+    del args  # every job resource gets the same options
+    return pulumi.ResourceOptions(additional_secret_outputs=[ENV_VALUES])
 
 
 def _create_only_inputs(

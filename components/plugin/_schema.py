@@ -36,7 +36,12 @@ MODULE = "vertex"
 TRAINING_JOB_TOKEN = f"{PACKAGE}:{MODULE}:TrainingJob"
 TUNING_JOB_TOKEN = f"{PACKAGE}:{MODULE}:HyperparameterTuningJob"
 SCHEMA_FILE = Path(__file__).with_name("schema.json")
-VERSION = "0.2.0"
+# The one version (components/VERSION: the package, the schema, the SDKs, the release artifacts).
+VERSION = (Path(__file__).resolve().parents[1] / "VERSION").read_text(encoding="utf-8").strip()
+# Where a published release's plugin archive is found (docs/release.md): the engine's github://
+# form, an asset pulumi-resource-gpu-training-v<VERSION>-<os>-<arch>.tar.gz of the release
+# v<VERSION> of github.com/gpu-training/pulumi-gpu-training (the Go SDK's module path).
+PLUGIN_DOWNLOAD_URL = "github://api.github.com/gpu-training/pulumi-gpu-training"
 
 _WELL_KNOWN = {
     "Duration": (
@@ -388,6 +393,7 @@ def build_schema() -> dict[str, Any]:
         "run (machine, GPUs, region, image, cost, quota) and never started twice.",
         "keywords": ["pulumi", "vertex", "gpu", "training", "category/cloud"],
         "publisher": "gpu-training",
+        "pluginDownloadURL": PLUGIN_DOWNLOAD_URL,
         "config": {"variables": _CONFIG},
         "provider": {"description": "The gpu-training provider.", "inputProperties": _CONFIG},
         "resources": {TRAINING_JOB_TOKEN: training, TUNING_JOB_TOKEN: tuning},
