@@ -359,14 +359,8 @@ class _Reader(ast.NodeVisitor):
                 if isinstance(inner, str):
                     return inner
             return self.computed(node, f"the attribute {clipped(ast.unparse(node))}")
-        if isinstance(node, ast.Subscript) and self.full_name(node.value) == "os.environ":
-            return self.environment(node, node.slice, None, depth)
-        if isinstance(node, ast.Call) and self.full_name(node.func) in _ENVIRONMENT_READS:
-            default = node.args[1] if len(node.args) > 1 else None
-            named = next((k.value for k in node.keywords if k.arg in ("default", "value")), None)
-            return self.environment(
-                node, node.args[0] if node.args else None, named or default, depth
-            )
+        if _reads_environment(node, self.full_name):
+            return self.environment(node, depth)
         if isinstance(node, ast.Call):
             kind = self.qualified(node.func)
             if kind is not None and kind in _PARAMETER_SPECS:
@@ -378,12 +372,17 @@ class _Reader(ast.NodeVisitor):
             return self.computed(node, f"a call to {clipped(ast.unparse(node.func))}()")
         return self.computed(node)
 
-    def environment(
-        self, node: ast.AST, name_node: ast.AST | None, default: ast.AST | None, depth: int
-    ) -> Any:
+    def environment(self, node: ast.AST, depth: int) -> Any:
         """``os.environ.get("NAME", default)``, ``os.getenv``, ``os.environ["NAME"]``: the
         environment's value of NAME, else its default (with a note), else ``Computed``
         naming the variable."""
+        name_node: ast.AST | None = node.slice if isinstance(node, ast.Subscript) else None
+        default: ast.AST | None = None
+        if isinstance(node, ast.Call):
+            name_node = node.args[0] if node.args else None
+            default = node.args[1] if len(node.args) > 1 else None
+            named = (k.value for k in node.keywords if k.arg in ("default", "value"))
+            default = next(named, default)
         name = self.value(name_node, depth + 1)
         if not isinstance(name, str):
             return self.computed(node, "an environment variable whose name the code computes")
@@ -547,6 +546,14 @@ class _Reader(ast.NodeVisitor):
 
 _ENVIRONMENT_READS = frozenset({"os.environ.get", "os.getenv"})
 """The calls that read an environment variable (``os.environ["NAME"]`` is read too)."""
+
+
+def _reads_environment(node: ast.AST, full_name: Callable[[ast.AST], str | None]) -> bool:
+    """Whether ``node`` reads an environment variable (``os.environ["NAME"]`` or a call of
+    ``_ENVIRONMENT_READS``), ``full_name`` naming what a name stands for."""
+    if isinstance(node, ast.Subscript):
+        return full_name(node.value) == "os.environ"
+    return isinstance(node, ast.Call) and full_name(node.func) in _ENVIRONMENT_READS
 
 
 def _constants(tree: ast.Module) -> tuple[dict[str, ast.expr], dict[str, str]]:
