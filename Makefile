@@ -14,7 +14,7 @@ RUN_STAMP := $(VENV)/.installed-runtime-emulator
 DEV_STAMP := $(VENV)/.installed-dev
 POLICY_STAMP := policy/.venv/.installed
 
-.PHONY: venv dev-venv policy pulumi provider provider-schema sdk up down lint test unit smoke smoke-ranges smoke-lowest smoke-newest dist bench preview-md clean
+.PHONY: venv dev-venv policy pulumi provider provider-schema sdk up down lint test unit smoke smoke-ranges smoke-lowest smoke-newest dist release bench preview-md clean
 
 # runtime + emulator: what `make up` needs
 venv: $(RUN_STAMP)
@@ -68,7 +68,7 @@ down: venv
 lint: dev-venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy components emulator tests bench examples/trainer scripts/local_outputs.py scripts/smoke_checks.py __main__.py
+	$(VENV)/bin/mypy components emulator tests bench examples/trainer scripts/local_outputs.py scripts/smoke_checks.py scripts/release.py scripts/wheelhouse.py __main__.py
 	$(VENV)/bin/mypy policy/__main__.py
 
 # pytest-xdist workers for `make test` and `make unit` (TEST_WORKERS=0: all in one process).
@@ -109,6 +109,11 @@ dist: venv
 	$(PY) -m pip wheel --quiet --no-deps -w dist .
 	@ls dist/*.whl
 
+# Every release artifact of components/VERSION in dist/ (docs/release.md): the plugin archive,
+# the wheels, the Node.js SDK tarball, the Go SDK's proxy tree, the policy pack, SHA256SUMS.
+release: venv
+	$(PY) scripts/release.py
+
 bench: dev-venv pulumi
 	$(PY) bench/validate.py
 	$(PY) bench/convert_import.py
@@ -120,6 +125,7 @@ bench: dev-venv pulumi
 	$(PY) bench/preview.py
 	$(PY) bench/scale.py
 	$(PY) bench/install.py
+	$(PY) bench/plugin_env.py
 
 # A pull-request comment for STACK (default dev): `pulumi preview --json` rendered as markdown.
 preview-md: venv pulumi

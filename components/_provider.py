@@ -120,6 +120,7 @@ from .lifecycle._wire import (
     parse_job_name,
     status_of,
 )
+from .rules._catalog import Catalog
 from .rules._spec import JobSpec
 from .rules._validation import MAX_LABELS
 from .vertex._library import types_only
@@ -171,8 +172,9 @@ class JobResourceKind:
     the one place the client library's types are imported (create only)."""
     outputs: Callable[..., dict[str, Any]]
     """``(job, endpoint, project=, region=)`` → the ``status`` fields read from the job."""
-    costs: Callable[[Mapping[str, Any], str], Mapping[str, Any]]
-    """``(document, region)`` → the ``status`` fields of its price."""
+    costs: Callable[[Mapping[str, Any], str, Catalog | None], Mapping[str, Any]]
+    """``(document, region, catalog)`` → the ``status`` fields of its price (``catalog``
+    None: the catalog's snapshot)."""
     parse_name: Callable[[str], tuple[str, str, str] | None]
     """(project, region, id) of the job's resource name."""
     read_spec: Callable[[dict[str, Any]], Any]
@@ -284,6 +286,17 @@ class JobProvider(ResourceProvider):
                 use_catalog_overlay(overlay)
             except CatalogError as exc:  # names the file, row and field
                 raise SettingError(f"{settings.door.key(CATALOG_OVERLAY_KEY)}: {exc}") from None
+
+    def use_pricing(self, catalog_for: Callable[[str], Catalog]) -> None:
+        """Price each created job from ``catalog_for(project)``: the provider plugin's billed
+        catalog, the one its preview notes and outputs price with (``priced_from``), so one job
+        has one price. Without it, the catalog's snapshot."""
+        self._catalog_for = catalog_for
+
+    def costs(self, document: Mapping[str, Any], region: str, project: str) -> Mapping[str, Any]:
+        """The ``status`` fields of the price of a job of ``project`` in ``region``."""
+        catalog_for: Callable[[str], Catalog] | None = getattr(self, "_catalog_for", None)
+        return self.kind.costs(document, region, catalog_for(project) if catalog_for else None)
 
     @property
     def settings(self) -> ProviderSettings:
@@ -398,6 +411,8 @@ class JobProvider(ResourceProvider):
         record_create(run.resource)
         endpoint = self.endpoint
         run = self._in_held_instance(run)
+        if HELD_JOBS in inputs and self.stops_before_replace(inputs):
+            self._stop_held(run, inputs)
         if run.placement:
             return self._create_placed(run, inputs)
         with self._job_api(run.region) as api, _credentials_scrubbed(endpoint, run.secrets):
@@ -416,7 +431,7 @@ class JobProvider(ResourceProvider):
                 **kind.outputs(job, endpoint, project=run.project, region=run.region),
                 "run_hash": run.labels.run,
                 "adopted": submission.adopted,
-                **kind.costs(run.document, run.region),
+                **self.costs(run.document, run.region, run.project),
                 # The user's leave to take it from its holder: this stack may now cancel it.
                 **({"taken_over_from": taken_from} if taken_from else {}),
                 **_instance_status(run),
@@ -440,6 +455,29 @@ class JobProvider(ResourceProvider):
                     legacy = replace(run.labels, identity=run.resource, earlier_identity=None)
                     return replace(run, labels=legacy, instance=None)
         return run
+
+    def _stop_held(self, run: _Run, inputs: dict[str, Any]) -> None:
+        """``exclusive_gpus`` or ``continue_last_run`` in a replace of the dynamic resources
+        (the plugin stops them itself, ``GpuTrainingProvider._stop_held``): the active jobs
+        the stack holds for the resource (``held_jobs``) are cancelled, and waited for, before
+        the new job is submitted. A forced replace (``--replace``) is created first (the
+        program asks no ``delete_before_replace``), so the old resource stays in the state,
+        read by a refresh, until its delete; a replace ``diff`` decided was deleted first and
+        finds them stopped."""
+        why = EXCLUSIVE_GPUS if inputs.get(EXCLUSIVE_GPUS) is True else CONTINUE_LAST_RUN
+        with self._job_api(run.region) as api:
+            for name in run.held_names:
+                try:
+                    active = state_name(api.get(name)) not in TERMINAL_STATES
+                except Exception:  # gone or unreadable: the delete below says which
+                    active = True
+                if not active:
+                    continue
+                write_line(
+                    f"{run.display_name}: {why}: cancelling job {name}, held by the resource "
+                    "this one replaces, before the new job is submitted"
+                )
+                self.delete(name, {**inputs, IDENTITY: run.resource})
 
     def _create_placed(self, run: _Run, inputs: dict[str, Any]) -> CreateResult:
         """A job with candidate regions: the first that takes it (``components.lifecycle._placement``)."""

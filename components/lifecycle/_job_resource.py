@@ -460,9 +460,22 @@ class JobResource(pulumi.dynamic.Resource, Generic[S]):
     adopted = StatusField[bool]("adopted")
     """True when create found this run's job already submitted (lost response, crash)."""
     hourly_cost_usd = StatusField[float | None]("hourly_cost_usd")
-    """The job's price per hour from the catalog; None when a price is not known."""
+    """The job's price per hour from the catalog's cells; None when a cell is not known. A
+    bound among them is added in as it is: ``cost_basis`` says what the figure is."""
     max_cost_usd = StatusField[float | None]("max_cost_usd")
-    """The most the run can cost (for its ``scheduling.timeout``)."""
+    """The most the run can cost (for its ``scheduling.timeout``), as ``hourly_cost_usd``."""
+    cost_basis = StatusField[str | None]("cost_basis")
+    """What the cost figures are: ``price``; ``at most`` (an upper end only: on-demand
+    standing in for an unknown rate), ``at least`` (a lower end only), ``range`` (both ends,
+    apart) or ``unknown``. Absent from a state written before it."""
+    hourly_cost_low_usd = StatusField[float | None]("hourly_cost_low_usd")
+    """The least the job costs per hour, where known (a price: the price)."""
+    hourly_cost_high_usd = StatusField[float | None]("hourly_cost_high_usd")
+    """The most the job costs per hour, where known (a price: the price)."""
+    max_cost_low_usd = StatusField[float | None]("max_cost_low_usd")
+    """The lower end of ``max_cost_usd``, where known."""
+    max_cost_high_usd = StatusField[float | None]("max_cost_high_usd")
+    """The upper end of ``max_cost_usd``, where known."""
 
     def __init__(
         self,
@@ -894,16 +907,17 @@ def _declared(
 
 
 def _own_options(args: JobArgs[Any]) -> pulumi.ResourceOptions:
-    """The options every job resource sets: env values secret in its outputs; with
-    ``exclusive_gpus`` or ``continue_last_run`` (the new job writes into the old one's
-    directory: the old one must have stopped), delete before replace."""
-    own = pulumi.ResourceOptions(additional_secret_outputs=[ENV_VALUES])
-    continues = args.continue_last_run is True or _stack_continues_last_run()
-    if args.exclusive_gpus is True or continues:
-        # A replace the engine decides without asking the provider (``--replace``, a
-        # tainted resource) must cancel the old job first too, as ``diff`` says otherwise.
-        own.delete_before_replace = True
-    return own
+    """The options every job resource sets: env values secret in its outputs.
+
+    No ``delete_before_replace`` for ``exclusive_gpus`` or ``continue_last_run``: a replace
+    the engine decides without asking the provider (``--replace``, a tainted resource) is
+    created first, and its create cancels the held jobs (``held_jobs``) and waits for them
+    before it submits (``JobProvider._stop_held``), as the plugin's does. Deleted first, the
+    old resource would stay in the state only as pending replacement, which a refresh never
+    reads: after a kill, nothing would name the new job (``diff`` still asks a replace it
+    decides to delete first)."""
+    del args  # every job resource gets the same options
+    return pulumi.ResourceOptions(additional_secret_outputs=[ENV_VALUES])
 
 
 def _create_only_inputs(

@@ -427,15 +427,8 @@ def test_killed_ups_leave_one_job_after_the_documented_recovery(door: Door, tmp_
 
 
 def test_a_destroy_after_a_killed_exclusive_gpus_replace_cancels_the_job_it_left(
-    door: Door, tmp_path: Path, request: pytest.FixtureRequest
+    door: Door, tmp_path: Path
 ) -> None:
-    if door.name == "dynamic":
-        # Found by this suite (issue 41): the dynamic door's refresh of the held job, which
-        # the killed exclusiveGpus create cancelled, does not name the new job (QUEUED, the
-        # same pulumi_resource and pulumi_run labels); the plugin's does. Strict: the test
-        # runs, and fails once the door is fixed, so the mark goes with the fix.
-        reason = "dynamic door: the refresh after a killed exclusiveGpus replace is silent"
-        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
     # With exclusiveGpus the killed create had cancelled the held job before it submitted the
     # new one: the refresh names the new one all the same, and the destroy cancels it.
     with emulator_for(door.ws, *SLOW_START) as emu:

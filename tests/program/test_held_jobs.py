@@ -73,19 +73,20 @@ def test_jobs_by_identity_reads_every_job_kind_and_old_top_level_outputs():
     }
 
 
-def test_exclusive_gpus_makes_every_replace_cancel_first():
-    """``pulumi up --replace`` asks no provider's diff: the resource option decides."""
-    prod = run_stack("prod")
-    assert [job.delete_before_replace for job in prod.by_type(JOB_TYPE)] == [True]
-    dev = run_stack("dev")
-    assert [job.delete_before_replace for job in dev.by_type(JOB_TYPE)] == [False]
-
-
-def test_continue_last_run_makes_every_replace_cancel_first():
-    """Issue 42 item 9: the new run writes into the old one's directory, so the old job must
-    stop first, for a forced replace too (entry or stack setting)."""
-    dev = run_stack("dev", {"training:continueLastRun": "true"})
-    assert [job.delete_before_replace for job in dev.by_type(JOB_TYPE)] == [True]
+def test_no_job_asks_delete_before_replace_its_create_stops_the_held_jobs():
+    """``pulumi up --replace`` asks no provider's diff, and a resource deleted first stays in
+    the state only as pending replacement, which a refresh never reads (issue 42: a killed
+    ``exclusiveGpus`` replace left the new job unnamed). So no job resource asks
+    ``delete_before_replace`` (with ``exclusiveGpus``, or ``continueLastRun`` on the entry or
+    the stack): its create stops the held jobs first (``held_jobs``; the e2e table's
+    ``test_a_refused_replace_fails_first_and_exclusive_gpus_cancels_first``)."""
+    for stack, config in (
+        ("prod", None),
+        ("dev", None),
+        ("dev", {"training:continueLastRun": "true"}),
+    ):
+        jobs = run_stack(stack, config).by_type(JOB_TYPE)
+        assert jobs and [job.delete_before_replace for job in jobs] == [False] * len(jobs)
 
 
 def test_an_existing_job_entry_is_taken_over_as_written(tmp_path):

@@ -101,9 +101,23 @@ def test_continue_last_run_writes_into_the_replaced_runs_directory(provider, sim
         provider.delete(created.id, {**created.outs, "delete_record_on_delete": True})
 
 
-def test_continue_last_run_never_writes_beside_a_running_job(provider, sim):
+def test_continue_last_run_stops_the_held_job_before_it_submits(provider, sim):
+    """A forced replace (no diff, created first): the create cancels the held job and waits
+    for it to stop before it submits the run that continues in its directory."""
+    inputs = _wired(provider)
+    first = provider.create(inputs)
+    later = provider.create({**inputs, "held_jobs": [first.id], "continue_last_run": True})
+    old, new = (sim.client().get_custom_job(name=name) for name in (first.id, later.id))
+    assert old.state == JobState.JOB_STATE_CANCELLED
+    assert new.create_time >= old.end_time, "the new job started before the old one ended"
+    assert later.outs["status"]["output_dir"] == first.outs["status"]["output_dir"]
+    provider.delete(later.id, {**later.outs, "delete_record_on_delete": True})
+
+
+def test_continue_last_run_never_writes_beside_a_running_job(provider, sim, monkeypatch):
     """Issue 42 item 9: the old job still runs (a replace that did not stop it first): the
     create submits nothing and says why and what to do; once it has stopped, it continues."""
+    monkeypatch.setattr(type(provider), "_stop_held", lambda *_: None)
     inputs = _wired(provider)
     first = provider.create(inputs)
     with pytest.raises(JobOperationError) as refused:
