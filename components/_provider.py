@@ -79,6 +79,7 @@ from .lifecycle._engine_watch import watch_engine
 from .lifecycle._host import (
     install_cancel_handler,
     install_error_handlers,
+    message_on_failure,
     profiled,
     widen_host_pool,
 )
@@ -253,6 +254,7 @@ class JobProvider(ResourceProvider):
 
     # -- configuration ----------------------------------------------------------------------
 
+    @message_on_failure
     def configure(self, req: ConfigureRequest) -> None:
         """Read the ``training:`` settings; let the host serve that many operations at once,
         and let the engine's Cancel stop the waits."""
@@ -330,6 +332,7 @@ class JobProvider(ResourceProvider):
 
     # -- preview path -----------------------------------------------------------------------
 
+    @message_on_failure
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         """Validate the inputs: one failure per violation, at its property path."""
         outcome = self.check_outcome(news)
@@ -356,6 +359,7 @@ class JobProvider(ResourceProvider):
             place=self.settings.door.place,
         )
 
+    @message_on_failure
     def diff(self, _id: str, _olds: dict[str, Any], _news: dict[str, Any]) -> DiffResult:
         """Any change of the job replaces it; provider-only settings update in place."""
         replaces, knobs = diff_inputs(_olds, _news)
@@ -387,6 +391,7 @@ class JobProvider(ResourceProvider):
 
     # -- API path ---------------------------------------------------------------------------
 
+    @message_on_failure
     def create(
         self, props: dict[str, Any], read_held: Callable[[], Iterable[str]] | None = None
     ) -> CreateResult:
@@ -678,6 +683,7 @@ class JobProvider(ResourceProvider):
         place = f" --project={project}" if project else ""
         return f"gcloud ai {self.kind.gcloud_group} cancel {job_id(name)} --region={region}{place}"
 
+    @message_on_failure
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         """Refresh state and times; a job deleted out of band leaves the stack."""
         return profiled(lambda: self._read(id_, props))
@@ -753,12 +759,14 @@ class JobProvider(ResourceProvider):
                 )
             )
 
+    @message_on_failure
     def update(self, _id: str, _olds: dict[str, Any], _news: dict[str, Any]) -> UpdateResult:
         """Only provider-only settings change here (diff replaces everything else): no API call."""
         outs = _outputs(_news)
         outs[STATUS] = without_plain_run_hash(status_of(_olds), _olds, self.kind.spec.merge_env)
         return UpdateResult(outs)
 
+    @message_on_failure
     def delete(self, _id: str, _props: dict[str, Any]) -> None:
         """Cancel an active job, wait for it to stop, then delete its record unless kept."""
         profiled(lambda: self._delete(_id, _props))
