@@ -48,13 +48,14 @@ from ._job_preview import (
 )
 from ._packaging import PackagingError
 from ._settings import SettingError, parse_endpoint, target_for_endpoint
-from ._stack_state import held_jobs
+from ._stack_state import held_instance, held_jobs
 from ._wire import (
     CONTINUE_LAST_RUN,
     DELETE_RECORD,
     ENV_VALUES,
     EXCLUSIVE_GPUS,
     EXISTING_JOB,
+    HELD_INSTANCE,
     HELD_JOBS,
     IDENTITY,
     INPUT_DEFAULTS,
@@ -913,6 +914,9 @@ def _create_only_inputs(
     held = held_jobs(str(checked.props[IDENTITY]))
     if held:
         props[HELD_JOBS] = held
+        instance = held_instance(str(checked.props[IDENTITY]))
+        if instance is not None:
+            props[HELD_INSTANCE] = instance
     props[OWNER] = f"{pulumi.get_project()}/{pulumi.get_stack()}/{resource_name}"
     if args.take_over_held_job is True:
         props[TAKE_OVER_HELD_JOB] = True
