@@ -120,6 +120,7 @@ from .lifecycle._wire import (
     parse_job_name,
     status_of,
 )
+from .rules._catalog import Catalog
 from .rules._spec import JobSpec
 from .rules._validation import MAX_LABELS
 from .vertex._library import types_only
@@ -171,8 +172,9 @@ class JobResourceKind:
     the one place the client library's types are imported (create only)."""
     outputs: Callable[..., dict[str, Any]]
     """``(job, endpoint, project=, region=)`` → the ``status`` fields read from the job."""
-    costs: Callable[[Mapping[str, Any], str], Mapping[str, Any]]
-    """``(document, region)`` → the ``status`` fields of its price."""
+    costs: Callable[[Mapping[str, Any], str, Catalog | None], Mapping[str, Any]]
+    """``(document, region, catalog)`` → the ``status`` fields of its price (``catalog``
+    None: the catalog's snapshot)."""
     parse_name: Callable[[str], tuple[str, str, str] | None]
     """(project, region, id) of the job's resource name."""
     read_spec: Callable[[dict[str, Any]], Any]
@@ -283,6 +285,17 @@ class JobProvider(ResourceProvider):
                 use_catalog_overlay(overlay)
             except CatalogError as exc:  # names the file, row and field
                 raise SettingError(f"{settings.door.key(CATALOG_OVERLAY_KEY)}: {exc}") from None
+
+    def use_pricing(self, catalog_for: Callable[[str], Catalog]) -> None:
+        """Price each created job from ``catalog_for(project)``: the provider plugin's billed
+        catalog, the one its preview notes and outputs price with (``priced_from``), so one job
+        has one price. Without it, the catalog's snapshot."""
+        self._catalog_for = catalog_for
+
+    def costs(self, document: Mapping[str, Any], region: str, project: str) -> Mapping[str, Any]:
+        """The ``status`` fields of the price of a job of ``project`` in ``region``."""
+        catalog_for: Callable[[str], Catalog] | None = getattr(self, "_catalog_for", None)
+        return self.kind.costs(document, region, catalog_for(project) if catalog_for else None)
 
     @property
     def settings(self) -> ProviderSettings:
@@ -414,7 +427,7 @@ class JobProvider(ResourceProvider):
                 **kind.outputs(job, endpoint, project=run.project, region=run.region),
                 "run_hash": run.labels.run,
                 "adopted": submission.adopted,
-                **kind.costs(run.document, run.region),
+                **self.costs(run.document, run.region, run.project),
                 # The user's leave to take it from its holder: this stack may now cancel it.
                 **({"taken_over_from": taken_from} if taken_from else {}),
                 **_instance_status(run),

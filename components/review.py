@@ -39,7 +39,15 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ._errors import SpecError, TrainingJobError
-from .costs._figure import ZERO, Figure, dearest, delta_text, figure_text
+from .costs._figure import (
+    ZERO,
+    Figure,
+    dearest,
+    delta_text,
+    figure_of_output,
+    figure_text,
+    with_reason,
+)
 from .costs._price_sheet import PriceSheetError, apply_prices, parse_price_setting
 from .costs._pricing import (
     Estimate,
@@ -151,6 +159,13 @@ class JobChange:
         if isinstance(value, bool) or not isinstance(value, int | float):
             return None  # unknown at preview, or not a figure
         return float(value)
+
+    def output_figure(self, which: str, basis: str, low: str, high: str) -> Figure | None:
+        """The figure the ``old`` or ``new`` outputs carry as ``basis`` and the ends ``low``
+        and ``high`` (``costBasis``, ``hourlyCostLowUsd``...), or None where they carry no
+        basis (``figure_of_output``)."""
+        outputs = (self.new_outputs if which == "new" else self.old_outputs) or {}
+        return figure_of_output(outputs.get(basis), outputs.get(low), outputs.get(high))
 
     def spec(self, which: str) -> JobSpec | None:
         """The custom job on the ``old`` or ``new`` side: for a tuning job, one trial's."""
@@ -809,6 +824,12 @@ def _describe(job: JobChange, which: str, catalog: Catalog) -> _Side:
 
 _HOURLY_OUTPUT = "hourlyCostUsd"
 _CEILING_OUTPUT = "maxCostUsd"
+_BASIS_OUTPUT = "costBasis"
+_ENDS = {
+    _HOURLY_OUTPUT: ("hourlyCostLowUsd", "hourlyCostHighUsd"),
+    _CEILING_OUTPUT: ("maxCostLowUsd", "maxCostHighUsd"),
+}
+"""Each cost output's ends (``components.costs._pricing.cost_fields``, camelCase)."""
 
 
 def _as_the_door_priced(job: JobChange, which: str, side: _Side) -> _Side:
@@ -816,14 +837,27 @@ def _as_the_door_priced(job: JobChange, which: str, side: _Side) -> _Side:
     prices a job in its preview: ``hourlyCostUsd``, ``maxCostUsd``); the catalog's estimate
     from the spec stands where they do not.
 
-    An output is one number: where the catalog knows the figure only as a bound (or as
-    unknown for bounds both ways) that number is the bound added into the prices, so the
-    catalog's figure stands; where it is a price or has no price at all, the output's number
-    is the door's price (its live or organisation prices)."""
+    Outputs with a ``costBasis`` say what they are: that figure stands, a bound as a bound
+    (the reason the catalog gives for a bound of the same kind). Outputs without one (a
+    state written before the basis) are one number each: where the catalog knows the figure
+    only as a bound (or as unknown for bounds both ways) that number is the bound added into
+    the prices, so the catalog's figure stands; where it is a price or has no price at all,
+    the output's number is the door's price (its live or organisation prices)."""
     hourly, ceiling = job.output(which, _HOURLY_OUTPUT), job.output(which, _CEILING_OUTPUT)
-    if hourly is not None and _a_price_or_none(side.per_hour):
+    hourly_figure = job.output_figure(which, _BASIS_OUTPUT, *_ENDS[_HOURLY_OUTPUT])
+    ceiling_figure = job.output_figure(which, _BASIS_OUTPUT, *_ENDS[_CEILING_OUTPUT])
+    if hourly_figure is not None:
+        figure = with_reason(hourly_figure, side.per_hour)
+        missing = side.missing if figure.kind == "unknown" else ()
+        side = replace(side, hourly=hourly, missing=missing, figure=figure)
+    elif hourly is not None and _a_price_or_none(side.per_hour):
         side = replace(side, hourly=hourly, missing=(), figure=Figure.price(hourly))
-    if ceiling is not None and _a_price_or_none(side.most) and not side.worst_where:
+    if side.worst_where:
+        return side  # a placed job's ceiling is its dearest attempt's
+    if ceiling_figure is not None and ceiling_figure.kind != "unknown":
+        figure = with_reason(ceiling_figure, side.most)
+        side = replace(side, ceiling=figure_text(figure, unit="", why=False), ceiling_figure=figure)
+    elif ceiling is not None and ceiling_figure is None and _a_price_or_none(side.most):
         side = replace(side, ceiling=f"${ceiling:,.2f}", ceiling_figure=Figure.price(ceiling))
     return side
 

@@ -4,7 +4,9 @@ The rules are plain functions in ``components.costs._policies`` (unit-tested wit
 engine); this file only hands them to ``pulumi_policy``. A tuning job counts as all its
 parallel trials at once (GPUs and dollars per hour), judged on its trial spec. A plugin job
 without its own project or region takes its provider's (``resource.provider``'s inputs) or,
-for the default provider, the stack's ``gpu-training:project``/``gpu-training:region``. Thresholds come from the policy
+for the default provider, the stack's ``gpu-training:project``/``gpu-training:region``. A stack
+policy sees each resource's outputs: a plugin job's price with its ``costBasis`` is judged as
+what it is (``job_from_props``: a bound as a bound). Thresholds come from the policy
 config file (``policy/dev.json``, ``policy/prod.json``); a rule it does not set is off:
 
     pulumi preview --stack dev --policy-pack policy --policy-pack-config policy/dev.json

@@ -23,6 +23,13 @@ offer no on-demand capacity (``machine_types.csv`` ``capacity``: A4, A3 Ultra), 
 Spot price is not below it (a GPU that FLEX_START serves). Such a cell's on-demand price is
 ``unknown``; its flex-start price is the DWS rate, a ``floor`` (the fee is not known there).
 
+An on-demand GPU cell the reference leaves unknown takes a **second public source** where the
+billing SKU snapshot has one: Compute Engine's on-demand SKU of that GPU in that region times
+the uplift (``unverified``: the uplift is checked on n1 and the T4 only; its source names the SKU,
+its date and where it was read), and its Spot and flex-start floors get the management fee
+(15% of that rate). Where none exists the cell stays ``unknown`` and its source says so
+(``NO_SECOND_SOURCE``). The counts per basis are printed after each rebuild.
+
 Rows with a Vertex price a public source states (``basis`` ``vertex``) and legacy scale-tier
 rows are kept from the current file, and what the billing SKU snapshot prices replaces the
 derived figure of its capacity (an older SKU never replaces a newer stated Vertex price).
@@ -50,6 +57,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from components.costs import _billing
 from components.costs._billing import (
+    COMPUTE_SERVICE,
+    NO_SECOND_SOURCE,
     Sku,
     billing_prices,
     read_snapshot,
@@ -191,6 +200,59 @@ def _round(value: float) -> str:
     return f"{value:.6f}".rstrip("0").rstrip(".")
 
 
+def compute_engine_on_demand(skus: list[Sku]) -> dict[tuple[str, str], Sku]:
+    """(AcceleratorType, region) → Compute Engine's on-demand SKU of that GPU there: a second
+    public source for a GPU cell the reference leaves unknown (never a DWS or Spot SKU,
+    ``sku_capacity`` reads the description first)."""
+    found: dict[tuple[str, str], Sku] = {}
+    for sku in skus:
+        resource = sku_resource(sku)
+        if sku.service != COMPUTE_SERVICE or sku_capacity(sku) != "on_demand":
+            continue
+        if resource is None or resource[0] != "gpu" or sku.unit != "h":
+            continue
+        for region in sku.regions:
+            found.setdefault((resource[1], region), sku)
+    return found
+
+
+def with_second_source(row: dict[str, str], second: Sku | None) -> dict[str, str]:
+    """An unknown on-demand GPU ``row`` priced from Compute Engine's on-demand SKU of the GPU in
+    its region (``second``) x the Vertex uplift, ``unverified`` (the uplift is checked on n1 and
+    the T4 only), its Spot and flex-start floors given the management fee (15% of that rate);
+    without one, ``row`` saying that no second source exists. Other rows are as they are."""
+    if row["resource_kind"] != "accelerator" or row["basis"] != "unknown":
+        return row
+    name, region = row["name"], row["region"]
+    if second is None:
+        return row | {
+            "source": f"{row['source']}; {NO_SECOND_SOURCE}Compute Engine on-demand SKU for "
+            f"{name} in {region}"
+        }
+    ce_on_demand = second.usd
+    on_demand = ce_on_demand * UPLIFT
+    out = row | {
+        "on_demand_usd_per_hour": _round(on_demand),
+        "as_of": second.as_of or row["as_of"],
+        "basis": "unverified",
+        "source": f"derived: Compute Engine billing SKU {second.sku_id} {second.description!r} "
+        f"({second.as_of}; {second.source}) x {UPLIFT:g} Vertex uplift (verified on "
+        f"n1-standard-4 and T4 us-central1; uplift not checked for {name}); the reference: "
+        f"{row['source'].removeprefix('unknown: ')}",
+    }
+    fee = FEE * ce_on_demand
+    for column, basis in (
+        ("spot_usd_per_hour", "spot_basis"),
+        ("flex_start_usd_per_hour", "flex_start_basis"),
+    ):
+        if row[basis] == "floor" and row[column]:
+            value = float(row[column]) + fee  # the rate + the fee, now that the fee is known
+            bound = value >= on_demand
+            out[column] = _round(on_demand if bound else value)
+            out[basis] = "bound" if bound else "unverified"
+    return out
+
+
 def dws_rates(skus: list[Sku]) -> dict[str, list[tuple[float, Sku]]]:
     """AcceleratorType → the per-GPU rates its DWS (flex-start) SKUs bill, with the SKU."""
     rates: dict[str, list[tuple[float, Sku]]] = defaultdict(list)
@@ -287,10 +349,11 @@ def derive(
         if found is not None and found[0] and (name, region) not in dws:
             derived_gpu[(name, region)] = found[0] * UPLIFT
     billed = billing_prices(skus, catalog)
+    seconds = compute_engine_on_demand(skus)
     for kind, name, region in price_cells(catalog):
         spot_from = inputs.get((kind, name, region), (0.0, None))[1]
         cell = _Cell(catalog, ce, kept, derived_gpu, dws.get((name, region)), spot_from)
-        row = cell.row(kind, name, region)
+        row = with_second_source(cell.row(kind, name, region), seconds.get((name, region)))
         rows.append(_billed(row, billed.get((region, kind, name)), kept.get((kind, name, region))))
     rows.extend(_tier_row(p) for _key, p in sorted(kept.items()) if p.kind == "scale_tier")
     counts: dict[str, int] = defaultdict(int)

@@ -35,6 +35,7 @@ from ..rules._catalog import CATALOG_DIR, Catalog, MachineType, Price, capacity_
 
 __all__ = [
     "COMPUTE_SERVICE",
+    "NO_SECOND_SOURCE",
     "OUTLIER_RATIO",
     "SNAPSHOT_FILE",
     "SPOT_FEE",
@@ -399,6 +400,11 @@ def regional_outliers(
                 )
     return found
 
+
+NO_SECOND_SOURCE = "no second public source: the billing snapshot (billing_skus.csv) has no "
+"""How an unknown GPU cell's source in ``prices.csv`` says that a second public source (Compute
+Engine's on-demand SKU of the GPU in the region, x ``UPLIFT``) was looked for and none found
+(``scripts/derive_prices.py``; ``catalog check`` says so per cell)."""
 
 UPLIFT = 1.15
 """Vertex custom-training on-demand price / Compute Engine list price, checked on n1-standard-4

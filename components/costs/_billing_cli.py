@@ -30,6 +30,7 @@ from typing import TextIO
 from ..lifecycle._settings import DEFAULT_RETRY_DEADLINE, Endpoint, parse_endpoint
 from ..rules._catalog import Catalog, Price, load_catalog
 from ._billing import (
+    NO_SECOND_SOURCE,
     Difference,
     apply_billing,
     billing_prices,
@@ -117,7 +118,8 @@ def internal_problems(catalog: Catalog) -> list[str]:
 
 
 def unknown_cells(catalog: Catalog) -> dict[str, list[tuple[str, str]]]:
-    """GPU → (region, why) of each unknown on-demand price where Vertex offers it for training."""
+    """GPU → (region, why) of each unknown on-demand price where Vertex offers it for training
+    (why: the first source's reason, and whether a second was looked for and not found)."""
     cells: dict[str, list[tuple[str, str]]] = {}
     offered = sorted(
         (accelerator, region)
@@ -133,6 +135,8 @@ def unknown_cells(catalog: Catalog) -> dict[str, list[tuple[str, str]]]:
         why = "no row"
         if price is not None and price.source.startswith("unknown: "):
             why = price.source.removeprefix("unknown: ").split("; ", 1)[0].split(" (", 1)[0]
+            if NO_SECOND_SOURCE in price.source:
+                why += "; no second source in billing_skus.csv"
         cells.setdefault(accelerator, []).append((region, why))
     return cells
 

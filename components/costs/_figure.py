@@ -14,13 +14,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 __all__ = [
+    "COST_BASES",
     "LOWER_BASES",
     "UPPER_BASES",
     "ZERO",
     "Figure",
+    "cost_basis",
     "dearest",
     "delta_text",
+    "figure_of_output",
     "figure_text",
+    "with_reason",
 ]
 
 UPPER_BASES = frozenset({"bound"})
@@ -103,6 +107,35 @@ class Figure:
 
 ZERO = Figure(0.0, 0.0)
 
+COST_BASES = ("price", "at most", "at least", "range", "unknown")
+"""What a resource's cost outputs are (``costBasis``, ``cost_basis``): one price, an upper end
+only (``hourlyCostUsd`` is then the most), a lower end only (the least), a range (both ends
+known, apart), or unknown. A ``Figure.kind`` in words, as ``figure_text`` says them."""
+
+
+def cost_basis(figure: Figure) -> str:
+    """``figure``'s kind as a ``COST_BASES`` word (``at_most`` → ``at most``)."""
+    return figure.kind.replace("_", " ")
+
+
+def figure_of_output(basis: object, low: object, high: object, why: str = "") -> Figure | None:
+    """The figure a resource's cost outputs carry (``costBasis`` and the ends), or None where
+    they carry no basis (a state written before the basis, a value unknown at preview): its
+    one number may then be a bound added into prices, and is not read as a price. ``why``:
+    the reason a bounded figure gives (the outputs carry none)."""
+    if basis not in COST_BASES:
+        return None
+
+    def end(value: object) -> float | None:
+        return (
+            float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+        )
+
+    figure = Figure(end(low), end(high))
+    if cost_basis(figure) != basis:
+        return None  # the ends do not make the basis they claim: not read as either
+    return Figure(figure.low, figure.high, (why,) if why and basis != "price" else ())
+
 
 def dearest(figures: Sequence[Figure]) -> Figure:
     """The most of several figures: what a job costs wherever of several places it lands.
@@ -148,3 +181,13 @@ def _text(figure: Figure, money: Callable[[float], str], unit: str, why: bool) -
         assert figure.low is not None and figure.high is not None
         return f"{money(figure.low)} to {money(figure.high)}{unit}{reason}"
     return "unknown" + reason
+
+
+def with_reason(door: Figure, catalog: Figure) -> Figure:
+    """A figure read from a resource's outputs (``figure_of_output``, which carry no reason)
+    with the reason ``catalog``'s figure of the same job gives, where both are of one kind; a
+    bound the catalog does not see says whose it is."""
+    if door.is_price:
+        return door
+    same = catalog.kind == door.kind and catalog.why
+    return Figure(door.low, door.high, catalog.why if same else ("the resource's outputs",))

@@ -18,7 +18,9 @@ The cost limits need the worst case, so they judge a figure's upper end (``Figur
 price, or an "at most" bound (on-demand standing in), passes or fails as that figure, and the
 message says which figure it judged (``judged: at most $X/h``). A figure known only from below
 ("at least", Compute Engine's rate without Vertex's fee) has no worst case: it fails closed,
-as an unknown price does.
+as an unknown price does. Where a resource's outputs carry its price with their basis (the
+plugin's ``costBasis`` and ends, which a stack policy sees: ``PolicyJob.priced``), that figure
+is judged by the same rule, and the message names it (``prices: the resource's outputs``).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from ..lifecycle._wire import (
 from ..rules._catalog import Catalog, load_catalog, regions_offering
 from ..rules._spec import JobSpec
 from ..rules._tuning_spec import TuningJobSpec
-from ._figure import figure_text
+from ._figure import Figure, cost_basis, figure_of_output, figure_text, with_reason
 from ._pricing import capacity_word, concurrent_trials, estimate, labels_text
 from ._quota import (
     Need,
@@ -96,6 +98,10 @@ class PolicyJob:
     """The job's project (its ``project`` input), for rules that read the project's quotas."""
     placement: tuple[Attempt, ...] = ()
     """A placed job's attempts (``components.lifecycle._placement``): it may run in any of them."""
+    priced: Figure | None = None
+    """The price per hour the resource's own outputs carry with their basis (the plugin's
+    ``hourlyCostUsd``/``costBasis``...: its preview prices a create, live prices where
+    readable), or None: the catalog's estimate is judged."""
 
     @property
     def regions(self) -> list[str | None]:
@@ -169,7 +175,12 @@ def _document(props: Mapping[str, Any], tuning: bool) -> Any:
     from ..plugin._shape import TRAINING, TUNING
 
     plain = _plain(props)
-    return (TUNING if tuning else TRAINING).document(plain) if isinstance(plain, dict) else None
+    if not isinstance(plain, dict):
+        return None
+    shape = TUNING if tuning else TRAINING
+    # A stack policy sees the resource's outputs (``state``, ``hourlyCostUsd``...) beside its
+    # inputs: they are not the job's spec.
+    return shape.document({k: v for k, v in plain.items() if k not in shape.output_names})
 
 
 def job_from_props(
@@ -213,7 +224,15 @@ def job_from_props(
         tuning,
         project if isinstance(project, str) else None,
         tuple(attempts_of(candidates)) if candidates and not problems else (),
+        figure_of_output(*(_item(props, key) for key in _HOURLY_OUTPUTS)),
     )
+
+
+_HOURLY_OUTPUTS = ("costBasis", "hourlyCostLowUsd", "hourlyCostHighUsd")
+"""The plugin's outputs of a job's price per hour and what it is (``cost_fields``): a stack
+policy sees a resource's outputs, a create's as its preview knows them. The dynamic door's
+``status`` is priced from the snapshot alone, without the stack's price sheet the pack
+applies, so the pack's estimate stands for it."""
 
 
 def plugin_defaults(
@@ -252,7 +271,7 @@ def hourly_cost_bound(job: PolicyJob, catalog: Catalog) -> tuple[float | None, s
             if attempt.region not in offering:
                 continue  # never tried: check() skips a candidate without the job's GPUs
             spec = JobSpec.parse(with_capacity(job.spec.to_document(), attempt.capacity))
-            one = replace(job, spec=spec, region=attempt.region, placement=())
+            one = replace(job, spec=spec, region=attempt.region, placement=(), priced=None)
             cost, how = hourly_cost_bound(one, catalog)
             if cost is None:
                 return None, f"{attempt.shown}: {how}"
@@ -271,11 +290,16 @@ def hourly_cost_bound(job: PolicyJob, catalog: Catalog) -> tuple[float | None, s
     trials = f", {job.parallel_trials} trials at once" if job.tuning else ""
     result = estimate(job.spec, catalog, region=job.region)
     figure = result.figure.times(job.parallel_trials)
+    labels, door = labels_text(result.price_labels), ""
+    if job.priced is not None and job.priced.kind != "unknown":
+        # What the resource says it costs, a bound as a bound: the door's own prices.
+        figure = with_reason(job.priced, figure)
+        labels = door = f"; prices: the resource's outputs (costBasis {cost_basis(figure)})"
     if figure.worst is not None:
         how = capacity_word(result.billed_as) + trials
         if not figure.is_price:
             how += f"; judged: {figure_text(figure)}"
-        return figure.worst, how + labels_text(result.price_labels)
+        return figure.worst, how + labels
     if result.billed_as != "on_demand":
         # Spot and flex-start never cost more than on-demand: its price bounds an unknown one.
         bound = estimate(job.spec, catalog, region=job.region, capacity="on_demand")
@@ -288,7 +312,7 @@ def hourly_cost_bound(job: PolicyJob, catalog: Catalog) -> tuple[float | None, s
                 bound.price_labels
             )
     if figure.kind == "at_least":
-        return None, f"no worst case: {figure_text(figure)}"
+        return None, f"no worst case: {figure_text(figure)}{door}"
     why = ", ".join(result.missing) or "; ".join(figure.why)
     return None, "unknown price: " + why
 

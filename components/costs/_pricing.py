@@ -24,7 +24,7 @@ from ..rules._catalog import Catalog, Price, capacity_of, combinations, load_cat
 from ..rules._spec import JobSpec, WorkerPoolSpec
 from ..rules._tuning_spec import TuningJobSpec
 from ..rules._validation import pool_role, validate
-from ._figure import ZERO, Figure, figure_text
+from ._figure import ZERO, Figure, cost_basis, figure_text
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -37,6 +37,7 @@ __all__ = [
     "capacity_word",
     "compare_regions",
     "concurrent_trials",
+    "cost_fields",
     "cost_outputs",
     "duration_text",
     "estimate",
@@ -462,15 +463,38 @@ def compare_regions(
     )
 
 
+def cost_fields(
+    hourly: float | None, ceiling: float | None, figure: Figure, max_figure: Figure
+) -> dict[str, Any]:
+    """The ``COST_FIELDS`` (``components.lifecycle._wire``) of a price: ``hourly_cost_usd``/``max_cost_usd`` as they always
+    were (the catalog's cells added, a bound among them or not: a state's figures stay as they
+    were written), ``cost_basis`` what they are (``price``, ``at most``, ``at least``,
+    ``range``, ``unknown``: ``_figure.COST_BASES``) and the ends known of each (None: not
+    known; a price's ends are the price)."""
+    return {
+        "hourly_cost_usd": hourly,
+        "max_cost_usd": ceiling,
+        "cost_basis": cost_basis(figure),
+        "hourly_cost_low_usd": figure.low,
+        "hourly_cost_high_usd": figure.high,
+        "max_cost_low_usd": max_figure.low,
+        "max_cost_high_usd": max_figure.high,
+    }
+
+
+_NO_PRICE = cost_fields(None, None, Figure(None, None), Figure(None, None))
+
+
 def cost_outputs(
     document: Mapping[str, Any], region: str, catalog: Catalog | None = None
-) -> dict[str, float | None]:
-    """``hourly_cost_usd`` and ``max_cost_usd`` for a job document (None where unknown)."""
+) -> dict[str, Any]:
+    """The ``COST_FIELDS`` of a job document priced in ``region`` from ``catalog`` (the
+    snapshot where None; ``cost_basis`` ``unknown`` where the spec cannot be priced)."""
     try:
         result = estimate(JobSpec.parse(dict(document)), catalog or load_catalog(), region=region)
     except (SpecError, ValueError):
-        return {"hourly_cost_usd": None, "max_cost_usd": None}
-    return {"hourly_cost_usd": result.usd_per_hour, "max_cost_usd": result.max_usd}
+        return dict(_NO_PRICE)
+    return cost_fields(result.usd_per_hour, result.max_usd, result.figure, result.max_figure)
 
 
 # --- hyperparameter tuning jobs ---------------------------------------------------------
@@ -570,20 +594,19 @@ def estimate_tuning(
 
 def tuning_cost_outputs(
     document: Mapping[str, Any], region: str, catalog: Catalog | None = None
-) -> dict[str, float | None]:
-    """The prices of a tuning job document (None where unknown).
+) -> dict[str, Any]:
+    """The prices of a tuning job document, as ``cost_outputs``'s.
 
     ``hourly_cost_usd``: every parallel trial at once; ``max_cost_usd``: the ceiling of all
-    trials; ``trial_hourly_cost_usd``: one trial.
+    trials; ``trial_hourly_cost_usd``: one trial (of the same ``cost_basis``).
     """
     try:
         spec = TuningJobSpec.parse(dict(document))
         result = estimate_tuning(spec, catalog or load_catalog(), region=region)
     except (SpecError, ValueError):
-        return {"hourly_cost_usd": None, "max_cost_usd": None, "trial_hourly_cost_usd": None}
+        return {**_NO_PRICE, "trial_hourly_cost_usd": None}
     return {
-        "hourly_cost_usd": result.usd_per_hour,
-        "max_cost_usd": result.max_usd,
+        **cost_fields(result.usd_per_hour, result.max_usd, result.figure, result.max_figure),
         "trial_hourly_cost_usd": result.trial_usd_per_hour,
     }
 

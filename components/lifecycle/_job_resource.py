@@ -457,9 +457,22 @@ class JobResource(pulumi.dynamic.Resource, Generic[S]):
     adopted = StatusField[bool]("adopted")
     """True when create found this run's job already submitted (lost response, crash)."""
     hourly_cost_usd = StatusField[float | None]("hourly_cost_usd")
-    """The job's price per hour from the catalog; None when a price is not known."""
+    """The job's price per hour from the catalog's cells; None when a cell is not known. A
+    bound among them is added in as it is: ``cost_basis`` says what the figure is."""
     max_cost_usd = StatusField[float | None]("max_cost_usd")
-    """The most the run can cost (for its ``scheduling.timeout``)."""
+    """The most the run can cost (for its ``scheduling.timeout``), as ``hourly_cost_usd``."""
+    cost_basis = StatusField[str | None]("cost_basis")
+    """What the cost figures are: ``price``; ``at most`` (an upper end only: on-demand
+    standing in for an unknown rate), ``at least`` (a lower end only), ``range`` (both ends,
+    apart) or ``unknown``. Absent from a state written before it."""
+    hourly_cost_low_usd = StatusField[float | None]("hourly_cost_low_usd")
+    """The least the job costs per hour, where known (a price: the price)."""
+    hourly_cost_high_usd = StatusField[float | None]("hourly_cost_high_usd")
+    """The most the job costs per hour, where known (a price: the price)."""
+    max_cost_low_usd = StatusField[float | None]("max_cost_low_usd")
+    """The lower end of ``max_cost_usd``, where known."""
+    max_cost_high_usd = StatusField[float | None]("max_cost_high_usd")
+    """The upper end of ``max_cost_usd``, where known."""
 
     def __init__(
         self,

@@ -505,7 +505,7 @@ def place(provider: JobProvider, run: _Run, inputs: dict[str, Any]) -> tuple[Any
                 "placed_region": attempt.region,
                 "placed_capacity": attempt.capacity or "as in the spec",
                 "placement_attempts": [r.to_output() for r in records],
-                **provider.kind.costs(here.document, attempt.region),
+                **provider.costs(here.document, attempt.region, run.project),
             }
         provider.write_placement(run, f"{attempt.shown}: {stopped_by}; trying the next candidate")
     raise PlacementFailed(

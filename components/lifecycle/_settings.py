@@ -37,6 +37,7 @@ __all__ = [
     "DYNAMIC_DOOR",
     "EMULATOR_STATE_DIR_KEY",
     "ENDPOINT_KEY",
+    "LIVE_PRICES_KEY",
     "PLUGIN_DOOR",
     "PROJECT_ENV",
     "REGION_ENV",
@@ -70,6 +71,7 @@ MAX_CONCURRENT_OPERATIONS_KEY = "training:maxConcurrentOperations"
 CATALOG_OVERLAY_KEY = "training:catalogOverlay"
 DELETE_RECORDS_KEY = "training:deleteRecords"
 CONTINUE_LAST_RUN_KEY = "training:continueLastRun"
+LIVE_PRICES_KEY = "training:livePrices"
 """A folder of catalog CSV rows over the packaged catalog (``components.rules._catalog``)."""
 
 DEFAULT_CANCEL_TIMEOUT = 600.0
@@ -442,6 +444,9 @@ class ProviderSettings:
     quota: str = "error"
     """``training:quota``: a quota shortfall at preview fails it (error), warns, or is not
     looked for (off)."""
+    live_prices: bool = True
+    """``training:livePrices`` (``gpu-training:livePrices``): prices from Vertex's live billing
+    SKUs where readable (``components.costs._billing_cli.priced_from``); false: the snapshot."""
     door: Door = DYNAMIC_DOOR
     """Which front door read these: its key names and where its jobs' place comes from."""
 
@@ -461,6 +466,7 @@ class ProviderSettings:
         cancel, retry = key(CANCEL_TIMEOUT_KEY), key(RETRY_DEADLINE_KEY)
         concurrent, overlay = key(MAX_CONCURRENT_OPERATIONS_KEY), key(CATALOG_OVERLAY_KEY)
         deletes, continues = key(DELETE_RECORDS_KEY), key(CONTINUE_LAST_RUN_KEY)
+        live = key(LIVE_PRICES_KEY)
         return cls(
             endpoint=Endpoint(endpoint),
             cancel_timeout=seconds_setting(get(cancel), cancel, DEFAULT_CANCEL_TIMEOUT),
@@ -475,5 +481,6 @@ class ProviderSettings:
             delete_records=flag_setting(get(deletes), deletes),
             continue_last_run=flag_setting(get(continues), continues),
             quota=quota_setting(get(key(QUOTA_KEY)), key(QUOTA_KEY)),
+            live_prices=get(live) is None or flag_setting(get(live), live),
             door=door,
         )

@@ -24,6 +24,7 @@ from typing import Any, Literal, get_args
 
 __all__ = [
     "CONTINUE_LAST_RUN",
+    "COST_FIELDS",
     "DEFAULT_WAIT_TIMEOUT",
     "DELETE_RECORD",
     "ENV_VALUES",
@@ -268,8 +269,21 @@ _JOB_FIELDS = (
     "error_message",
 )
 """What every kind of job reports about itself (``components.vertex.api``)."""
-_RUN_FIELDS = ("run_hash", "adopted", "hourly_cost_usd", "max_cost_usd")
-"""What the provider adds: the run's hash, whether it was adopted, its price."""
+COST_FIELDS = (
+    "hourly_cost_usd",
+    "max_cost_usd",
+    "cost_basis",
+    "hourly_cost_low_usd",
+    "hourly_cost_high_usd",
+    "max_cost_low_usd",
+    "max_cost_high_usd",
+)
+"""The ``status`` fields of a job's price (``components.costs._pricing.cost_fields``): the two
+figures states have always held, ``cost_basis`` (what they are: ``price``, ``at most``, ``at
+least``, ``range``, ``unknown``) and the ends known of each."""
+_RUN_FIELDS = ("run_hash", "adopted", *COST_FIELDS)
+"""What the provider adds: the run's hash, whether it was adopted, its price (the figures and
+what they are: ``components.costs._pricing.cost_fields``)."""
 
 STATUS_FIELDS = (*_JOB_FIELDS, "output_dir", "model_dir", "web_access_uris", *_RUN_FIELDS)
 """What the one output ``status`` holds: the job as Vertex last reported it, and its price.

@@ -10,10 +10,11 @@ service, ``EngineLog``), in ``pulumi preview`` and ``pulumi up`` alike; ``gpu-tr
 decides what a shortfall is (``error``: a check failure on the job's pools).
 
 The preview of a create returns the outputs already known (``known_status``): the price per
-hour and at most, and with one candidate region the region it runs in. The price is the one
-the create records (the catalog's, ``JobResourceKind.costs``), so the preview's outputs are the
-state's after ``pulumi up``; the note prices as the dynamic door's preview does (live billing
-prices where readable), and says where its prices came from.
+hour and at most, what it is (``costBasis``), and with one candidate region the region it runs
+in. One job has one price: the note, the preview's outputs and the create's (``catalog_for``,
+``JobProvider.use_pricing``) all price from the one billed catalog, chosen by the rule the CLI
+and the dynamic door's preview use (``priced_from``: live billing prices where readable,
+``gpu-training:livePrices: false`` the snapshot), and the note says where its prices came from.
 
 Per process, once: the billed catalog (the live billing SKUs' prices over the snapshot) for
 each endpoint and project, and each project's quota limits (or why they cannot be read: the
@@ -53,9 +54,9 @@ from ._shape import Shape
 
 __all__ = ["PlannedJob", "PreviewNotes", "planned_job"]
 
-Costs = Callable[[Mapping[str, Any], str], Mapping[str, Any]]
-"""``(document, region)`` → the ``status`` fields of a job's price, as its create records it
-(``components._provider.JobResourceKind.costs``)."""
+Costs = Callable[[Mapping[str, Any], str, Catalog | None], Mapping[str, Any]]
+"""``(document, region, catalog)`` → the ``status`` fields of a job's price, as its create
+records it (``components._provider.JobResourceKind.costs``)."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,7 @@ class PreviewNotes:
             endpoint=settings.endpoint.url,
             quota=settings.quota,
             root=None,
+            live_prices=settings.live_prices,
             retry_deadline=settings.retry_deadline,
             door=PLUGIN_DOOR,
         )
@@ -133,6 +135,21 @@ class PreviewNotes:
             if found is None:
                 found = self._catalogs[key] = preview_catalog(settings, say)
             return found
+
+    def catalog_for(self, project: str, settings: ProviderSettings) -> Catalog:
+        """The billed catalog a create of a job of ``project`` prices with: the one its
+        preview's notes read (``catalog``; where the check read none, its notes go to the
+        stack)."""
+        preview = PreviewSettings(
+            project=project,
+            region=None,
+            endpoint=settings.endpoint.url,
+            root=None,
+            live_prices=settings.live_prices,
+            retry_deadline=settings.retry_deadline,
+            door=PLUGIN_DOOR,
+        )
+        return self.catalog(preview, self.say_to(""))
 
     def read_limits(self, endpoint: Endpoint, project: str, retry_deadline: float) -> QuotaLimits:
         """The project's quota limits, or the ``QuotaUnavailable`` of the first read, again."""
@@ -173,15 +190,18 @@ class PreviewNotes:
         )
 
     @staticmethod
-    def known_status(job: PlannedJob, costs: Costs, under: str | None) -> dict[str, Any]:
+    def known_status(
+        job: PlannedJob, costs: Costs, under: str | None, catalog: Catalog | None = None
+    ) -> dict[str, Any]:
         """The ``status`` fields a create of ``job`` is known to give before it runs: its
-        prices (``costs``, as the create prices it), and with candidate regions only where one
-        candidate is left (its region; with one capacity kind, its capacity and price)."""
+        prices (``costs`` from ``catalog``, as the create prices it), and with candidate
+        regions only where one candidate is left (its region; with one capacity kind, its
+        capacity and price)."""
         from ..lifecycle._placement import attempts_of, parse_placement, with_capacity
 
         document = job.spec.to_document()
         if not job.placement:
-            return dict(costs(document, job.region))
+            return dict(costs(document, job.region, catalog))
         candidates, _ = parse_placement(job.placement)
         if len(candidates) != 1:
             return {}  # where it runs, and so its price, is the create's to find
@@ -191,5 +211,5 @@ class PreviewNotes:
             [attempt] = attempts
             status["placed_capacity"] = attempt.capacity or "as in the spec"
             placed = with_capacity(document, attempt.capacity, under=under)
-            status.update(costs(placed, attempt.region))
+            status.update(costs(placed, attempt.region, catalog))
         return status

@@ -90,6 +90,7 @@ from ..lifecycle._wire import (
     decode_spec,
     is_unknown,
 )
+from ..rules._catalog import Catalog
 from ..vertex.api import JobOperationError
 from ._log import EngineLog
 from ._notes import PreviewNotes, planned_job
@@ -276,10 +277,15 @@ class GpuTrainingProvider(Provider):
         self._config = await self._run(lambda: _read_config(values))
         for kind in self._kinds.values():
             kind.core.use_settings(self._config.settings)
+            kind.core.use_pricing(self._catalog_for)
         # supports_preview: the engine asks create and update at preview too; the outputs a
         # create's preview knows (the price, the placed region) reach the streamed
         # `preview --json` (resOutputsEvent) and the program.
         return ConfigureResponse(accept_secrets=True, supports_preview=True, accept_resources=True)
+
+    def _catalog_for(self, project: str) -> Catalog:
+        """The billed catalog a create prices with: its preview's (``PreviewNotes.catalog_for``)."""
+        return self._notes.catalog_for(project, self._config.settings)
 
     async def cancel(self) -> None:
         """The engine's Cancel (Ctrl-C, ``pulumi cancel``): every wait ends now; each job is
@@ -449,7 +455,8 @@ class GpuTrainingProvider(Provider):
         status: dict[str, Any] = {}
         if job is not None:
             under = kind.shape.spec.pools_under
-            status = PreviewNotes.known_status(job, kind.core.kind.costs, under)
+            catalog = self._notes.catalog_for(job.project, self._config.settings)
+            status = PreviewNotes.known_status(job, kind.core.kind.costs, under, catalog)
         state = self._state(kind, request.properties, inputs, {STATUS: status})
         for output in _OUTPUT_NAMES[kind.token]:
             # The engine's unknown text: the SDK cannot marshal its own Computed value.

@@ -251,8 +251,37 @@ _JOB_OUTPUTS: dict[str, dict[str, Any]] = {
         "type": "boolean",
         "description": "Whether the create took over a job that was already running.",
     },
-    "hourlyCostUsd": {"type": "number", "description": "The job's price per hour, in USD."},
-    "maxCostUsd": {"type": "number", "description": "The job's price if it runs to its timeout."},
+    "hourlyCostUsd": {
+        "type": "number",
+        "description": "The job's price per hour, in USD: the catalog's cells added, a bound "
+        "among them as it is (`costBasis` says what the figure is).",
+    },
+    "maxCostUsd": {
+        "type": "number",
+        "description": "The job's price if it runs to its timeout, as `hourlyCostUsd`.",
+    },
+    "costBasis": {
+        "type": "string",
+        "description": "What the cost figures are: `price`; `at most` (an upper end only: "
+        "on-demand standing in for an unknown Spot or flex-start rate), `at least` (a lower "
+        "end only: a rate without Vertex's fee), `range` (both ends known, apart) or `unknown`.",
+    },
+    "hourlyCostLowUsd": {
+        "type": "number",
+        "description": "The least the job costs per hour, where known (a price: the price).",
+    },
+    "hourlyCostHighUsd": {
+        "type": "number",
+        "description": "The most the job costs per hour, where known (a price: the price).",
+    },
+    "maxCostLowUsd": {
+        "type": "number",
+        "description": "The lower end of `maxCostUsd`, where known.",
+    },
+    "maxCostHighUsd": {
+        "type": "number",
+        "description": "The upper end of `maxCostUsd`, where known.",
+    },
     "placedRegion": {
         "type": "string",
         "description": "With `regions`: the candidate region the job runs in.",
@@ -291,7 +320,10 @@ _TUNING_OUTPUTS: dict[str, dict[str, Any]] = {
         "type": "string",
         "description": "`<trialJobSpec.baseOutputDirectory>/<best trial id>/model/`.",
     },
-    "trialHourlyCostUsd": {"type": "number", "description": "One trial's price per hour."},
+    "trialHourlyCostUsd": {
+        "type": "number",
+        "description": "One trial's price per hour (of the job's `costBasis`).",
+    },
 }
 
 _CONFIG: dict[str, dict[str, Any]] = {
@@ -330,6 +362,12 @@ _CONFIG: dict[str, dict[str, Any]] = {
         "description": "A folder of catalog CSV files (relative to the project directory) whose "
         "rows are put over the packaged catalog the jobs are checked against, as "
         "`training:catalogOverlay`.",
+    },
+    "livePrices": {
+        "type": "boolean",
+        "description": "Price jobs (the preview's notes, the cost outputs) from Vertex AI's "
+        "live billing SKUs where Google credentials can read them (default true); false: the "
+        "catalog's shipped snapshot.",
     },
     "deleteRecords": {
         "type": "boolean",

@@ -141,6 +141,16 @@ class Shape:
             document[self.nested] = inner
         return document
 
+    @property
+    def output_names(self) -> frozenset[str]:
+        """The resource's outputs that are not inputs (``outputs_of_status``'s names): what a
+        stack policy sees beside the inputs, never part of the job's spec."""
+        return frozenset(
+            _OUTPUT_NAME.get(field, camel(field))
+            for field in self.status_fields
+            if field not in _BOOKKEEPING
+        )
+
     def rest_document(self, flat: Mapping[str, Any]) -> dict[str, Any]:
         """A flat spec document (the core's) in the REST shape (``document``'s inverse)."""
         if self.nested is None:

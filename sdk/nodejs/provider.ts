@@ -39,6 +39,7 @@ export class Provider extends pulumi.ProviderResource {
             resourceInputs["deleteRecords"] = pulumi.output(args?.deleteRecords).apply(JSON.stringify);
             resourceInputs["emulatorStateDir"] = args?.emulatorStateDir;
             resourceInputs["endpoint"] = args?.endpoint ? pulumi.secret(args.endpoint) : undefined;
+            resourceInputs["livePrices"] = pulumi.output(args?.livePrices).apply(JSON.stringify);
             resourceInputs["maxConcurrentOperations"] = pulumi.output(args?.maxConcurrentOperations).apply(JSON.stringify);
             resourceInputs["project"] = args?.project;
             resourceInputs["quota"] = args?.quota;
@@ -75,6 +76,10 @@ export interface ProviderArgs {
      * `http(s)://HOST[:PORT]` of a Vertex AI API other than Google's (the local emulator); it may carry credentials.
      */
     endpoint?: pulumi.Input<string | undefined>;
+    /**
+     * Price jobs (the preview's notes, the cost outputs) from Vertex AI's live billing SKUs where Google credentials can read them (default true); false: the catalog's shipped snapshot.
+     */
+    livePrices?: pulumi.Input<boolean | undefined>;
     /**
      * HTTP connections the provider keeps to the API (4 to 256, default 32).
      */

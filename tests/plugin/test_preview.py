@@ -195,3 +195,71 @@ def test_the_billed_catalog_and_the_quotas_are_read_once_per_process(
         assert warning.endswith(
             "the job's quotas were not checked (gpu-training:quota: off skips this)"
         )
+
+
+def _h100_job() -> dict[str, Any]:
+    """Eight H100s on a3-highgpu-8g in us-central1: the catalog's snapshot (a 2026-10 reading
+    of Vertex's pricing page) and the billing SKUs the emulator serves disagree on its price."""
+    job = training_job("a3-highgpu-8g", count=8)
+    job["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorType"] = "NVIDIA_H100_80GB"
+    return {**job, "waitFor": "submitted"}
+
+
+def _document(job: dict[str, Any]) -> dict[str, Any]:
+    return {"displayName": "train", **job["jobSpec"], "labels": job["labels"]}
+
+
+def test_the_note_the_preview_and_the_create_give_one_job_one_price(
+    emu: EmulatorProcess,
+) -> None:
+    # The rule the CLI and the dynamic door's preview use (priced_from): the billing SKUs the
+    # endpoint serves over the snapshot. The create once priced from the snapshot alone.
+    provider, log = _provider(emu.endpoint, quota="off")
+    job = _h100_job()
+    settings = PreviewSettings(PROJECT, REGION, emu.endpoint, root=None, door=PLUGIN_DOOR)
+    live = cost_outputs(_document(job), REGION, preview_catalog(settings, lambda *_: None))
+    snapshot = cost_outputs(_document(job), REGION)
+    assert live["cost_basis"] == "price" and live["hourly_cost_usd"] is not None
+    assert live["hourly_cost_usd"] != pytest.approx(snapshot["hourly_cost_usd"])
+    assert _check(provider, job) == []
+    [note] = [m for m in _said(log, "info") if m.startswith("estimated cost per job:")]
+    assert f"train: ${live['hourly_cost_usd']:,.2f}/h on-demand" in note
+    assert any(
+        m.startswith("prices: ") and "Cloud Billing Catalog API" in m for _, m, _ in log.sent
+    )
+    planned = _preview_create(provider, job)
+    created = run_isolated(provider.create(CreateRequest(URN, wrap_map(job), 60.0, False)))
+    state = dict(created.properties or {})
+    assert f"/locations/{REGION}/customJobs/" in str(created.resource_id)
+    for outputs in (planned, state):
+        assert outputs["hourlyCostUsd"].value == pytest.approx(live["hourly_cost_usd"])
+        assert outputs["maxCostUsd"].value == pytest.approx(live["max_cost_usd"])
+        assert outputs["costBasis"].value == "price"
+        assert outputs["hourlyCostHighUsd"].value == pytest.approx(live["hourly_cost_usd"])
+
+
+def test_live_prices_false_prices_the_note_preview_and_outputs_from_the_snapshot(
+    emu: EmulatorProcess,
+) -> None:
+    provider, log = _provider(emu.endpoint, quota="off", livePrices=False)
+    job = _h100_job()
+    snapshot = cost_outputs(_document(job), REGION)
+    assert _check(provider, job) == []
+    [note] = [m for m in _said(log, "info") if m.startswith("estimated cost per job:")]
+    assert f"train: ${snapshot['hourly_cost_usd']:,.2f}/h on-demand" in note
+    assert not any("Cloud Billing Catalog API" in message for _, message, _ in log.sent)
+    planned = _preview_create(provider, job)
+    assert planned["hourlyCostUsd"].value == pytest.approx(snapshot["hourly_cost_usd"])
+
+
+def test_a_bad_live_prices_setting_names_the_plugins_key() -> None:
+    from components.lifecycle._settings import ProviderSettings, SettingError
+
+    def read(value: str | None) -> ProviderSettings:
+        given = {} if value is None else {"gpu-training:livePrices": value}
+        return ProviderSettings.read(lambda key: given.get(key), PLUGIN_DOOR)
+
+    with pytest.raises(SettingError, match=r"^gpu-training:livePrices: expected true or false"):
+        read("yes")
+    assert not read("false").live_prices
+    assert read(None).live_prices and read("true").live_prices

@@ -75,5 +75,6 @@ def test_provider_configuration_is_the_training_settings() -> None:
         "emulatorStateDir",
         "catalogOverlay",
         "deleteRecords",
+        "livePrices",
     }
     assert config["endpoint"]["secret"] is True

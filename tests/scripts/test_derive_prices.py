@@ -204,3 +204,52 @@ def test_spot_inputs_replace_the_references_spot_rates_with_their_source(
     # A cell without an input keeps the reference's Spot rate and says nothing of inputs.
     t4 = rows[("us-central1", "NVIDIA_TESLA_T4")]
     assert "Spot input:" not in t4["source"]
+
+
+# A Compute Engine on-demand GPU SKU as the Catalog API lists it: a test input, not a real price.
+SECOND_SOURCE = (
+    "6001-C0DE-0001,Compute Engine,TEST-L4-0001,Nvidia L4 GPU running in Americas,Compute,GPU,"
+    "OnDemand,us-central1,h,0.7,2026-11-30,test fixture (not a real price)\n"
+)
+
+
+def test_an_unknown_gpu_cell_takes_a_second_public_source_where_the_snapshot_has_one(
+    inputs: tuple[Path, Path],
+) -> None:
+    reference, catalog = inputs
+    with (catalog / "billing_skus.csv").open("a", encoding="utf-8") as handle:
+        handle.write(SECOND_SOURCE)
+    found, _ = derive(reference, catalog)
+    rows = {(r["region"], r["resource_kind"], r["name"]): r for r in found}
+    l4 = rows[("us-central1", "accelerator", "NVIDIA_L4")]
+    # Compute Engine's on-demand rate x the uplift, unverified; the reference's reason kept.
+    assert float(l4["on_demand_usd_per_hour"]) == pytest.approx(0.7 * UPLIFT)
+    assert (l4["basis"], l4["as_of"]) == ("unverified", "2026-11-30")
+    assert l4["source"].startswith(
+        "derived: Compute Engine billing SKU TEST-L4-0001 'Nvidia L4 GPU running in Americas' "
+        "(2026-11-30; test fixture (not a real price)) x 1.15 Vertex uplift"
+    )
+    assert "the reference: the source's figure 0.5 is a DWS flex-start rate" in l4["source"]
+    # The floors (the rates without the fee) get the fee, 15% of that on-demand rate.
+    assert float(l4["spot_usd_per_hour"]) == pytest.approx(0.6 + FEE * 0.7)
+    assert float(l4["flex_start_usd_per_hour"]) == pytest.approx(0.5 + FEE * 0.7)
+    assert (l4["spot_basis"], l4["flex_start_basis"]) == ("unverified", "unverified")
+    # Where the snapshot has none the cell stays unknown, saying a second source was looked for.
+    b200 = rows[("us-central1", "accelerator", "NVIDIA_B200")]
+    assert b200["basis"] == "unknown"
+    assert b200["source"].endswith(
+        "; no second public source: the billing snapshot (billing_skus.csv) has no Compute "
+        "Engine on-demand SKU for NVIDIA_B200 in us-central1"
+    )
+
+
+def test_the_counts_per_basis_move_one_cell_from_unknown_to_unverified(
+    inputs: tuple[Path, Path],
+) -> None:
+    reference, catalog = inputs
+    _, before = derive(reference, catalog)
+    with (catalog / "billing_skus.csv").open("a", encoding="utf-8") as handle:
+        handle.write(SECOND_SOURCE)
+    _, after = derive(reference, catalog)
+    assert after["unknown"] == before["unknown"] - 1
+    assert after["unverified"] == before["unverified"] + 1

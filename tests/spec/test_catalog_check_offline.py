@@ -51,6 +51,8 @@ def test_the_unknown_cells_are_listed_per_gpu_and_region_with_why() -> None:
     [a100] = [li for li in out.splitlines() if li.startswith("unknown on-demand: NVIDIA_A100_80GB")]
     assert "us-central1 (the source's figure 1.8462 is a DWS flex-start rate" in a100
     assert "europe-west4 (" in a100
+    # A second public source was looked for (derive_prices.py) and the shipped SKUs have none.
+    assert a100.count("; no second source in billing_skus.csv)") == 3
     assert not [li for li in out.splitlines() if "NVIDIA_TESLA_P100" in li]  # retired
 
 

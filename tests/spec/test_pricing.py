@@ -169,10 +169,9 @@ def test_cost_outputs_and_summary_line() -> None:
     outs = cost_outputs(known, "us-central1")
     assert outs["hourly_cost_usd"] == pytest.approx(0.62099885)
     assert outs["max_cost_usd"] == pytest.approx(1.2419977)
-    assert cost_outputs({"workerPoolSpecs": "broken"}, "us-central1") == {
-        "hourly_cost_usd": None,
-        "max_cost_usd": None,
-    }
+    assert outs["cost_basis"] == "price"
+    broken = cost_outputs({"workerPoolSpecs": "broken"}, "us-central1")
+    assert broken == {**dict.fromkeys(outs, None), "cost_basis": "unknown"}
     line = summary(
         estimate(
             spec(pool("n1-standard-4", "NVIDIA_TESLA_T4", 1), scheduling={"timeout": "2h"}),

@@ -188,8 +188,16 @@ def test_cost_outputs_for_the_provider() -> None:
         "hourly_cost_usd": pytest.approx(3.07049655),
         "max_cost_usd": pytest.approx(171.9478068),
         "trial_hourly_cost_usd": pytest.approx(1.02349885),
+        "cost_basis": "price",
+        "hourly_cost_low_usd": pytest.approx(3.07049655),
+        "hourly_cost_high_usd": pytest.approx(3.07049655),
+        "max_cost_low_usd": pytest.approx(171.9478068),
+        "max_cost_high_usd": pytest.approx(171.9478068),
     }
-    unknown = {"hourly_cost_usd": None, "max_cost_usd": None, "trial_hourly_cost_usd": None}
+    unknown = {
+        **dict.fromkeys(outputs, None),
+        "cost_basis": "unknown",
+    }
     assert tuning_cost_outputs(sweep("n1-standard-8"), "us-south1") == unknown
     # Not a tuning job document (a CustomJobSpec): no figures rather than an error.
     assert tuning_cost_outputs({"workerPoolSpecs": []}, "us-central1") == unknown

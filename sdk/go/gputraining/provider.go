@@ -49,6 +49,8 @@ type providerArgs struct {
 	EmulatorStateDir *string `pulumi:"emulatorStateDir"`
 	// `http(s)://HOST[:PORT]` of a Vertex AI API other than Google's (the local emulator); it may carry credentials.
 	Endpoint *string `pulumi:"endpoint"`
+	// Price jobs (the preview's notes, the cost outputs) from Vertex AI's live billing SKUs where Google credentials can read them (default true); false: the catalog's shipped snapshot.
+	LivePrices *bool `pulumi:"livePrices"`
 	// HTTP connections the provider keeps to the API (4 to 256, default 32).
 	MaxConcurrentOperations *int `pulumi:"maxConcurrentOperations"`
 	// The default project of the jobs.
@@ -75,6 +77,8 @@ type ProviderArgs struct {
 	EmulatorStateDir pulumi.StringPtrInput
 	// `http(s)://HOST[:PORT]` of a Vertex AI API other than Google's (the local emulator); it may carry credentials.
 	Endpoint pulumi.StringPtrInput
+	// Price jobs (the preview's notes, the cost outputs) from Vertex AI's live billing SKUs where Google credentials can read them (default true); false: the catalog's shipped snapshot.
+	LivePrices pulumi.BoolPtrInput
 	// HTTP connections the provider keeps to the API (4 to 256, default 32).
 	MaxConcurrentOperations pulumi.IntPtrInput
 	// The default project of the jobs.

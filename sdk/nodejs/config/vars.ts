@@ -63,6 +63,17 @@ Object.defineProperty(exports, "endpoint", {
 });
 
 /**
+ * Price jobs (the preview's notes, the cost outputs) from Vertex AI's live billing SKUs where Google credentials can read them (default true); false: the catalog's shipped snapshot.
+ */
+export declare const livePrices: boolean | undefined;
+Object.defineProperty(exports, "livePrices", {
+    get() {
+        return __config.getObject<boolean>("livePrices");
+    },
+    enumerable: true,
+});
+
+/**
  * HTTP connections the provider keeps to the API (4 to 256, default 32).
  */
 export declare const maxConcurrentOperations: number | undefined;

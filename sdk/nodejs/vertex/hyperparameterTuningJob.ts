@@ -71,6 +71,10 @@ export class HyperparameterTuningJob extends pulumi.CustomResource {
      */
     declare public readonly continueLastRun: pulumi.Output<boolean | undefined>;
     /**
+     * What the cost figures are: `price`; `at most` (an upper end only: on-demand standing in for an unknown Spot or flex-start rate), `at least` (a lower end only: a rate without Vertex's fee), `range` (both ends known, apart) or `unknown`.
+     */
+    declare public /*out*/ readonly costBasis: pulumi.Output<string | undefined>;
+    /**
      * When the job was created.
      */
     declare public /*out*/ readonly createTime: pulumi.Output<string | undefined>;
@@ -99,7 +103,15 @@ export class HyperparameterTuningJob extends pulumi.CustomResource {
      */
     declare public readonly exclusiveGpus: pulumi.Output<boolean | undefined>;
     /**
-     * The job's price per hour, in USD.
+     * The most the job costs per hour, where known (a price: the price).
+     */
+    declare public /*out*/ readonly hourlyCostHighUsd: pulumi.Output<number | undefined>;
+    /**
+     * The least the job costs per hour, where known (a price: the price).
+     */
+    declare public /*out*/ readonly hourlyCostLowUsd: pulumi.Output<number | undefined>;
+    /**
+     * The job's price per hour, in USD: the catalog's cells added, a bound among them as it is (`costBasis` says what the figure is).
      */
     declare public /*out*/ readonly hourlyCostUsd: pulumi.Output<number | undefined>;
     /**
@@ -115,7 +127,15 @@ export class HyperparameterTuningJob extends pulumi.CustomResource {
      */
     declare public readonly labels: pulumi.Output<{[key: string]: string} | undefined>;
     /**
-     * The job's price if it runs to its timeout.
+     * The upper end of `maxCostUsd`, where known.
+     */
+    declare public /*out*/ readonly maxCostHighUsd: pulumi.Output<number | undefined>;
+    /**
+     * The lower end of `maxCostUsd`, where known.
+     */
+    declare public /*out*/ readonly maxCostLowUsd: pulumi.Output<number | undefined>;
+    /**
+     * The job's price if it runs to its timeout, as `hourlyCostUsd`.
      */
     declare public /*out*/ readonly maxCostUsd: pulumi.Output<number | undefined>;
     /**
@@ -175,7 +195,7 @@ export class HyperparameterTuningJob extends pulumi.CustomResource {
      */
     declare public /*out*/ readonly trialCounts: pulumi.Output<{[key: string]: number} | undefined>;
     /**
-     * One trial's price per hour.
+     * One trial's price per hour (of the job's `costBasis`).
      */
     declare public /*out*/ readonly trialHourlyCostUsd: pulumi.Output<number | undefined>;
     /**
@@ -241,11 +261,16 @@ export class HyperparameterTuningJob extends pulumi.CustomResource {
             resourceInputs["bestTrial"] = undefined /*out*/;
             resourceInputs["bestTrialModelDir"] = undefined /*out*/;
             resourceInputs["consoleUrl"] = undefined /*out*/;
+            resourceInputs["costBasis"] = undefined /*out*/;
             resourceInputs["createTime"] = undefined /*out*/;
             resourceInputs["endTime"] = undefined /*out*/;
             resourceInputs["errorMessage"] = undefined /*out*/;
+            resourceInputs["hourlyCostHighUsd"] = undefined /*out*/;
+            resourceInputs["hourlyCostLowUsd"] = undefined /*out*/;
             resourceInputs["hourlyCostUsd"] = undefined /*out*/;
             resourceInputs["jobId"] = undefined /*out*/;
+            resourceInputs["maxCostHighUsd"] = undefined /*out*/;
+            resourceInputs["maxCostLowUsd"] = undefined /*out*/;
             resourceInputs["maxCostUsd"] = undefined /*out*/;
             resourceInputs["name"] = undefined /*out*/;
             resourceInputs["placedCapacity"] = undefined /*out*/;
@@ -262,6 +287,7 @@ export class HyperparameterTuningJob extends pulumi.CustomResource {
             resourceInputs["capacity"] = undefined /*out*/;
             resourceInputs["consoleUrl"] = undefined /*out*/;
             resourceInputs["continueLastRun"] = undefined /*out*/;
+            resourceInputs["costBasis"] = undefined /*out*/;
             resourceInputs["createTime"] = undefined /*out*/;
             resourceInputs["deleteRecordOnDelete"] = undefined /*out*/;
             resourceInputs["displayName"] = undefined /*out*/;
@@ -269,10 +295,14 @@ export class HyperparameterTuningJob extends pulumi.CustomResource {
             resourceInputs["endTime"] = undefined /*out*/;
             resourceInputs["errorMessage"] = undefined /*out*/;
             resourceInputs["exclusiveGpus"] = undefined /*out*/;
+            resourceInputs["hourlyCostHighUsd"] = undefined /*out*/;
+            resourceInputs["hourlyCostLowUsd"] = undefined /*out*/;
             resourceInputs["hourlyCostUsd"] = undefined /*out*/;
             resourceInputs["jobId"] = undefined /*out*/;
             resourceInputs["keepRecordOnDelete"] = undefined /*out*/;
             resourceInputs["labels"] = undefined /*out*/;
+            resourceInputs["maxCostHighUsd"] = undefined /*out*/;
+            resourceInputs["maxCostLowUsd"] = undefined /*out*/;
             resourceInputs["maxCostUsd"] = undefined /*out*/;
             resourceInputs["maxFailedTrialCount"] = undefined /*out*/;
             resourceInputs["maxTrialCount"] = undefined /*out*/;

@@ -24,6 +24,7 @@ class ProviderArgs:
                  delete_records: pulumi.Input[Optional[_builtins.bool]] = None,
                  emulator_state_dir: pulumi.Input[Optional[_builtins.str]] = None,
                  endpoint: pulumi.Input[Optional[_builtins.str]] = None,
+                 live_prices: pulumi.Input[Optional[_builtins.bool]] = None,
                  max_concurrent_operations: pulumi.Input[Optional[_builtins.int]] = None,
                  project: pulumi.Input[Optional[_builtins.str]] = None,
                  quota: pulumi.Input[Optional[_builtins.str]] = None,
@@ -38,6 +39,7 @@ class ProviderArgs:
         :param pulumi.Input[_builtins.bool] delete_records: A delete removes the job's record too (default false: the record, with its logs, times and metrics, is kept).
         :param pulumi.Input[_builtins.str] emulator_state_dir: The local emulator by its state directory (relative to the project directory), wherever it runs now; `endpoint` is then checked, not used.
         :param pulumi.Input[_builtins.str] endpoint: `http(s)://HOST[:PORT]` of a Vertex AI API other than Google's (the local emulator); it may carry credentials.
+        :param pulumi.Input[_builtins.bool] live_prices: Price jobs (the preview's notes, the cost outputs) from Vertex AI's live billing SKUs where Google credentials can read them (default true); false: the catalog's shipped snapshot.
         :param pulumi.Input[_builtins.int] max_concurrent_operations: HTTP connections the provider keeps to the API (4 to 256, default 32).
         :param pulumi.Input[_builtins.str] project: The default project of the jobs.
         :param pulumi.Input[_builtins.str] quota: Vertex training quotas at check (preview): `error` (default: a job whose accelerators exceed the project's limit in its region fails its check), `warn` or `off`.
@@ -55,6 +57,8 @@ class ProviderArgs:
             pulumi.set(__self__, "emulator_state_dir", emulator_state_dir)
         if endpoint is not None:
             pulumi.set(__self__, "endpoint", endpoint)
+        if live_prices is not None:
+            pulumi.set(__self__, "live_prices", live_prices)
         if max_concurrent_operations is not None:
             pulumi.set(__self__, "max_concurrent_operations", max_concurrent_operations)
         if project is not None:
@@ -127,6 +131,18 @@ class ProviderArgs:
     @endpoint.setter
     def endpoint(self, value: pulumi.Input[Optional[_builtins.str]]):
         pulumi.set(self, "endpoint", value)
+
+    @_builtins.property
+    @pulumi.getter(name="livePrices")
+    def live_prices(self) -> pulumi.Input[Optional[_builtins.bool]]:
+        """
+        Price jobs (the preview's notes, the cost outputs) from Vertex AI's live billing SKUs where Google credentials can read them (default true); false: the catalog's shipped snapshot.
+        """
+        return pulumi.get(self, "live_prices")
+
+    @live_prices.setter
+    def live_prices(self, value: pulumi.Input[Optional[_builtins.bool]]):
+        pulumi.set(self, "live_prices", value)
 
     @_builtins.property
     @pulumi.getter(name="maxConcurrentOperations")
@@ -212,6 +228,7 @@ class Provider(pulumi.ProviderResource):
                  delete_records: pulumi.Input[Optional[_builtins.bool]] = None,
                  emulator_state_dir: pulumi.Input[Optional[_builtins.str]] = None,
                  endpoint: pulumi.Input[Optional[_builtins.str]] = None,
+                 live_prices: pulumi.Input[Optional[_builtins.bool]] = None,
                  max_concurrent_operations: pulumi.Input[Optional[_builtins.int]] = None,
                  project: pulumi.Input[Optional[_builtins.str]] = None,
                  quota: pulumi.Input[Optional[_builtins.str]] = None,
@@ -229,6 +246,7 @@ class Provider(pulumi.ProviderResource):
         :param pulumi.Input[_builtins.bool] delete_records: A delete removes the job's record too (default false: the record, with its logs, times and metrics, is kept).
         :param pulumi.Input[_builtins.str] emulator_state_dir: The local emulator by its state directory (relative to the project directory), wherever it runs now; `endpoint` is then checked, not used.
         :param pulumi.Input[_builtins.str] endpoint: `http(s)://HOST[:PORT]` of a Vertex AI API other than Google's (the local emulator); it may carry credentials.
+        :param pulumi.Input[_builtins.bool] live_prices: Price jobs (the preview's notes, the cost outputs) from Vertex AI's live billing SKUs where Google credentials can read them (default true); false: the catalog's shipped snapshot.
         :param pulumi.Input[_builtins.int] max_concurrent_operations: HTTP connections the provider keeps to the API (4 to 256, default 32).
         :param pulumi.Input[_builtins.str] project: The default project of the jobs.
         :param pulumi.Input[_builtins.str] quota: Vertex training quotas at check (preview): `error` (default: a job whose accelerators exceed the project's limit in its region fails its check), `warn` or `off`.
@@ -265,6 +283,7 @@ class Provider(pulumi.ProviderResource):
                  delete_records: pulumi.Input[Optional[_builtins.bool]] = None,
                  emulator_state_dir: pulumi.Input[Optional[_builtins.str]] = None,
                  endpoint: pulumi.Input[Optional[_builtins.str]] = None,
+                 live_prices: pulumi.Input[Optional[_builtins.bool]] = None,
                  max_concurrent_operations: pulumi.Input[Optional[_builtins.int]] = None,
                  project: pulumi.Input[Optional[_builtins.str]] = None,
                  quota: pulumi.Input[Optional[_builtins.str]] = None,
@@ -285,6 +304,7 @@ class Provider(pulumi.ProviderResource):
             __props__.__dict__["delete_records"] = pulumi.Output.from_input(delete_records).apply(pulumi.runtime.to_json) if delete_records is not None else None
             __props__.__dict__["emulator_state_dir"] = emulator_state_dir
             __props__.__dict__["endpoint"] = None if endpoint is None else pulumi.Output.secret(endpoint)
+            __props__.__dict__["live_prices"] = pulumi.Output.from_input(live_prices).apply(pulumi.runtime.to_json) if live_prices is not None else None
             __props__.__dict__["max_concurrent_operations"] = pulumi.Output.from_input(max_concurrent_operations).apply(pulumi.runtime.to_json) if max_concurrent_operations is not None else None
             __props__.__dict__["project"] = project
             __props__.__dict__["quota"] = quota

@@ -36,6 +36,11 @@ func GetEndpoint(ctx *pulumi.Context) string {
 	return config.Get(ctx, "gpu-training:endpoint")
 }
 
+// Price jobs (the preview's notes, the cost outputs) from Vertex AI's live billing SKUs where Google credentials can read them (default true); false: the catalog's shipped snapshot.
+func GetLivePrices(ctx *pulumi.Context) bool {
+	return config.GetBool(ctx, "gpu-training:livePrices")
+}
+
 // HTTP connections the provider keeps to the API (4 to 256, default 32).
 func GetMaxConcurrentOperations(ctx *pulumi.Context) int {
 	return config.GetInt(ctx, "gpu-training:maxConcurrentOperations")

@@ -24,6 +24,8 @@ type TrainingJob struct {
 	ConsoleUrl pulumi.StringPtrOutput `pulumi:"consoleUrl"`
 	// Where the output directory is the provider's to choose, a new run writes into the directory of the run it replaces instead of one of its own (as `TrainingJob(continue_last_run=)`; a job whose spec names its output directory writes there either way).
 	ContinueLastRun pulumi.BoolPtrOutput `pulumi:"continueLastRun"`
+	// What the cost figures are: `price`; `at most` (an upper end only: on-demand standing in for an unknown Spot or flex-start rate), `at least` (a lower end only: a rate without Vertex's fee), `range` (both ends known, apart) or `unknown`.
+	CostBasis pulumi.StringPtrOutput `pulumi:"costBasis"`
 	// When the job was created.
 	CreateTime pulumi.StringPtrOutput `pulumi:"createTime"`
 	// When true, a delete (destroy, the end of a replace) deletes the job's record after cancelling it (by default the record outlives the resource; `keepRecordOnDelete` keeps it whatever this says).
@@ -38,7 +40,11 @@ type TrainingJob struct {
 	ErrorMessage pulumi.StringPtrOutput `pulumi:"errorMessage"`
 	// When true, a replacement cancels the old job before it starts the new one.
 	ExclusiveGpus pulumi.BoolPtrOutput `pulumi:"exclusiveGpus"`
-	// The job's price per hour, in USD.
+	// The most the job costs per hour, where known (a price: the price).
+	HourlyCostHighUsd pulumi.Float64PtrOutput `pulumi:"hourlyCostHighUsd"`
+	// The least the job costs per hour, where known (a price: the price).
+	HourlyCostLowUsd pulumi.Float64PtrOutput `pulumi:"hourlyCostLowUsd"`
+	// The job's price per hour, in USD: the catalog's cells added, a bound among them as it is (`costBasis` says what the figure is).
 	HourlyCostUsd pulumi.Float64PtrOutput `pulumi:"hourlyCostUsd"`
 	// The job's ID, the last part of its name.
 	JobId pulumi.StringPtrOutput `pulumi:"jobId"`
@@ -48,7 +54,11 @@ type TrainingJob struct {
 	KeepRecordOnDelete pulumi.BoolPtrOutput `pulumi:"keepRecordOnDelete"`
 	// The labels with user-defined metadata to organize CustomJobs. Label keys and values can be no longer than 64 characters (Unicode codepoints), can only contain lowercase letters, numeric characters, underscores and dashes. International characters are allowed. See https://goo.gl/xmQnxf for more information and examples of labels.
 	Labels pulumi.StringMapOutput `pulumi:"labels"`
-	// The job's price if it runs to its timeout.
+	// The upper end of `maxCostUsd`, where known.
+	MaxCostHighUsd pulumi.Float64PtrOutput `pulumi:"maxCostHighUsd"`
+	// The lower end of `maxCostUsd`, where known.
+	MaxCostLowUsd pulumi.Float64PtrOutput `pulumi:"maxCostLowUsd"`
+	// The job's price if it runs to its timeout, as `hourlyCostUsd`.
 	MaxCostUsd pulumi.Float64PtrOutput `pulumi:"maxCostUsd"`
 	// `<baseOutputDirectory>/model/`.
 	ModelDir pulumi.StringPtrOutput `pulumi:"modelDir"`
@@ -252,6 +262,11 @@ func (o TrainingJobOutput) ContinueLastRun() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v *TrainingJob) pulumi.BoolPtrOutput { return v.ContinueLastRun }).(pulumi.BoolPtrOutput)
 }
 
+// What the cost figures are: `price`; `at most` (an upper end only: on-demand standing in for an unknown Spot or flex-start rate), `at least` (a lower end only: a rate without Vertex's fee), `range` (both ends known, apart) or `unknown`.
+func (o TrainingJobOutput) CostBasis() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *TrainingJob) pulumi.StringPtrOutput { return v.CostBasis }).(pulumi.StringPtrOutput)
+}
+
 // When the job was created.
 func (o TrainingJobOutput) CreateTime() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *TrainingJob) pulumi.StringPtrOutput { return v.CreateTime }).(pulumi.StringPtrOutput)
@@ -287,7 +302,17 @@ func (o TrainingJobOutput) ExclusiveGpus() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v *TrainingJob) pulumi.BoolPtrOutput { return v.ExclusiveGpus }).(pulumi.BoolPtrOutput)
 }
 
-// The job's price per hour, in USD.
+// The most the job costs per hour, where known (a price: the price).
+func (o TrainingJobOutput) HourlyCostHighUsd() pulumi.Float64PtrOutput {
+	return o.ApplyT(func(v *TrainingJob) pulumi.Float64PtrOutput { return v.HourlyCostHighUsd }).(pulumi.Float64PtrOutput)
+}
+
+// The least the job costs per hour, where known (a price: the price).
+func (o TrainingJobOutput) HourlyCostLowUsd() pulumi.Float64PtrOutput {
+	return o.ApplyT(func(v *TrainingJob) pulumi.Float64PtrOutput { return v.HourlyCostLowUsd }).(pulumi.Float64PtrOutput)
+}
+
+// The job's price per hour, in USD: the catalog's cells added, a bound among them as it is (`costBasis` says what the figure is).
 func (o TrainingJobOutput) HourlyCostUsd() pulumi.Float64PtrOutput {
 	return o.ApplyT(func(v *TrainingJob) pulumi.Float64PtrOutput { return v.HourlyCostUsd }).(pulumi.Float64PtrOutput)
 }
@@ -312,7 +337,17 @@ func (o TrainingJobOutput) Labels() pulumi.StringMapOutput {
 	return o.ApplyT(func(v *TrainingJob) pulumi.StringMapOutput { return v.Labels }).(pulumi.StringMapOutput)
 }
 
-// The job's price if it runs to its timeout.
+// The upper end of `maxCostUsd`, where known.
+func (o TrainingJobOutput) MaxCostHighUsd() pulumi.Float64PtrOutput {
+	return o.ApplyT(func(v *TrainingJob) pulumi.Float64PtrOutput { return v.MaxCostHighUsd }).(pulumi.Float64PtrOutput)
+}
+
+// The lower end of `maxCostUsd`, where known.
+func (o TrainingJobOutput) MaxCostLowUsd() pulumi.Float64PtrOutput {
+	return o.ApplyT(func(v *TrainingJob) pulumi.Float64PtrOutput { return v.MaxCostLowUsd }).(pulumi.Float64PtrOutput)
+}
+
+// The job's price if it runs to its timeout, as `hourlyCostUsd`.
 func (o TrainingJobOutput) MaxCostUsd() pulumi.Float64PtrOutput {
 	return o.ApplyT(func(v *TrainingJob) pulumi.Float64PtrOutput { return v.MaxCostUsd }).(pulumi.Float64PtrOutput)
 }

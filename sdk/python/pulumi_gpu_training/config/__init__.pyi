@@ -39,6 +39,11 @@ endpoint: Optional[str]
 `http(s)://HOST[:PORT]` of a Vertex AI API other than Google's (the local emulator); it may carry credentials.
 """
 
+livePrices: Optional[bool]
+"""
+Price jobs (the preview's notes, the cost outputs) from Vertex AI's live billing SKUs where Google credentials can read them (default true); false: the catalog's shipped snapshot.
+"""
+
 maxConcurrentOperations: Optional[int]
 """
 HTTP connections the provider keeps to the API (4 to 256, default 32).

@@ -56,6 +56,13 @@ class _ExportableConfig(types.ModuleType):
         return __config__.get('endpoint')
 
     @_builtins.property
+    def live_prices(self) -> Optional[bool]:
+        """
+        Price jobs (the preview's notes, the cost outputs) from Vertex AI's live billing SKUs where Google credentials can read them (default true); false: the catalog's shipped snapshot.
+        """
+        return __config__.get_bool('livePrices')
+
+    @_builtins.property
     def max_concurrent_operations(self) -> Optional[int]:
         """
         HTTP connections the provider keeps to the API (4 to 256, default 32).

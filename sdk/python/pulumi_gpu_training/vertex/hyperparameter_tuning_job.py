@@ -461,11 +461,16 @@ class HyperparameterTuningJob(pulumi.CustomResource):
             __props__.__dict__["best_trial"] = None
             __props__.__dict__["best_trial_model_dir"] = None
             __props__.__dict__["console_url"] = None
+            __props__.__dict__["cost_basis"] = None
             __props__.__dict__["create_time"] = None
             __props__.__dict__["end_time"] = None
             __props__.__dict__["error_message"] = None
+            __props__.__dict__["hourly_cost_high_usd"] = None
+            __props__.__dict__["hourly_cost_low_usd"] = None
             __props__.__dict__["hourly_cost_usd"] = None
             __props__.__dict__["job_id"] = None
+            __props__.__dict__["max_cost_high_usd"] = None
+            __props__.__dict__["max_cost_low_usd"] = None
             __props__.__dict__["max_cost_usd"] = None
             __props__.__dict__["name"] = None
             __props__.__dict__["placed_capacity"] = None
@@ -503,6 +508,7 @@ class HyperparameterTuningJob(pulumi.CustomResource):
         __props__.__dict__["capacity"] = None
         __props__.__dict__["console_url"] = None
         __props__.__dict__["continue_last_run"] = None
+        __props__.__dict__["cost_basis"] = None
         __props__.__dict__["create_time"] = None
         __props__.__dict__["delete_record_on_delete"] = None
         __props__.__dict__["display_name"] = None
@@ -510,10 +516,14 @@ class HyperparameterTuningJob(pulumi.CustomResource):
         __props__.__dict__["end_time"] = None
         __props__.__dict__["error_message"] = None
         __props__.__dict__["exclusive_gpus"] = None
+        __props__.__dict__["hourly_cost_high_usd"] = None
+        __props__.__dict__["hourly_cost_low_usd"] = None
         __props__.__dict__["hourly_cost_usd"] = None
         __props__.__dict__["job_id"] = None
         __props__.__dict__["keep_record_on_delete"] = None
         __props__.__dict__["labels"] = None
+        __props__.__dict__["max_cost_high_usd"] = None
+        __props__.__dict__["max_cost_low_usd"] = None
         __props__.__dict__["max_cost_usd"] = None
         __props__.__dict__["max_failed_trial_count"] = None
         __props__.__dict__["max_trial_count"] = None
@@ -591,6 +601,14 @@ class HyperparameterTuningJob(pulumi.CustomResource):
         return pulumi.get(self, "continue_last_run")
 
     @_builtins.property
+    @pulumi.getter(name="costBasis")
+    def cost_basis(self) -> pulumi.Output[Optional[_builtins.str]]:
+        """
+        What the cost figures are: `price`; `at most` (an upper end only: on-demand standing in for an unknown Spot or flex-start rate), `at least` (a lower end only: a rate without Vertex's fee), `range` (both ends known, apart) or `unknown`.
+        """
+        return pulumi.get(self, "cost_basis")
+
+    @_builtins.property
     @pulumi.getter(name="createTime")
     def create_time(self) -> pulumi.Output[Optional[_builtins.str]]:
         """
@@ -647,10 +665,26 @@ class HyperparameterTuningJob(pulumi.CustomResource):
         return pulumi.get(self, "exclusive_gpus")
 
     @_builtins.property
+    @pulumi.getter(name="hourlyCostHighUsd")
+    def hourly_cost_high_usd(self) -> pulumi.Output[Optional[_builtins.float]]:
+        """
+        The most the job costs per hour, where known (a price: the price).
+        """
+        return pulumi.get(self, "hourly_cost_high_usd")
+
+    @_builtins.property
+    @pulumi.getter(name="hourlyCostLowUsd")
+    def hourly_cost_low_usd(self) -> pulumi.Output[Optional[_builtins.float]]:
+        """
+        The least the job costs per hour, where known (a price: the price).
+        """
+        return pulumi.get(self, "hourly_cost_low_usd")
+
+    @_builtins.property
     @pulumi.getter(name="hourlyCostUsd")
     def hourly_cost_usd(self) -> pulumi.Output[Optional[_builtins.float]]:
         """
-        The job's price per hour, in USD.
+        The job's price per hour, in USD: the catalog's cells added, a bound among them as it is (`costBasis` says what the figure is).
         """
         return pulumi.get(self, "hourly_cost_usd")
 
@@ -679,10 +713,26 @@ class HyperparameterTuningJob(pulumi.CustomResource):
         return pulumi.get(self, "labels")
 
     @_builtins.property
+    @pulumi.getter(name="maxCostHighUsd")
+    def max_cost_high_usd(self) -> pulumi.Output[Optional[_builtins.float]]:
+        """
+        The upper end of `maxCostUsd`, where known.
+        """
+        return pulumi.get(self, "max_cost_high_usd")
+
+    @_builtins.property
+    @pulumi.getter(name="maxCostLowUsd")
+    def max_cost_low_usd(self) -> pulumi.Output[Optional[_builtins.float]]:
+        """
+        The lower end of `maxCostUsd`, where known.
+        """
+        return pulumi.get(self, "max_cost_low_usd")
+
+    @_builtins.property
     @pulumi.getter(name="maxCostUsd")
     def max_cost_usd(self) -> pulumi.Output[Optional[_builtins.float]]:
         """
-        The job's price if it runs to its timeout.
+        The job's price if it runs to its timeout, as `hourlyCostUsd`.
         """
         return pulumi.get(self, "max_cost_usd")
 
@@ -802,7 +852,7 @@ class HyperparameterTuningJob(pulumi.CustomResource):
     @pulumi.getter(name="trialHourlyCostUsd")
     def trial_hourly_cost_usd(self) -> pulumi.Output[Optional[_builtins.float]]:
         """
-        One trial's price per hour.
+        One trial's price per hour (of the job's `costBasis`).
         """
         return pulumi.get(self, "trial_hourly_cost_usd")
 

@@ -376,11 +376,16 @@ class TrainingJob(pulumi.CustomResource):
             __props__.__dict__["wait_timeout"] = wait_timeout
             __props__.__dict__["adopted"] = None
             __props__.__dict__["console_url"] = None
+            __props__.__dict__["cost_basis"] = None
             __props__.__dict__["create_time"] = None
             __props__.__dict__["end_time"] = None
             __props__.__dict__["error_message"] = None
+            __props__.__dict__["hourly_cost_high_usd"] = None
+            __props__.__dict__["hourly_cost_low_usd"] = None
             __props__.__dict__["hourly_cost_usd"] = None
             __props__.__dict__["job_id"] = None
+            __props__.__dict__["max_cost_high_usd"] = None
+            __props__.__dict__["max_cost_low_usd"] = None
             __props__.__dict__["max_cost_usd"] = None
             __props__.__dict__["model_dir"] = None
             __props__.__dict__["name"] = None
@@ -416,6 +421,7 @@ class TrainingJob(pulumi.CustomResource):
         __props__.__dict__["capacity"] = None
         __props__.__dict__["console_url"] = None
         __props__.__dict__["continue_last_run"] = None
+        __props__.__dict__["cost_basis"] = None
         __props__.__dict__["create_time"] = None
         __props__.__dict__["delete_record_on_delete"] = None
         __props__.__dict__["display_name"] = None
@@ -423,11 +429,15 @@ class TrainingJob(pulumi.CustomResource):
         __props__.__dict__["end_time"] = None
         __props__.__dict__["error_message"] = None
         __props__.__dict__["exclusive_gpus"] = None
+        __props__.__dict__["hourly_cost_high_usd"] = None
+        __props__.__dict__["hourly_cost_low_usd"] = None
         __props__.__dict__["hourly_cost_usd"] = None
         __props__.__dict__["job_id"] = None
         __props__.__dict__["job_spec"] = None
         __props__.__dict__["keep_record_on_delete"] = None
         __props__.__dict__["labels"] = None
+        __props__.__dict__["max_cost_high_usd"] = None
+        __props__.__dict__["max_cost_low_usd"] = None
         __props__.__dict__["max_cost_usd"] = None
         __props__.__dict__["model_dir"] = None
         __props__.__dict__["name"] = None
@@ -482,6 +492,14 @@ class TrainingJob(pulumi.CustomResource):
         Where the output directory is the provider's to choose, a new run writes into the directory of the run it replaces instead of one of its own (as `TrainingJob(continue_last_run=)`; a job whose spec names its output directory writes there either way).
         """
         return pulumi.get(self, "continue_last_run")
+
+    @_builtins.property
+    @pulumi.getter(name="costBasis")
+    def cost_basis(self) -> pulumi.Output[Optional[_builtins.str]]:
+        """
+        What the cost figures are: `price`; `at most` (an upper end only: on-demand standing in for an unknown Spot or flex-start rate), `at least` (a lower end only: a rate without Vertex's fee), `range` (both ends known, apart) or `unknown`.
+        """
+        return pulumi.get(self, "cost_basis")
 
     @_builtins.property
     @pulumi.getter(name="createTime")
@@ -540,10 +558,26 @@ class TrainingJob(pulumi.CustomResource):
         return pulumi.get(self, "exclusive_gpus")
 
     @_builtins.property
+    @pulumi.getter(name="hourlyCostHighUsd")
+    def hourly_cost_high_usd(self) -> pulumi.Output[Optional[_builtins.float]]:
+        """
+        The most the job costs per hour, where known (a price: the price).
+        """
+        return pulumi.get(self, "hourly_cost_high_usd")
+
+    @_builtins.property
+    @pulumi.getter(name="hourlyCostLowUsd")
+    def hourly_cost_low_usd(self) -> pulumi.Output[Optional[_builtins.float]]:
+        """
+        The least the job costs per hour, where known (a price: the price).
+        """
+        return pulumi.get(self, "hourly_cost_low_usd")
+
+    @_builtins.property
     @pulumi.getter(name="hourlyCostUsd")
     def hourly_cost_usd(self) -> pulumi.Output[Optional[_builtins.float]]:
         """
-        The job's price per hour, in USD.
+        The job's price per hour, in USD: the catalog's cells added, a bound among them as it is (`costBasis` says what the figure is).
         """
         return pulumi.get(self, "hourly_cost_usd")
 
@@ -580,10 +614,26 @@ class TrainingJob(pulumi.CustomResource):
         return pulumi.get(self, "labels")
 
     @_builtins.property
+    @pulumi.getter(name="maxCostHighUsd")
+    def max_cost_high_usd(self) -> pulumi.Output[Optional[_builtins.float]]:
+        """
+        The upper end of `maxCostUsd`, where known.
+        """
+        return pulumi.get(self, "max_cost_high_usd")
+
+    @_builtins.property
+    @pulumi.getter(name="maxCostLowUsd")
+    def max_cost_low_usd(self) -> pulumi.Output[Optional[_builtins.float]]:
+        """
+        The lower end of `maxCostUsd`, where known.
+        """
+        return pulumi.get(self, "max_cost_low_usd")
+
+    @_builtins.property
     @pulumi.getter(name="maxCostUsd")
     def max_cost_usd(self) -> pulumi.Output[Optional[_builtins.float]]:
         """
-        The job's price if it runs to its timeout.
+        The job's price if it runs to its timeout, as `hourlyCostUsd`.
         """
         return pulumi.get(self, "max_cost_usd")
 
