@@ -27,7 +27,9 @@ from ._errors import TrainingJobError
 __all__ = [
     "READ_ROOTS_ENV",
     "FileReadError",
+    "is_local_relative",
     "is_regular_file",
+    "local_path_resolved",
     "outside_read_roots",
     "read_bytes_capped",
     "read_roots",
@@ -142,3 +144,21 @@ def outside_read_roots(path: Path, project: Path) -> str | None:
         f"lies outside the project folder {project} (symlinks resolved): a stack reads files "
         f"in its project only; name other folders in {READ_ROOTS_ENV} to allow them"
     )
+
+
+def is_local_relative(uri: str) -> bool:
+    """Whether a spec's package URI is a relative local path (neither a URI nor absolute)."""
+    return "://" not in uri and not uri.startswith("/")
+
+
+def local_path_resolved(base: Path, uri: str) -> str:
+    """The relative local path ``uri`` made absolute against ``base``, symlinks resolved; a
+    path that is not there (yet) resolved as far as it goes. Raises ``OSError``,
+    ``RuntimeError`` or ``ValueError`` for a path that cannot be resolved (a symlink loop)."""
+    target = base / uri
+    try:
+        # Strict first: a link loop raises (RuntimeError before Python 3.13, OSError ELOOP
+        # since), where a plain resolve() on 3.13 hands the looping path back.
+        return str(target.resolve(strict=True))
+    except FileNotFoundError:
+        return str(target.resolve())  # not there (yet): the validator says so if it matters

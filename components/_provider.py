@@ -33,7 +33,12 @@ from pulumi.dynamic import (
 )
 
 from .core._jobs import TRAINING_JOB, JobCore, JobResourceKind
-from .dynamic._host import install_cancel_handler, install_error_handlers, widen_host_pool
+from .dynamic._host import (
+    install_cancel_handler,
+    install_error_handlers,
+    message_on_failure,
+    widen_host_pool,
+)
 from .lifecycle._engine_watch import watch_engine
 from .lifecycle._settings import Endpoint, ProviderSettings
 
@@ -76,6 +81,7 @@ class JobProvider(ResourceProvider):
             core = self.__dict__["_core"] = JobCore(self.kind)
         return core
 
+    @message_on_failure
     def configure(self, req: ConfigureRequest) -> None:
         """Read the ``training:`` settings; let the host serve that many operations at once,
         and let the engine's Cancel stop the waits."""
@@ -98,12 +104,14 @@ class JobProvider(ResourceProvider):
     def endpoint(self) -> Endpoint:
         return self.core.endpoint
 
+    @message_on_failure
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         """Validate the inputs: one failure per problem, at its property path."""
         checked = self.core.check(news)
         failures = [CheckFailure(p.path, p.reason) for p in checked.problems]
         return CheckResult(checked.inputs, failures)
 
+    @message_on_failure
     def diff(self, _id: str, _olds: dict[str, Any], _news: dict[str, Any]) -> DiffResult:
         """Any change of the job replaces it; provider-only settings update in place."""
         diff = self.core.diff(_olds, _news)
@@ -115,6 +123,7 @@ class JobProvider(ResourceProvider):
             )
         return DiffResult(changes=diff.changes, replaces=[])
 
+    @message_on_failure
     def create(
         self, props: dict[str, Any], read_held: Callable[[], Iterable[str]] | None = None
     ) -> CreateResult:
@@ -122,15 +131,18 @@ class JobProvider(ResourceProvider):
         created = self.core.create(props, read_held)
         return CreateResult(created.id, created.outputs)
 
+    @message_on_failure
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         """Refresh state and times; a job deleted out of band leaves the stack."""
         found = self.core.read(id_, props)
         return ReadResult(found.id, found.outputs)
 
+    @message_on_failure
     def update(self, _id: str, _olds: dict[str, Any], _news: dict[str, Any]) -> UpdateResult:
         """Only provider-only settings change here (diff replaces everything else)."""
         return UpdateResult(self.core.update(_id, _olds, _news).outputs)
 
+    @message_on_failure
     def delete(self, _id: str, _props: dict[str, Any]) -> None:
         """Cancel an active job, wait for it to stop, then delete its record unless kept."""
         self.core.delete(_id, _props)

@@ -72,6 +72,7 @@ from ..lifecycle._wire import (
     ENV_VALUES,
     EXCLUSIVE_GPUS,
     EXISTING_JOB,
+    HELD_INSTANCE,
     HELD_JOBS,
     HIDDEN_INPUTS,
     IDENTITY,
@@ -405,8 +406,8 @@ class JobCore:
         that job carries the identity of names alone: a state written before the stack
         instance counted keeps that identity (``_adoption`` rule 8), so its refresh and
         destroy, which list only it, still find every job of the resource."""
-        if run.instance is None or not run.held_names:
-            return run
+        if run.instance is None or not run.held_names or run.held_instance == run.instance:
+            return run  # the state says the held jobs carry this instance's identity
         with self._job_api(run.region) as api:
             for name in run.held_names:
                 try:
@@ -1087,6 +1088,8 @@ class _Run:
     keyed with ``instance``."""
     instance: str | None = None
     """The stack instance (``instance_of`` its key), or None: the identity of names alone."""
+    held_instance: str | None = None
+    """The ``status.instance`` the state records for the held jobs (``held_instance``)."""
 
     @property
     def parent(self) -> str:
@@ -1119,6 +1122,12 @@ class _Run:
         else:
             hashed_region = region
         instance = _instance_input(inputs)
+        recorded = inputs.get(HELD_INSTANCE)
+        held_instance = recorded if isinstance(recorded, str) and recorded else None
+        # The identity of names alone is listed too for a dynamic resource's stack from before
+        # instances, unless its state records this instance for the resource's jobs: those
+        # were submitted keyed, and so is every later run of it (one list call, not two).
+        older = INSTANCE not in inputs and (instance is None or held_instance != instance)
         labels = RunLabels.of(
             document,
             project=project,
@@ -1127,7 +1136,7 @@ class _Run:
             identity=instance_identity(str(identity), instance),
             # The dynamic resources' stacks are older than instances: their jobs of names alone
             # with this run's hash are theirs (a plugin stack with a key is newer than them).
-            earlier_identity=str(identity) if INSTANCE not in inputs else None,
+            earlier_identity=str(identity) if older else None,
             key=key if isinstance(key, str) else None,
             held=held if isinstance(held, list) else (),
             read_held=read_held,
@@ -1151,6 +1160,7 @@ class _Run:
             else (),
             resource=str(identity),
             instance=instance,
+            held_instance=held_instance,
         )
 
 

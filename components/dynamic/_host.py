@@ -37,7 +37,10 @@ and a Cancel queued behind them was served only once a wait ended by itself, aft
 Delete answer when they fail: the host as it ships gives ``traceback.format_exc()``, which the
 engine printed before every failed operation's message; the message alone reaches the engine
 now (``error_message``: env values and endpoint credentials out, bounded, control characters
-escaped).
+escaped). Hosts before SDK 3.260 have no such wrapper: a failed call's exception reached gRPC,
+which answered "Exception calling application: MESSAGE" (the env values in it) and logged the
+traceback to stderr, where the engine shows it. There the provider's own operations
+(``message_on_failure``) abort the call with the same message from inside it.
 
 The profiler of provider operations (``PROFILE_ENV``) is no patch: it lives in
 ``components.lifecycle._profile``, which both doors use. docs/patches.md lists each patch here.
@@ -45,23 +48,27 @@ The profiler of provider operations (``PROFILE_ENV``) is no patch: it lives in
 
 from __future__ import annotations
 
+import functools
 import gc
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from types import FrameType
+from typing import Any, ParamSpec, TypeVar
 
 __all__ = [
     "CANCEL_METHOD",
     "error_message",
     "install_cancel_handler",
     "install_error_handlers",
+    "message_on_failure",
     "serving_pool",
     "widen_host_pool",
 ]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 _lock = threading.Lock()
 _warned: set[str] = set()
@@ -333,8 +340,9 @@ def install_error_handlers(scrub: Callable[[str], str] | None = None) -> bool:
     the engine prints that before the message. Here the host module's ``traceback`` becomes
     ``_MessageOnly``: read when a call fails, so it holds for a call already under way (the
     first Read of a refresh configures the provider inside itself). ``scrub`` (the
-    endpoint's, taking its credentials out) applies to every message. Idempotent; True when
-    in place. Outside the host nothing is changed.
+    endpoint's, taking its credentials out) applies to every message. A host before SDK 3.260
+    has no such wrapper: there the operations abort their own calls (``message_on_failure``).
+    Idempotent; True when in place. Outside the host nothing is changed.
     """
     from ..lifecycle._engine_watch import in_provider_host
 
@@ -342,8 +350,12 @@ def install_error_handlers(scrub: Callable[[str], str] | None = None) -> bool:
         _error_scrubs.append(scrub)
     if not in_provider_host():
         return False
+    global _abort_from_operations
     host = sys.modules.get("__main__")
     module = getattr(host, "traceback", None)
+    if _is_unwrapped_host(host):
+        _abort_from_operations = True
+        return True
     if not callable(getattr(host, "_abort_with_traceback", None)) or module is None:
         _warn(
             "could not find the dynamic provider host's error handling (has pulumi.dynamic "
@@ -354,6 +366,66 @@ def install_error_handlers(scrub: Callable[[str], str] | None = None) -> bool:
         if not isinstance(module, _MessageOnly):
             host.traceback = _MessageOnly(module)  # type: ignore[union-attr]
     return True
+
+
+_abort_from_operations = False
+"""Whether this process's host lets a failed call's exception out to gRPC (SDK before 3.260):
+``message_on_failure`` then aborts the call itself."""
+
+_ABORTED = "_gpu_training_aborted"
+"""Set on the exception ``context.abort`` raises, so that an outer operation lets it through."""
+
+
+def _is_unwrapped_host(host: Any) -> bool:
+    """The dynamic provider host of SDK 3.180 to 3.259: its servicer's handlers are its methods,
+    with no ``_abort_with_traceback`` around them."""
+    servicer = getattr(host, "DynamicResourceProviderServicer", None)
+    return isinstance(servicer, type) and not hasattr(host, "_abort_with_traceback")
+
+
+def _calling_rpc() -> tuple[Any, Any] | None:
+    """The ``(request, context)`` of the host's gRPC handler this thread is inside: the locals
+    of the nearest calling frame that has both (the host's methods take them by these names)."""
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None:
+        request, context = frame.f_locals.get("request"), frame.f_locals.get("context")
+        if hasattr(request, "ListFields") and callable(getattr(context, "abort", None)):
+            return request, context
+        frame = frame.f_back
+    return None
+
+
+def message_on_failure(operation: Callable[P, T]) -> Callable[P, T]:
+    """``operation`` (a provider operation the host calls), answering a failure with its message.
+
+    Only in a host without an error wrapper of its own (``install_error_handlers`` found one
+    before SDK 3.260): the call is aborted with ``error_message`` (the request's env values and
+    the endpoint's credentials out), which gRPC sends as it is and does not log. Anywhere else
+    the exception goes on unchanged (a newer host, the provider plugin, tests)."""
+
+    @functools.wraps(operation)
+    def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return operation(*args, **kwargs)
+        except Exception as exc:
+            if not _abort_from_operations or getattr(exc, _ABORTED, False):
+                raise
+            rpc = _calling_rpc()
+            if rpc is None:
+                raise
+            import grpc  # type: ignore[import-untyped]
+
+            request, context = rpc
+            try:
+                context.abort(
+                    grpc.StatusCode.UNKNOWN, error_message(exc, _request_secrets(request))
+                )
+            except Exception as aborted:  # what abort raises: it ends the call
+                setattr(aborted, _ABORTED, True)
+                raise aborted from None
+            raise  # pragma: no cover - abort always raises
+
+    return run
 
 
 def _on_shutdown() -> None:

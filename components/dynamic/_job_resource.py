@@ -23,6 +23,7 @@ import pulumi
 import pulumi.dynamic
 
 from .._errors import SpecError, SpecInvalidError, TrainingJobError
+from .._files import is_local_relative, local_path_resolved
 from .._provider import JobProvider
 from .._run_key import stack_run_key
 from ..core._preview import Placed, PreviewSettings, image_notes
@@ -36,6 +37,7 @@ from ..lifecycle._wire import (
     ENV_VALUES,
     EXCLUSIVE_GPUS,
     EXISTING_JOB,
+    HELD_INSTANCE,
     HELD_JOBS,
     IDENTITY,
     INPUT_DEFAULTS,
@@ -72,7 +74,7 @@ from ._job_preview import (
     wire_infra,
     wired_output_root,
 )
-from ._stack_state import held_jobs
+from ._stack_state import held_instance, held_jobs
 
 __all__ = [
     "DefaultInput",
@@ -259,15 +261,10 @@ def resolve_pool_paths(
 
 
 def _resolved(base: Path, uri: str, path: str) -> str:
-    if "://" in uri or uri.startswith("/") or uri.startswith(_PLACEHOLDER[0]):
+    if not is_local_relative(uri) or uri.startswith(_PLACEHOLDER[0]):
         return uri  # a URI, an absolute path, or an Output's place (known later)
-    target = base / uri
     try:
-        # Strict first: a link loop raises (RuntimeError before Python 3.13, OSError ELOOP
-        # since), where a plain resolve() on 3.13 hands the looping path back.
-        return str(target.resolve(strict=True))
-    except FileNotFoundError:
-        return str(target.resolve())  # not there (yet): the validator says so if it matters
+        return local_path_resolved(base, uri)
     except (OSError, RuntimeError, ValueError) as exc:
         raise SpecInvalidError(
             [Violation(path, f"cannot be resolved: {exc}", rule="uris")]
@@ -929,6 +926,9 @@ def _create_only_inputs(
     held = held_jobs(str(checked.props[IDENTITY]))
     if held:
         props[HELD_JOBS] = held
+        instance = held_instance(str(checked.props[IDENTITY]))
+        if instance is not None:
+            props[HELD_INSTANCE] = instance
     props[OWNER] = f"{pulumi.get_project()}/{pulumi.get_stack()}/{resource_name}"
     if args.take_over_held_job is True:
         props[TAKE_OVER_HELD_JOB] = True

@@ -31,6 +31,7 @@ from ..lifecycle._wire import (
 
 __all__ = [
     "READ_STACK_RESOURCE_OUTPUTS",
+    "held_instance",
     "held_jobs",
     "held_outputs",
     "jobs_by_identity",
@@ -106,3 +107,12 @@ def held_outputs(identity: str) -> list[Mapping[str, Any]]:
 def held_jobs(identity: str) -> list[str]:
     """The names of the jobs the stack's last checkpoint holds for ``identity`` (sorted)."""
     return sorted(str(status_of(outputs)["job_name"]) for outputs in held_outputs(identity))
+
+
+def held_instance(identity: str) -> str | None:
+    """The ``status.instance`` every job resource the last checkpoint holds for ``identity``
+    records, or None where one records none (a state written before instances counted, an
+    adopted job of names alone) or they differ."""
+    found = {status_of(outputs).get("instance") for outputs in held_outputs(identity)}
+    [instance] = found if len(found) == 1 else [None]
+    return instance if isinstance(instance, str) and instance else None

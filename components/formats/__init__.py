@@ -13,7 +13,8 @@ format                                        recognised by                     
 ``create-hyperparameter-tuning-job-request``  top-level ``hyperparameterTuningJob``         ``tuning``
 ``gcloud-command``                            a shell script or command line: ``#!``,       ``gcloud_command``
                                               ``.sh``, or a first line that is a command
-                                              (``gcloud``, ``NAME=value``, ``export``...)
+                                              (``gcloud``, ``NAME=value``, ``export``...);
+                                              a Makefile; a ``.bat``/``.cmd`` batch file    (``batch``)
 ``notebook``                                  ``.ipynb``, or JSON with ``nbformat`` and     ``notebook``
                                               ``cells``: each job its cells submit
 ``python-sdk``                                ``.py``: each Vertex AI SDK job (``ast``)     ``python_sdk``

@@ -20,6 +20,9 @@ A hyperparameter tuning job (``hp-tuning-jobs create``, or a legacy submission w
 Any other gcloud command is "not a job submission" (the error says which forms are
 understood). A note says which line was read.
 
+A Windows batch file (``.bat``, ``.cmd``, or text starting ``@echo off``) is read as cmd.exe
+reads it (``components.formats.batch``), its gcloud command then as a script's.
+
 A Makefile (``Makefile``, ``GNUmakefile``, ``*.mk``, or text with ``NAME ?= value`` lines or
 rules with tab-indented recipes) is read too, never run: its variables (``NAME = value``,
 ``:=``, ``?=``, ``+=``; the environment's where it sets none) are expanded in the recipes as
@@ -43,6 +46,7 @@ from ..rules._spec import JobSpec
 from ..rules._tuning_spec import TuningJobSpec
 from ..rules._violations import Violation
 from .ai_platform_command import read_submit_training
+from .batch import is_batch_file, read_batch_submission
 from .custom_jobs_command import read_custom_job_create
 from .legacy_config import LegacyConversionError
 from .result import LoadedSpec
@@ -100,13 +104,6 @@ def is_gcloud_command(text: str, path: Path | None = None) -> bool:
     return not _YAML_START.match(first) and _GCLOUD_LINE.search(text) is not None
 
 
-def is_batch_file(text: str, path: Path | None = None) -> bool:
-    """True for a Windows batch file: a ``.bat``/``.cmd`` name or an ``@echo off`` first line."""
-    if path is not None and path.suffix.lower() in (".bat", ".cmd"):
-        return True
-    return text.lstrip().lower().startswith("@echo off")
-
-
 def is_makefile(text: str, path: Path | None = None) -> bool:
     """True for a Makefile: named ``Makefile``/``GNUmakefile``/``*.mk``, or (not a ``#!`` or
     ``.sh`` script) naming gcloud and holding a Make assignment (``NAME ?= x``, ``NAME := x``,
@@ -141,12 +138,8 @@ def read_gcloud_command(
     ``from_document`` reads a REST call's body (``formats.load.spec_from_document``, passed
     in: load reads scripts through this module)."""
     if is_batch_file(text, path):
-        raise SpecFormatError(
-            f"{path}: a Windows batch file (cmd.exe: `^` continuations, %VAR%) is not read "
-            "here: write its gcloud command in a shell script (.sh), or give the job's YAML "
-            "(the file its --config names)"
-        )
-    if is_makefile(text, path):
+        found = read_batch_submission(text, env, path.parent)
+    elif is_makefile(text, path):
         found = _makefile_submission(text, env, path.parent)
     else:
         found = find_submission(text, env, path.parent)

@@ -222,7 +222,7 @@ def load_jobs(
         text = read_text(path, what="Python file")
         jobs = [
             loaded_sdk_job(sdk, str(path), catalog, region, spec_from_document)
-            for sdk in read_python_jobs(text, str(path))
+            for sdk in read_python_jobs(text, str(path), env=os.environ if env is None else env)
         ]
         if not jobs:
             raise SpecFormatError(

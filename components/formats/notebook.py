@@ -137,7 +137,7 @@ def read_notebook(
     module, where = _python_module(notebook, str(path))
     reader_values = _PythonValues(module, str(path), where)
     jobs: list[FileJob] = []
-    for sdk in read_python_jobs(module, str(path), where):
+    for sdk in read_python_jobs(module, str(path), where, env):
         jobs.append(loaded_sdk_job(sdk, str(path), catalog, region, from_document, "notebook"))
     jobs.extend(_shell_jobs(notebook, path, env, catalog, region, reader_values, from_document))
     if not jobs:

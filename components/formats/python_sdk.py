@@ -44,7 +44,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -192,12 +192,17 @@ class SdkJob:
 
 
 def read_python_jobs(
-    source: str | ast.Module, origin: str, where: Where = lambda n: f"line {n}"
+    source: str | ast.Module,
+    origin: str,
+    where: Where = lambda n: f"line {n}",
+    env: Mapping[str, str] | None = None,
 ) -> list[SdkJob]:
     """Every job the Python code runs through the Vertex AI SDK, in source order; raises
-    ``SpecFormatError`` (one line, naming where) for what cannot be read."""
+    ``SpecFormatError`` (one line, naming where) for what cannot be read. ``env``: the
+    environment ``os.environ.get("NAME", default)`` and ``os.getenv`` read (none: the
+    defaults)."""
     tree = parse_python(source, origin, where) if isinstance(source, str) else source
-    reader = _Reader(tree, origin, where)
+    reader = _Reader(tree, origin, where, env or {})
     reader.visit(tree)
     return reader.jobs()
 
@@ -248,9 +253,13 @@ def check_size(tree: ast.AST, origin: str) -> None:
 class _Reader(ast.NodeVisitor):
     """One pass over the code in source order: imports, constants, SDK calls."""
 
-    def __init__(self, tree: ast.Module, origin: str, where: Where) -> None:
+    def __init__(
+        self, tree: ast.Module, origin: str, where: Where, env: Mapping[str, str] | None = None
+    ) -> None:
         self.origin = origin
         self.where = where
+        self.env = env or {}
+        self.environment_notes: dict[str, None] = {}
         self.aliases: dict[str, str] = {}
         self.constants, self.unknown = _constants(tree)
         self.resolving: set[str] = set()
@@ -264,6 +273,8 @@ class _Reader(ast.NodeVisitor):
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
+            if alias.name == "os":
+                self.aliases[alias.asname or "os"] = "os"
             if alias.name == _SDK_MODULE or alias.name.startswith(f"{_SDK_MODULE}."):
                 if alias.asname:
                     self.aliases[alias.asname] = alias.name
@@ -274,11 +285,14 @@ class _Reader(ast.NodeVisitor):
         module = node.module or ""
         for alias in node.names:
             full = f"{module}.{alias.name}"
+            if full in _ENVIRONMENT_READS or full == "os.environ":
+                self.aliases[alias.asname or alias.name] = full
             if full == _SDK_MODULE or full.startswith(f"{_SDK_MODULE}."):
                 self.aliases[alias.asname or alias.name] = full
 
     def full_name(self, node: ast.AST) -> str | None:
-        """The dotted name ``node`` stands for when it is (in) the SDK's module, or None."""
+        """The dotted name ``node`` stands for when it is (in) the SDK's module or ``os``,
+        or None."""
         if isinstance(node, ast.Name):
             return self.aliases.get(node.id)
         if isinstance(node, ast.Attribute):
@@ -345,6 +359,8 @@ class _Reader(ast.NodeVisitor):
                 if isinstance(inner, str):
                     return inner
             return self.computed(node, f"the attribute {clipped(ast.unparse(node))}")
+        if _reads_environment(node, self.full_name):
+            return self.environment(node, depth)
         if isinstance(node, ast.Call):
             kind = self.qualified(node.func)
             if kind is not None and kind in _PARAMETER_SPECS:
@@ -355,6 +371,36 @@ class _Reader(ast.NodeVisitor):
                 return found
             return self.computed(node, f"a call to {clipped(ast.unparse(node.func))}()")
         return self.computed(node)
+
+    def environment(self, node: ast.AST, depth: int) -> Any:
+        """``os.environ.get("NAME", default)``, ``os.getenv``, ``os.environ["NAME"]``: the
+        environment's value of NAME, else its default (with a note), else ``Computed``
+        naming the variable."""
+        name_node: ast.AST | None = node.slice if isinstance(node, ast.Subscript) else None
+        default: ast.AST | None = None
+        if isinstance(node, ast.Call):
+            name_node = node.args[0] if node.args else None
+            default = node.args[1] if len(node.args) > 1 else None
+            named = (k.value for k in node.keywords if k.arg in ("default", "value"))
+            default = next(named, default)
+        name = self.value(name_node, depth + 1)
+        if not isinstance(name, str):
+            return self.computed(node, "an environment variable whose name the code computes")
+        line = self.where(getattr(node, "lineno", 0))
+        if name in self.env:
+            self.environment_notes[f"{line}: {name} read from the environment"] = None
+            return self.env[name]
+        if default is None:
+            return self.computed(
+                node, f"the environment variable {name}, which is not set (set {name})"
+            )
+        value = self.value(default, depth + 1)
+        if not isinstance(value, Computed):
+            self.environment_notes[
+                f"{line}: {name} is not set in the environment: its default "
+                f"{clipped(str(value))!r} is used"
+            ] = None
+        return value
 
     def fstring(self, node: ast.JoinedStr, depth: int) -> Any:
         parts: list[str] = []
@@ -494,7 +540,20 @@ class _Reader(ast.NodeVisitor):
             return SdkJob(name, made.line, kind, {}, error=str(exc))
         notes = [f"read from {name} (the Vertex AI SDK, read as code, never run)"]
         notes += list(dict.fromkeys(builder.notes))  # once each, in order
+        notes += list(self.environment_notes)
         return SdkJob(name, made.line, kind, document, notes)
+
+
+_ENVIRONMENT_READS = frozenset({"os.environ.get", "os.getenv"})
+"""The calls that read an environment variable (``os.environ["NAME"]`` is read too)."""
+
+
+def _reads_environment(node: ast.AST, full_name: Callable[[ast.AST], str | None]) -> bool:
+    """Whether ``node`` reads an environment variable (``os.environ["NAME"]`` or a call of
+    ``_ENVIRONMENT_READS``), ``full_name`` naming what a name stands for."""
+    if isinstance(node, ast.Subscript):
+        return full_name(node.value) == "os.environ"
+    return isinstance(node, ast.Call) and full_name(node.func) in _ENVIRONMENT_READS
 
 
 def _constants(tree: ast.Module) -> tuple[dict[str, ast.expr], dict[str, str]]:

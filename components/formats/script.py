@@ -57,6 +57,15 @@ from typing import Any, Literal
 from .._errors import SpecFormatError
 from .._files import FileReadError, read_text_capped
 from .gcloud_flags import SUBMISSIONS, UNDERSTOOD, Invocation, invocation
+from .read_input import (
+    DEFAULT_IFS,
+    MAX_INPUT_BYTES,
+    echo_output,
+    input_lines,
+    printf_output,
+    read_options,
+    split_line,
+)
 from .shell import (
     MAX_COMMANDS,
     MAX_FIELDS,
@@ -656,13 +665,19 @@ def find_submission(
 
 
 def find_submission_in(
-    scripts: list[tuple[int, str]], env: Mapping[str, str], directory: Path | None = None
+    scripts: list[tuple[int, str]],
+    env: Mapping[str, str],
+    directory: Path | None = None,
+    *,
+    unknown: Mapping[str, Unresolved] | None = None,
 ) -> ScriptCommand:
     """The one job submission of several scripts that each run in a shell of their own (the
-    recipe lines of a Makefile), each given with the line it starts on; bounds are shared."""
+    recipe lines of a Makefile), each given with the line it starts on; bounds are shared.
+    ``unknown``: variables whose value is known not to be known, and why (a batch file's,
+    translated into a script: ``components.formats.batch``)."""
     walker = _Walker(Scope(env), directory.resolve() if directory is not None else None)
     for first_line, text in scripts:
-        walker.scope = Scope(env, used=walker.scope.used)
+        walker.scope = Scope(env, values=dict(unknown or {}), used=walker.scope.used)
         walker.nounset = False
         walker.walk(split_commands(text, first_line), mode="main")
     return walker.choose()
@@ -686,8 +701,6 @@ _TRUNCATING = frozenset({">", ">|", "&>"})
 _WRITING = _TRUNCATING | {">>", "&>>", ">&"}
 _FD = re.compile(r"^\d*$")
 _STDIN_OPS = frozenset({"<", "<<", "<<-", "<<<"})
-_READ_VALUE_OPTIONS = frozenset("apdtnNiu")
-"""The options of ``read`` that take a value (``-p PROMPT``, ``-t SECONDS``...)."""
 
 
 @dataclass
@@ -720,13 +733,48 @@ class _Case:
 
 @dataclass(frozen=True)
 class _Loop:
-    """A ``for`` loop being read: its depth among blocks, line, variable and values (None:
-    not known)."""
+    """A loop being read: its depth among blocks, line, the values it runs its body for
+    (None: not known), how it is written (``for LR in ...``) and what each run takes (``value
+    of $LR``, ``line of lrs.txt``)."""
 
     depth: int
     line: int
-    name: str
     values: list[str] | None
+    header: str
+    per: str
+
+
+@dataclass(frozen=True)
+class _Input:
+    """What a ``while read`` loop reads: its ``source`` (for messages), and its ``text``, or
+    None and why that is not known here."""
+
+    source: str
+    text: str | None
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class _Around:
+    """The commands around a loop's first line: its ``done`` (whose redirections feed the
+    loop) and the command piped into it, when there are."""
+
+    done: Command | None
+    before: Command | None
+
+
+def _loop_ends(commands: list[Command]) -> dict[int, int]:
+    """The index of the command closing each block (``done`` of ``while``), by the index of
+    the command opening it."""
+    ends: dict[int, int] = {}
+    opened: list[int] = []
+    for index, command in enumerate(commands):
+        first = command.words[0].literal() if command.words else None
+        if first in _BLOCK_OPEN:
+            opened.append(index)
+        elif first in _BLOCK_CLOSE and opened:
+            ends[opened.pop()] = index
+    return ends
 
 
 @dataclass
@@ -769,7 +817,8 @@ class _Walker:
                     why, values = "its words name files (a glob), which are not listed here", None
             except Unresolvable as exc:
                 why = f"its values are not known here ({exc.message})"
-        self.loops.append(_Loop(self.blocks, command.line, name, values))
+        header, per = f"`for {name} in ...`", f"value of ${name}"
+        self.loops.append(_Loop(self.blocks, command.line, values, header, per))
         if values:
             self.scope.assign(name, values[0], command.line)
             return
@@ -780,10 +829,18 @@ class _Walker:
         self.scope.assign(name, Unresolved(reason, (name,), False, f"${name}"), command.line)
 
     def loop_of(self) -> _Loop | None:
-        """The innermost loop the walk is in that runs more than once, if any."""
-        return next((loop for loop in reversed(self.loops) if len(loop.values or ()) > 1), None)
+        """The innermost loop the walk is in that runs more than once or never, if any."""
+        return next(
+            (
+                loop
+                for loop in reversed(self.loops)
+                if loop.values is not None and len(loop.values) != 1
+            ),
+            None,
+        )
 
     def walk(self, commands: list[Command], *, mode: _Mode) -> None:
+        ends = _loop_ends(commands) if mode == "main" else {}
         for index, command in enumerate(commands):
             following = commands[index + 1] if index + 1 < len(commands) else None
             if command.cut and following is not None and following.line > command.line:
@@ -794,11 +851,17 @@ class _Walker:
                         cut=f"{command.cut}; line {following.line} starts with "
                         f"`{clipped(flag)}`, which bash runs as a command of its own",
                     )
-            self.visit(command, mode=mode)
+            end = ends.get(index)
+            around = _Around(
+                commands[end] if end is not None else None,
+                commands[index - 1] if index and commands[index - 1].ended_by == "|" else None,
+            )
+            self.visit(command, mode=mode, around=around)
 
-    def visit(self, command: Command, *, mode: _Mode) -> None:
+    def visit(self, command: Command, *, mode: _Mode, around: _Around | None = None) -> None:
         """One command: assignments applied (not in a substitution), a sourced file read,
-        a gcloud command looked at (not in a sourced file)."""
+        a gcloud command looked at (not in a sourced file). ``around``: the ``done`` of the
+        loop it opens and the command piped into it (what a ``while read`` loop reads)."""
         self.visited += 1
         if self.visited > MAX_COMMANDS:
             raise SpecFormatError(
@@ -831,9 +894,6 @@ class _Walker:
             return
         if head == "set":
             self.options(words[1:])
-        if head == "read" and mode != "substitution":
-            self.read_builtin(command, words[1:])
-            return
         assignments = 0
         while assignments < len(words) and words[assignments].assigned():
             assignments += 1
@@ -842,6 +902,9 @@ class _Walker:
                 self.declare(None, words, command.line, conditional)
             return
         program = self.program(words[assignments])
+        if program == "read" and mode != "substitution":
+            self.read_builtin(command, words, around if first == "while" else None)
+            return
         if mode == "main" and program.rsplit("/", 1)[-1] == "curl":
             self.curl(words[assignments:], command)
             return
@@ -896,49 +959,150 @@ class _Walker:
             )
         )
 
-    def read_builtin(self, command: Command, words: list[Word]) -> None:
-        """``read [-r] [-p PROMPT] NAME...``: each NAME gets what the script's user types when
-        it runs (or a line of its standard input), unknown here; the environment may set it."""
-        literals = [w.literal() or "" for w in words]
-        names: list[str] = []
-        index = 0
-        while index < len(literals):
-            option = literals[index]
-            if option == "--":
-                names.extend(literals[index + 1 :])
-                break
-            if option.startswith("-") and len(option) > 1:
-                # `-p PROMPT`, `-t 5`, `-a NAME`...: the last letter may take the next word.
-                taking = option[-1] in _READ_VALUE_OPTIONS
-                if option[-1] == "a" and index + 1 < len(literals):
-                    names.append(literals[index + 1])
-                index += 2 if taking else 1
-                continue
-            names.append(option)
-            index += 1
-        prompted = any(o.startswith("-") and "p" in o[1:] for o in literals)
-        source = next(
-            (
-                r
-                for r in command.redirects
-                if r.op in ("<", "<<", "<<-", "<<<") and r.fd in ("", "0")
-            ),
-            None,
-        )
-        where = (
-            "its standard input"
-            if source is not None or command.ended_by == "|" or not prompted
-            else "the terminal"
-        )
+    def read_builtin(self, command: Command, words: list[Word], loop: _Around | None) -> None:
+        """``[IFS=,] read [-r] [-p PROMPT] NAME...``: each NAME gets a line of its input. Where
+        the script gives that input as text (``< FILE`` beside it, a here-document, what
+        ``printf``/``echo`` pipe into a ``while read`` loop), the first line's values are
+        read and a loop over several lines submits one job per line (``choose`` says so);
+        otherwise (the terminal, a command's output) NAME is unknown, saying why."""
+        assignments = list(itertools.takewhile(lambda w: w.assigned() is not None, words))
+        ifs_value = self.scope.get("IFS")
+        ifs = ifs_value if isinstance(ifs_value, str) else DEFAULT_IFS
+        for word in assignments:
+            found = word.assigned()
+            if found is not None and found[0] == "IFS":
+                try:
+                    ifs = expand_word(found[1], self.scope.lookup, split=False)[0]
+                except Unresolvable:
+                    ifs = DEFAULT_IFS
+        options = read_options([w.literal() or "" for w in words[len(assignments) + 1 :]])
+        names = [n for n in (*options.names, options.array) if _NAME.fullmatch(n)]
+        fed: _Input | None
+        if loop is not None:
+            fed = self.redirected_input(loop.done, options.fd) if loop.done else None
+            if fed is None and loop.before is not None and options.fd == "0":
+                fed = self.piped_input(loop.before)
+        else:
+            fed = self.redirected_input(command, options.fd)
+        if fed is not None and fed.text is not None and (options.delimiter or options.array):
+            fed = _Input(
+                fed.source, None, "which `read -d`/`read -a` splits as it is not read here"
+            )
+        if fed is None or fed.text is None:
+            self.read_unknown(command, names, fed, prompted=options.prompted, loop=bool(loop))
+            return
+        lines = input_lines(fed.text, last_unterminated=command.ended_by == "||")
+        if loop is not None:
+            header = f"`while read {' '.join(names)}`"
+            per = f"line of {fed.source}"
+            self.loops.append(_Loop(self.blocks, command.line, lines, header, per))
+        values = split_line(lines[0], len(names), ifs, options.raw) if lines else []
+        if loop is not None and len(lines) == 1:
+            read = ", ".join(f"{n}={clipped(v)!r}" for n, v in zip(names, values, strict=False))
+            self.scope.notes[
+                f"line {command.line}: the `while read` loop reads one line of {fed.source} "
+                f"({read}): its one job is read"
+            ] = None
+        for index, name in enumerate(names):
+            self.scope.arrays.pop(name, None)
+            value = self.scope.count(values[index] if index < len(values) else "")
+            self.scope.assign(name, value, command.line)
+
+    def read_unknown(
+        self, command: Command, names: list[str], fed: _Input | None, *, prompted: bool, loop: bool
+    ) -> None:
+        """``read``'s variables, when what it reads is not known here: each says from where."""
+        where = "the terminal" if prompted and fed is None else "its standard input"
+        line = command.line
+        tail = ", so it is not known here"
+        if fed is None and not prompted:
+            tail = " (the terminal, or what is piped into the script)" + tail
+        if fed is not None:
+            tail = f": {fed.source}, {fed.why}"
+        if loop:
+            tail += "; the `while read` loop submits one job per line it reads"
         for name in names or ["REPLY"]:
-            if not _NAME.fullmatch(name):
-                continue
             reason = (
-                f"${name} is read from {where} (`read`, line {command.line}) when the script "
-                "runs, so it is not known here"
+                f"${name} is read from {where} (`read`, line {line}) when the script runs{tail}"
             )
             self.scope.arrays.pop(name, None)
-            self.scope.assign(name, Unresolved(reason, (name,), False, f"${name}"), command.line)
+            self.scope.assign(name, Unresolved(reason, (name,), False, f"${name}"), line)
+
+    def redirected_input(self, command: Command, fd: str) -> _Input | None:
+        """What a redirection gives the command's descriptor ``fd`` to read (``< FILE``, a
+        here-document or here-string, ``< <(printf ...)``), or None without one."""
+        fed = [r for r in command.redirects if r.op in _STDIN_OPS and (r.fd or "0") == fd]
+        if not fed:
+            return None
+        redirect = fed[-1]
+        if redirect.op in ("<<", "<<-", "<<<"):
+            here = "here-string" if redirect.op == "<<<" else "here-document"
+            source = f"the {here} at line {redirect.line}"
+            if redirect.body_error:
+                return _Input(source, None, f"which bash cannot read ({redirect.body_error})")
+            body = redirect.target if redirect.op == "<<<" else redirect.body
+            try:
+                text = expand_word(body, self.scope.lookup, split=False)[0] if body else ""
+            except Unresolvable as exc:
+                return _Input(source, None, f"which holds a value not known here ({exc.message})")
+            return _Input(source, text + "\n" if redirect.op == "<<<" else text)
+        parts = redirect.target.parts
+        if len(parts) == 1 and parts[0].kind == "command" and parts[0].op == "process":
+            try:
+                inner = split_commands(parts[0].value, redirect.line)
+            except SpecFormatError:
+                inner = []
+            if len(inner) == 1:
+                return self.piped_input(inner[0])
+            return _Input(f"`<({clipped(parts[0].value)})`", None, "which would have to run")
+        return self.file_input(self.written_text(redirect.target))
+
+    def piped_input(self, command: Command) -> _Input:
+        """The output of a command piped into a loop: known for ``printf``, ``echo`` and ``cat``
+        of text the script gives, otherwise a command that would have to run."""
+        program = command.words[0].literal() if command.words else None
+        shown = " ".join(self.written_text(w) for w in command.words)
+        source = f"the output of `{clipped(shown)}` at line {command.line}"
+        try:
+            arguments = expand_words(list(command.words[1:]), self.scope.lookup)
+        except Unresolvable as exc:
+            return _Input(source, None, f"whose words are not known here ({exc.message})")
+        text: str | None = None
+        if program == "printf":
+            text = printf_output(arguments)
+        elif program == "echo":
+            text = echo_output(arguments)
+        elif program == "cat" and all(a == "-" for a in arguments):
+            fed = self.redirected_input(command, "0")
+            return fed if fed is not None else _Input(source, None, "which reads the terminal")
+        elif program == "cat" and len(arguments) == 1 and not arguments[0].startswith("-"):
+            return self.file_input(arguments[0])
+        if text is None:
+            return _Input(source, None, "which would have to run")
+        return _Input(source, text)
+
+    def file_input(self, name: str) -> _Input:
+        """A file a loop reads: as the script wrote it by a here-document before, else the
+        file beside the script (as ``--config`` files are found), within ``MAX_INPUT_BYTES``."""
+        source = clipped(name)
+        if name == "/dev/null":
+            return _Input(source, "")
+        written = next((w for k, w in reversed(self.written) if k == _file_key(name)), None)
+        if written is not None:
+            if written.body is None or MARK.search(written.body):
+                why = (
+                    written.error or f"which line {written.line} writes ({written.by or 'heredoc'})"
+                )
+                return _Input(source, None, why + ", not known here")
+            return _Input(source, written.body)
+        if self.directory is None:
+            return _Input(source, None, "a file, not read here (the script's folder is not known)")
+        relative, _ = locate(name, self.directory, "input")
+        try:
+            text = read_text_capped(self.directory / relative, MAX_INPUT_BYTES, what="file")
+        except FileReadError as exc:
+            return _Input(source, None, f"which cannot be read beside the script ({exc})")
+        return _Input(source, text)
 
     def open_case(self, words: list[Word], command: Command) -> None:
         """``case WORD in``: WORD's value when it is known (a script argument's default
@@ -1568,12 +1732,18 @@ class _Walker:
         found = self.submissions[0]
         if found.loop is not None and found.loop.values is not None:
             loop, values = found.loop, found.loop.values
+            if not values:
+                raise SpecFormatError(
+                    f"line {found.line}: the {loop.header} loop at line {loop.line} never runs "
+                    f"its body (no {loop.per.split(' of ')[0]} to read), so the script submits "
+                    "no job"
+                )
             shown = ", ".join(clipped(v) for v in values[:10]) + (
                 " ..." if len(values) > 10 else ""
             )
             raise SpecFormatError(
-                f"line {found.line}: the `for {loop.name} in ...` loop at line {loop.line} "
-                f"submits {len(values)} jobs, one per value of ${loop.name} ({shown}); a spec "
+                f"line {found.line}: the {loop.header} loop at line {loop.line} "
+                f"submits {len(values)} jobs, one per {loop.per} ({shown}); a spec "
                 "file describes one job: write one file per value (or loop over one value), "
                 "each with its one submission"
             )

@@ -30,6 +30,7 @@ from ._wire import (
     ENV_VALUES,
     EXCLUSIVE_GPUS,
     EXISTING_JOB,
+    HELD_INSTANCE,
     HELD_JOBS,
     IDENTITY,
     INPUT_DEFAULTS,
@@ -307,7 +308,7 @@ def _knob_failures(inputs: dict[str, Any]) -> Iterator[Failure]:
                 inputs[flag] = False
         elif not is_unknown(value) and not isinstance(value, bool):
             yield flag, "must be true or false"
-    for text_key in (IDENTITY, RUN_KEY, INSTANCE, OWNER, OUTPUT_ROOT):
+    for text_key in (IDENTITY, RUN_KEY, INSTANCE, HELD_INSTANCE, OWNER, OUTPUT_ROOT):
         value = inputs.get(text_key)
         if value is not None and not is_unknown(value) and not isinstance(value, str):
             yield text_key, "must be a string"

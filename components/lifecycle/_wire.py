@@ -30,6 +30,7 @@ __all__ = [
     "ENV_VALUES",
     "EXCLUSIVE_GPUS",
     "EXISTING_JOB",
+    "HELD_INSTANCE",
     "HELD_JOBS",
     "HIDDEN_INPUTS",
     "IDENTITY",
@@ -161,6 +162,11 @@ INSTANCE = "instance"
 input the plugin passes (from its stack key); the dynamic resources' is derived from ``run_key``.
 A create also writes it to ``status.instance``, where read and delete find it."""
 HELD_JOBS = "held_jobs"
+HELD_INSTANCE = "held_instance"
+"""The ``status.instance`` the state records for the jobs of ``held_jobs`` (a hidden input the
+program passes, from the same read of the state): where it is the create's own instance, the
+resource's jobs carry the keyed identity, and the create neither reads the held jobs' labels
+nor lists the identity of names alone (``components._provider``)."""
 EXISTING_JOB = "existing_job"
 OWNER = "owner"
 TAKE_OVER_HELD_JOB = "take_over_held_job"
@@ -195,7 +201,15 @@ setting of states written when deleting was the default, keeps it whatever the r
 a new one (``OUTPUT_ROOT``).
 """
 
-HIDDEN_INPUTS = (RUN_KEY, INSTANCE, HELD_JOBS, OWNER, TAKE_OVER_HELD_JOB, OUTPUT_ROOT)
+HIDDEN_INPUTS = (
+    RUN_KEY,
+    INSTANCE,
+    HELD_JOBS,
+    HELD_INSTANCE,
+    OWNER,
+    TAKE_OVER_HELD_JOB,
+    OUTPUT_ROOT,
+)
 """Inputs only ``create`` reads, never compared by ``diff`` and never written to outputs.
 
 ``owner`` is ``project/stack/resource`` in plain text, for the ``pulumi_owner`` label (the

@@ -37,6 +37,7 @@ import secrets
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 from pulumi.provider.experimental.property_value import PropertyValue
@@ -222,6 +223,9 @@ class GpuTrainingProvider(Provider):
             region=self._config.region,
             display_name=name,
             run_key=self._config.run_key,
+            # The engine starts the plugin in the program's directory (as for
+            # `catalogOverlay`): a relative local package path is relative to it.
+            base=Path.cwd(),
         )
         core[INSTANCE] = self._config.instance  # None: the core keys no label with it
         return core

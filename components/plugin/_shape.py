@@ -16,12 +16,15 @@ Nothing here imports ``pulumi`` or the Vertex client.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
+from .._files import is_local_relative, local_path_resolved
 from ..core._placement import PLACEMENT_STATUS_FIELDS, declared_placement
 from ..lifecycle._check import CUSTOM_JOB_SPEC, TUNING_JOB_SPEC, SpecKind
 from ..lifecycle._wire import (
@@ -42,7 +45,9 @@ from ..lifecycle._wire import (
     WAIT_FOR,
     WAIT_TIMEOUT,
     contains_unknown,
+    copy_document,
     encode_spec,
+    is_unknown,
 )
 
 __all__ = [
@@ -169,12 +174,19 @@ def core_inputs(
     region: str | None,
     display_name: str,
     run_key: str | None = None,
+    base: Path | None = None,
 ) -> dict[str, Any]:
     """The core's inputs for a plugin resource's ``props`` (plain values, unknowns as the
     engine's UNKNOWN text): ``project``/``region`` default to the provider's, ``displayName``
-    to ``display_name`` (the resource's name)."""
+    to ``display_name`` (the resource's name), and relative local ``packageUris`` made
+    absolute against ``base`` (the program's directory), as the dynamic door resolves an
+    inline spec's against its program's: the job runs where the user's path points, not
+    where the emulator happens to run."""
     document = shape.document(props)
     document.setdefault("displayName", display_name)
+    if base is not None:  # on a copy: ``props`` (the engine's values) stay as they are
+        document = copy_document(document)
+        _resolve_package_paths(document, shape.spec.pools_under, base)
     spec, env_values = shape.spec.split_env(document)
     inputs: dict[str, Any] = {SPEC: encode_spec(spec)}
     if env_values:
@@ -193,6 +205,28 @@ def core_inputs(
     if run_key:
         inputs[RUN_KEY] = run_key
     return inputs
+
+
+def _resolve_package_paths(document: dict[str, Any], under: str | None, base: Path) -> None:
+    """``document``'s relative local package paths made absolute against ``base``, in place.
+
+    Unknown values (known at ``up``) stay as they are, and so does a path that cannot be
+    resolved (a symlink loop): the core's check then names it (``does not exist``)."""
+    target = document.get(under) if under else document
+    pools = target.get("workerPoolSpecs") if isinstance(target, dict) else None
+    for pool in pools if isinstance(pools, list) else ():
+        package = pool.get("pythonPackageSpec") if isinstance(pool, dict) else None
+        if not isinstance(package, dict) or not isinstance(
+            uris := package.get("packageUris"), list
+        ):
+            continue
+        resolved = []
+        for uri in uris:
+            if isinstance(uri, str) and uri and not is_unknown(uri) and is_local_relative(uri):
+                with contextlib.suppress(OSError, RuntimeError, ValueError):
+                    uri = local_path_resolved(base, uri)
+            resolved.append(uri)
+        package["packageUris"] = resolved
 
 
 PROVIDER_TYPE = "pulumi:providers:gpu-training"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import grpc  # type: ignore[import-untyped]
@@ -524,3 +525,37 @@ def test_the_schema_is_served_without_the_core_which_the_first_operation_imports
     assert found["core_after_schema"] is False
     assert found["core_after_check"] is True
     assert found["failures"]  # an empty TrainingJob is refused by the core's check
+
+
+def test_a_relative_package_path_is_resolved_against_the_program_directory(
+    emu: EmulatorProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the dynamic door resolves an inline spec's local package paths against its program's
+    directory, the plugin resolves them against its own working directory, the program's
+    (where the engine starts it): the job names the user's folder, not one relative to
+    wherever the emulator runs. The state keeps the path as written (no diff on a move)."""
+    program = Path(__file__).resolve().parents[2] / "examples"  # its trainer/ folder
+    monkeypatch.chdir(program)
+    pool = {
+        "machineSpec": {"machineType": "n1-standard-4"},
+        "replicaCount": 1,
+        "pythonPackageSpec": {
+            "executorImageUri": "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-15.py310:latest",
+            "packageUris": ["trainer", "gs://local-training/extra.tar.gz"],
+            "pythonModule": "trainer.task",
+        },
+    }
+    props = {"jobSpec": {"workerPoolSpecs": [pool]}, "waitFor": "submitted"}
+    provider = _configured(emu, _state_of())
+    urn = URN.replace("::train", "::relative")
+    assert _check(provider, props, urn).failures == []
+    created = run_isolated(provider.create(CreateRequest(urn, wrap_map(props), 0, False)))
+    assert created.resource_id is not None
+    job = emu.client().get_custom_job(name=created.resource_id)
+    uris = list(job.job_spec.worker_pool_specs[0].python_package_spec.package_uris)
+    assert uris == [str(program / "trainer"), "gs://local-training/extra.tar.gz"]
+    written = plain_map(created.properties)["jobSpec"]["workerPoolSpecs"][0]
+    assert written["pythonPackageSpec"]["packageUris"][0] == "trainer"
+    # The same relative path from the state and the program: no change.
+    assert _diff(provider, props, props).changes is False
+    run_isolated(provider.delete(DeleteRequest(urn, created.resource_id, created.properties, 0)))

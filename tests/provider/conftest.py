@@ -137,6 +137,19 @@ def jobs_with_identity(emu: EmulatorProcess, identity: str, key: str | None = RU
     return list(client.list_custom_jobs(request=request))
 
 
+def counted_calls(monkeypatch: pytest.MonkeyPatch, client: Any, method: str) -> list[Any]:
+    """The requests of ``client.method`` (a Vertex client's call) from now on."""
+    calls: list[Any] = []
+    real = getattr(client, method)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs.get("request") or kwargs.get("name") or kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(client, method, counted)
+    return calls
+
+
 @contextmanager
 def provider_host() -> Iterator[provider_pb2_grpc.ResourceProviderStub]:
     """``python -m pulumi.dynamic``, the host the engine starts for dynamic providers, as it

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import grpc  # type: ignore[import-untyped]
@@ -123,3 +124,69 @@ def test_the_message_is_redacted_bounded_and_never_acts_on_a_terminal() -> None:
     )
     assert error_message(KeyError("spec")) == "KeyError: 'spec'"
     assert error_message(RuntimeError()) == "RuntimeError"
+
+
+class _Context:
+    """A gRPC servicer context that records the abort the call ends with."""
+
+    def __init__(self) -> None:
+        self.aborted: list[tuple[Any, str]] = []
+
+    def abort(self, code: Any, details: str) -> None:
+        self.aborted.append((code, details))
+        raise Exception()  # what grpc's abort raises
+
+
+def test_a_host_before_its_own_error_wrapper_gets_the_message_from_the_operation(monkeypatch):
+    """The host of SDK 3.220 to 3.259 lets a failed call's exception out to gRPC (which sent
+    "Exception calling application: …" with the env values, and logged the traceback): there
+    the provider's operation aborts the call itself, with the message alone."""
+    import types
+
+    from components.dynamic import _host
+
+    old_host = types.ModuleType("__main__")
+    old_host.__spec__ = types.SimpleNamespace(name="pulumi.dynamic.__main__")  # type: ignore[assignment]
+    old_host.DynamicResourceProviderServicer = type("DynamicResourceProviderServicer", (), {})  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "__main__", old_host)
+    monkeypatch.setattr(_host, "_abort_from_operations", False)
+    assert _host.install_error_handlers() is True
+
+    @_host.message_on_failure
+    def create() -> None:
+        raise JobOperationError(f"job {SECRET} failed")
+
+    @_host.message_on_failure
+    def outer() -> None:
+        create()  # an operation inside another: aborted once
+
+    def servicer_method(request: Any, context: Any) -> None:  # the host's names for them
+        outer()
+
+    context = _Context()
+    request = provider_pb2.CreateRequest(
+        urn=URN, properties=struct_of({"env_values": {"K": SECRET}})
+    )
+    with pytest.raises(Exception) as raised:
+        servicer_method(request, context)
+    assert getattr(raised.value, "_gpu_training_aborted", False)
+    [(code, details)] = context.aborted
+    assert code == grpc.StatusCode.UNKNOWN
+    assert details.startswith("job <redacted> failed"), details
+    assert SECRET not in details and "Traceback" not in details
+
+
+def test_outside_an_old_host_the_operation_raises_as_it_is(monkeypatch):
+    from components.dynamic import _host
+
+    monkeypatch.setattr(_host, "_abort_from_operations", False)
+
+    @_host.message_on_failure
+    def create() -> None:
+        raise JobOperationError("job failed")
+
+    context = _Context()
+    request = provider_pb2.CreateRequest(urn=URN)  # noqa: F841 - a handler's locals, as in the host
+    with pytest.raises(JobOperationError):
+        create()
+    assert context.aborted == []

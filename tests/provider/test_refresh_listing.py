@@ -14,7 +14,7 @@ import pytest
 from components._provider import TrainingJobProvider
 from components.vertex import api
 from emulator.testing import EmulatorProcess, running_emulator
-from tests.provider.conftest import SIMULATE_ARGS, configured, job_inputs
+from tests.provider.conftest import SIMULATE_ARGS, configured, counted_calls, job_inputs
 
 REGION = "us-central1"
 ACTIVE = {"JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_RUNNING"}
@@ -35,19 +35,6 @@ def _created(provider: TrainingJobProvider, inputs: dict[str, Any]) -> tuple[str
     return str(result.id), result.outs
 
 
-def _counted(monkeypatch: pytest.MonkeyPatch, client: Any, method: str) -> list[Any]:
-    """The requests of ``client.method`` from now on."""
-    calls: list[Any] = []
-    real = getattr(client, method)
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        calls.append(kwargs.get("request") or kwargs.get("name") or kwargs)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(client, method, counted)
-    return calls
-
-
 def test_a_refresh_lists_a_regions_active_jobs_once_and_names_a_stray(
     long_jobs, monkeypatch, capfd
 ):
@@ -61,8 +48,8 @@ def test_a_refresh_lists_a_regions_active_jobs_once_and_names_a_stray(
     )
 
     client = api.shared_client(provider.endpoint, REGION)
-    listed = _counted(monkeypatch, client, "list_custom_jobs")
-    got = _counted(monkeypatch, client, "get_custom_job")
+    listed = counted_calls(monkeypatch, client, "list_custom_jobs")
+    got = counted_calls(monkeypatch, client, "get_custom_job")
     monkeypatch.setattr(api, "_LISTINGS", {})
     capfd.readouterr()
     with ThreadPoolExecutor(max_workers=5) as pool:
@@ -85,7 +72,7 @@ def test_the_listing_is_read_again_once_it_is_old(long_jobs, monkeypatch):
     provider = configured(long_jobs.endpoint, cancelTimeout="20", retryDeadline="30")
     job_id, outs = _created(provider, job_inputs(wait_for="submitted"))
     client = api.shared_client(provider.endpoint, REGION)
-    listed = _counted(monkeypatch, client, "list_custom_jobs")
+    listed = counted_calls(monkeypatch, client, "list_custom_jobs")
     monkeypatch.setattr(api, "_LISTINGS", {})
     provider.read(job_id, outs)
     provider.read(job_id, outs)
@@ -104,7 +91,7 @@ def test_a_job_the_listing_does_not_hold_is_read_alone(long_jobs, monkeypatch):
     ended_id, ended_outs = _created(provider, job_inputs(wait_for="submitted"))
     provider.delete(ended_id, ended_outs)  # cancelled: not an active job any more
     client = api.shared_client(provider.endpoint, REGION)
-    got = _counted(monkeypatch, client, "get_custom_job")
+    got = counted_calls(monkeypatch, client, "get_custom_job")
     monkeypatch.setattr(api, "_LISTINGS", {})
 
     assert provider.read(running_id, running_outs).outs["status"]["state"] in ACTIVE
@@ -128,7 +115,7 @@ def test_a_refused_listing_leaves_each_read_to_a_get(long_jobs, monkeypatch):
         raise gexc.PermissionDenied("customJobs.list denied")  # type: ignore[no-untyped-call]
 
     monkeypatch.setattr(client, "list_custom_jobs", refused)
-    got = _counted(monkeypatch, client, "get_custom_job")
+    got = counted_calls(monkeypatch, client, "get_custom_job")
     monkeypatch.setattr(api, "_LISTINGS", {})
     read = provider.read(job_id, outs)
     assert read.id == job_id and read.outs["status"]["state"] in ACTIVE

@@ -30,6 +30,7 @@ from emulator.testing import EmulatorProcess
 from tests.provider.conftest import (
     SECRET,
     configured,
+    counted_calls,
     job_inputs,
     job_label,
     jobs_with_identity,
@@ -527,3 +528,30 @@ def test_a_state_written_before_instances_keeps_its_identity_of_names(provider, 
     monkeypatch.setattr(api_module, "_LISTINGS", {})  # and no listing of an earlier test
     provider.delete(legacy.id, legacy.outs)  # the killed replace's job is cancelled too
     assert _state(sim, replaced.id) == JobState.JOB_STATE_CANCELLED
+
+
+def test_a_replace_whose_state_records_its_instance_lists_only_the_keyed_identity(
+    provider, sim, monkeypatch
+):
+    """The state records ``status.instance`` for the held job (``held_instance``, from the
+    program's read of it): the resource's jobs carry the keyed identity, so the replace reads
+    no held job's labels and lists the identity once, not its identity of names alone too."""
+    inputs = _checked(provider, job_inputs(labels=HANG))
+    first = provider.create(inputs)
+    instance = first.outs["status"]["instance"]
+    client = api_module.shared_client(provider.endpoint, "us-central1")
+    listed = counted_calls(monkeypatch, client, "list_custom_jobs")
+    read = counted_calls(monkeypatch, client, "get_custom_job")
+    replace = {**inputs, "held_jobs": [first.id], "triggers": ["new"]}
+    replaced = provider.create({**replace, "held_instance": instance})
+    assert [request["filter"] for request in listed] == [
+        f'labels.pulumi_resource="{job_label(inputs["identity"])}"'
+    ]
+    assert first.id not in read  # its labels were not read: the state answered
+    assert replaced.outs["status"]["instance"] == instance
+    # Without the state's word, the held job's labels are read and both identities listed.
+    listed.clear()
+    again = provider.create({**replace, "triggers": ["newer"]})
+    assert len(listed) == 2 and first.id in read
+    for job in (first, replaced, again):
+        sim.client().cancel_custom_job(name=job.id)

@@ -395,3 +395,47 @@ aiplatform.CustomJob(display_name="d", worker_pool_specs=POOLS)
         "line 5: worker_pool_specs is computed by the code (POOLS, changed by the code (line 4))"
         in str(caught.value)
     )
+
+
+ENVIRONMENT_JOB = f'''
+import os
+from os import getenv
+from google.cloud import aiplatform
+
+MACHINE = os.environ.get("MACHINE", "n1-standard-4")
+REGION = getenv("REGION", default="us-central1")
+
+aiplatform.CustomJob(
+    display_name=os.environ["RUN_NAME"],
+    worker_pool_specs=[{{
+        "machine_spec": {{"machine_type": MACHINE}},
+        "replica_count": 1,
+        "container_spec": {{"image_uri": "{IMAGE}"}},
+    }}],
+    location=REGION,
+).run()
+'''
+
+
+def test_a_value_read_from_the_environment_is_its_value_or_its_default(tmp_path: Path) -> None:
+    path = write(tmp_path, ENVIRONMENT_JOB)
+    loaded = load_spec_file(path, env={"RUN_NAME": "nightly", "MACHINE": "n1-standard-16"})
+    machine = loaded.spec.worker_pool_specs[0].machine_spec
+    assert machine is not None and machine.machine_type == "n1-standard-16"
+    assert loaded.spec.display_name == "nightly"
+    assert loaded.spec.region == "us-central1"
+    assert "line 6: MACHINE read from the environment" in loaded.notes
+    assert any("REGION is not set in the environment: its default" in n for n in loaded.notes)
+    loaded = load_spec_file(path, env={"RUN_NAME": "nightly"})
+    machine = loaded.spec.worker_pool_specs[0].machine_spec
+    assert machine is not None and machine.machine_type == "n1-standard-4"
+
+
+def test_an_environment_variable_without_a_default_is_named_when_not_set(tmp_path: Path) -> None:
+    text = ENVIRONMENT_JOB.replace('os.environ["RUN_NAME"]', '"d"').replace(
+        'os.environ.get("MACHINE", "n1-standard-4")', 'os.environ.get("MACHINE")'
+    )
+    with pytest.raises(
+        SpecFormatError, match=r"the environment variable MACHINE, which is not set"
+    ):
+        load_spec_file(write(tmp_path, text), env={})

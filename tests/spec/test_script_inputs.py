@@ -274,16 +274,130 @@ def test_a_loop_over_one_value_reads_its_job(tmp_path: Path) -> None:
     assert container is not None and container.args == ["--lr=0.05"]
 
 
+# --- while read ---------------------------------------------------------------------------
+
+
 @pytest.mark.parametrize(
-    ("name", "first"), [("submit.bat", "set REGION=us-central1"), ("job.txt", "@echo off")]
+    ("loop", "files", "message"),
+    [
+        (
+            "while read LR; do\n  {create}\ndone < lrs.txt\n",
+            {"lrs.txt": "0.01\n0.1\n1.0\n"},
+            r"line 3: the `while read LR` loop at line 2 submits 3 jobs, one per line of "
+            r"lrs\.txt \(0\.01, 0\.1, 1\.0\)",
+        ),
+        (
+            "while read -r LR; do {create}; done <<EOF\n0.2\n0.3\nEOF\n",
+            {},
+            r"submits 2 jobs, one per line of the here-document at line 2 \(0\.2, 0\.3\)",
+        ),
+        (
+            "printf '%s\\n' 0.01 0.1 | while read LR; do\n  {create}\ndone\n",
+            {},
+            r"submits 2 jobs, one per line of the output of `printf %s\\n 0\.01 0\.1` at line 2",
+        ),
+        (
+            'echo -e "0.1\\n0.2" | while read LR; do {create}; done\n',
+            {},
+            r"submits 2 jobs",
+        ),
+        (
+            "while read -r LR; do {create}; done < <(cat lrs.txt)\n",
+            {"lrs.txt": "1\n2\n"},
+            r"submits 2 jobs, one per line of lrs\.txt \(1, 2\)",
+        ),
+        (
+            "while read LR; do {create}; done < /dev/null\n",
+            {},
+            r"the `while read LR` loop at line 2 never runs its body \(no line to read\), so "
+            r"the script submits no job",
+        ),
+    ],
 )
-def test_a_windows_batch_file_is_refused_naming_its_format(
-    tmp_path: Path, name: str, first: str
+def test_a_while_read_loop_over_literal_lines_says_how_many_jobs(
+    tmp_path: Path, loop: str, files: dict[str, str], message: str
 ) -> None:
-    text = (
-        f"{first}\r\ncall gcloud ai custom-jobs create --region=%REGION% ^\r\n"
-        "  --display-name=d --config=job.yaml\r\n"
-    )
-    path = write(tmp_path, text, name)
-    with pytest.raises(SpecFormatError, match=r"a Windows batch file \(cmd\.exe"):
+    for name, text in files.items():
+        write(tmp_path, text, name)
+    path = write(tmp_path, "#!/bin/bash\n" + loop.replace("{create}", LOOP_CREATE))
+    with pytest.raises(SpecFormatError, match=message):
         load_spec_file(path, env={})
+
+
+@pytest.mark.parametrize(
+    ("loop", "files"),
+    [
+        ("while read LR; do\n  {create}\ndone < one.txt\n", {"one.txt": "0.05\n"}),
+        ("while read -r LR; do {create}; done <<'EOF'\n0.05\nEOF\n", {}),
+        ("echo 0.05 | while read LR; do {create}; done\n", {}),
+        # The last line has no newline: `read` fails on it, so the body runs once.
+        ("while read LR; do {create}; done < two.txt\n", {"two.txt": "0.05\n0.9"}),
+        # A file the script writes by a here-document before the loop.
+        ("cat > r.txt <<EOF\n0.05\nEOF\nwhile read LR; do {create}; done < r.txt\n", {}),
+    ],
+)
+def test_a_while_read_loop_over_one_line_reads_its_job(
+    tmp_path: Path, loop: str, files: dict[str, str]
+) -> None:
+    for name, text in files.items():
+        write(tmp_path, text, name)
+    path = write(tmp_path, "#!/bin/bash\n" + loop.replace("{create}", LOOP_CREATE))
+    loaded = load_spec_file(path, env={})
+    assert loaded.spec.display_name == "lr-0.05"
+    container = loaded.spec.worker_pool_specs[0].container_spec
+    assert container is not None and container.args == ["--lr=0.05"]
+    assert any("the `while read` loop reads one line of" in note for note in loaded.notes)
+
+
+def test_a_while_read_loop_splits_each_line_on_ifs(tmp_path: Path) -> None:
+    create = LOOP_CREATE.replace("n1-standard-4", "$MACHINE")
+    text = (
+        "#!/bin/bash\nwhile IFS=, read -r LR MACHINE; do\n"
+        f"  {create}\ndone <<'EOF'\n0.05,n1-standard-8\nEOF\n"
+    )
+    spec = load_spec_file(write(tmp_path, text), env={}).spec
+    machine = spec.worker_pool_specs[0].machine_spec
+    assert machine is not None and machine.machine_type == "n1-standard-8"
+    assert spec.display_name == "lr-0.05"
+
+
+@pytest.mark.parametrize(
+    ("loop", "source"),
+    [
+        (
+            "gcloud storage ls gs://b/rates | while read LR; do\n  {create}\ndone\n",
+            r"the output of `gcloud storage ls gs://b/rates` at line 2, which would have to run",
+        ),
+        (
+            "while read LR; do {create}; done < <(jq -r '.lr[]' rates.json)\n",
+            r"would have to run",
+        ),
+        (
+            "while read LR; do {create}; done\n",
+            r"\(the terminal, or what is piped into the script\)",
+        ),
+        ("while read LR; do {create}; done < missing.txt\n", r"missing\.txt, which cannot be read"),
+    ],
+)
+def test_a_while_read_loop_over_input_not_known_names_it(
+    tmp_path: Path, loop: str, source: str
+) -> None:
+    machine = LOOP_CREATE.replace("n1-standard-4", "$LR")
+    path = write(tmp_path, "#!/bin/bash\n" + loop.replace("{create}", machine))
+    with pytest.raises(SpecFormatError) as caught:
+        load_spec_file(path, env={})
+    message = str(caught.value)
+    assert re.search(source, message), message
+    assert "the `while read` loop submits one job per line it reads" in message
+    assert "set LR in the environment" in message
+
+
+def test_read_from_a_file_beside_the_script_reads_its_first_line(tmp_path: Path) -> None:
+    write(tmp_path, "n1-standard-16\nignored\n", "machine.txt")
+    path = write(
+        tmp_path,
+        "#!/bin/bash\nIFS= read -r MACHINE < machine.txt\n"
+        f"gcloud ai custom-jobs create --region=us-central1 --display-name=d {POOL}\n",
+    )
+    machine = load_spec_file(path, env={}).spec.worker_pool_specs[0].machine_spec
+    assert machine is not None and machine.machine_type == "n1-standard-16"
