@@ -1122,12 +1122,7 @@ class _Run:
         else:
             hashed_region = region
         instance = _instance_input(inputs)
-        recorded = inputs.get(HELD_INSTANCE)
-        held_instance = recorded if isinstance(recorded, str) and recorded else None
-        # The identity of names alone is listed too for a dynamic resource's stack from before
-        # instances, unless its state records this instance for the resource's jobs: those
-        # were submitted keyed, and so is every later run of it (one list call, not two).
-        older = INSTANCE not in inputs and (instance is None or held_instance != instance)
+        held_instance = _held_instance(inputs)
         labels = RunLabels.of(
             document,
             project=project,
@@ -1136,7 +1131,7 @@ class _Run:
             identity=instance_identity(str(identity), instance),
             # The dynamic resources' stacks are older than instances: their jobs of names alone
             # with this run's hash are theirs (a plugin stack with a key is newer than them).
-            earlier_identity=str(identity) if older else None,
+            earlier_identity=str(identity) if _older(inputs, instance, held_instance) else None,
             key=key if isinstance(key, str) else None,
             held=held if isinstance(held, list) else (),
             read_held=read_held,
@@ -1162,6 +1157,19 @@ class _Run:
             instance=instance,
             held_instance=held_instance,
         )
+
+
+def _held_instance(inputs: Mapping[str, Any]) -> str | None:
+    """The ``status.instance`` the state records for the resource's held jobs, or None."""
+    recorded = inputs.get(HELD_INSTANCE)
+    return recorded if isinstance(recorded, str) and recorded else None
+
+
+def _older(inputs: Mapping[str, Any], instance: str | None, held_instance: str | None) -> bool:
+    """Whether the identity of names alone is listed too: for a dynamic resource's stack from
+    before instances, unless its state records this instance for the resource's jobs (those
+    were submitted keyed, and so is every later run of it: one list call, not two)."""
+    return INSTANCE not in inputs and (instance is None or held_instance != instance)
 
 
 def _instance_input(inputs: Mapping[str, Any]) -> str | None:
