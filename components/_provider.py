@@ -1156,12 +1156,9 @@ class _Run:
         )
         held = inputs.get(HELD_JOBS)
         placement = inputs.get(PLACEMENT)
-        if placement:
-            from .lifecycle._placement import run_region
+        from .lifecycle._placement import run_region
 
-            hashed_region = run_region(region, placement)
-        else:
-            hashed_region = region
+        hashed_region = run_region(region, placement)
         instance = _instance_input(inputs)
         recorded = inputs.get(HELD_INSTANCE)
         held_instance = recorded if isinstance(recorded, str) and recorded else None
