@@ -29,12 +29,19 @@ from pathlib import Path
 
 import pytest
 
-from components.plugin._schema import PACKAGE, VERSION
+from components.plugin._schema import PACKAGE, PLUGIN_DOWNLOAD_URL, VERSION
 from tests.e2e._plugin import install_python_sdk
 
 REPO = Path(__file__).resolve().parents[2]
 SDK = REPO / "sdk"
 GO_MODULE = "github.com/gpu-training/pulumi-gpu-training/sdk/go"
+# What every SDK tells the engine about its plugin: where a release of it is downloaded from.
+PLUGIN_METADATA = {
+    "resource": True,
+    "name": PACKAGE,
+    "version": VERSION,
+    "server": PLUGIN_DOWNLOAD_URL,
+}
 BUILD_TIMEOUT = 1800  # a cold Go build compiles pulumi/sdk on a loaded 2-core machine
 
 
@@ -71,7 +78,7 @@ def test_python_sdk_metadata_names_package_version_and_plugin(python_site: Path)
     requires = dist.requires or []
     assert any(r.startswith("pulumi") and "<4.0.0" in r for r in requires), requires
     plugin = json.loads((python_site / "pulumi_gpu_training" / "pulumi-plugin.json").read_text())
-    assert plugin == {"resource": True, "name": PACKAGE, "version": VERSION}
+    assert plugin == PLUGIN_METADATA
 
 
 PYTHON_CHECK = """\
@@ -241,7 +248,7 @@ def test_go_sdk_is_a_module_that_vets(go_sdk: tuple[str, Path]) -> None:
     go, sdk = go_sdk
     assert (sdk / "go.mod").read_text().startswith(f"module {GO_MODULE}\n")
     plugin = json.loads((sdk / "gputraining" / "pulumi-plugin.json").read_text())
-    assert plugin == {"resource": True, "name": PACKAGE, "version": VERSION}
+    assert plugin == PLUGIN_METADATA
     _run([go, "vet", "./..."], cwd=sdk, env=_go_env(sdk.parent), timeout=BUILD_TIMEOUT)
 
 
@@ -315,7 +322,7 @@ def test_typescript_sdk_type_checks(node_sdk: tuple[Path, Path]) -> None:
     sdk, tsc = node_sdk
     package = json.loads((sdk / "package.json").read_text())
     assert package["name"] == "@gpu-training/pulumi" and package["version"] == VERSION
-    assert package["pulumi"] == {"resource": True, "name": PACKAGE, "version": VERSION}
+    assert package["pulumi"] == PLUGIN_METADATA
     _run(["node", str(tsc), "--noEmit", "-p", str(sdk)], cwd=sdk)
 
 
