@@ -72,12 +72,13 @@ lint: dev-venv
 	$(VENV)/bin/mypy policy/__main__.py
 
 # pytest-xdist workers for `make test` and `make unit` (TEST_WORKERS=0: all in one process).
-# Each test file is one unit of work, run in one worker in its own order (tests/conftest.py);
-# files run side by side. More workers than cores: the end-to-end tests mostly wait on the
-# engine's subprocesses. --no-loadscope-reorder keeps the collection order, so tests/e2e (the
-# longest files) starts first instead of after the files with the most tests.
+# The units of work are tests/conftest.py's (FileUnits, which `--dist loadfile` selects there):
+# a test file, run in one worker in its own order; an end-to-end test on its own, except in the
+# e2e files with module fixtures. More workers than cores: the end-to-end tests mostly wait on
+# the engine's subprocesses. --no-loadscope-reorder keeps the collection order, which puts the
+# end-to-end units (the longest) first.
 TEST_WORKERS ?= 4
-PYTEST_WORKERS = -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+PYTEST_WORKERS = -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The full suite on the project's interpreter, and the installed package: on the lowest
 # supported Python at this repo's pins, and with its extras at both ends of its ranges

@@ -1,38 +1,69 @@
-"""How the suite is shared out between pytest-xdist workers (`make test`: ``-n``, loadgroup).
+"""How the suite is shared out between pytest-xdist workers (`make test`: ``-n``, ``--dist loadfile``).
 
-With ``--dist loadgroup`` every test belongs to the xdist group of its file unless it (or its
-module, through ``pytestmark``) names one with ``@pytest.mark.xdist_group(...)``. So, for every
-test file, old or new, without anything to declare:
+A unit of work goes to one worker and runs there in its order. The units are:
 
-- a file's tests run in one worker, in the file's order: a module-scoped fixture (an emulator,
-  a built SDK, a virtualenv) is set up once, not once per worker that happens to get one of
-  its tests, and tests that rely on running after each other in their file still do;
-- different files run side by side: the end-to-end tests mostly wait on the engine's
-  subprocesses, so a few of them in parallel fit even on two cores.
+- a test file, for every file outside ``tests/e2e``: a module-scoped fixture (an emulator, a
+  built SDK, a virtualenv) is set up once, and tests that rely on running after each other in
+  their file still do;
+- a single test, for the end-to-end files: each of their tests makes its own engine project and
+  emulator, and they are the slow ones, so the workers share them out test by test;
+- except a file of ``WHOLE_FILES``: end-to-end files whose module-scoped fixtures (built release
+  artifacts, a virtualenv) must be made once (``tests/test_scheduling.py`` keeps the list whole).
 
-A test that must not run beside another (two that time the same thing under load) names a
-shared group. Without xdist (a plain ``pytest``) the markers change nothing.
+The end-to-end units go first, those whole files at their head: the longest units start while
+the others fill the gaps. ``FileUnits`` replaces pytest-xdist's ``loadgroup`` here: with pytest
+9 the group suffix xdist writes into a node id no longer reaches the id its scheduler reads, so
+every test had been a unit of its own (a file's module fixtures set up again in every worker).
+Without xdist (a plain ``pytest``) nothing here changes what runs.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]  # no stubs
+
+SPREAD_DIR = "tests/e2e/"
+WHOLE_FILES = frozenset(
+    {
+        "tests/e2e/test_own_project.py",
+        "tests/e2e/test_plugin_python.py",
+        "tests/e2e/test_release.py",
+    }
+)
 
 
-def file_group(item: pytest.Item) -> str:
-    """The default xdist group of ``item``: its file, relative to the rootdir."""
-    return item.nodeid.split("::", 1)[0]
+def work_unit(nodeid: str) -> str:
+    """The unit of work ``nodeid`` belongs to: its file, or itself (a spread end-to-end test)."""
+    path = nodeid.split("::", 1)[0]
+    if path.startswith(SPREAD_DIR) and path not in WHOLE_FILES:
+        return nodeid
+    return path
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    # pytest-xdist registers the marker too; this keeps --strict-markers happy without it.
-    config.addinivalue_line("markers", "xdist_group(name): run in one xdist worker with its group")
+def start_rank(nodeid: str) -> int:
+    """Where a test's unit starts: the whole end-to-end files, the other end-to-end tests, the rest."""
+    path = nodeid.split("::", 1)[0]
+    if path in WHOLE_FILES:
+        return 0
+    return 1 if path.startswith(SPREAD_DIR) else 2
 
 
-@pytest.hookimpl(tryfirst=True)
+class FileUnits(LoadScopeScheduling):  # type: ignore[misc]  # xdist is untyped
+    """``LoadScopeScheduling`` with ``work_unit`` as the scope of a test."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        return work_unit(nodeid)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> FileUnits | None:
+    if config.getvalue("dist") == "loadfile":
+        return FileUnits(config, log)
+    return None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # tryfirst: xdist turns the markers into the group suffix of each node id in its own
-    # hook of this name, which must see them.
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(file_group(item)))
+    # Every worker collects the same order (the scheduler checks it); with
+    # --no-loadscope-reorder the units are handed out in it.
+    items.sort(key=lambda item: start_rank(item.nodeid))
