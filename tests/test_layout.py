@@ -285,3 +285,20 @@ def test_the_core_uses_no_pulumi_type():
     )
     assert list(core.glob("*.py")), "the check would pass on any tree: the core has modules"
     assert importers == []
+
+
+def test_the_wheel_lists_every_package_folder() -> None:
+    """pyproject.toml names its packages one by one: a new folder of components/ must join, or
+    the installed package cannot import it (the smoke runs fail, far from the cause)."""
+    import tomllib
+
+    listed = set(
+        tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    names = {"components": "gpu_training", "emulator": "gpu_training_emulator"}
+    folders = {
+        ".".join([names[init.relative_to(REPO).parts[0]], *init.relative_to(REPO).parts[1:-1]])
+        for root in names
+        for init in (REPO / root).rglob("__init__.py")
+    }
+    assert folders - listed == set(), "add these to [tool.setuptools] packages in pyproject.toml"
