@@ -77,7 +77,7 @@ __all__ = [
 ]
 
 
-PROJECT_DIR = Path(__file__).resolve().parents[2]
+PROJECT_DIR = Path(__file__).resolve().parents[1]
 """The project directory: where the program records the quotas it read (``quota_fits``)."""
 
 

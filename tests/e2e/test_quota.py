@@ -5,6 +5,7 @@ makes it fit; a job the emulator refuses at create (429) is a clear error, not r
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from google.auth.credentials import AnonymousCredentials
@@ -117,7 +118,10 @@ def test_the_policy_pack_can_require_that_the_jobs_fit(ws: Workspace) -> None:
         ).output
         assert "quota-fits" in preview
         assert f"quota {T4} in {GCP_REGION}: the stack's jobs need 2 at once" in preview
-        assert "limits read 0 min ago" in preview
+        # The limits' age, rounded to minutes: a loaded machine can take over 30 s between the
+        # program's quota read and the pack's verdict.
+        age = re.search(r"limits read (\d+) min ago", preview)
+        assert age is not None and int(age.group(1)) <= 5, preview
         assert list_jobs(emu.client()) == []
 
 

@@ -125,3 +125,13 @@ def test_previews_of_one_project_at_once_each_leave_a_whole_snapshot(tmp_path):
     assert "the stack's jobs need 3 at once" in found  # a limit of 1 or 2, read whole
     assert "the project's limit is 1" in found or "the project's limit is 2" in found
     assert [p.name for p in tmp_path.rglob("*.tmp")] == []
+
+
+def test_the_pack_reads_the_snapshot_where_the_program_writes_it() -> None:
+    """The program writes under the project directory (the folder holding components/, as
+    ``write_snapshot``'s root); the pack's default root must be that folder, wherever the
+    policies module sits in the package."""
+    from components.policies import PROJECT_DIR
+
+    assert Path(__file__).resolve().parents[2] == PROJECT_DIR
+    assert (PROJECT_DIR / "components" / "policies.py").is_file()
