@@ -227,17 +227,25 @@ def test_concurrent_jobs_never_share_a_gpu(gpus2: EmulatorProcess) -> None:
 def test_replicas_of_one_job_get_devices_of_their_own(gpus2: EmulatorProcess) -> None:
     client = gpus2.client()
     out = f"gs://bucket/{unique()}"
+    # Both replicas run until cancelled: a job ends when its chief does, and a short chief could
+    # end it before a slow-starting worker (a loaded machine) recorded its devices.
     pools = [
-        trainer_pool(args=SHORT_RUN, accelerator=(T4, 1)),
-        trainer_pool(accelerator=(T4, 1)),
+        trainer_pool(args=LONG_RUN, accelerator=(T4, 1)),
+        trainer_pool(args=LONG_RUN, accelerator=(T4, 1)),
     ]
     created = client.create_custom_job(
         parent=PARENT, custom_job=make_job("pair", output=out, pools=pools)
     )
-    done = wait_for_state(client, created.name, TERMINAL, timeout=60)
-    assert done.state == S.JOB_STATE_SUCCEEDED, done.error.message
-    assert devices_seen(gpus2, out, "chief-0") == "0"
-    assert devices_seen(gpus2, out, "worker-0") == "1"
+    try:
+        wait_until(
+            lambda: all(devices_seen(gpus2, out, r) is not None for r in ("chief-0", "worker-0")),
+            timeout=60,
+            what="both replicas",
+        )
+        assert devices_seen(gpus2, out, "chief-0") == "0"
+        assert devices_seen(gpus2, out, "worker-0") == "1"
+    finally:
+        cancel_all(gpus2, created)
 
 
 def test_a_job_wanting_more_than_is_free_waits_queued(gpus2: EmulatorProcess) -> None:
