@@ -62,16 +62,7 @@ def main() -> None:
         archive = dist / release.plugin_archive_name(ver, "linux-amd64")
         start = time.monotonic()
         subprocess.run(
-            [
-                "pulumi",
-                "plugin",
-                "install",
-                "resource",
-                "gpu-training",
-                ver,
-                "--file",
-                str(archive),
-            ],
+            release.install_command(ver, archive),
             env=env,
             check=True,
             capture_output=True,

@@ -72,6 +72,12 @@ def plugin_archive_name(ver: str, platform: str) -> str:
     return f"pulumi-resource-{PLUGIN}-v{ver}-{platform}.tar.gz"
 
 
+def install_command(ver: str, archive: Path) -> list[str]:
+    """The command that installs the plugin archive ``archive`` of version ``ver``, as a user
+    would (the engine unpacks it and makes the plugin's virtualenv)."""
+    return ["pulumi", "plugin", "install", "resource", PLUGIN, ver, "--file", str(archive)]
+
+
 def runtime_closure(requirements: Path = REPO / "requirements.txt") -> dict[str, str]:
     """The runtime set, resolved: each distribution ``requirements.txt`` needs, directly or
     through another, with its version in this interpreter's environment (the tested pins)."""

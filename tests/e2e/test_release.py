@@ -89,16 +89,7 @@ def rel(pulumi_bin_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
     }
     archive = dist / release.plugin_archive_name(release.version(), "linux-amd64")
     subprocess.run(
-        [
-            "pulumi",
-            "plugin",
-            "install",
-            "resource",
-            "gpu-training",
-            release.version(),
-            "--file",
-            str(archive),
-        ],
+        release.install_command(release.version(), archive),
         env=env,
         check=True,
         timeout=INSTALL_TIMEOUT,
