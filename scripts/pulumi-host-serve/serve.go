@@ -135,7 +135,11 @@ func Main(name string, runtime Runtime) {
 // ConfigEnv answers the environment entries that give the program the stack config:
 // PULUMI_CONFIG and PULUMI_CONFIG_SECRET_KEYS (JSON, as both SDKs read them).
 func ConfigEnv(req *pulumirpc.RunRequest) ([]string, error) {
-	config, err := json.Marshal(req.GetConfig())
+	values := req.GetConfig()
+	if values == nil { // a stack without config: `{}`, not `null`, which the SDKs cannot read
+		values = map[string]string{}
+	}
+	config, err := json.Marshal(values)
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,9 @@
 //
 //   - Run: starts `pulumi-language-python-exec` (the SDK's launcher script, installed beside this
 //     binary by scripts/install-pulumi) with the Python interpreter selected by the project's
-//     `virtualenv` / `toolchain` runtime options, passing the stack config through PULUMI_CONFIG.
+//     `virtualenv` / `toolchain` runtime options, passing the stack config through PULUMI_CONFIG;
+//     the program ends quietly on the SIGINT with which the engine stops the host (no
+//     KeyboardInterrupt traceback in the engine's output).
 //   - RunPlugin: runs a Python plugin directory's __main__.py (e.g. a pulumi-policy pack given to
 //     `pulumi preview --policy-pack`) with the same interpreter selection.
 //   - GetPluginInfo, GetRequiredPlugins/GetRequiredPackages (none: plugins load on demand),
@@ -48,6 +50,19 @@ import (
 
 // execScriptName is the SDK's Python launcher that configures the runtime and runs the program.
 const execScriptName = "pulumi-language-python-exec"
+
+// runQuietOnInterrupt runs sys.argv[1] (a script, or a directory's __main__.py) as `python
+// TARGET ARGS...` would, with SIGINT at its default action: the process ends without a word.
+// The engine stops a language host by sending SIGINT to the host's process group, the program
+// included; Python's own handler turns that into a KeyboardInterrupt, and a program still
+// reporting a failed step (the resource monitor just shut down) printed its traceback into the
+// engine's output. The Node.js and Go programs already end quietly on SIGINT.
+const runQuietOnInterrupt = "import os, runpy, signal, sys\n" +
+	"signal.signal(signal.SIGINT, signal.SIG_DFL)\n" +
+	"sys.argv = sys.argv[1:]\n" +
+	"target = os.path.abspath(sys.argv[0])\n" +
+	"sys.path[0] = target if os.path.isdir(target) else os.path.dirname(target)\n" +
+	"runpy.run_path(sys.argv[0], run_name='__main__')\n"
 
 type host struct {
 	hostserve.Base
@@ -152,7 +167,7 @@ func (h *host) Run(ctx context.Context, req *pulumirpc.RunRequest) (*pulumirpc.R
 		program = "."
 	}
 	args := []string{
-		"-u", script,
+		"-u", "-c", runQuietOnInterrupt, script,
 		"--monitor", req.GetMonitorAddress(),
 		"--engine", engine,
 		"--project", req.GetProject(),
@@ -268,7 +283,8 @@ func (h *host) RunPlugin(
 	if err := tc.ValidateVenv(server.Context()); err != nil {
 		return err
 	}
-	cmd, err := tc.Command(server.Context(), append([]string{"-u", dir}, req.GetArgs()...)...)
+	cmd, err := tc.Command(server.Context(),
+		append([]string{"-u", "-c", runQuietOnInterrupt, dir}, req.GetArgs()...)...)
 	if err != nil {
 		return err
 	}
