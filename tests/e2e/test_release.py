@@ -9,7 +9,8 @@ outside the checkout and run against one emulator, with a bin dir that holds the
 the language hosts only: YAML and Python (on the SDK wheel) end to end (up, ``preview --diff``
 of an edit, a bad GPU count, ``pulumi import --out``, destroy, counting the emulator's jobs);
 TypeScript (the npm tarball) and Go (the module from the proxy tree) up, an edit's preview and
-destroy, where node and go are on this machine.
+destroy, where node and go are on this machine. The policy archive, unpacked, is given to
+``pulumi preview --policy-pack`` of the YAML quickstart.
 """
 
 from __future__ import annotations
@@ -193,8 +194,33 @@ def test_the_plugin_installs_from_its_archive_into_pulumi_home(rel: Release) -> 
     assert "gpu-training-policy/components/policies.py" in names
 
 
+def _released_policy_pack(rel: Release, tmp_path: Path) -> Path:
+    """The policy archive unpacked outside the checkout; its ``venv`` is the one ``make
+    policy`` made of the same requirements (policy/requirements.txt)."""
+    with tarfile.open(rel.dist / f"gpu-training-policy-v{release.version()}.tar.gz") as pack:
+        pack.extractall(tmp_path / "policy-release", filter="data")
+    folder = tmp_path / "policy-release" / "gpu-training-policy"
+    (folder / "venv").symlink_to(REPO / "policy" / ".venv", target_is_directory=True)
+    return folder
+
+
 def test_yaml_quickstart_end_to_end(rel: Release, tmp_path: Path) -> None:
     ws = _quickstart(rel, "yaml", tmp_path)
+    # The released policy pack judges the quickstart's jobs (its dev rules: a cost-center
+    # label and Spot are required) before anything is submitted.
+    pack = _released_policy_pack(rel, tmp_path)
+    judged = ws.pulumi(
+        "preview",
+        "--policy-pack",
+        str(pack),
+        "--policy-pack-config",
+        str(pack / "dev.json"),
+        expect_failure=True,
+    ).output
+    assert "[mandatory]  required-labels" in judged and "cost-center" in judged, judged
+    assert "[mandatory]  spot-required" in judged, judged
+    assert "allowed-accelerators" not in judged and "Traceback" not in judged, judged
+    assert active_jobs(rel.emulator.client()) == []
     _up_preview_destroy(ws, rel, "Pulumi.yaml", ('"--epochs", "2"', '"--epochs", "3"'))
     code = _bad_count_import_destroy(
         ws, rel, "Pulumi.yaml", ("acceleratorCount: 1}", "acceleratorCount: 3}"), "imported.yaml"
@@ -261,15 +287,17 @@ def test_typescript_quickstart_up_preview_destroy(rel: Release, tmp_path: Path) 
 @pytest.mark.skipif(shutil.which("go") is None, reason="go is not on this machine")
 def test_go_quickstart_up_preview_destroy(rel: Release, tmp_path: Path) -> None:
     ws = _quickstart(rel, "go", tmp_path)
-    cache = subprocess.run(
-        ["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True
-    ).stdout.strip()
+    cache, proxy = subprocess.run(
+        ["go", "env", "GOMODCACHE", "GOPROXY"], capture_output=True, text=True, check=True
+    ).stdout.split()
     # The SDK from the release's proxy tree; pulumi's modules from this machine's cache, as a
-    # proxy (a module cache of its own: the shared one never holds the SDK's v0.2.0).
+    # proxy (a module cache of its own: the shared one never holds the SDK's v0.2.0), else from
+    # the machine's own proxy: the cache holds what earlier builds fetched, not always all the
+    # program needs (a fresh machine that ran no SDK build yet).
     go_env = {
         **ws.env,
         "GOMODCACHE": str(tmp_path / "gomod"),
-        "GOPROXY": f"{(rel.dist / 'goproxy').as_uri()},{Path(cache, 'cache', 'download').as_uri()},off",
+        "GOPROXY": f"{(rel.dist / 'goproxy').as_uri()},{Path(cache, 'cache', 'download').as_uri()},{proxy}",
         "GOFLAGS": "-mod=mod",
         "GONOSUMDB": "github.com/gpu-training",
         "GOSUMDB": "off",
