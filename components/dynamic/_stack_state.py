@@ -22,6 +22,7 @@ from typing import Any
 
 import pulumi
 
+from ..lifecycle._adoption import state_unreadable
 from ..lifecycle._wire import (
     IDENTITY,
     TRAINING_JOB_TYPE_SUFFIX,
@@ -82,10 +83,7 @@ def _read_state() -> dict[str, list[Mapping[str, Any]]]:
     except Exception as exc:
         if "unknown stack" in str(exc):
             return {}  # a stack with no checkpoint yet holds nothing
-        pulumi.log.warn(
-            f"could not read the stack's state ({exc}); a replace of a job with unchanged "
-            "inputs (pulumi up --replace) keeps its running job instead of starting a new one"
-        )
+        pulumi.log.warn(state_unreadable(exc))
         return {}
     value = result.value if isinstance(result.value, Mapping) else {}
     resources = value.get("outputs")

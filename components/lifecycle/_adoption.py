@@ -125,6 +125,7 @@ __all__ = [
     "record_create",
     "run_directory",
     "run_hash",
+    "state_unreadable",
     "without_managed_labels",
     "without_plain_run_hash",
 ]
@@ -443,6 +444,15 @@ def record_adopted(name: str, identity: str) -> None:
     """Remember that a create of ``identity`` took over the job ``name`` in this process."""
     with _adopted_lock:
         _adopted[job_id(name)] = identity
+
+
+def state_unreadable(reason: object) -> str:
+    """The warning of a door that could not read which jobs its stack holds (rule 3 then
+    holds none): what that changes for a replace."""
+    return (
+        f"could not read the stack's state ({reason}); a replace of a job with unchanged "
+        "inputs (pulumi up --replace) keeps its running job instead of starting a new one"
+    )
 
 
 def adopted_here(name: str, identity: Any) -> bool:

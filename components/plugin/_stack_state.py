@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .._errors import TrainingJobError
+from ..lifecycle._adoption import state_unreadable
 
 __all__ = [
     "EXPORT_TIMEOUT",
@@ -132,10 +133,7 @@ def held_reader(
         try:
             resources = read(urn)
         except StateUnreadable as exc:
-            warn(
-                f"could not read the stack's state ({exc}); a replace of a job with unchanged "
-                "inputs (pulumi up --replace) keeps its running job instead of starting a new one"
-            )
+            warn(state_unreadable(exc))
             resources = []
         identity = identity_of(urn)
         answer.append(
