@@ -107,7 +107,13 @@ from ._shape import (
     plugin_path,
     status_of_outputs,
 )
-from ._stack_state import StateCache, held_reader, read_resources
+from ._stack_state import (
+    StateCache,
+    StateUnreadable,
+    held_reader,
+    read_resources,
+    stack_instance,
+)
 from ._values import plain_map, secret_texts, wrap, wrap_map
 
 __all__ = ["VALIDATE_FUNCTION", "GpuTrainingProvider", "PluginError"]
@@ -116,6 +122,11 @@ T = TypeVar("T")
 
 STACK_KEY = "stackKey"
 """The provider input ``check_config`` makes once (a secret): the stack instance's key."""
+
+STACK_INSTANCE = "stackInstance"
+"""The provider input naming the stack instance (``instance_of`` its key: public) in a
+provider made since instances carry over: what its successor reads from the checkpoint
+without decrypting anything (``_stack_state.stack_instance``)."""
 
 VALIDATE_FUNCTION = "gpu-training:vertex:validate"
 """``invoke``: a TrainingJob's or tuning job's properties → the failures its check would give."""
@@ -174,8 +185,9 @@ def _read_config(
     run_key = values.get("runKey")
     if run_key is not None and not isinstance(run_key, str):
         raise SettingError(f"{PLUGIN_DOOR.namespace}:runKey: must be a string")
-    stack_key = values.get(STACK_KEY)
-    instance = instance_of(stack_key) if isinstance(stack_key, str) and stack_key else None
+    stack_key, instance = values.get(STACK_KEY), values.get(STACK_INSTANCE)
+    if not isinstance(instance, str) or not instance:
+        instance = instance_of(stack_key) if isinstance(stack_key, str) and stack_key else None
     return _Config(settings, project, region, run_key or None, settings.quota, instance)
 
 
@@ -185,13 +197,15 @@ class GpuTrainingProvider(Provider):
     def __init__(
         self,
         engine: str = "",
-        read_state: Callable[[str], list[Mapping[str, Any]]] = read_resources,
+        read_state: Callable[..., list[Mapping[str, Any]]] = read_resources,
     ) -> None:
-        """``engine``: the engine's address (its ``Log`` service); ``read_state(urn)``: the
-        resources of the stack ``urn`` belongs to (``components.plugin._stack_state``)."""
+        """``engine``: the engine's address (its ``Log`` service); ``read_state(urn,
+        show_secrets=False)``: the resources of the stack ``urn`` belongs to
+        (``components.plugin._stack_state``)."""
         self._log = EngineLog(engine)
         self._notes = PreviewNotes(self._log)
         self._read_state = StateCache(read_state)
+        self._read_stack = read_state
         self._pool = ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="operation")
         self._config = _Config(ProviderSettings(door=PLUGIN_DOOR), None, None, None, "error")
         self._kinds = {
@@ -266,7 +280,26 @@ class GpuTrainingProvider(Provider):
                 inputs=request.new_inputs,
                 failures=[CheckFailure(key.removeprefix("gpu-training:"), reason or str(exc))],
             )
-        return CheckResponse(inputs=_with_stack_key(request.old_inputs, request.new_inputs))
+        succeeded = await asyncio.to_thread(self._succeeded_instance, request)
+        return CheckResponse(
+            inputs=_with_stack_key(request.old_inputs, request.new_inputs, succeeded)
+        )
+
+    def _succeeded_instance(self, request: CheckRequest) -> tuple[bool, str | None]:
+        """For a provider with no state of its own, the stack instance of the provider it
+        succeeds (``_stack_state.stack_instance``); (False, None): none, a new instance."""
+        if request.old_inputs:
+            return False, None
+        try:
+            return stack_instance(request.urn, STACK_KEY, STACK_INSTANCE, self._read_stack)
+        except StateUnreadable as exc:
+            self._log.warn(
+                f"{exc}: this provider starts a new stack instance, so the jobs its "
+                "predecessor submitted are not this stack's to cancel or adopt (a destroy "
+                "leaves them running and says so)",
+                request.urn,
+            )
+            return False, None
 
     async def configure(self, request: ConfigureRequest) -> ConfigureResponse:
         values = plain_map(request.args)
@@ -612,17 +645,30 @@ class GpuTrainingProvider(Provider):
 
 
 def _with_stack_key(
-    olds: Mapping[str, PropertyValue], news: Mapping[str, PropertyValue]
+    olds: Mapping[str, PropertyValue],
+    news: Mapping[str, PropertyValue],
+    succeeded: tuple[bool, str | None] = (False, None),
 ) -> dict[str, PropertyValue]:
-    """``news`` (a provider's inputs) with its stack key: the one its state holds, a new one
-    for a provider that has no state yet, none for one whose state was written before keys
-    (its stack keeps matching on names alone: a new key would be a diff of the provider)."""
-    checked = {k: v for k, v in news.items() if k != STACK_KEY}
-    old = olds.get(STACK_KEY)
-    if old is not None:
-        checked[STACK_KEY] = old.with_secret(True)
-    elif not olds:
-        checked[STACK_KEY] = PropertyValue(secrets.token_hex(32)).with_secret(True)
+    """``news`` (a provider's inputs) with its stack instance: the key (and instance) its
+    state holds; none for one whose state was written before keys (its stack keeps matching
+    on names alone: a new key would be a diff of the provider). A provider with no state yet
+    takes the instance of the one it succeeds (``succeeded``: found, instance), else a new
+    key and its instance."""
+    checked = {k: v for k, v in news.items() if k not in (STACK_KEY, STACK_INSTANCE)}
+    if olds:
+        if STACK_KEY in olds:
+            checked[STACK_KEY] = olds[STACK_KEY].with_secret(True)
+        if STACK_INSTANCE in olds:
+            checked[STACK_INSTANCE] = olds[STACK_INSTANCE]
+        return checked
+    found, instance = succeeded
+    if found:
+        if instance is not None:
+            checked[STACK_INSTANCE] = PropertyValue(instance)
+        return checked
+    key = secrets.token_hex(32)
+    checked[STACK_KEY] = PropertyValue(key).with_secret(True)
+    checked[STACK_INSTANCE] = PropertyValue(instance_of(key))
     return checked
 
 

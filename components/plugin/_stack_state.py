@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .._errors import TrainingJobError
-from ..lifecycle._adoption import state_unreadable
+from ..lifecycle._adoption import instance_of, state_unreadable
 
 __all__ = [
     "EXPORT_TIMEOUT",
@@ -38,6 +38,7 @@ __all__ = [
     "held_by_urn",
     "held_reader",
     "read_resources",
+    "stack_instance",
 ]
 
 EXPORT_TIMEOUT = 120.0
@@ -53,17 +54,22 @@ def _stack_of(urn: str) -> str:
     return urn.split("::", 1)[0].rsplit(":", 1)[-1]
 
 
-def read_resources(urn: str, timeout: float = EXPORT_TIMEOUT) -> list[Mapping[str, Any]]:
-    """The resources of the last checkpoint of the stack ``urn`` belongs to; raises
-    ``StateUnreadable`` with the reason."""
+def read_resources(
+    urn: str, timeout: float = EXPORT_TIMEOUT, *, show_secrets: bool = False
+) -> list[Mapping[str, Any]]:
+    """The resources of the last checkpoint of the stack ``urn`` belongs to (their secrets
+    decrypted with ``show_secrets``: the stack's secrets provider must then be usable without
+    a prompt); raises ``StateUnreadable`` with the reason."""
     pulumi = shutil.which("pulumi")
     if pulumi is None:
         raise StateUnreadable("`pulumi` is not on PATH")
     env = {**os.environ, "PULUMI_SKIP_UPDATE_CHECK": "true"}
+    command = [pulumi, "stack", "export", "--stack", _stack_of(urn)]
     try:
         done = subprocess.run(
-            [pulumi, "stack", "export", "--stack", _stack_of(urn)],
+            [*command, "--show-secrets"] if show_secrets else command,
             capture_output=True,
+            stdin=subprocess.DEVNULL,  # never a passphrase prompt
             env=env,
             timeout=timeout,
             check=False,
@@ -147,3 +153,71 @@ def held_reader(
         return list(answer[0])
 
     return held
+
+
+PROVIDER_TYPE = "pulumi:providers:gpu-training"
+
+
+def stack_instance(
+    urn: str,
+    key_input: str,
+    instance_input: str,
+    read: Callable[..., list[Mapping[str, Any]]] = read_resources,
+) -> tuple[bool, str | None]:
+    """For a new provider ``urn`` (no state of its own: a first ``up``, or a provider the
+    engine names anew, as a default provider at each new version or download URL), the stack
+    instance of the gpu-training provider it succeeds in the stack's checkpoint: the one of
+    the same name (a provider being replaced), else, for a default provider, the earlier
+    default ones. Answers (found,
+    instance): (False, None) when there is none to succeed, (True, None) for one made before
+    keys (its stack keeps matching on names alone). The instance is read from
+    ``instance_input`` (plain), else from ``key_input`` (a secret: read decrypted, only then);
+    raises ``StateUnreadable``."""
+    name = urn.rsplit("::", 1)[-1]
+    earlier = [
+        r for r in read(urn) if r.get("type") == PROVIDER_TYPE and isinstance(r.get("urn"), str)
+    ]
+    same = [r for r in earlier if str(r["urn"]).rsplit("::", 1)[-1] == name]
+    if not same and name.startswith("default"):
+        same = [r for r in earlier if str(r["urn"]).rsplit("::", 1)[-1].startswith("default")]
+    if not same:
+        return False, None
+    found = {_instance_in(r, key_input, instance_input) for r in same}
+    if _SECRET in found:
+        by_urn = {r.get("urn"): r for r in read(urn, show_secrets=True)}
+        found = {
+            _instance_in(by_urn.get(r["urn"], r), key_input, instance_input, decrypted=True)
+            for r in same
+        }
+    if len(found) != 1 or _SECRET in found:
+        names = ", ".join(sorted(str(r["urn"]).rsplit("::", 1)[-1] for r in same))
+        raise StateUnreadable(
+            f"the stack's earlier gpu-training providers ({names}) do not name one stack instance"
+        )
+    return True, found.pop()
+
+
+_SECRET = "\0secret"
+"""``_instance_in``'s answer for a provider whose instance only its secret key gives."""
+
+
+def _instance_in(
+    resource: Mapping[str, Any], key_input: str, instance_input: str, *, decrypted: bool = False
+) -> str | None:
+    inputs = resource.get("inputs")
+    inputs = inputs if isinstance(inputs, Mapping) else {}
+    instance = inputs.get(instance_input)
+    if isinstance(instance, str) and instance:
+        return instance
+    key = inputs.get(key_input)
+    if key is None:
+        return None
+    if isinstance(key, Mapping):  # a secret as `stack export` writes it
+        plain = key.get("plaintext")
+        if not decrypted or not isinstance(plain, str):
+            return _SECRET
+        try:
+            key = json.loads(plain)
+        except ValueError:
+            return _SECRET
+    return instance_of(key) if isinstance(key, str) and key else None

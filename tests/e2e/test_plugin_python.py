@@ -13,6 +13,8 @@ the jobs the emulator holds.
 from __future__ import annotations
 
 import json
+import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +29,7 @@ from tests.e2e._plugin import (
     SCENARIO,
     SECRET,
     TOKEN,
+    active_jobs,
     end_plugin_workspace,
     import_as_the_program,
     init_plugin_stack,
@@ -169,3 +172,56 @@ def test_pulumi_import_writes_python_that_previews_no_change(py_ws: Workspace) -
     assert 'gpu_training.vertex.TrainingJob("byhand"' in code, code
     assert '"display_name": "by-hand"' in code or 'display_name="by-hand"' in code, code
     assert f'pulumi.Output.secret("{HAND_SECRET}")' in code, code
+
+
+@pytest.mark.parametrize("provider_state", ["today", "key only"])
+def test_a_stack_up_on_the_sdk_before_its_download_url_upgrades_with_no_change(
+    py_ws: Workspace, python_sdk_site: Path, tmp_path: Path, provider_state: str
+) -> None:
+    # The SDK as generated before the schema named a pluginDownloadURL (before 0.2.0): its
+    # resources ask for the default provider without a download URL, which the engine names
+    # differently. A program moved to today's SDK must keep its jobs: no replace, no new job.
+    ws = py_ws
+    old = tmp_path / "sdk-without-download-url"
+    shutil.copytree(python_sdk_site, old, symlinks=True)
+    utilities = old / "pulumi_gpu_training" / "_utilities.py"
+    text = utilities.read_text()
+    assert text.count("github://") == 1, "the SDK's download URL moved"
+    utilities.write_text(re.sub(r'return "github://[^"]*"', "return None", text))
+    manifest = old / "pulumi_gpu_training" / "pulumi-plugin.json"
+    manifest.write_text(
+        json.dumps({k: v for k, v in json.loads(manifest.read_text()).items() if k != "server"})
+    )
+    write_job_settings(ws)
+    with emulator_for(ws, *SCENARIO) as emu:
+        client = emu.client()
+        init_plugin_stack(ws, emu.endpoint)
+        ws.env["PYTHONPATH"] = str(old)
+        ws.up()
+        before = {name: r["id"] for name, r in plugin_jobs(ws).items()}
+        old_providers = [
+            r["urn"] for r in ws.export()["resources"] if r["type"].startswith("pulumi:providers:")
+        ]
+        assert len(before) == 2 and len(old_providers) == 1, (before, old_providers)
+        if provider_state == "key only":
+            # A provider as release 0.2.0 wrote it: its stack key (a secret) and no plain
+            # instance beside it; its successor decrypts the key.
+            state = ws.pulumi("stack", "export").json()
+            for resource in state["deployment"]["resources"]:
+                for part in ("inputs", "outputs"):
+                    resource.get(part, {}).pop("stackInstance", None)
+            (tmp_path / "key-only.json").write_text(json.dumps(state))
+            ws.pulumi("stack", "import", "--file", str(tmp_path / "key-only.json"))
+
+        ws.env["PYTHONPATH"] = str(python_sdk_site)
+        summary = ws.preview_json()["changeSummary"]
+        assert summary == {"same": len(before) + 1}, summary  # the jobs and the stack
+        ws.up()
+        assert {name: r["id"] for name, r in plugin_jobs(ws).items()} == before
+        assert sorted(j.name for j in list_jobs(client)) == sorted(before.values())
+        new_providers = [
+            r for r in ws.export()["resources"] if r["type"].startswith("pulumi:providers:")
+        ]
+        assert [p["urn"] for p in new_providers] != old_providers, new_providers
+        gone = ws.pulumi("destroy", "--yes", "--skip-preview").output
+        assert active_jobs(client) == [], gone

@@ -17,6 +17,7 @@ from pulumi.provider.experimental.provider import (
 )
 
 from components._files import READ_ROOTS_ENV
+from components.lifecycle._adoption import instance_of
 from components.lifecycle._settings import SettingError
 from components.plugin._provider import GpuTrainingProvider
 from components.plugin._values import wrap_map
@@ -53,7 +54,9 @@ def _failures(provider: GpuTrainingProvider, props: dict[str, Any]) -> list[tupl
 
 def _config_failures(**config: Any) -> list[tuple[str, str]]:
     request = CheckRequest(PROVIDER_URN, {}, wrap_map(config), b"")
-    result = run_isolated(GpuTrainingProvider().check_config(request))
+    # A stack whose checkpoint holds no earlier provider: nothing to succeed.
+    provider = GpuTrainingProvider(read_state=lambda urn, show_secrets=False: [])
+    result = run_isolated(provider.check_config(request))
     return [(f.property, f.reason) for f in result.failures or []]
 
 
@@ -161,7 +164,9 @@ def test_an_overlay_outside_the_project_fails_configure(
 
 def _checked_config(olds: dict[str, Any], news: dict[str, Any]) -> dict[str, Any]:
     request = CheckRequest(PROVIDER_URN, wrap_map(olds), wrap_map(news), b"")
-    result = run_isolated(GpuTrainingProvider().check_config(request))
+    # A stack whose checkpoint holds no earlier provider: nothing to succeed.
+    provider = GpuTrainingProvider(read_state=lambda urn, show_secrets=False: [])
+    result = run_isolated(provider.check_config(request))
     assert not result.failures
     return dict(result.inputs or {})
 
@@ -170,6 +175,9 @@ def test_a_new_provider_gets_a_secret_stack_key_its_state_then_keeps() -> None:
     made = _checked_config({}, {"quota": "off"})
     key = made["stackKey"]
     assert key.is_secret and len(str(key.value)) == 64
+    # Its public part beside it, plain: what a successor reads without decrypting anything.
+    assert made["stackInstance"].value == instance_of(str(key.value))
+    assert not made["stackInstance"].is_secret
     assert _checked_config({}, {})["stackKey"].value != key.value  # random: each new provider
     # Every later check passes the state's key on (no diff), whatever the new inputs say.
     kept = _checked_config({"quota": "off", "stackKey": key.value}, {"stackKey": "mine"})
