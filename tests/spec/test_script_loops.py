@@ -194,3 +194,17 @@ def test_estimate_and_convert_of_a_loop_script_give_each_job(tmp_path: Path) -> 
     assert code == 0, err
     assert out.count("---") == 1 and out.count("acceleratorCount: 2") == 1
 
+
+def test_a_notebooks_bash_cell_with_a_loop_is_a_job_per_run(tmp_path: Path) -> None:
+    source = "%%bash\nGPUS=1\nfor LR in 0.1 0.2; do\n  " + CREATE + "\ndone\n"
+    cells = [{"cell_type": "code", "metadata": {}, "source": source, "outputs": []}]
+    path = tmp_path / "sweep.ipynb"
+    path.write_text(
+        json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells})
+    )
+    jobs = load_jobs(path, env={})
+    assert [job.name for job in jobs] == [
+        "cell 1, line 4: a %%bash cell (cell 1, line 3: for LR=0.1)",
+        "cell 1, line 4: a %%bash cell (cell 1, line 3: for LR=0.2)",
+    ]
+    assert [read(job) for job in jobs] == [("lr-0.1", ["--lr=0.1"]), ("lr-0.2", ["--lr=0.2"])]
