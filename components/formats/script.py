@@ -37,6 +37,11 @@ Files the script writes before its submission are remembered (``WrittenFile``): 
 from the here-document's body, expanded as bash would; one written another way (``echo >``,
 ``gsutil cp``, ``sed -i``) is refused, since the file on disk is not what the command reads.
 
+One submission inside ``for`` / ``while read`` loops over values known here runs once per
+run of the loops (their product, at most ``MAX_LOOP_JOBS``): ``choose`` raises ``LoopJobs``,
+and ``loop_runs`` gives each run, read again with ``pins`` saying which value each loop takes
+(its job named ``line 2: for LR=0.01``); ``continue``/``break`` are not evaluated (a note),
+and a variable the body sets after the submission that uses it is an error of later runs.
 A script with several job submissions is refused (one job per file), naming their lines;
 ``gcloud config set project|ai/region`` lines before the submission are kept as defaults.
 Expansions are bounded: ``MAX_VARIABLES`` names, ``MAX_VALUE_CHARS`` per value and
@@ -112,6 +117,9 @@ MAX_EXPANDED_CHARS = 1 << 22
 MAX_WRITES = 10_000
 MAX_LOOP_JOBS = 100
 """The most jobs a submission inside loops over known values is read as (one per run)."""
+MAX_LOOP_COMMANDS = 2 * MAX_COMMANDS
+"""The most commands read for all the runs of such loops together (the script is read once
+per run), so that reading many runs of a long script stays as quick as reading a long one."""
 """The most file writes (redirections, copies) a script may make before its submission."""
 MARK = re.compile("\x01(\\d+)\x01")
 """Where an unknown value stands in a command's word: ``\\x01N\\x01``, N its index."""
@@ -678,20 +686,9 @@ class LoopJobs(SpecFormatError):
 
 def loop_runs(jobs: LoopJobs) -> list[tuple[str, LoopPins]]:
     """Each run of the loops around the submission (the product of their values, outer loop
-    first): its name (``line 2: for LR=0.01; line 3: for B=32``) and the pins that read it
-    (``find_submission(..., pins=)``); ``SpecFormatError`` over ``MAX_LOOP_JOBS`` runs."""
+    first; at most ``MAX_LOOP_JOBS``: ``LoopJobs`` is raised for no more): its name (``line 2:
+    for LR=0.01; line 3: for B=32``) and the pins that read it (``find_submission(pins=)``)."""
     loops = jobs.loops
-    total = 1
-    for loop in loops:
-        total *= len(loop.values or ())
-    if total > MAX_LOOP_JOBS:
-        counts = " x ".join(
-            f"{len(loop.values or ())} ({loop.header}, line {loop.line})" for loop in loops
-        )
-        raise SpecFormatError(
-            f"refused: the loops around the submission run it {total} times ({counts}): at "
-            f"most {MAX_LOOP_JOBS} jobs of one script are read here; loop over fewer values"
-        )
     runs: list[tuple[str, LoopPins]] = []
     for indices in itertools.product(*(range(len(loop.values or ())) for loop in loops)):
         name = "; ".join(
@@ -1895,12 +1892,25 @@ class _Walker:
             )
         if not loops or all(loop.key in self.pins for loop in loops):
             return
-        loop = loops[-1]
-        values = loop.values or []
-        shown = ", ".join(clipped(v) for v in values[:10]) + (" ..." if len(values) > 10 else "")
         total = 1
         for each in loops:
             total *= len(each.values or ())
+        counts = " x ".join(f"{len(lp.values or ())} ({lp.header}, line {lp.line})" for lp in loops)
+        if total > MAX_LOOP_JOBS:
+            raise SpecFormatError(
+                f"refused: the loops around the submission at line {found.line} run it {total} "
+                f"times ({counts}): at most {MAX_LOOP_JOBS} jobs of one script are read here; "
+                "loop over fewer values"
+            )
+        if self.visited * total > MAX_LOOP_COMMANDS:
+            raise SpecFormatError(
+                f"refused: the loops around the submission at line {found.line} run it {total} "
+                f"times ({counts}) and each run is read from the script's {self.visited} "
+                f"commands: more than {MAX_LOOP_COMMANDS} in all; loop over fewer values"
+            )
+        loop = loops[-1]
+        values = loop.values or []
+        shown = ", ".join(clipped(v) for v in values[:10]) + (" ..." if len(values) > 10 else "")
         around = ""
         if len(loops) > 1:
             lines = ", ".join(str(each.line) for each in loops[:-1])

@@ -15,7 +15,7 @@ from components import SpecFormatError, load_spec_file
 from components.cli._cli import main
 from components.formats.load import holds_jobs, load_jobs
 from components.formats.result import FileJob
-from components.formats.script import MAX_LOOP_JOBS
+from components.formats.script import MAX_LOOP_COMMANDS, MAX_LOOP_JOBS
 
 CREATE = (
     "gcloud ai custom-jobs create --region=us-central1 --display-name=lr-$LR "
@@ -124,12 +124,21 @@ def test_loops_over_more_runs_than_the_bound_are_refused(tmp_path: Path) -> None
     with pytest.raises(SpecFormatError) as caught:
         load_jobs(write(tmp_path, body), env={})
     message = str(caught.value)
-    assert f"run it {10 * (MAX_LOOP_JOBS // 10 + 1)} times" in message
+    assert f"line 3 run it {10 * (MAX_LOOP_JOBS // 10 + 1)} times" in message
     assert f"at most {MAX_LOOP_JOBS} jobs of one script" in message
     # At the bound, every run is read.
     values = " ".join(str(n) for n in range(MAX_LOOP_JOBS))
     jobs = load_jobs(write(tmp_path, f"GPUS=1\nfor LR in {values}; do {{create}}; done\n"))
     assert len(jobs) == MAX_LOOP_JOBS and all(job.loaded for job in jobs)
+
+
+def test_many_runs_of_a_long_script_are_refused_as_too_much_to_read(tmp_path: Path) -> None:
+    values = " ".join(str(n) for n in range(MAX_LOOP_JOBS))
+    filler = "".join(f"A{n}=x\n" for n in range(MAX_LOOP_COMMANDS // MAX_LOOP_JOBS))
+    path = write(tmp_path, f"GPUS=1\n{filler}for LR in {values}; do {{create}}; done\n")
+    code, _, err = run("validate", str(path))
+    assert code == 2
+    assert f"more than {MAX_LOOP_COMMANDS} in all" in err and "Traceback" not in err
 
 
 def test_a_loop_over_one_value_is_still_one_unnamed_job(tmp_path: Path) -> None:
