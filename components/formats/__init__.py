@@ -20,7 +20,8 @@ format                                        recognised by                     
 ``python-sdk``                                ``.py``: each Vertex AI SDK job (``ast``)     ``python_sdk``
 ============================================  ============================================  =================
 
-A notebook or Python file may hold several jobs: ``load.load_jobs`` gives each, named
+A notebook or Python file may hold several jobs, and so may a script whose one submission is
+inside loops over known values (a job per run): ``load.load_jobs`` gives each, named
 (``FileJob``); ``load_spec_file`` takes one of them only when it is the file's one job.
 
 A file holds a custom job or a hyperparameter tuning job (``LoadedSpec.kind``): a tuning job

@@ -32,6 +32,7 @@ from .script import (
     MAX_EXPANDED_CHARS,
     MAX_VALUE_CHARS,
     MAX_VARIABLES,
+    LoopPins,
     ScriptCommand,
     Unresolved,
     find_submission_in,
@@ -177,9 +178,11 @@ class _Batch:
         return _UNKNOWN.sub(lambda m: self.unknowns[int(m.group(1))].text, text)
 
 
-def read_batch_submission(text: str, env: Mapping[str, str], directory: Path) -> ScriptCommand:
+def read_batch_submission(
+    text: str, env: Mapping[str, str], directory: Path, *, pins: LoopPins | None = None
+) -> ScriptCommand:
     """The one job submission of a batch file; ``SpecFormatError`` for one that cannot be read
-    here, naming the line and what it stopped on."""
+    here, naming the line and what it stopped on (``pins`` as for ``find_submission``)."""
     batch = _Batch(env)
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     if len(lines) > MAX_LINES:
@@ -199,7 +202,9 @@ def read_batch_submission(text: str, env: Mapping[str, str], directory: Path) ->
         if _statement(batch, logical, start + 1) == "stop":
             break
     unknown = {f"__BAT_{i}": u for i, u in enumerate(batch.unknowns)}
-    found = find_submission_in([(1, "\n".join(batch.lines))], {}, directory, unknown=unknown)
+    found = find_submission_in(
+        [(1, "\n".join(batch.lines))], {}, directory, unknown=unknown, pins=pins
+    )
     found.notes[1:1] = [
         "read as a Windows batch file (cmd.exe): `set` variables expanded as %NAME%, the "
         "command split into its arguments as gcloud receives them on Windows"

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .._errors import SpecFormatError, SpecInvalidError
+from .._errors import SpecError, SpecFormatError, SpecInvalidError
 from ..rules._catalog import Catalog
 from ..rules._spec import JobSpec
 from ..rules._tuning_spec import TuningJobSpec
@@ -49,20 +49,23 @@ from .ai_platform_command import read_submit_training
 from .batch import is_batch_file, read_batch_submission
 from .custom_jobs_command import read_custom_job_create
 from .legacy_config import LegacyConversionError
-from .result import LoadedSpec
+from .result import FileJob, LoadedSpec
 from .script import (
     MARK,
     MAX_EXPANDED_CHARS,
+    LoopJobs,
+    LoopPins,
     ScriptCommand,
     find_submission,
     find_submission_in,
+    loop_runs,
     parse_marked,
     unresolved_message,
 )
 from .text import clipped
 from .tuning_command import read_hp_tuning_create
 
-__all__ = ["is_gcloud_command", "is_makefile", "read_gcloud_command"]
+__all__ = ["is_gcloud_command", "is_makefile", "read_gcloud_command", "read_loop_jobs"]
 
 _SCRIPT_SUFFIXES = frozenset({".sh", ".bash"})
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -130,19 +133,21 @@ def read_gcloud_command(
     region: str | None = None,
     *,
     from_document: Callable[..., LoadedSpec],
+    pins: LoopPins | None = None,
 ) -> LoadedSpec:
     """The spec (or tuning job) of the file's one job submission; ``SpecFormatError`` when
-    there is none, or several; ``SpecInvalidError`` for bad values.
+    there is none, or several; ``SpecInvalidError`` for bad values; ``LoopJobs`` when loops
+    over known values run it more than once (``read_loop_jobs`` reads each run).
 
     ``region`` (``--region`` of the CLI) overrides a legacy job's region and image registry.
     ``from_document`` reads a REST call's body (``formats.load.spec_from_document``, passed
-    in: load reads scripts through this module)."""
+    in: load reads scripts through this module). ``pins``: the run of each loop to read."""
     if is_batch_file(text, path):
-        found = read_batch_submission(text, env, path.parent)
+        found = read_batch_submission(text, env, path.parent, pins=pins)
     elif is_makefile(text, path):
-        found = _makefile_submission(text, env, path.parent)
+        found = _makefile_submission(text, env, path.parent, pins)
     else:
-        found = find_submission(text, env, path.parent)
+        found = find_submission(text, env, path.parent, pins=pins)
     form = found.invocation.form
     try:
         if found.rest is not None:
@@ -157,6 +162,32 @@ def read_gcloud_command(
         raise _in_script_terms(exc, found) from None
     loaded.notes[:0] = found.notes
     return _settle_unknowns(loaded, found) if found.unknowns else loaded
+
+
+def read_loop_jobs(
+    path: Path,
+    text: str,
+    env: Mapping[str, str],
+    catalog: Catalog,
+    region: str | None,
+    jobs: LoopJobs,
+    *,
+    from_document: Callable[..., LoadedSpec],
+) -> list[FileJob]:
+    """One job per run of the loops ``jobs`` names (``read_gcloud_command`` raised it), each
+    read with the loops' variables as that run sets them and named by it (``line 2: for
+    LR=0.01``): what was read or why not; ``SpecFormatError`` over ``MAX_LOOP_JOBS`` runs."""
+    found: list[FileJob] = []
+    for name, pins in loop_runs(jobs):
+        try:
+            loaded = read_gcloud_command(
+                path, text, env, catalog, region, from_document=from_document, pins=pins
+            )
+        except SpecError as exc:
+            found.append(FileJob(name, error=exc))
+            continue
+        found.append(FileJob(name, loaded))
+    return found
 
 
 _REST_FIELDS = {"customJobs": "customJob", "hyperparameterTuningJobs": "hyperparameterTuningJob"}
@@ -541,7 +572,9 @@ def _make_statement(
     return target
 
 
-def _makefile_submission(text: str, env: Mapping[str, str], directory: Path) -> ScriptCommand:
+def _makefile_submission(
+    text: str, env: Mapping[str, str], directory: Path, pins: LoopPins | None = None
+) -> ScriptCommand:
     """The one job submission of a Makefile's recipes, Make variables expanded."""
     make = _Make(env)
     recipes = _makefile_recipes(text, make)
@@ -571,7 +604,7 @@ def _makefile_submission(text: str, env: Mapping[str, str], directory: Path) -> 
                 shell_env[name] = make.variable(name, 0, "", 0)
             except SpecFormatError:
                 continue
-    found = find_submission_in(scripts, shell_env, directory)
+    found = find_submission_in(scripts, shell_env, directory, pins=pins)
     start = max((line for line in targets if line <= found.line), default=found.line)
     found.notes[1:1] = [
         f"read as a Makefile: the recipe of `{clipped(targets.get(start, '?'))}` (line {start}), "

@@ -14,7 +14,7 @@ from .._errors import SpecFormatError
 from ..rules._catalog import Catalog, load_catalog
 from ..rules._images import settled_pools
 from ..rules._spec import CUSTOM_JOB_OUTPUT_ONLY, JobSpec
-from .gcloud_command import is_gcloud_command, read_gcloud_command
+from .gcloud_command import is_gcloud_command, read_gcloud_command, read_loop_jobs
 from .legacy_config import read_legacy_config
 from .legacy_tuning import is_legacy_tuning, tuning_summary
 from .migration import TERRAFORM_TYPE, is_pulumi_program, job_from_pulumi_yaml, job_from_terraform
@@ -22,6 +22,7 @@ from .notebook import is_notebook, read_notebook, read_notebook_text
 from .python_sdk import loaded_sdk_job, read_python_jobs
 from .request import RequestShape, job_from_request
 from .result import FileJob, Format, LoadedSpec, TuningJobFileError
+from .script import LoopJobs
 from .text import parse_document, read_text
 from .tuning import tuning_format, tuning_from_document, tuning_job_summary
 
@@ -144,7 +145,7 @@ def load_spec_file(
     """
     path = Path(path)
     catalog = catalog or load_catalog()
-    if holds_jobs(path):
+    if path.suffix in _MANY_JOBS_SUFFIXES:
         return _one_job(
             load_jobs(path, env=env, catalog=catalog, region=region, tuning=tuning), path
         )
@@ -197,8 +198,23 @@ _MANY_JOBS_SUFFIXES = frozenset({".ipynb", ".py"})
 
 
 def holds_jobs(path: Path) -> bool:
-    """A notebook or a Python file: several jobs, each read on its own (``load_jobs``)."""
-    return path.suffix in _MANY_JOBS_SUFFIXES
+    """A notebook, a Python file or a script (shell, batch file, Makefile: one submission in
+    loops over known values is a job per run): several jobs, each read on its own
+    (``load_jobs``)."""
+    if path.suffix in _MANY_JOBS_SUFFIXES:
+        return True
+    return _script_text(path) is not None
+
+
+def _script_text(path: Path) -> str | None:
+    """The text of a file ``load_spec_file`` reads as a gcloud command, else None."""
+    if path.suffix == ".tf":
+        return None
+    try:
+        text = read_text(path)
+    except SpecFormatError:
+        return None
+    return text if not is_notebook(text) and is_gcloud_command(text, path) else None
 
 
 def load_jobs(
@@ -211,7 +227,9 @@ def load_jobs(
 ) -> list[FileJob]:
     """Every job of a file: a notebook's (``.ipynb``) and a Python file's (``.py``: Vertex AI
     SDK calls) each with its name, and what was read or why it could not be (the others are
-    still read); any other format's one job, unnamed (``load_spec_file``, raising as it does).
+    still read); a script's one submission once per run of the loops over known values around
+    it, each named by its run (``line 2: for LR=0.01``); any other format's one job, unnamed
+    (``load_spec_file``, raising as it does).
 
     ``SpecFormatError`` when the notebook or Python file cannot be read at all, or holds no
     job. ``tuning`` as for ``load_spec_file``: without it, a tuning job is an entry's error.
@@ -234,9 +252,16 @@ def load_jobs(
         return [_settled(job, catalog, region, tuning) for job in jobs]
     if path.suffix == ".ipynb":
         return _notebook_jobs(path, read_notebook_text(path), env, catalog, region, tuning)
-    return [
-        FileJob(None, load_spec_file(path, env=env, catalog=catalog, region=region, tuning=tuning))
-    ]
+    try:
+        loaded = load_spec_file(path, env=env, catalog=catalog, region=region, tuning=tuning)
+    except LoopJobs as loops:
+        text = read_text(path)
+        environment = os.environ if env is None else env
+        jobs = read_loop_jobs(
+            path, text, environment, catalog, region, loops, from_document=spec_from_document
+        )
+        return [_settled(job, catalog, region, tuning) for job in jobs]
+    return [FileJob(None, loaded)]
 
 
 def _notebook_jobs(
@@ -253,7 +278,7 @@ def _notebook_jobs(
 
 
 def _settled(job: FileJob, catalog: Catalog, region: str | None, tuning: bool) -> FileJob:
-    """A job of a notebook or Python file as ``load_spec_file`` hands one over."""
+    """A job of a notebook, Python file or script as ``load_spec_file`` hands one over."""
     if job.loaded is None:
         return job
     if job.loaded.tuning is not None and not tuning:

@@ -37,9 +37,10 @@ from pathlib import Path
 from .._errors import SpecError, SpecFormatError
 from .._files import FileReadError, read_text_capped
 from ..rules._catalog import Catalog
-from .gcloud_command import read_gcloud_command
+from .gcloud_command import read_gcloud_command, read_loop_jobs
 from .python_sdk import Computed, check_size, loaded_sdk_job, read_python_jobs, value_reader
 from .result import FileJob, LoadedSpec
+from .script import LoopJobs
 from .text import MAX_SPEC_BYTES
 
 __all__ = [
@@ -411,7 +412,7 @@ def _shell_jobs(
                     f"{path}: refused: its submissions read more than {MAX_READ_CHARS:,} "
                     "characters of cell text in all (a large %%writefile named by many)"
                 )
-            yield _read_chunk(chunk, named, path, environment, catalog, region, from_document)
+            yield from _read_chunk(chunk, named, path, environment, catalog, region, from_document)
         elif any(_CONFIG_SET.match(line) for line in chunk.text.splitlines()):
             lines = [line for line in chunk.text.splitlines() if _CONFIG_SET.match(line)]
             prelude.append(("\n".join(lines), [chunk.origins[0]] * len(lines)))
@@ -437,8 +438,10 @@ def _read_chunk(
     catalog: Catalog,
     region: str | None,
     from_document: Spec,
-) -> FileJob:
-    """The job of one submitting chunk, its errors and notes said in the notebook's cells."""
+) -> list[FileJob]:
+    """The job of one submitting chunk, its errors and notes said in the notebook's cells; one
+    per run of the loops over known values around its submission (``read_loop_jobs``), each
+    named by its run after the chunk's name."""
     origins: list[tuple[int, int]] = []
     texts: list[str] = []
     for text, places in [*prelude, (chunk.text, chunk.origins)]:
@@ -460,15 +463,39 @@ def _read_chunk(
         return _LINE.sub(lambda m: _cell_line(origins, int(m.group(1))), message)
 
     try:
-        loaded = read_gcloud_command(
-            stand_in, script, env, catalog, region, from_document=from_document
-        )
+        read = [
+            FileJob(
+                None,
+                read_gcloud_command(
+                    stand_in, script, env, catalog, region, from_document=from_document
+                ),
+            )
+        ]
+    except LoopJobs as loops:
+        try:
+            read = read_loop_jobs(
+                stand_in, script, env, catalog, region, loops, from_document=from_document
+            )
+        except SpecFormatError as exc:
+            return [FileJob(name, error=SpecFormatError(said(str(exc))))]
     except SpecFormatError as exc:
-        return FileJob(name, error=SpecFormatError(said(str(exc))))
+        return [FileJob(name, error=SpecFormatError(said(str(exc))))]
     except SpecError as exc:
-        return FileJob(name, error=exc)
-    loaded.notes = [said(note) for note in loaded.notes]
-    return FileJob(name, loaded=dataclasses.replace(loaded, format="notebook"))
+        return [FileJob(name, error=exc)]
+    return [_in_cells(job, name, said) for job in read]
+
+
+def _in_cells(job: FileJob, name: str, said: Callable[[str], str]) -> FileJob:
+    """A job of a chunk, named and said in the notebook's cells (a run of a loop: after the
+    chunk's name, ``cell 2, line 3: a %%bash cell (cell 2, line 2: for LR=0.01)``)."""
+    if job.name is not None:
+        name = f"{name} ({said(job.name)})"
+    if isinstance(job.error, SpecFormatError):
+        return FileJob(name, error=SpecFormatError(said(str(job.error))))
+    if job.loaded is None:
+        return FileJob(name, error=job.error)
+    job.loaded.notes = [said(note) for note in job.loaded.notes]
+    return FileJob(name, loaded=dataclasses.replace(job.loaded, format="notebook"))
 
 
 _GIVE_LITERAL = "; give it as a literal or a constant of the notebook"

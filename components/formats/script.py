@@ -37,6 +37,11 @@ Files the script writes before its submission are remembered (``WrittenFile``): 
 from the here-document's body, expanded as bash would; one written another way (``echo >``,
 ``gsutil cp``, ``sed -i``) is refused, since the file on disk is not what the command reads.
 
+One submission inside ``for`` / ``while read`` loops over values known here runs once per
+run of the loops (their product, at most ``MAX_LOOP_JOBS``): ``choose`` raises ``LoopJobs``,
+and ``loop_runs`` gives each run, read again with ``pins`` saying which value each loop takes
+(its job named ``line 2: for LR=0.01``); ``continue``/``break`` are not evaluated (a note),
+and a variable the body sets after the submission that uses it is an error of later runs.
 A script with several job submissions is refused (one job per file), naming their lines;
 ``gcloud config set project|ai/region`` lines before the submission are kept as defaults.
 Expansions are bounded: ``MAX_VARIABLES`` names, ``MAX_VALUE_CHARS`` per value and
@@ -86,10 +91,13 @@ __all__ = [
     "CHECKED_AS",
     "MARK",
     "MAX_EXPANDED_CHARS",
+    "MAX_LOOP_JOBS",
     "MAX_VALUE_CHARS",
     "MAX_VARIABLES",
     "MAX_WRITES",
     "ConfigFile",
+    "LoopJobs",
+    "LoopPins",
     "Scope",
     "ScriptCommand",
     "Unresolved",
@@ -97,6 +105,7 @@ __all__ = [
     "find_submission",
     "find_submission_in",
     "locate",
+    "loop_runs",
     "map_strings",
     "parse_marked",
     "unresolved_message",
@@ -106,6 +115,11 @@ MAX_VARIABLES = 4096
 MAX_VALUE_CHARS = 1 << 16
 MAX_EXPANDED_CHARS = 1 << 22
 MAX_WRITES = 10_000
+MAX_LOOP_JOBS = 100
+"""The most jobs a submission inside loops over known values is read as (one per run)."""
+MAX_LOOP_COMMANDS = 2 * MAX_COMMANDS
+"""The most commands read for all the runs of such loops together (the script is read once
+per run), so that reading many runs of a long script stays as quick as reading a long one."""
 """The most file writes (redirections, copies) a script may make before its submission."""
 MARK = re.compile("\x01(\\d+)\x01")
 """Where an unknown value stands in a command's word: ``\\x01N\\x01``, N its index."""
@@ -650,18 +664,61 @@ class _Found:
     cut: str
     stdin: WrittenFile | None = None
     rest: RestCall | None = None
-    loop: _Loop | None = None
+    loops: tuple[_Loop, ...] = ()
+    """The loops around it that run it more than once, or never, outer first."""
+    uses: frozenset[str] = frozenset()
+    """The variables its words name."""
+
+
+LoopPins = Mapping[tuple[int, str], int]
+"""Which run of each loop a reading follows: the index of its value (or line), by the loop's
+line and header (``loop_runs``); a loop not named runs its first."""
+
+
+class LoopJobs(SpecFormatError):
+    """The one submission is inside loops over known values that run it more than once: one
+    job per run (``loop_runs`` names each and says which value each loop takes in it)."""
+
+    def __init__(self, message: str, loops: tuple[_Loop, ...]) -> None:
+        super().__init__(message)
+        self.loops = loops
+
+
+def loop_runs(jobs: LoopJobs) -> list[tuple[str, LoopPins]]:
+    """Each run of the loops around the submission (the product of their values, outer loop
+    first; at most ``MAX_LOOP_JOBS``: ``LoopJobs`` is raised for no more): its name (``line 2:
+    for LR=0.01; line 3: for B=32``) and the pins that read it (``find_submission(pins=)``)."""
+    loops = jobs.loops
+    runs: list[tuple[str, LoopPins]] = []
+    for indices in itertools.product(*(range(len(loop.values or ())) for loop in loops)):
+        name = "; ".join(
+            f"line {loop.line}: {loop.verb} {loop.labels[index]}"
+            for loop, index in zip(loops, indices, strict=True)
+        )
+        runs.append((name, {loop.key: index for loop, index in zip(loops, indices, strict=True)}))
+    return runs
+
+
+def _shown_value(value: str) -> str:
+    """A loop variable's value in a job's name: as is, or quoted when empty or with spaces."""
+    shown = clipped(value)
+    return shown if shown and not any(c.isspace() for c in shown) else repr(shown)
 
 
 def find_submission(
-    text: str, env: Mapping[str, str], directory: Path | None = None
+    text: str,
+    env: Mapping[str, str],
+    directory: Path | None = None,
+    *,
+    pins: LoopPins | None = None,
 ) -> ScriptCommand:
-    """The script's one job submission; ``SpecFormatError`` when there is none or several.
+    """The script's one job submission; ``SpecFormatError`` when there is none or several,
+    ``LoopJobs`` when loops run it more than once (read each run with ``pins``).
 
     ``directory``: the script's own, from which ``source FILE`` / ``. FILE`` are read (their
     assignments only, and only files under it); without it, sourced files are not read.
     """
-    return find_submission_in([(1, text)], env, directory)
+    return find_submission_in([(1, text)], env, directory, pins=pins)
 
 
 def find_submission_in(
@@ -670,12 +727,15 @@ def find_submission_in(
     directory: Path | None = None,
     *,
     unknown: Mapping[str, Unresolved] | None = None,
+    pins: LoopPins | None = None,
 ) -> ScriptCommand:
     """The one job submission of several scripts that each run in a shell of their own (the
     recipe lines of a Makefile), each given with the line it starts on; bounds are shared.
     ``unknown``: variables whose value is known not to be known, and why (a batch file's,
-    translated into a script: ``components.formats.batch``)."""
+    translated into a script: ``components.formats.batch``). ``pins``: the run of each loop
+    around the submission to read (``loop_runs``)."""
     walker = _Walker(Scope(env), directory.resolve() if directory is not None else None)
+    walker.pins = dict(pins or {})
     for first_line, text in scripts:
         walker.scope = Scope(env, values=dict(unknown or {}), used=walker.scope.used)
         walker.nounset = False
@@ -735,13 +795,21 @@ class _Case:
 class _Loop:
     """A loop being read: its depth among blocks, line, the values it runs its body for
     (None: not known), how it is written (``for LR in ...``) and what each run takes (``value
-    of $LR``, ``line of lrs.txt``)."""
+    of $LR``, ``line of lrs.txt``); ``labels``: what each of the first ``MAX_LOOP_JOBS`` runs
+    sets (``LR=0.01``, ``LR=0.01 B=32``), after ``verb`` in a job's name."""
 
     depth: int
     line: int
     values: list[str] | None
     header: str
     per: str
+    labels: tuple[str, ...] = ()
+    verb: str = "for"
+
+    @property
+    def key(self) -> tuple[int, str]:
+        """The loop in ``LoopPins``."""
+        return self.line, self.header
 
 
 @dataclass(frozen=True)
@@ -800,6 +868,14 @@ class _Walker:
     """The first word each array held when last known (``gcloud`` for a command built in it)."""
     loops: list[_Loop] = field(default_factory=list)
     """The ``for`` loops the walk is in, innermost last."""
+    pins: dict[tuple[int, str], int] = field(default_factory=dict)
+    """The run of each loop this walk reads (``LoopPins``); the first run of any other."""
+    carried: list[str] = field(default_factory=list)
+    """Why the run read cannot be known: a value the run before sets after the submission."""
+
+    def pinned(self, loop: _Loop) -> int:
+        """The index of the value (line) of ``loop`` this walk reads."""
+        return self.pins.get(loop.key, 0)
 
     def open_for(self, words: list[Word], command: Command) -> None:
         """``for NAME in WORDS``: NAME is read as its first value (a loop over several values
@@ -818,9 +894,12 @@ class _Walker:
             except Unresolvable as exc:
                 why = f"its values are not known here ({exc.message})"
         header, per = f"`for {name} in ...`", f"value of ${name}"
-        self.loops.append(_Loop(self.blocks, command.line, values, header, per))
+        labels = tuple(f"{name}={_shown_value(v)}" for v in (values or [])[:MAX_LOOP_JOBS])
+        loop = _Loop(self.blocks, command.line, values, header, per, labels)
+        self.loops.append(loop)
         if values:
-            self.scope.assign(name, values[0], command.line)
+            index = self.pinned(loop)
+            self.scope.assign(name, values[index if index < len(values) else 0], command.line)
             return
         reason = (
             f"${name} is the variable of the `for` loop at line {command.line}, which submits "
@@ -828,15 +907,10 @@ class _Walker:
         )
         self.scope.assign(name, Unresolved(reason, (name,), False, f"${name}"), command.line)
 
-    def loop_of(self) -> _Loop | None:
-        """The innermost loop the walk is in that runs more than once or never, if any."""
-        return next(
-            (
-                loop
-                for loop in reversed(self.loops)
-                if loop.values is not None and len(loop.values) != 1
-            ),
-            None,
+    def running(self) -> tuple[_Loop, ...]:
+        """The loops the walk is in that run more than once or never, outer first."""
+        return tuple(
+            loop for loop in self.loops if loop.values is not None and len(loop.values) != 1
         )
 
     def walk(self, commands: list[Command], *, mode: _Mode) -> None:
@@ -884,6 +958,11 @@ class _Walker:
             self.defaults(words, command.line, conditional)
         if mode == "main":
             self.writes(command, words, conditional)
+        if head in ("continue", "break") and self.pins and mode == "main":
+            self.scope.notes[
+                f"line {command.line}: `{head}` is not evaluated here: each run of the loop is "
+                "read as if its body reached the submission"
+            ] = None
         if head in _DECLARATIONS or head == "unset":
             if mode != "substitution":
                 self.declare(head, words[1:], command.line, conditional)
@@ -955,7 +1034,8 @@ class _Walker:
                 command.cut,
                 self.stdin_of(command),
                 rest,
-                self.loop_of(),
+                self.running(),
+                frozenset(part.value for part in _parts_of(list(command.words), "param")),
             )
         )
 
@@ -992,11 +1072,23 @@ class _Walker:
             self.read_unknown(command, names, fed, prompted=options.prompted, loop=bool(loop))
             return
         lines = input_lines(fed.text, last_unterminated=command.ended_by == "||")
+        index = 0
         if loop is not None:
             header = f"`while read {' '.join(names)}`"
             per = f"line of {fed.source}"
-            self.loops.append(_Loop(self.blocks, command.line, lines, header, per))
-        values = split_line(lines[0], len(names), ifs, options.raw) if lines else []
+            labels = tuple(
+                " ".join(
+                    f"{n}={_shown_value(v)}"
+                    for n, v in zip(
+                        names, split_line(text, len(names), ifs, options.raw), strict=False
+                    )
+                )
+                for text in lines[:MAX_LOOP_JOBS]
+            )
+            opened = _Loop(self.blocks, command.line, lines, header, per, labels, "while read")
+            self.loops.append(opened)
+            index = min(self.pinned(opened), max(len(lines) - 1, 0))
+        values = split_line(lines[index], len(names), ifs, options.raw) if lines else []
         if loop is not None and len(lines) == 1:
             read = ", ".join(f"{n}={clipped(v)!r}" for n, v in zip(names, values, strict=False))
             self.scope.notes[
@@ -1261,6 +1353,7 @@ class _Walker:
         scope = self.scope
         if conditional and self.options_loop and self.from_options(name, line):
             return
+        self.carry(name, line)
         if len(value.parts) == 1 and value.parts[0].op == "array":
             self.assign_array(name, value.parts[0], line, conditional, append)
             return
@@ -1268,6 +1361,23 @@ class _Walker:
             value = Word((Part("param", name, True, ":-", (), line), *value.parts))
         scope.arrays.pop(name, None)
         scope.assign(name, self.value_of(name, value, line, conditional), line)
+
+    def carry(self, name: str, line: int) -> None:
+        """``NAME=...`` after the submission, in the body of a loop read at a later run than its
+        first: that run's submission would read the value the run before set here."""
+        last = self.submissions[-1] if self.submissions else None
+        if last is None or name not in last.uses or self.carried:
+            return
+        loop = next(
+            (lp for lp in last.loops if lp in self.loops and self.pinned(lp) > 0),
+            None,
+        )
+        if loop is not None:
+            self.carried.append(
+                f"line {line}: ${name} is set in the body of the {loop.header} loop at line "
+                f"{loop.line} after the submission (line {last.line}) that uses it: this run "
+                "reads the value the run before sets, which is not followed here"
+            )
 
     def value_of(
         self, name: str, value: Word, line: int, conditional: bool, *, array: bool = False
@@ -1730,23 +1840,9 @@ class _Walker:
                 f"{lines}); a spec file describes one job: keep one submission per file"
             )
         found = self.submissions[0]
-        if found.loop is not None and found.loop.values is not None:
-            loop, values = found.loop, found.loop.values
-            if not values:
-                raise SpecFormatError(
-                    f"line {found.line}: the {loop.header} loop at line {loop.line} never runs "
-                    f"its body (no {loop.per.split(' of ')[0]} to read), so the script submits "
-                    "no job"
-                )
-            shown = ", ".join(clipped(v) for v in values[:10]) + (
-                " ..." if len(values) > 10 else ""
-            )
-            raise SpecFormatError(
-                f"line {found.line}: the {loop.header} loop at line {loop.line} "
-                f"submits {len(values)} jobs, one per {loop.per} ({shown}); a spec "
-                "file describes one job: write one file per value (or loop over one value), "
-                "each with its one submission"
-            )
+        self.loop_jobs(found)
+        if self.carried:
+            raise SpecFormatError(self.carried[0])
         caution = f" (note: {found.cut})" if found.cut else ""
         if self.required:
             raise SpecFormatError(self.required[0] + caution)
@@ -1759,6 +1855,11 @@ class _Walker:
                 f"{found.rest.collection}`); its headers are not run"
             ]
         notes.extend(found.scope.notes)
+        notes.extend(
+            f"line {loop.line}: the {loop.header} loop runs its body {len(loop.values or ())} "
+            f"times: this job is its run with {loop.labels[self.pinned(loop)]}"
+            for loop in found.loops
+        )
         if found.in_block:
             notes.append(
                 f"line {found.line}: the command is inside an if/case/loop block, "
@@ -1776,6 +1877,50 @@ class _Walker:
             cautions,
             stdin=found.stdin,
             rest=found.rest,
+        )
+
+    def loop_jobs(self, found: _Found) -> None:
+        """``LoopJobs`` when loops run the submission more than once and the walk follows no
+        one run of them; ``SpecFormatError`` when one runs it never."""
+        loops = found.loops
+        empty = next((loop for loop in reversed(loops) if not loop.values), None)
+        if empty is not None:
+            raise SpecFormatError(
+                f"line {found.line}: the {empty.header} loop at line {empty.line} never runs "
+                f"its body (no {empty.per.split(' of ')[0]} to read), so the script submits "
+                "no job"
+            )
+        if not loops or all(loop.key in self.pins for loop in loops):
+            return
+        total = 1
+        for each in loops:
+            total *= len(each.values or ())
+        counts = " x ".join(f"{len(lp.values or ())} ({lp.header}, line {lp.line})" for lp in loops)
+        if total > MAX_LOOP_JOBS:
+            raise SpecFormatError(
+                f"refused: the loops around the submission at line {found.line} run it {total} "
+                f"times ({counts}): at most {MAX_LOOP_JOBS} jobs of one script are read here; "
+                "loop over fewer values"
+            )
+        if self.visited * total > MAX_LOOP_COMMANDS:
+            raise SpecFormatError(
+                f"refused: the loops around the submission at line {found.line} run it {total} "
+                f"times ({counts}) and each run is read from the script's {self.visited} "
+                f"commands: more than {MAX_LOOP_COMMANDS} in all; loop over fewer values"
+            )
+        loop = loops[-1]
+        values = loop.values or []
+        shown = ", ".join(clipped(v) for v in values[:10]) + (" ..." if len(values) > 10 else "")
+        around = ""
+        if len(loops) > 1:
+            lines = ", ".join(str(each.line) for each in loops[:-1])
+            around = f"; with the loops around it (line {lines}), {total} jobs"
+        raise LoopJobs(
+            f"line {found.line}: the {loop.header} loop at line {loop.line} "
+            f"submits {len(values)} jobs, one per {loop.per} ({shown}){around}; one job was "
+            "asked for: `validate`, `convert` and `estimate` read each, and a training:jobs "
+            "entry makes one job of each (or write one file per value)",
+            loops,
         )
 
 

@@ -55,3 +55,18 @@ def test_a_job_of_the_file_that_cannot_be_read_fails_the_program_naming_it(
     message = str(caught.value)
     assert "1 of its jobs cannot run" in message
     assert "line 3: CustomJob bad" in message and "worker_pool_specs is computed" in message
+
+
+def test_each_run_of_a_scripts_loop_is_a_job_of_the_stack(tmp_path: Path) -> None:
+    path = tmp_path / "sweep.sh"
+    path.write_text(
+        "#!/bin/bash\nfor LR in 0.01 0.1; do\n"
+        "  gcloud ai custom-jobs create --region=us-central1 --display-name=lr-$LR "
+        "--worker-pool-spec=machine-type=n1-standard-4,replica-count=1,"
+        f"container-image-uri={EXECUTOR} --args=--lr=$LR\ndone\n"
+    )
+    run = run_stack("local", {"training:jobs": [{"name": "sweep", "spec": str(path)}]})
+    jobs = {r.name: json.loads(r.inputs["spec"]) for r in run.by_type(JOB_TYPE)}
+    assert sorted(jobs) == ["sweep-lr-0-01", "sweep-lr-0-1"]
+    args = {n: s["workerPoolSpecs"][0]["containerSpec"]["args"] for n, s in jobs.items()}
+    assert args == {"sweep-lr-0-01": ["--lr=0.01"], "sweep-lr-0-1": ["--lr=0.1"]}
