@@ -19,10 +19,18 @@ Without xdist (a plain ``pytest``) nothing here changes what runs.
 
 from __future__ import annotations
 
+import signal
 from typing import Any
 
 import pytest
 from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]  # no stubs
+
+# A suite started in the background of a shell without job control (`make test &`, a CI
+# runner's script) inherits SIGINT ignored, and so would every process the tests start: the
+# tests that stop a host or the engine with SIGINT, as the engine and a user's Ctrl-C do, would
+# wait on a process that cannot hear it. The processes start as they would from a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 SPREAD_DIR = "tests/e2e/"
 WHOLE_FILES = frozenset(
