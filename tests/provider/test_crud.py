@@ -10,9 +10,10 @@ import pytest
 from google.cloud.aiplatform_v1 import JobState
 
 from components._provider import TrainingJobProvider
+from components.core._jobs import JobCore
 from components.lifecycle._adoption import instance_of, run_hash
 from components.lifecycle._wire import STATUS_FIELDS, encode_spec, merge_env
-from components.vertex.api import JobOperationError
+from components.vertex.api import JobOperationError, RetryPolicy
 from emulator.names import derived_number
 from emulator.testing import wait_for_state
 from tests.provider.conftest import (
@@ -139,7 +140,12 @@ def test_failed_and_cancelled_jobs_are_not_adopted(provider, sim):
     provider.delete(second.id, second.outs)
 
 
-def test_transient_errors_are_retried(provider, sim):
+def test_transient_errors_are_retried(provider, sim, monkeypatch):
+    # Short waits between attempts and a deadline with room: half the calls fail, and with
+    # the default backoff (up to 8 s a wait) the create took 27 s of its 30 s on an idle
+    # machine, and ran out of them on a loaded one.
+    fast = RetryPolicy(initial=0.05, maximum=0.2, deadline=120.0)
+    monkeypatch.setattr(JobCore, "policy", property(lambda self: fast))
     inputs = _checked(provider, job_inputs(labels={"emulator-outcome": "hang"}))
     sim.set_faults(unavailable_rate=0.3, rate_limit_rate=0.2, seed=7)
     created = provider.create(inputs)
