@@ -6,10 +6,10 @@ quickstarts share (the engine makes the plugin's virtualenv there, once, from it
 requirements: offline, from a wheel folder of this virtualenv's runtime set,
 ``scripts/wheelhouse.py``). Each quickstart of ``examples/quickstart`` is copied to a folder
 outside the checkout and run against one emulator, with a bin dir that holds the engine and
-the language hosts only: YAML and Python (on the SDK wheel) end to end (up, ``preview --diff``
-of an edit, a bad GPU count, ``pulumi import --out``, destroy, counting the emulator's jobs);
-TypeScript (the npm tarball) and Go (the module from the proxy tree) up, an edit's preview and
-destroy, where node and go are on this machine. The policy archive, unpacked, is given to
+the language hosts only, each end to end (up, ``preview --diff`` of an edit, a bad GPU
+count, ``pulumi import --out``, destroy, counting the emulator's jobs): YAML, Python (on the
+SDK wheel), TypeScript (the npm tarball) and Go (the module from the proxy tree), the last
+two where node and go are on this machine. The policy archive, unpacked, is given to
 ``pulumi preview --policy-pack`` of the YAML quickstart.
 """
 
@@ -22,7 +22,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -149,18 +149,27 @@ def _up_preview_destroy(ws: Workspace, rel: Release, program: str, args: tuple[s
 
 
 def _bad_count_import_destroy(
-    ws: Workspace, rel: Release, program: str, count: tuple[str, str], out: str
+    ws: Workspace,
+    rel: Release,
+    program: str,
+    count: tuple[str, str],
+    out: str,
+    build: Callable[[], None] = lambda: None,
 ) -> str:
     """A bad GPU count fails the preview (clear, no traceback, no job); ``import --out`` of a
-    job started by hand writes the program's language; destroy cancels it. Answers the code."""
+    job started by hand writes the program's language; destroy cancels it. Answers the code.
+    ``build()`` runs after each edit of ``program`` (a Go program's binary)."""
     client = rel.emulator.client()
     _edit(ws, program, *count)
+    build()
     bad = ws.pulumi("preview", expect_failure=True).output
     assert "jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount: 3 x NVIDIA_TESLA_T4" in bad, (
         bad
     )
     assert "Traceback" not in bad and FROM_PATH not in bad
+    assert active_jobs(client) == []
     _edit(ws, program, count[1], count[0])
+    build()
     hand = start_job_by_hand(client)
     code = ws.project / "imported" / out
     code.parent.mkdir()
@@ -258,7 +267,7 @@ def test_python_plugin_quickstart_end_to_end(rel: Release, tmp_path: Path) -> No
 
 
 @pytest.mark.skipif(shutil.which("npm") is None, reason="node and npm are not on this machine")
-def test_typescript_quickstart_up_preview_destroy(rel: Release, tmp_path: Path) -> None:
+def test_typescript_quickstart_end_to_end(rel: Release, tmp_path: Path) -> None:
     ws = _quickstart(rel, "typescript", tmp_path)
     modules = Path(
         subprocess.run(
@@ -282,10 +291,14 @@ def test_typescript_quickstart_up_preview_destroy(rel: Release, tmp_path: Path) 
         packed.extractall(tmp_path / "npm", filter="data")
     shutil.move(tmp_path / "npm" / "package", sdk)
     _up_preview_destroy(ws, rel, "index.ts", ('"--epochs", "2"', '"--epochs", "3"'))
+    code = _bad_count_import_destroy(
+        ws, rel, "index.ts", ("acceleratorCount: 1 }", "acceleratorCount: 3 }"), "imported.ts"
+    )
+    assert "vertex.TrainingJob(" in code and "by-hand" in code, code
 
 
 @pytest.mark.skipif(shutil.which("go") is None, reason="go is not on this machine")
-def test_go_quickstart_up_preview_destroy(rel: Release, tmp_path: Path) -> None:
+def test_go_quickstart_end_to_end(rel: Release, tmp_path: Path) -> None:
     ws = _quickstart(rel, "go", tmp_path)
     cache, proxy = subprocess.run(
         ["go", "env", "GOMODCACHE", "GOPROXY"], capture_output=True, text=True, check=True
@@ -326,5 +339,15 @@ def test_go_quickstart_up_preview_destroy(rel: Release, tmp_path: Path) -> None:
     build()
     assert f"+-{TOKEN}: (replace)" in ws.pulumi("preview", "--diff").output
     ws.pulumi("destroy", "--yes", "--skip-preview")
+    assert active_jobs(client) == []
+    code = _bad_count_import_destroy(
+        ws,
+        rel,
+        "main.go",
+        ("AcceleratorCount: pulumi.Int(1)", "AcceleratorCount: pulumi.Int(3)"),
+        "imported.go",
+        build,
+    )
+    assert "vertex.NewTrainingJob(" in code and "by-hand" in code, code
     assert active_jobs(client) == []
     assert ws.resources(TOKEN) == [] and ws.resources(TUNING) == []
