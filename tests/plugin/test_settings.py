@@ -182,6 +182,8 @@ def test_a_new_provider_gets_a_secret_stack_key_its_state_then_keeps() -> None:
     # Every later check passes the state's key on (no diff), whatever the new inputs say.
     kept = _checked_config({"quota": "off", "stackKey": key.value}, {"stackKey": "mine"})
     assert kept["stackKey"].value == key.value and kept["stackKey"].is_secret
+    # A state of the key alone (release 0.2.0) gains no plain instance: no provider diff.
+    assert "stackInstance" not in kept
     # A provider whose state was written before keys: none (it keeps matching as before).
     assert "stackKey" not in _checked_config({"version": "0.1.0"}, {"version": "0.1.0"})
 
