@@ -54,6 +54,11 @@ def _stack_of(urn: str) -> str:
     return urn.split("::", 1)[0].rsplit(":", 1)[-1]
 
 
+def _name_of(urn: str) -> str:
+    """The resource name of ``urn:pulumi:STACK::PROJECT::TYPE::NAME``."""
+    return urn.rsplit("::", 1)[-1]
+
+
 def read_resources(
     urn: str, timeout: float = EXPORT_TIMEOUT, *, show_secrets: bool = False
 ) -> list[Mapping[str, Any]]:
@@ -168,18 +173,17 @@ def stack_instance(
     engine names anew, as a default provider at each new version or download URL), the stack
     instance of the gpu-training provider it succeeds in the stack's checkpoint: the one of
     the same name (a provider being replaced), else, for a default provider, the earlier
-    default ones. Answers (found,
-    instance): (False, None) when there is none to succeed, (True, None) for one made before
+    default ones. Answers (found, instance): (False, None) when there is none to succeed, (True, None) for one made before
     keys (its stack keeps matching on names alone). The instance is read from
     ``instance_input`` (plain), else from ``key_input`` (a secret: read decrypted, only then);
     raises ``StateUnreadable``."""
-    name = urn.rsplit("::", 1)[-1]
+    name = _name_of(urn)
     earlier = [
         r for r in read(urn) if r.get("type") == PROVIDER_TYPE and isinstance(r.get("urn"), str)
     ]
-    same = [r for r in earlier if str(r["urn"]).rsplit("::", 1)[-1] == name]
+    same = [r for r in earlier if _name_of(r["urn"]) == name]
     if not same and name.startswith("default"):
-        same = [r for r in earlier if str(r["urn"]).rsplit("::", 1)[-1].startswith("default")]
+        same = [r for r in earlier if _name_of(r["urn"]).startswith("default")]
     if not same:
         return False, None
     found = {_instance_in(r, key_input, instance_input) for r in same}
@@ -190,7 +194,7 @@ def stack_instance(
             for r in same
         }
     if len(found) != 1 or _SECRET in found:
-        names = ", ".join(sorted(str(r["urn"]).rsplit("::", 1)[-1] for r in same))
+        names = ", ".join(sorted(_name_of(r["urn"]) for r in same))
         raise StateUnreadable(
             f"the stack's earlier gpu-training providers ({names}) do not name one stack instance"
         )
