@@ -108,7 +108,7 @@ class JobProvider(ResourceProvider):
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         """Validate the inputs: one failure per problem, at its property path."""
         checked = self.core.check(news)
-        failures = [CheckFailure(p.path, p.reason) for p in checked.problems]
+        failures = [CheckFailure(p.path, p.text) for p in checked.problems]
         return CheckResult(checked.inputs, failures)
 
     @message_on_failure

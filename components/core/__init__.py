@@ -4,9 +4,11 @@ A door (the dynamic provider, ``components._provider``; the provider plugin,
 ``components.plugin``) translates its host's requests into a job's inputs and settings
 (``components.lifecycle._settings.ProviderSettings``), calls the core, and translates the
 typed answers back (``components.core._results``): check → the inputs to use, problems (property
-path, reason, suggestion) and the validator's warnings; diff → changed paths with each
-replace's reason; create, read, update → the job's id and outputs (its ``status``: state, cost,
-placed region); delete and cancel → nothing, or an error whose text is safe to show.
+path; reason: what is wrong; suggestion: what to change, or None, never repeated in the reason;
+``Problem.text`` words them as users see them) and the validator's warnings; diff → changed
+paths with each replace's reason; create, read, update → the job's id and outputs (its
+``status``: state, cost, placed region); delete and cancel → nothing, or an error whose text is
+safe to show.
 
 - ``_jobs``: the lifecycle (check, diff, submit-or-adopt and wait, read, update, delete) and
   the kinds of job (``TRAINING_JOB``, ``TUNING_JOB``);

@@ -53,6 +53,7 @@ from ..lifecycle._wire import (
     encode_spec,
     is_unknown,
 )
+from ..rules._violations import problem_text
 from ..vertex.api import capacity_refusal
 
 JobProvider = Any
@@ -285,7 +286,7 @@ def check_placed(
     none is left (``placement`` names each attempt and its first problem). Returns the outcome
     and the attempts that pass.
     """
-    from ..lifecycle._check import check_inputs
+    from ..lifecycle._check import Failure, check_inputs
     from ..lifecycle._settings import DYNAMIC_DOOR
 
     where = place or DYNAMIC_DOOR.place
@@ -297,7 +298,7 @@ def check_placed(
         )
     if failures or contains_unknown(news.get(PLACEMENT)):
         outcome = check_inputs(news, target=target, kind=kind, place=where)
-        outcome.failures += failures
+        outcome.failures += [Failure(path, reason) for path, reason in failures]
         return outcome, []
     declared = news.get(REGION)
     spec = decode_spec(news.get(SPEC))
@@ -309,8 +310,9 @@ def check_placed(
             trial[SPEC] = with_capacity(spec, attempt.capacity, under=kind.pools_under)
         found = check_inputs(trial, target=target, kind=kind, place=where).failures
         if found:
-            path, reason = found[0]
-            refused.append(f"{attempt.shown}: {path}: {reason}")
+            problem = found[0]
+            said = problem_text(problem.reason, problem.suggestion, path=problem.path)
+            refused.append(f"{attempt.shown}: {said}")
         else:
             fine.append(attempt)
     first = fine[0].region if fine else candidates[0].region
@@ -318,7 +320,9 @@ def check_placed(
     outcome.inputs[REGION] = declared
     outcome.inputs[PLACEMENT] = [c.to_wire() for c in candidates]
     if not fine:
-        outcome.failures.append((PLACEMENT, "no candidate can run this job: " + "; ".join(refused)))
+        outcome.failures.append(
+            Failure(PLACEMENT, "no candidate can run this job: " + "; ".join(refused))
+        )
     return outcome, fine
 
 

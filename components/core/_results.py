@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from ..lifecycle._check import CheckOutcome
 from ..lifecycle._wire import STATUS
-from ..rules._violations import Violation
+from ..rules._violations import Violation, problem_text
 
 __all__ = [
     "Checked",
@@ -29,12 +29,18 @@ __all__ = [
 @dataclass(frozen=True)
 class Problem:
     """What is wrong with one input: its property path (``spec.workerPoolSpecs[0].machineSpec``,
-    or a top-level input such as ``waitTimeout``), why, and what to change where known (a
-    failure's ``reason`` may carry its suggestion in its text: the wording every door shows)."""
+    or a top-level input such as ``waitTimeout``), what is wrong (``reason``), and what to
+    change where known (``suggestion``, not repeated in ``reason``; None where there is none).
+    ``text`` words them as every door shows them."""
 
     path: str
     reason: str
     suggestion: str | None = None
+
+    @property
+    def text(self) -> str:
+        """``reason (suggestion)``, or the reason alone (``rules._violations.problem_text``)."""
+        return problem_text(self.reason, self.suggestion)
 
 
 @dataclass(frozen=True)
@@ -72,7 +78,7 @@ class Checked:
     def of(cls, outcome: CheckOutcome) -> Checked:
         return cls(
             inputs=outcome.inputs,
-            problems=tuple(Problem(path, reason) for path, reason in outcome.failures),
+            problems=tuple(Problem(*failure) for failure in outcome.failures),
             warnings=tuple(_warning(v) for v in outcome.warnings),
         )
 

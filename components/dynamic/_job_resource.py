@@ -61,7 +61,7 @@ from ..lifecycle._wire import (
 from ..rules._spec import JobSpec, WorkerPoolSpec
 from ..rules._tuning_spec import TuningJobSpec
 from ..rules._validation import Target
-from ..rules._violations import Violation
+from ..rules._violations import Violation, problem_text
 from ._job_preview import (
     add_triggers,
     cost_message,
@@ -721,7 +721,8 @@ def job_inputs(
             if given is None and gcp.get(key)
         }
         lines = "\n".join(
-            f"  {origins.get(path, path)}: {reason}" for path, reason in outcome.failures
+            "  " + problem_text(f.reason, f.suggestion, path=origins.get(f.path, f.path))
+            for f in outcome.failures
         )
         raise TrainingJobInputError(f"{kind.name} {resource_name!r} is invalid:\n{lines}")
     return JobInputs(

@@ -15,7 +15,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from .._errors import SpecError
 from ..rules._spec import MAX_DURATION_SECONDS, JobSpec
@@ -65,14 +65,23 @@ __all__ = [
     "CUSTOM_JOB_SPEC",
     "TUNING_JOB_SPEC",
     "CheckOutcome",
+    "Failure",
     "SpecKind",
     "check_inputs",
     "diff_inputs",
     "wait_timeout_seconds",
 ]
 
-Failure = tuple[str, str]
-"""(property path, reason)."""
+
+class Failure(NamedTuple):
+    """One reason a check fails: the property path, what is wrong, and what to change where
+    the validator knows (apart from ``reason``: ``rules._violations.problem_text`` words both
+    as users see them)."""
+
+    path: str
+    reason: str
+    suggestion: str | None = None
+
 
 M = TypeVar("M", JobSpec, TuningJobSpec)
 
@@ -183,10 +192,8 @@ def _affected(path: str, unknown: list[str], roots: tuple[str, ...] = ("",)) -> 
     return False
 
 
-def _reason(violation: Violation) -> str:
-    return (
-        f"{violation.reason} ({violation.suggestion})" if violation.suggestion else violation.reason
-    )
+def _failure(violation: Violation) -> Failure:
+    return Failure(violation.path, violation.reason, violation.suggestion)
 
 
 def check_inputs(
@@ -202,8 +209,9 @@ def check_inputs(
     ``place``: where the front door looked for the project and region (an unset one's failure
     names those sources).
 
-    Failures are ``(property path, reason)``: spec violations carry the validator's camelCase
-    path (``workerPoolSpecs[1].machineSpec.acceleratorCount``); other inputs their own name.
+    Failures are ``Failure(path, reason, suggestion)``: spec violations carry the validator's
+    camelCase path (``workerPoolSpecs[1].machineSpec.acceleratorCount``) and its suggestion;
+    other inputs their own name.
     ``parsed`` is the spec already parsed by the caller (the program), with env values and
     nothing unknown: it is validated as it is, and ``spec`` is then not put in canonical form.
     """
@@ -237,7 +245,7 @@ def _managed_label_failures(labels: Any, *, imported: bool) -> Iterator[Failure]
         return
     for key in MANAGED_LABELS:
         if key in labels:
-            yield (
+            yield Failure(
                 f"labels.{key}",
                 "is a label the provider sets on every job it submits (the resource's identity "
                 "and its run); choose another key",
@@ -249,7 +257,7 @@ def _managed_label_failures(labels: Any, *, imported: bool) -> Iterator[Failure]
             if imported
             else ""
         )
-        yield (
+        yield Failure(
             "labels",
             f"has {count} labels; the provider adds {len(MANAGED_LABELS)} to every job "
             f"({', '.join(MANAGED_LABELS)}) and Vertex AI allows {MAX_LABELS} in all: at most "
@@ -263,7 +271,7 @@ def _existing_job_failures(inputs: Mapping[str, Any], kind: SpecKind[Any]) -> It
         return
     parsed = kind.parse_name(value) if isinstance(value, str) else None
     if parsed is None:
-        yield (
+        yield Failure(
             EXISTING_JOB,
             f"expected the resource name of the job to take over, "
             f"projects/PROJECT/locations/REGION/{kind.collection}/ID, got {value!r}",
@@ -271,19 +279,23 @@ def _existing_job_failures(inputs: Mapping[str, Any], kind: SpecKind[Any]) -> It
         return
     project, region = inputs.get(PROJECT), inputs.get(REGION)
     if isinstance(region, str) and region and parsed[1] != region:
-        yield EXISTING_JOB, f"names a job in {parsed[1]}, but the resource runs in {region}"
+        yield Failure(
+            EXISTING_JOB, f"names a job in {parsed[1]}, but the resource runs in {region}"
+        )
     # Vertex AI names jobs by the project's number: only a project id can be compared.
     if isinstance(project, str) and not parsed[0].isdigit() and parsed[0] != project:
-        yield EXISTING_JOB, f"names a job of project {parsed[0]}, but the resource's is {project}"
+        yield Failure(
+            EXISTING_JOB, f"names a job of project {parsed[0]}, but the resource's is {project}"
+        )
 
 
 def _place_failures(inputs: Mapping[str, Any], place: PlaceSources) -> Iterator[Failure]:
     for key in (PROJECT, REGION):
         value = inputs.get(key)
         if value is None:
-            yield key, place.unset_reason(key)
+            yield Failure(key, place.unset_reason(key))
         elif not is_unknown(value) and (not isinstance(value, str) or not value):
-            yield key, "must be a non-empty string"
+            yield Failure(key, "must be a non-empty string")
 
 
 def _knob_failures(inputs: dict[str, Any]) -> Iterator[Failure]:
@@ -292,13 +304,13 @@ def _knob_failures(inputs: dict[str, Any]) -> Iterator[Failure]:
     if wait_for is None:
         inputs[WAIT_FOR] = "submitted"
     elif not is_unknown(wait_for) and wait_for not in WAIT_FOR_VALUES:
-        yield WAIT_FOR, f"{wait_for!r} is not one of {', '.join(WAIT_FOR_VALUES)}"
+        yield Failure(WAIT_FOR, f"{wait_for!r} is not one of {', '.join(WAIT_FOR_VALUES)}")
     timeout = inputs.get(WAIT_TIMEOUT)
     if timeout is not None and not is_unknown(timeout):
         try:
             inputs[WAIT_TIMEOUT] = wait_timeout_seconds(timeout)
         except ValueError as exc:
-            yield WAIT_TIMEOUT, str(exc)
+            yield Failure(WAIT_TIMEOUT, str(exc))
     for flag in (EXCLUSIVE_GPUS, KEEP_RECORD, DELETE_RECORD, CONTINUE_LAST_RUN):
         value = inputs.get(flag)
         if value is None:
@@ -307,21 +319,21 @@ def _knob_failures(inputs: dict[str, Any]) -> Iterator[Failure]:
             if flag in (EXCLUSIVE_GPUS, KEEP_RECORD):
                 inputs[flag] = False
         elif not is_unknown(value) and not isinstance(value, bool):
-            yield flag, "must be true or false"
+            yield Failure(flag, "must be true or false")
     for text_key in (IDENTITY, RUN_KEY, INSTANCE, HELD_INSTANCE, OWNER, OUTPUT_ROOT):
         value = inputs.get(text_key)
         if value is not None and not is_unknown(value) and not isinstance(value, str):
-            yield text_key, "must be a string"
+            yield Failure(text_key, "must be a string")
     take_over = inputs.get(TAKE_OVER_HELD_JOB)
     if take_over is not None and not is_unknown(take_over) and not isinstance(take_over, bool):
-        yield TAKE_OVER_HELD_JOB, "must be true or false"
+        yield Failure(TAKE_OVER_HELD_JOB, "must be true or false")
     held = inputs.get(HELD_JOBS)
     if (
         held is not None
         and not is_unknown(held)
         and not (isinstance(held, list) and all(isinstance(name, str) for name in held))
     ):
-        yield HELD_JOBS, "must be a list of job names"
+        yield Failure(HELD_JOBS, "must be a list of job names")
 
 
 def _parsed_failures(
@@ -357,7 +369,7 @@ def _taken_over(found: list[Violation]) -> list[Violation]:
 
 def _split(found: list[Violation]) -> tuple[list[Failure], list[Violation]]:
     """(errors as failures, warnings)."""
-    failures = [(v.path, _reason(v)) for v in found if v.severity == "error"]
+    failures = [_failure(v) for v in found if v.severity == "error"]
     return failures, [v for v in found if v.severity == "warning"]
 
 
@@ -368,18 +380,18 @@ def _spec_failures(
     spec, env_values = decode_spec(inputs.get(SPEC)), inputs.get(ENV_VALUES)
     if spec is None:
         required = f"is required: a {kind.what} (mapping, {kind.model.__name__} or spec file)"
-        return [(SPEC, required)], []
+        return [Failure(SPEC, required)], []
     if is_unknown(spec):
         return [], []  # validated once known
     if not isinstance(spec, Mapping):
         shown = f"must be a {kind.what} (JSON text of a mapping), not {_shown_type(spec)}"
-        return [(SPEC, shown)], []
+        return [Failure(SPEC, shown)], []
     if (
         env_values is not None
         and not is_unknown(env_values)
         and not isinstance(env_values, Mapping)
     ):
-        return [(ENV_VALUES, "must be a mapping of env value paths to values")], []
+        return [Failure(ENV_VALUES, "must be a mapping of env value paths to values")], []
     project, region = inputs.get(PROJECT), inputs.get(REGION)
     failures, warnings, canonical = _check_spec(
         kind,
@@ -413,11 +425,15 @@ def _check_spec(
     try:
         document = kind.merge_env(spec, {k: v for k, v in (env_values or {}).items()})
     except ValueError as exc:
-        return [(ENV_VALUES, str(exc))], [], None
+        return [Failure(ENV_VALUES, str(exc))], [], None
     holes = list(_unknown_paths(document))
     roots = ("", kind.pools_under or "")
     if project is not None and "project" in document and document["project"] != project:
-        return [("project", "the spec names another project than the resource's project")], [], None
+        return (
+            [Failure("project", "the spec names another project than the resource's project")],
+            [],
+            None,
+        )
     known = _without_unknowns(document)
     known.pop("project", None)
     known.pop("region", None)
@@ -427,7 +443,7 @@ def _check_spec(
         violations = list(getattr(exc, "violations", ())) or [
             Violation("(spec)", str(exc), rule="schema")
         ]
-        failures = [(v.path, _reason(v)) for v in violations if not _affected(v.path, holes, roots)]
+        failures = [_failure(v) for v in violations if not _affected(v.path, holes, roots)]
         return failures, [], None
     with_place = parsed.model_copy(update={"project": project, "region": region})
     found = kind.validate(with_place, region, target)

@@ -91,6 +91,7 @@ from ..lifecycle._wire import (
     is_unknown,
 )
 from ..rules._catalog import Catalog
+from ..rules._violations import problem_text
 from ..vertex.api import JobOperationError
 from ._log import EngineLog
 from ._notes import PreviewNotes, planned_job
@@ -334,7 +335,7 @@ class GpuTrainingProvider(Provider):
         failures = list(_knob_type_failures(news))
         checked = kind.core.check(self._core_inputs(kind, news, urn))
         failures += [
-            CheckFailure(plugin_path(kind.shape, p.path), p.reason) for p in checked.problems
+            CheckFailure(plugin_path(kind.shape, p.path), p.text) for p in checked.problems
         ]
         return failures, checked
 
@@ -460,7 +461,8 @@ class GpuTrainingProvider(Provider):
             if checked.problems:
                 raise PluginError(
                     "; ".join(
-                        f"{plugin_path(kind.shape, p.path)}: {p.reason}" for p in checked.problems
+                        problem_text(p.reason, p.suggestion, path=plugin_path(kind.shape, p.path))
+                        for p in checked.problems
                     )
                 )
             held = self._held_reader(request.urn)

@@ -59,6 +59,7 @@ from pulumi.runtime._grpc_settings import _GRPC_CHANNEL_OPTIONS
 from pulumi.runtime.proto import provider_pb2_grpc
 
 from ..lifecycle._engine_watch import watch_engine
+from ..rules._violations import problem_text
 from ._schema import VERSION, load_schema
 
 if TYPE_CHECKING:
@@ -94,8 +95,7 @@ def engine_failures(response: CheckResponse) -> CheckResponse:
     if not response.failures:
         return response
     failures = [
-        CheckFailure("", f"{f.property}: {f.reason}" if f.property else f.reason)
-        for f in response.failures
+        CheckFailure("", problem_text(f.reason, path=f.property)) for f in response.failures
     ]
     return CheckResponse(inputs=response.inputs, failures=failures)
 

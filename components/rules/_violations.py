@@ -17,6 +17,7 @@ __all__ = [
     "did_you_mean_one_of",
     "errors_only",
     "nearest",
+    "problem_text",
     "terminal_safe",
 ]
 
@@ -73,9 +74,7 @@ class Violation:
     severity: Severity = field(default="error", kw_only=True)
 
     def __str__(self) -> str:
-        text = f"{self.path}: {self.reason}"
-        if self.suggestion:
-            text += f" ({self.suggestion})"
+        text = problem_text(self.reason, self.suggestion, path=self.path)
         if self.severity == "warning":
             text = f"warning: {text}"
         return text
@@ -89,6 +88,14 @@ class Violation:
             "rule": self.rule,
             "severity": self.severity,
         }
+
+
+def problem_text(reason: str, suggestion: str | None = None, *, path: str = "") -> str:
+    """A problem as every door and the CLI show it: ``path: reason (suggestion)``, without
+    ``path: `` where ``path`` is empty and without the parenthesis where there is no
+    suggestion. The one wording: a door that reads the parts as data words them back here."""
+    text = f"{reason} ({suggestion})" if suggestion else reason
+    return f"{path}: {text}" if path else text
 
 
 def errors_only(violations: list[Violation]) -> list[Violation]:

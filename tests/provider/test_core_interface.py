@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import fields, is_dataclass
+from typing import Any
 
+import pytest
+
+from components._provider import TrainingJobProvider
+from components._tuning_provider import TuningJobProvider
 from components.core._jobs import REPLACE_REASONS, TRAINING_JOB, JobCore
 from components.core._results import Checked, Diff, Notes, Problem, Replace, State
 from components.core._tuning import TUNING_JOB
@@ -25,6 +31,49 @@ def test_a_check_answers_problems_at_their_property_paths():
     paths = [p.path for p in checked.problems]
     assert any(p.startswith("workerPoolSpecs[0].machineSpec") for p in paths), paths
     assert all(isinstance(p, Problem) and p.reason for p in checked.problems)
+
+
+def _gpu_count(inputs: dict[str, Any]) -> str:
+    machine = inputs["spec"]["workerPoolSpecs"][0]["machineSpec"]
+    machine.update(machineType="n1-standard-8", acceleratorType="NVIDIA_TESLA_T4")
+    machine["acceleratorCount"] = 3
+    return "workerPoolSpecs[0].machineSpec.acceleratorCount"
+
+
+def _region(inputs: dict[str, Any]) -> str:
+    inputs["region"] = "us-centrall1"
+    return "region"
+
+
+def _trial_machine(inputs: dict[str, Any]) -> str:
+    machine = inputs["spec"]["trialJobSpec"]["workerPoolSpecs"][0]["machineSpec"]
+    machine["machineType"] = "n1-standard-9"
+    return "trialJobSpec.workerPoolSpecs[0].machineSpec.machineType"
+
+
+@pytest.mark.parametrize(
+    ("spoil", "tuning"), [(_gpu_count, False), (_region, False), (_trial_machine, True)]
+)
+def test_a_problem_keeps_its_suggestion_apart_and_is_shown_as_before(
+    spoil: Callable[[dict[str, Any]], str], tuning: bool
+):
+    inputs = job_inputs(tuning=tuning)
+    path = spoil(inputs)
+    core = JobCore(TUNING_JOB) if tuning else _core()
+    [problem] = [p for p in core.check(dict(inputs)).problems if p.path == path]
+    assert problem.suggestion and problem.reason
+    assert problem.suggestion not in problem.reason and not problem.reason.endswith(")")
+    # The wording users saw when the suggestion was part of the reason.
+    assert problem.text == f"{problem.reason} ({problem.suggestion})"
+    door = configured(
+        "http://127.0.0.1:9", provider_class=TuningJobProvider if tuning else TrainingJobProvider
+    )
+    answered = {f.property: f.reason for f in door.check({}, inputs).failures}
+    assert answered[path] == problem.text
+
+
+def test_a_problem_without_a_suggestion_is_its_reason_alone():
+    assert Problem("waitFor", "must be a string").text == "must be a string"
 
 
 def test_a_valid_check_is_what_the_dynamic_provider_answers():

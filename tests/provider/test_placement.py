@@ -169,7 +169,7 @@ def test_a_candidate_without_the_gpu_is_skipped_and_none_left_is_refused():
     inputs["placement"] = [{"region": "us-south1"}]
     outcome, fine = check_placed(inputs, target="local", kind=CUSTOM_JOB_SPEC)
     assert fine == []
-    assert any(p == "placement" and "us-south1" in r for p, r in outcome.failures)
+    assert any(p == "placement" and "us-south1" in r for p, r, _ in outcome.failures)
 
 
 def test_the_run_hash_covers_the_candidates_not_the_region():
@@ -222,7 +222,7 @@ def test_a_job_taken_over_cannot_name_candidates():
 
     inputs = placed_inputs(existing_job="projects/local-training/locations/us-east4/customJobs/1")
     outcome, _ = check_placed(inputs, target="local", kind=CUSTOM_JOB_SPEC)
-    assert any(p == "existing_job" and "runs where it is" in r for p, r in outcome.failures)
+    assert any(p == "existing_job" and "runs where it is" in r for p, r, _ in outcome.failures)
 
 
 def test_an_outage_during_placement_starts_nothing_and_the_next_create_places_it(short):
