@@ -14,7 +14,11 @@ one row, with a price per capacity, each priced the way Vertex bills it (``catal
   fee, so every Spot price is ``unverified``);
 - **flex-start** (GPUs that FLEX_START serves, and the machines that carry them): the Compute
   Engine DWS rate plus the same fee where the DWS rate is known, else the on-demand price as its
-  upper bound (``bound``).
+  upper bound (``bound``);
+- **from Compute Engine capacity SKUs** (``with_capacity_skus``): where the billing snapshot has
+  Compute Engine's on-demand SKUs of a cell (its GPU, or a machine's core and RAM) and its DWS
+  or Spot SKUs in that region, flex-start = DWS + the fee and Spot = Spot + the fee, the fee
+  15% of those on-demand SKUs (``unverified``), the source naming the SKUs.
 
 A figure of the reference is a **DWS (flex-start) rate, never an on-demand price**, when a
 billing SKU says so (``catalog/billing_skus.csv``: a SKU whose description reads "DWS Defined
@@ -61,6 +65,7 @@ from components.costs._billing import (
     NO_SECOND_SOURCE,
     Sku,
     billing_prices,
+    machine_series,
     read_snapshot,
     regional_outliers,
     sku_capacity,
@@ -253,6 +258,67 @@ def with_second_source(row: dict[str, str], second: Sku | None) -> dict[str, str
     return out
 
 
+CePart = tuple[str, str, str, str]  # (capacity, sku resource kind, GPU or series, region)
+
+
+def compute_engine_parts(skus: list[Sku]) -> dict[CePart, Sku]:
+    """(capacity, ``gpu``/``core``/``ram``, AcceleratorType or series, region) → Compute
+    Engine's SKU of that capacity (``on_demand``, ``spot``, ``flex_start``: a DWS SKU)."""
+    found: dict[CePart, Sku] = {}
+    for sku in skus:
+        capacity, resource = sku_capacity(sku), sku_resource(sku)
+        if sku.service != COMPUTE_SERVICE or resource is None or capacity is None:
+            continue
+        for region in sku.regions:
+            found.setdefault((capacity, resource[0], resource[1], region), sku)
+    return found
+
+
+def _items(catalog: Catalog, kind: str, name: str) -> tuple[tuple[str, str, float], ...]:
+    """What a cell bills, per SKU: (resource kind, GPU or series, count)."""
+    if kind == "accelerator":
+        return (("gpu", name, 1.0),)
+    machine = catalog.machine_types[name]
+    series = machine_series(machine)
+    return (("core", series, float(machine.vcpus)), ("ram", series, machine.memory_gb))
+
+
+def _sku_names(used: list[Sku]) -> str:
+    return ", ".join(f"{(s.sku_id + ' ') if s.sku_id else ''}{s.description!r}" for s in used)
+
+
+def with_capacity_skus(
+    row: dict[str, str], catalog: Catalog, parts: dict[CePart, Sku]
+) -> dict[str, str]:
+    """``row`` with its flex-start price = Compute Engine's DWS SKUs + the management fee, and its
+    Spot price = Compute Engine's Spot SKUs + the fee, where the snapshot has those SKUs and the
+    Compute Engine on-demand SKUs the fee is 15% of (``unverified``: the fee rule is read off the
+    H100's Vertex SKUs in Iowa, and no source gives the Spot fee). A capacity a Vertex SKU
+    prices, or a cell without those SKUs, is left as it is."""
+    kind, name, region = row["resource_kind"], row["name"], row["region"]
+    items = _items(catalog, kind, name)
+    on_demand = _billing._sum(parts, ("on_demand",), region, items)
+    if on_demand is None:
+        return row
+    fee = FEE * on_demand[0]
+    out = dict(row)
+    for capacity, column, basis in (
+        ("flex_start", "flex_start_usd_per_hour", "flex_start_basis"),
+        ("spot", "spot_usd_per_hour", "spot_basis"),
+    ):
+        rate = _billing._sum(parts, (capacity,), region, items)
+        if rate is None or row[basis] == "vertex" or (capacity == "flex_start" and not row[basis]):
+            continue
+        out[column], out[basis] = _round(rate[0] + fee), "unverified"
+        label = "flex-start" if capacity == "flex_start" else "Spot"
+        out["source"] += (
+            f"; {label} from billing SKUs: Compute Engine {_sku_names(rate[1])} + the management "
+            f"fee, 15% of Compute Engine on-demand {_sku_names(on_demand[1])} "
+            f"({rate[1][0].as_of}; {rate[1][0].source})"
+        )
+    return out
+
+
 def dws_rates(skus: list[Sku]) -> dict[str, list[tuple[float, Sku]]]:
     """AcceleratorType → the per-GPU rates its DWS (flex-start) SKUs bill, with the SKU."""
     rates: dict[str, list[tuple[float, Sku]]] = defaultdict(list)
@@ -278,7 +344,7 @@ def dws_reason(
     for rate, sku in rates.get(name, ()):
         if abs(figure - rate) < MATCH:
             return (
-                f"billing SKU {sku.sku_id} {sku.description!r}, usage type {sku.usage_type}, "
+                f"billing SKU {_sku_names([sku])}, usage type {sku.usage_type}, "
                 f"bills {rate:g} per GPU"
             )
     info = catalog.accelerators.get(name)
@@ -350,10 +416,12 @@ def derive(
             derived_gpu[(name, region)] = found[0] * UPLIFT
     billed = billing_prices(skus, catalog)
     seconds = compute_engine_on_demand(skus)
+    parts = compute_engine_parts(skus)
     for kind, name, region in price_cells(catalog):
         spot_from = inputs.get((kind, name, region), (0.0, None))[1]
         cell = _Cell(catalog, ce, kept, derived_gpu, dws.get((name, region)), spot_from)
         row = with_second_source(cell.row(kind, name, region), seconds.get((name, region)))
+        row = with_capacity_skus(row, catalog, parts)
         rows.append(_billed(row, billed.get((region, kind, name)), kept.get((kind, name, region))))
     rows.extend(_tier_row(p) for _key, p in sorted(kept.items()) if p.kind == "scale_tier")
     counts: dict[str, int] = defaultdict(int)

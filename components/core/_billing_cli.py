@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import TextIO
 
 from ..costs._billing import (
+    COMPUTE_SERVICE,
     NO_SECOND_SOURCE,
+    UPLIFT,
     Difference,
     apply_billing,
     billing_prices,
@@ -74,16 +76,20 @@ def conflicting_sources(catalog: Catalog) -> dict[tuple[str, str, str], str]:
     found = {}
     for sku in skus:
         name = (sku_resource(sku) or ("", ""))[1]
+        # A Compute Engine SKU is the rate before Vertex's uplift, compared as the catalog made it.
+        uplift = UPLIFT if sku.service == COMPUTE_SERVICE else 1.0
+        figure = sku.usd * uplift
         for region in sku.regions:
             key = (region, "accelerator", name)
             shipped = catalog.prices.get(key)
             used = shipped.on_demand_usd if shipped else None
-            if shipped is None or used is None or abs(used - sku.usd) <= 1e-4 * sku.usd:
+            if shipped is None or used is None or abs(used - figure) <= 1e-4 * figure:
                 continue
+            times = f" x {UPLIFT:g} uplift = {figure:.6g}" if uplift != 1.0 else ""
             found[key] = (
                 f"uses {used:.6g} ({shipped.as_of}, {shipped.source.split(' (', 1)[0]}); the "
                 f"other public figure: billing SKU {sku.sku_id} {sku.description!r} bills "
-                f"{sku.usd:.6g} ({sku.as_of})"
+                f"{sku.usd:.6g}{times} ({sku.as_of})"
             )
     return found
 

@@ -40,6 +40,14 @@ def inputs(tmp_path: Path) -> tuple[Path, Path]:
     """(the reference, a copy of the catalog directory)."""
     catalog = tmp_path / "catalog"
     shutil.copytree(CATALOG_DIR, catalog)
+    # The shipped A100 and A2 SKUs would price those cells' Spot and flex-start from the SKUs;
+    # the tests of the reference's own rates run without them (the SKU path has its own tests).
+    snapshot = catalog / "billing_skus.csv"
+    lines = snapshot.read_text(encoding="utf-8").splitlines(keepends=True)
+    snapshot.write_text(
+        "".join(line for line in lines if "A100" not in line and " A2 " not in line),
+        encoding="utf-8",
+    )
     reference = tmp_path / "ce.csv"
     reference.write_text(REFERENCE)
     return reference, catalog
@@ -253,3 +261,51 @@ def test_the_counts_per_basis_move_one_cell_from_unknown_to_unverified(
     _, after = derive(reference, catalog)
     assert after["unknown"] == before["unknown"] - 1
     assert after["unverified"] == before["unverified"] + 1
+
+
+# Compute Engine A100 SKUs of each capacity as the Catalog API lists them: test inputs only.
+CAPACITY_SKUS = "".join(
+    f"6001-C0DE-0001,Compute Engine,TEST-A100-{n},{description},Compute,GPU,{usage},"
+    f"us-central1,h,{usd},2026-12-01,test fixture (not a real price)\n"
+    for n, description, usage, usd in (
+        (1, "Nvidia Tesla A100 GPU running in Americas", "OnDemand", 3.0),
+        (2, "Nvidia Tesla A100 GPU attached to Spot Preemptible VMs", "Preemptible", 1.2),
+        (3, "Nvidia Tesla A100 GPU attached to DWS Defined Duration VMs", "OnDemand", 1.4),
+    )
+)
+
+
+def _with_snapshot(inputs: tuple[Path, Path], extra: str) -> Rows:
+    """The rows derived with a billing snapshot of the shipped header and ``extra`` alone."""
+    reference, catalog = inputs
+    snapshot = catalog / "billing_skus.csv"
+    header = snapshot.read_text(encoding="utf-8").splitlines(keepends=True)[0]
+    snapshot.write_text(header + extra, encoding="utf-8")
+    found, _ = derive(reference, catalog)
+    return {(r["region"], r["resource_kind"], r["name"]): r for r in found}
+
+
+def test_dws_and_spot_skus_price_flex_start_and_spot_with_the_fee(
+    inputs: tuple[Path, Path],
+) -> None:
+    a100 = _with_snapshot(inputs, CAPACITY_SKUS)[
+        ("us-central1", "accelerator", "NVIDIA_TESLA_A100")
+    ]
+    fee = FEE * 3.0  # 15% of the Compute Engine on-demand SKU, not of the reference's 2.0
+    assert float(a100["flex_start_usd_per_hour"]) == pytest.approx(1.4 + fee)
+    assert float(a100["spot_usd_per_hour"]) == pytest.approx(1.2 + fee)
+    assert (a100["spot_basis"], a100["flex_start_basis"]) == ("unverified", "unverified")
+    assert "flex-start from billing SKUs: Compute Engine TEST-A100-3" in a100["source"]
+    assert "Spot from billing SKUs: Compute Engine TEST-A100-2" in a100["source"]
+    # The on-demand price stays the reference's x the uplift.
+    assert float(a100["on_demand_usd_per_hour"]) == pytest.approx(2.0 * UPLIFT)
+
+
+def test_without_capacity_skus_a_cell_keeps_its_derived_row(inputs: tuple[Path, Path]) -> None:
+    key = ("us-central1", "accelerator", "NVIDIA_TESLA_A100")
+    # Only the on-demand SKU: no DWS or Spot SKU to price those capacities from.
+    a100 = _with_snapshot(inputs, CAPACITY_SKUS.splitlines(keepends=True)[0])[key]
+    assert a100["flex_start_usd_per_hour"] == a100["on_demand_usd_per_hour"]
+    assert a100["flex_start_basis"] == "bound"
+    assert float(a100["spot_usd_per_hour"]) == pytest.approx(1.0 + FEE * 2.0)
+    assert "from billing SKUs" not in a100["source"]
