@@ -92,6 +92,22 @@ def _read(path: str, region: str | None) -> LoadedSpec:
     return load_spec_file(path, region=region, tuning=True)
 
 
+def _run_on(
+    *,
+    job: FileJob,
+    command: Callable[[argparse.Namespace, TextIO, TextIO], int],
+    args: argparse.Namespace,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """``command`` run on ``job``, already read (``_read`` hands it over instead of reading)."""
+    _CURRENT.append(job)
+    try:
+        return command(args, out, err)
+    finally:
+        _CURRENT.pop()
+
+
 def _each_job(
     command: Callable[[argparse.Namespace, TextIO, TextIO], int],
 ) -> Callable[[argparse.Namespace, TextIO, TextIO], int]:
@@ -106,8 +122,10 @@ def _each_job(
             jobs = load_jobs(args.file, region=region, tuning=True)
         except TrainingJobError:
             jobs = []  # the command reads the file again and reports why not, in its way
-        if not jobs or jobs[0].name is None:
+        if not jobs:
             return command(args, out, err)
+        if jobs[0].name is None:  # the file's one job, read once: the command takes it
+            return _run_on(job=jobs[0], command=command, args=args, out=out, err=err)
         as_json = bool(getattr(args, "json", False))
         # One program of every job's resource (each job's own is read back and merged).
         programs = command is cmd_convert and getattr(args, "to", "") == "plugin-yaml"
@@ -118,11 +136,7 @@ def _each_job(
             if command is cmd_convert and index and not programs:
                 print("---", file=out)
             stream = io.StringIO() if as_json or programs else out
-            _CURRENT.append(job)
-            try:
-                codes.append(command(args, stream, err))
-            finally:
-                _CURRENT.pop()
+            codes.append(_run_on(job=job, command=command, args=args, out=stream, err=err))
             if isinstance(stream, io.StringIO) and stream.getvalue():
                 text = stream.getvalue()
                 reports.append({"name": job.name, **json.loads(text)} if as_json else text)

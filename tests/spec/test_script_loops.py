@@ -217,3 +217,24 @@ def test_a_notebooks_bash_cell_with_a_loop_is_a_job_per_run(tmp_path: Path) -> N
         "cell 1, line 4: a %%bash cell (cell 1, line 3: for LR=0.2)",
     ]
     assert [read(job) for job in jobs] == [("lr-0.1", ["--lr=0.1"]), ("lr-0.2", ["--lr=0.2"])]
+
+
+@pytest.mark.parametrize("command", ["validate", "estimate", "convert"])
+def test_the_cli_reads_a_one_job_script_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    from components.formats import load
+
+    path = write(tmp_path, "GPUS=1\nLR=0.1\n{create}\n")
+    reads: list[str] = []
+    real = load.read_gcloud_command  # type: ignore[attr-defined]  # the name load_spec_file calls
+
+    def counted(*args: object, **kwargs: object) -> object:
+        reads.append(str(args[0]))
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(load, "read_gcloud_command", counted)
+    code, out, err = run(command, str(path))
+    assert code == 0, err
+    assert command == "validate" or "NVIDIA_TESLA_T4" in out
+    assert reads == [str(path)]
