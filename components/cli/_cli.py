@@ -700,7 +700,7 @@ def _estimate_placement(
         errors = [
             v for v in kind.validate(placed, attempt.region, "vertex") if v.severity == "error"
         ]
-        verdict = f"{errors[0].path}: {errors[0].reason}" if errors else "allowed"
+        verdict = str(errors[0]) if errors else "allowed"
         runnable.append(not errors)
         if not errors and expected is None:
             expected = (attempt, price)

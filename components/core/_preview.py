@@ -256,7 +256,7 @@ def _refused_in(spec: Spec, attempt: Any, kind: Any, target: Any) -> str:
     except Exception as exc:  # a capacity kind the model refuses: that attempt is skipped
         return str(exc).splitlines()[0]
     errors = [v for v in kind.validate(placed, attempt.region, target) if v.severity == "error"]
-    return f"{errors[0].path}: {errors[0].reason}" if errors else ""
+    return str(errors[0]) if errors else ""  # the path, reason and suggestion as a check shows them
 
 
 def image_notes(spec: Spec, region: str | None) -> list[str]:
