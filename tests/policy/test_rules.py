@@ -88,13 +88,13 @@ def test_dev_config_rejects_a_prod_sized_job_naming_job_and_limits() -> None:
     assert results["spot-required"] == [
         "job 'a100-multiworker' runs STANDARD; this stack requires scheduling.strategy: SPOT"
     ]
-    # The A100's figure in europe-west4 is half its price elsewhere (a flex-start rate, issue
-    # 34's regional check): no on-demand price, so the cost limits say they cannot be checked.
+    # The A100's figure in europe-west4 is the DWS rate a billing SKU bills (issue 45's
+    # snapshot): no on-demand price, so the cost limits say they cannot be checked.
     assert results["max-hourly-cost-per-job"] == [
         "job 'a100-multiworker': cannot check the $5/h limit (unknown price: NVIDIA_TESLA_A100 "
-        "in europe-west4 (the source's figure 1.61365 is suspect, no on-demand price: regional "
-        "check: 1.61365 is 0.55x the median 2.93391 of its on-demand price in 7 other regions, "
-        "under 0.7x: likely a flex-start DWS rate, not an on-demand price))"
+        "in europe-west4 (the source's figure 1.61365 is a DWS flex-start rate, not an "
+        "on-demand price: billing SKU 'Nvidia Tesla A100 GPU attached to DWS Defined Duration "
+        "VMs running in Americas', usage type OnDemand, bills 1.61365 per GPU))"
     ]
     assert results["max-hourly-cost-per-stack"] == [
         "cannot check the $10/h stack limit: no price for a100-multiworker"
