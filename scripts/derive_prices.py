@@ -64,8 +64,8 @@ from components.costs._billing import (
     COMPUTE_SERVICE,
     NO_SECOND_SOURCE,
     Sku,
+    billed_items,
     billing_prices,
-    machine_series,
     read_snapshot,
     regional_outliers,
     sku_capacity,
@@ -274,15 +274,6 @@ def compute_engine_parts(skus: list[Sku]) -> dict[CePart, Sku]:
     return found
 
 
-def _items(catalog: Catalog, kind: str, name: str) -> tuple[tuple[str, str, float], ...]:
-    """What a cell bills, per SKU: (resource kind, GPU or series, count)."""
-    if kind == "accelerator":
-        return (("gpu", name, 1.0),)
-    machine = catalog.machine_types[name]
-    series = machine_series(machine)
-    return (("core", series, float(machine.vcpus)), ("ram", series, machine.memory_gb))
-
-
 def _sku_names(used: list[Sku]) -> str:
     return ", ".join(f"{(s.sku_id + ' ') if s.sku_id else ''}{s.description!r}" for s in used)
 
@@ -296,7 +287,7 @@ def with_capacity_skus(
     H100's Vertex SKUs in Iowa, and no source gives the Spot fee). A capacity a Vertex SKU
     prices, or a cell without those SKUs, is left as it is."""
     kind, name, region = row["resource_kind"], row["name"], row["region"]
-    items = _items(catalog, kind, name)
+    items = billed_items(catalog, kind, name)
     on_demand = _billing._sum(parts, ("on_demand",), region, items)
     if on_demand is None:
         return row

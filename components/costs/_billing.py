@@ -44,6 +44,7 @@ __all__ = [
     "Difference",
     "Sku",
     "apply_billing",
+    "billed_items",
     "billing_prices",
     "differences",
     "machine_series",
@@ -254,19 +255,28 @@ def _source(used: Iterable[Sku]) -> str:
     return f"Cloud Billing SKUs {ids}" + (f" ({', '.join(dates)})" if dates else "")
 
 
+def billed_items(catalog: Catalog, kind: str, name: str) -> tuple[tuple[str, str, float], ...]:
+    """What one catalog cell bills, per SKU: (``gpu``/``core``/``ram``, GPU or machine series,
+    count): a GPU itself; a machine its series' cores and RAM."""
+    if kind == "accelerator":
+        return (("gpu", name, 1.0),)
+    machine = catalog.machine_types[name]
+    series = machine_series(machine)
+    return (("core", series, float(machine.vcpus)), ("ram", series, machine.memory_gb))
+
+
 def billing_prices(skus: Iterable[Sku], catalog: Catalog) -> dict[tuple[str, str, str], Price]:
     """The prices ``skus`` make for ``catalog``'s GPUs and training machine types, keyed like
     ``Catalog.prices``; a capacity the SKUs do not price in full is None (``basis`` ``vertex``)."""
     parts = _parts(skus)
     regions = sorted({key[3] for key in parts} & set(catalog.regions))
     wanted: list[tuple[str, str, tuple[tuple[str, str, float], ...]]] = [
-        ("accelerator", name, (("gpu", name, 1.0),)) for name in sorted(catalog.accelerators)
+        ("accelerator", name, billed_items(catalog, "accelerator", name))
+        for name in sorted(catalog.accelerators)
     ]
     for machine in sorted(catalog.machine_types.values(), key=lambda m: m.name):
         if machine.training:
-            series = machine_series(machine)
-            parts_of = (("core", series, float(machine.vcpus)), ("ram", series, machine.memory_gb))
-            wanted.append(("machine", machine.name, parts_of))
+            wanted.append(("machine", machine.name, billed_items(catalog, "machine", machine.name)))
     prices: dict[tuple[str, str, str], Price] = {}
     for region in regions:
         for kind, name, items in wanted:
