@@ -25,7 +25,7 @@ catches the input errors)::
     ├── QuotaUnavailable (RuntimeError)  the project's quotas cannot be read
     ├── BillingUnavailable (RuntimeError)  the billing SKUs cannot be read (prices: the snapshot)
     ├── Interrupted                      the provider process was asked to stop mid-wait
-    ├── StateUnreadable                  the plugin could not read the stack's state
+    ├── StateUnreadable                  `pulumi stack export` could not read the stack
     ├── PlacementFailed (RuntimeError)   no candidate region took a placed job
     └── JobOperationError (RuntimeError) an API operation failed
         ├── ApiUnreachable               transient errors outlasted the retry deadline

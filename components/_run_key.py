@@ -17,6 +17,15 @@ It is also the stack instance's secret: a hash of it keys each new job's identit
 names on two backends never take each other's jobs. Every stack written since the key exists
 has one, so no state gains a property on upgrade; a destroy deletes it, and the stack made
 again is a new instance (an identical ``up`` starts a new job).
+
+It is also what ends the jobs a killed ``pulumi up`` left outside the state. A job whose create
+never answered (the engine killed once it was submitted) has no resource for a destroy to
+delete; the engine only recorded the create as pending (``components.lifecycle._checkpoint``).
+Every job resource depends on the key, so the key's delete comes last in a destroy (and in an
+``up`` that drops every job): it reads the stack's checkpoint, and cancels, and waits for, each
+active job of this instance that a pending create names (``JobCore.jobs_of_killed_create``). A
+refresh (the key's read) names them instead. Nothing else about the key changes: it has no new
+input or output, so every stack keeps its key without a diff.
 """
 
 from __future__ import annotations
@@ -26,9 +35,11 @@ from typing import Any
 
 import pulumi
 import pulumi.dynamic
-from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider
+from pulumi.dynamic import ConfigureRequest, CreateResult, DiffResult, ReadResult, ResourceProvider
 
+from .dynamic._host import install_error_handlers, message_on_failure, request_urn
 from .lifecycle._engine_watch import watch_engine
+from .lifecycle._progress import write_line
 
 __all__ = ["KEY", "RUN_KEY_RESOURCE_NAME", "RunKey", "RunKeyProvider", "stack_run_key"]
 
@@ -58,9 +69,62 @@ class RunKeyProvider(ResourceProvider):
         """Nothing about the key is an input: it never changes."""
         return DiffResult(changes=False)
 
+    @message_on_failure
+    def configure(self, req: ConfigureRequest) -> None:
+        """Read the ``training:`` settings: where the jobs of a killed create are listed."""
+        from .lifecycle._settings import ProviderSettings
+
+        install_error_handlers()  # first: a bad setting fails this call with its message
+        settings = ProviderSettings.read(req.config.get)
+        self.__dict__["_settings"] = settings
+        install_error_handlers(settings.endpoint.scrub)
+
+    @message_on_failure
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
-        """The key lives only in the state: refresh keeps it."""
+        """The key lives only in the state: refresh keeps it, and names the jobs a killed
+        ``pulumi up`` left outside the state (a refresh never fails for them)."""
+        from .vertex.api import JobOperationError
+
+        try:
+            self._jobs_of_killed_creates(props, end=False)
+        except JobOperationError as exc:
+            write_line(str(exc))
         return ReadResult(id_, props)
+
+    @message_on_failure
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        """Cancel, and wait for, every active job of this stack instance that a create the
+        engine never saw answered submitted; fails (the key stays) when one cannot be ended."""
+        self._jobs_of_killed_creates(props, end=True)
+
+    def _jobs_of_killed_creates(self, props: dict[str, Any], *, end: bool) -> None:
+        from .core._jobs import TRAINING_JOB, JobCore
+        from .core._tuning import TUNING_JOB
+        from .lifecycle._adoption import instance_of
+        from .lifecycle._checkpoint import (
+            StateUnreadable,
+            pending_creates,
+            read_deployment,
+            stack_of,
+        )
+        from .lifecycle._wire import TRAINING_JOB_TYPE, TUNING_JOB_TYPE
+
+        key, urn = props.get(KEY), request_urn()
+        if not isinstance(key, str) or not key or urn is None:
+            return  # called outside the engine (a test): there is no stack to read
+        kinds = {TRAINING_JOB_TYPE: TRAINING_JOB, TUNING_JOB_TYPE: TUNING_JOB}
+        try:
+            pending = pending_creates(read_deployment(stack_of(urn)), frozenset(kinds))
+        except StateUnreadable as exc:
+            write_line(
+                f"the jobs a killed `pulumi up` may have left outside the stack were not looked "
+                f"for: its state could not be read ({exc})"
+            )
+            return
+        settings = self.__dict__.get("_settings")
+        for create in pending:
+            core = JobCore(kinds[create.type_token], settings)
+            core.jobs_of_killed_create(create.urn, create.inputs, instance_of(key), end=end)
 
 
 class RunKey(pulumi.dynamic.Resource, module="vertex", name="RunKey"):

@@ -34,6 +34,14 @@ UPSTREAM = {
         "install_cancel_handler",
         "7f80297d7e8b6e27",
     ),
+    ("pulumi.dynamic.__main__", "DynamicResourceProviderServicer.Delete"): (
+        "request_urn",
+        "169a59a39a4b28be",
+    ),
+    ("pulumi.dynamic.__main__", "DynamicResourceProviderServicer.Read"): (
+        "request_urn",
+        "1e85bf8b41212a2b",
+    ),
     ("pulumi.dynamic.__main__", "_abort_with_traceback"): (
         "install_error_handlers",
         "162f39826b1607b7",

@@ -816,6 +816,59 @@ class JobCore:
             )
             self._end_job(api, left, props, _secrets(props))
 
+    def jobs_of_killed_create(
+        self, resource: str, inputs: Mapping[str, Any], instance: str | None, *, end: bool
+    ) -> list[str]:
+        """The active jobs that a create the engine never saw answered (``inputs``: the
+        checked inputs it recorded for ``resource``, a URN) submitted for its resource in the
+        stack instance ``instance``: a ``pulumi up`` killed after submitting left them, and
+        the stack holds no resource for them. With ``end`` (a destroy) each is cancelled and
+        waited for, as a delete ends its job; otherwise (a refresh) each is only named, with
+        what ends or keeps it. Their names; raises ``JobOperationError`` when a region cannot
+        be listed or a job does not stop (the caller then stays in the stack)."""
+        identity = _label_identity({**inputs, INSTANCE: instance})
+        project = inputs.get(PROJECT)
+        if identity is None or not isinstance(project, str) or not project:
+            return []
+        regions = [inputs.get(REGION)]
+        regions += [c.get("region") for c in inputs.get(PLACEMENT) or () if isinstance(c, Mapping)]
+        secrets = _secrets(inputs)
+        scrub = self._scrubber(secrets)
+        name = resource.rsplit("::", 1)[-1]
+        found: list[str] = []
+        for region in dict.fromkeys(r for r in regions if isinstance(r, str) and r):
+            parent = f"projects/{project}/locations/{region}"
+            with self._job_api(region) as api, _credentials_scrubbed(self.endpoint, secrets):
+                try:
+                    # Listed now: the deletes before this one cancelled jobs of the listing they read.
+                    jobs = api.active_jobs(parent, max_age=0.0)[1].get(identity, [])
+                except Exception as exc:
+                    raise JobOperationError(
+                        f"the jobs a killed `pulumi up` left for {name} could not be listed in "
+                        f"{parent}: {exc}; run the command again"
+                    ) from None
+                for job in jobs:
+                    left = str(job.name)
+                    found.append(left)
+                    what = (
+                        f"job {left} ({state_name(job)}) of {name}, submitted by a `pulumi up` "
+                        "that was killed before the stack recorded it"
+                    )
+                    if end:
+                        write_line(scrub(f"{what}, is cancelled"))
+                        self._end_job(api, left, inputs, secrets)
+                        continue
+                    write_line(
+                        scrub(
+                            f"{what}, is active and not in the stack: `pulumi up` takes it over "
+                            "(adopted: true); `pulumi destroy` cancels it while the state "
+                            "records that create (until `pulumi refresh "
+                            "--clear-pending-creates`); otherwise: "
+                            f"{self._cancel_hint(left, region)}"
+                        )
+                    )
+        return found
+
     def _deletes_record(self, props: Mapping[str, Any]) -> bool:
         """Whether a delete removes the job's record after cancelling it: only when asked
         (``delete_record_on_delete``, ``training:deleteRecords``), never with

@@ -63,6 +63,7 @@ __all__ = [
     "install_cancel_handler",
     "install_error_handlers",
     "message_on_failure",
+    "request_urn",
     "serving_pool",
     "widen_host_pool",
 ]
@@ -283,6 +284,22 @@ def _request_secrets(request: Any) -> list[str]:
             continue
         found.extend(_strings(props.get(_ENV_VALUES)))
     return found
+
+
+def request_urn() -> str | None:
+    """The URN of the resource whose call the host is serving in this thread, or None.
+
+    The host passes a provider's ``read`` and ``delete`` the id and properties only; the
+    engine's request (a local ``request`` of the host's handler, up the stack) names the
+    resource, and so its stack, which the run key reads its checkpoint for."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        request = frame.f_locals.get("request")
+        urn = getattr(request, "urn", None)
+        if isinstance(urn, str) and urn.startswith("urn:pulumi:"):
+            return urn
+        frame = frame.f_back
+    return None
 
 
 def _handled_request(exc: BaseException) -> Any:

@@ -59,6 +59,10 @@ idempotent; these rules make a create safe to repeat.
    killed ``pulumi up --replace`` (or a killed create of other inputs) left them outside the
    state, and a destroy ends every job of the resource. A delete that ends a replace leaves
    them: the stack holds the replacement's job, and its create named the others (rule 5).
+   A job whose create never answered (a killed first ``up`` of the resource) has no
+   resource to delete: the dynamic resources' run key, deleted last, ends every active job of
+   the stack instance that a create the engine recorded as pending names
+   (``components._run_key``); the plugin is called by no command then.
    The plugin's ``pulumi import`` refuses a job held elsewhere as rule 6 does
    (``held_elsewhere``), and every delete of a job that names another holder (rule 6) leaves it.
 8. **Older states.** A resource whose state has no ``status.instance`` (written before the

@@ -21,15 +21,12 @@ core's guard keeps the running job in a replace (``adopted_here``).
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .._errors import TrainingJobError
 from ..lifecycle._adoption import instance_of, state_unreadable
+from ..lifecycle._checkpoint import EXPORT_TIMEOUT, StateUnreadable, read_deployment, stack_of
 
 __all__ = [
     "EXPORT_TIMEOUT",
@@ -40,18 +37,6 @@ __all__ = [
     "read_resources",
     "stack_instance",
 ]
-
-EXPORT_TIMEOUT = 120.0
-"""Seconds ``pulumi stack export`` may take (a loaded machine, a remote backend)."""
-
-
-class StateUnreadable(TrainingJobError):
-    """The stack's state could not be read from its backend."""
-
-
-def _stack_of(urn: str) -> str:
-    """The stack of ``urn:pulumi:STACK::PROJECT::TYPE::NAME``."""
-    return urn.split("::", 1)[0].rsplit(":", 1)[-1]
 
 
 def _name_of(urn: str) -> str:
@@ -65,32 +50,10 @@ def read_resources(
     """The resources of the last checkpoint of the stack ``urn`` belongs to (their secrets
     decrypted with ``show_secrets``: the stack's secrets provider must then be usable without
     a prompt); raises ``StateUnreadable`` with the reason."""
-    pulumi = shutil.which("pulumi")
-    if pulumi is None:
-        raise StateUnreadable("`pulumi` is not on PATH")
-    env = {**os.environ, "PULUMI_SKIP_UPDATE_CHECK": "true"}
-    command = [pulumi, "stack", "export", "--stack", _stack_of(urn)]
-    try:
-        done = subprocess.run(
-            [*command, "--show-secrets"] if show_secrets else command,
-            capture_output=True,
-            stdin=subprocess.DEVNULL,  # never a passphrase prompt
-            env=env,
-            timeout=timeout,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise StateUnreadable(f"`pulumi stack export` did not run: {exc}") from None
-    if done.returncode != 0:
-        reason = done.stderr.decode(errors="replace").strip().splitlines()
-        raise StateUnreadable(
-            f"`pulumi stack export` failed: {reason[-1] if reason else done.returncode}"
-        )
-    try:
-        deployment = json.loads(done.stdout).get("deployment") or {}
-        resources = deployment.get("resources") or []
-    except (ValueError, AttributeError):
-        raise StateUnreadable("`pulumi stack export` printed no deployment") from None
+    deployment = read_deployment(stack_of(urn), timeout, show_secrets=show_secrets)
+    resources = deployment.get("resources") or []
+    if not isinstance(resources, list):
+        raise StateUnreadable("`pulumi stack export` printed no deployment")
     return [r for r in resources if isinstance(r, Mapping)]
 
 
@@ -106,7 +69,7 @@ class StateCache:
         self._stacks: dict[str, list[Mapping[str, Any]]] = {}
 
     def __call__(self, urn: str) -> list[Mapping[str, Any]]:
-        stack = _stack_of(urn)
+        stack = stack_of(urn)
         with self._lock:  # the creates that need it wait for the one read
             if stack not in self._stacks:
                 self._stacks[stack] = self._read(urn)  # an error is not kept: the next asks again

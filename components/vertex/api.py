@@ -650,11 +650,13 @@ class JobApi:
         listed = listing.by_id.get(job_id(name))
         return self.get(name) if listed is None else listed
 
-    def active_jobs(self, parent: str) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    def active_jobs(
+        self, parent: str, max_age: float = READ_LISTING_SECONDS
+    ) -> tuple[dict[str, Any], dict[str, list[Any]]]:
         """``parent``'s active jobs of Pulumi resources, by id and by identity label, from the
-        shared listing (at most ``READ_LISTING_SECONDS`` old): what a delete reads to tell a
-        job held by another resource and to find its resource's jobs left outside the stack."""
-        listing = self._active_listing(parent, READ_LISTING_SECONDS)
+        shared listing (at most ``max_age`` seconds old): what a delete reads to tell a job
+        held by another resource and to find its resource's jobs left outside the stack."""
+        listing = self._active_listing(parent, max_age)
         return listing.by_id, listing.by_identity
 
     def _active_listing(self, parent: str, max_age: float) -> _Listing:

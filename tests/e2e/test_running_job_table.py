@@ -5,7 +5,8 @@ Every test runs once per door (the ``door`` fixture, ``tests/e2e/_doors.py``): t
 resources (``training:jobs`` of the project's Python program) and the provider plugin (a YAML
 program of ``gpu-training:vertex:*``). Each counts the jobs the emulator holds. The rows only
 one door has (``existingJob`` for the dynamic resources, ``pulumi import`` for the plugin) are
-in ``test_running_jobs.py`` and ``test_plugin_lifecycle.py``; placement's row in
+in ``test_running_jobs.py`` and ``test_plugin_lifecycle.py``, or here, for the dynamic door
+only (a destroy after a killed first ``up``: no command calls the plugin then); placement's row in
 ``test_placement.py`` and ``test_plugin_knobs.py``.
 
 No test's name holds "pulumi": its tmp dir (where the emulator's state is) would, and
@@ -372,6 +373,31 @@ def _killed_replace(door: Door, emu: Any, log: Path, old: str) -> str:
     return new
 
 
+def _kill_up_once_submitted(door: Door, client: Any, log: Path) -> str:
+    """``pulumi up`` SIGKILLed (the CLI's whole group) once a job was submitted, while its
+    create waits; the provider ended by itself: the job."""
+    up = door.ws.spawn("up", "--yes", "--skip-preview", log=log)
+    try:
+        [submitted] = wait_until(lambda: list_jobs(client), timeout=120, what="a submitted job")
+        assert up.poll() is None, "pulumi up ended before it could be killed"
+    finally:
+        kill_group(up)
+    assert up.returncode == -9
+    door.wait_for_providers_to_end()
+    return str(submitted.name)
+
+
+def _killed_first_up(door: Door, emu: Any, log: Path) -> str:
+    """The stack's first ``up`` of one job (``waitFor: running``) killed once its job was
+    submitted, the lock removed: the job, which no resource of the stack holds."""
+    door.write(waitFor="running")
+    door.init(emu.endpoint)
+    job = _kill_up_once_submitted(door, emu.client(), log)
+    door.ws.pulumi("cancel", "--yes")
+    assert door.resources() == {}
+    return job
+
+
 def test_killed_ups_leave_one_job_after_the_documented_recovery(door: Door, tmp_path: Path) -> None:
     # docs/rules.md, "After a killed `pulumi up`": the engine killed (kill -9, the CLI's whole
     # group) once the job was submitted, while its create waits; the provider ends by itself;
@@ -384,14 +410,7 @@ def test_killed_ups_leave_one_job_after_the_documented_recovery(door: Door, tmp_
         door.write(waitFor="running")
         door.init(emu.endpoint)
         log = tmp_path / "killed-up.log"
-        up = door.ws.spawn("up", "--yes", "--skip-preview", log=log)
-        try:
-            [submitted] = wait_until(lambda: list_jobs(client), timeout=120, what="a submitted job")
-            assert up.poll() is None, "pulumi up ended before it could be killed"
-        finally:
-            kill_group(up)
-        assert up.returncode == -9
-        door.wait_for_providers_to_end()
+        submitted = _kill_up_once_submitted(door, client, log)
         killed = log.read_text(errors="replace")
         assert "train creating" in killed and "train created" not in killed, killed
 
@@ -408,7 +427,7 @@ def test_killed_ups_leave_one_job_after_the_documented_recovery(door: Door, tmp_
         assert not door.ws.export().get("pending_operations")
         # 3. up adopts the job the killed run submitted.
         door.ws.up()
-        first = submitted.name
+        first = submitted
         assert [j.name for j in list_jobs(client)] == [first], "a second job was started"
         assert door.held() == first and door.adopted() is True
         assert door.status(door.resources()["train"])["state"] == RUNNING
@@ -440,6 +459,36 @@ def test_a_destroy_after_a_killed_exclusive_gpus_replace_cancels_the_job_it_left
 
         assert f"job {new} (JOB_STATE_" in out and "is cancelled too" in out, out
         assert job_states(emu.client()) == {new: CANCELLED, old: CANCELLED}
+
+
+@pytest.mark.parametrize("door", ["dynamic"], indirect=True)
+@pytest.mark.parametrize("adopted_first", [False, True], ids=["destroy", "up-then-destroy"])
+def test_a_destroy_after_a_killed_first_up_cancels_the_job_it_left(
+    door: Door, tmp_path: Path, adopted_first: bool
+) -> None:
+    # The killed create never reached the state: only the run key is there, and the engine's
+    # record of the pending create. A refresh names the job (and ends nothing); the destroy
+    # cancels it, waits for it, and leaves nothing running. Or `up` adopts it (the record not
+    # cleared): the destroy cancels it through its resource, and the run key finds nothing
+    # more. Not through the plugin, which no command calls once the state holds none of its
+    # resources (docs/rules.md).
+    with emulator_for(door.ws, *SLOW_START) as emu:
+        client = emu.client()
+        job = _killed_first_up(door, emu, tmp_path / "killed-up.log")
+        if adopted_first:
+            door.ws.up()
+            assert door.held() == job and door.adopted() is True
+        else:
+            refreshed = door.ws.pulumi("refresh", "--yes", "--skip-preview").output
+            assert f"job {job} (JOB_STATE_" in refreshed, refreshed
+            assert "killed before the stack recorded it" in refreshed, refreshed
+            assert "`pulumi up` takes it over" in refreshed and "Traceback" not in refreshed
+            assert job_states(client)[job] != CANCELLED
+
+        out = door.ws.pulumi("destroy", "--yes", "--skip-preview").output
+        assert ("killed before the stack recorded it" in out) is not adopted_first, out
+        assert job_states(client) == {job: CANCELLED}
+        assert door.resources() == {}
 
 
 # -- refresh and destroy --------------------------------------------------------------------------
