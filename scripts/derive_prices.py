@@ -56,6 +56,7 @@ import dataclasses
 import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -163,11 +164,23 @@ SPOT_INPUT_COLUMNS = (
 )
 
 
-def read_spot_inputs(path: Path) -> dict[Key, tuple[float, str]]:
-    """(kind, enum name, region) → (Compute Engine Spot rate per machine or per GPU, where it
-    came from) of a Spot input file: rows re-read from a newer source than the reference, each
-    with its own ``as_of`` and ``source``; they replace the reference's Spot rates."""
-    found: dict[Key, tuple[float, str]] = {}
+class SpotInput(NamedTuple):
+    """A Spot rate re-read from a newer source than the reference (per machine or per GPU)."""
+
+    rate: float
+    source: str
+    as_of: str
+
+    @property
+    def shown(self) -> str:
+        return f"{self.source} (as of {self.as_of})"
+
+
+def read_spot_inputs(path: Path) -> dict[Key, SpotInput]:
+    """(kind, enum name, region) → the Compute Engine Spot rate of a Spot input file: rows
+    re-read from a newer source than the reference, each with its own ``as_of`` and
+    ``source``; they replace the reference's Spot rates."""
+    found: dict[Key, SpotInput] = {}
     counts: dict[Key, int] = {}
     with path.open(newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
@@ -186,18 +199,18 @@ def read_spot_inputs(path: Path) -> dict[Key, tuple[float, str]]:
             key = (row["kind"], name, row["region"])
             if key not in counts or count < counts[key]:
                 counts[key] = count
-                found[key] = (spot / count, f"{row['source']} (as of {row['as_of']})")
+                found[key] = SpotInput(spot / count, row["source"], row["as_of"].strip())
     return found
 
 
 def with_spot_inputs(
-    ce: dict[Key, tuple[float | None, float | None]], inputs: dict[Key, tuple[float, str]]
+    ce: dict[Key, tuple[float | None, float | None]], inputs: dict[Key, SpotInput]
 ) -> dict[Key, tuple[float | None, float | None]]:
     """The reference with each Spot rate the inputs give replaced (on-demand kept)."""
     out = dict(ce)
-    for key, (spot, _source) in inputs.items():
+    for key, spot in inputs.items():
         if key in out:
-            out[key] = (out[key][0], spot)
+            out[key] = (out[key][0], spot.rate)
     return out
 
 
@@ -205,20 +218,31 @@ def _round(value: float) -> str:
     return f"{value:.6f}".rstrip("0").rstrip(".")
 
 
-def compute_engine_on_demand(skus: list[Sku]) -> dict[tuple[str, str], Sku]:
-    """(AcceleratorType, region) → Compute Engine's on-demand SKU of that GPU there: a second
-    public source for a GPU cell the reference leaves unknown (never a DWS or Spot SKU,
-    ``sku_capacity`` reads the description first)."""
-    found: dict[tuple[str, str], Sku] = {}
+CePart = tuple[str, str, str, str]  # (capacity, sku resource kind, GPU or series, region)
+
+
+def compute_engine_parts(skus: list[Sku]) -> dict[CePart, Sku]:
+    """(capacity, ``gpu``/``core``/``ram``, AcceleratorType or series, region) → Compute
+    Engine's SKU of that capacity (``on_demand``, ``spot``, ``flex_start``: a DWS SKU)."""
+    found: dict[CePart, Sku] = {}
     for sku in skus:
-        resource = sku_resource(sku)
-        if sku.service != COMPUTE_SERVICE or sku_capacity(sku) != "on_demand":
-            continue
-        if resource is None or resource[0] != "gpu" or sku.unit != "h":
+        capacity, resource = sku_capacity(sku), sku_resource(sku)
+        if sku.service != COMPUTE_SERVICE or resource is None or capacity is None:
             continue
         for region in sku.regions:
-            found.setdefault((resource[1], region), sku)
+            found.setdefault((capacity, resource[0], resource[1], region), sku)
     return found
+
+
+def compute_engine_on_demand(parts: dict[CePart, Sku]) -> dict[tuple[str, str], Sku]:
+    """(AcceleratorType, region) → Compute Engine's on-demand hourly SKU of that GPU there
+    (``compute_engine_parts``): a second public source for a GPU cell the reference leaves
+    unknown (never a DWS or Spot SKU, ``sku_capacity`` reads the description first)."""
+    return {
+        (name, region): sku
+        for (capacity, resource, name, region), sku in parts.items()
+        if capacity == "on_demand" and resource == "gpu" and sku.unit == "h"
+    }
 
 
 def with_second_source(row: dict[str, str], second: Sku | None) -> dict[str, str]:
@@ -258,37 +282,26 @@ def with_second_source(row: dict[str, str], second: Sku | None) -> dict[str, str
     return out
 
 
-CePart = tuple[str, str, str, str]  # (capacity, sku resource kind, GPU or series, region)
-
-
-def compute_engine_parts(skus: list[Sku]) -> dict[CePart, Sku]:
-    """(capacity, ``gpu``/``core``/``ram``, AcceleratorType or series, region) → Compute
-    Engine's SKU of that capacity (``on_demand``, ``spot``, ``flex_start``: a DWS SKU)."""
-    found: dict[CePart, Sku] = {}
-    for sku in skus:
-        capacity, resource = sku_capacity(sku), sku_resource(sku)
-        if sku.service != COMPUTE_SERVICE or resource is None or capacity is None:
-            continue
-        for region in sku.regions:
-            found.setdefault((capacity, resource[0], resource[1], region), sku)
-    return found
-
-
 def _sku_names(used: list[Sku]) -> str:
     return ", ".join(f"{(s.sku_id + ' ') if s.sku_id else ''}{s.description!r}" for s in used)
 
 
 def with_capacity_skus(
-    row: dict[str, str], catalog: Catalog, parts: dict[CePart, Sku]
+    row: dict[str, str],
+    catalog: Catalog,
+    parts: dict[CePart, Sku],
+    spot_input: SpotInput | None = None,
 ) -> dict[str, str]:
     """``row`` with its flex-start price = Compute Engine's DWS SKUs + the management fee, and its
     Spot price = Compute Engine's Spot SKUs + the fee, where the snapshot has those SKUs and the
     Compute Engine on-demand SKUs the fee is 15% of (``unverified``: the fee rule is read off the
     H100's Vertex SKUs in Iowa, and no source gives the Spot fee). A capacity a Vertex SKU
-    prices, or a cell without those SKUs, is left as it is."""
+    prices, or a cell without those SKUs, is left as it is; so is a Spot rate from a Spot input
+    (``spot_input``) read later than the Spot SKUs: of two sources, the newer one (the SKUs on
+    the same day: they are what is billed)."""
     kind, name, region = row["resource_kind"], row["name"], row["region"]
     items = billed_items(catalog, kind, name)
-    on_demand = _billing._sum(parts, ("on_demand",), region, items)
+    on_demand = _billing.summed_parts(parts, ("on_demand",), region, items)
     if on_demand is None:
         return row
     fee = FEE * on_demand[0]
@@ -297,8 +310,10 @@ def with_capacity_skus(
         ("flex_start", "flex_start_usd_per_hour", "flex_start_basis"),
         ("spot", "spot_usd_per_hour", "spot_basis"),
     ):
-        rate = _billing._sum(parts, (capacity,), region, items)
+        rate = _billing.summed_parts(parts, (capacity,), region, items)
         if rate is None or row[basis] == "vertex" or (capacity == "flex_start" and not row[basis]):
+            continue
+        if capacity == "spot" and spot_input and spot_input.as_of > (rate[1][0].as_of or ""):
             continue
         out[column], out[basis] = _round(rate[0] + fee), "unverified"
         label = "flex-start" if capacity == "flex_start" else "Spot"
@@ -406,13 +421,14 @@ def derive(
         if found is not None and found[0] and (name, region) not in dws:
             derived_gpu[(name, region)] = found[0] * UPLIFT
     billed = billing_prices(skus, catalog)
-    seconds = compute_engine_on_demand(skus)
     parts = compute_engine_parts(skus)
+    seconds = compute_engine_on_demand(parts)
     for kind, name, region in price_cells(catalog):
-        spot_from = inputs.get((kind, name, region), (0.0, None))[1]
+        spot_input = inputs.get((kind, name, region))
+        spot_from = spot_input.shown if spot_input else None
         cell = _Cell(catalog, ce, kept, derived_gpu, dws.get((name, region)), spot_from)
         row = with_second_source(cell.row(kind, name, region), seconds.get((name, region)))
-        row = with_capacity_skus(row, catalog, parts)
+        row = with_capacity_skus(row, catalog, parts, spot_input)
         rows.append(_billed(row, billed.get((region, kind, name)), kept.get((kind, name, region))))
     rows.extend(_tier_row(p) for _key, p in sorted(kept.items()) if p.kind == "scale_tier")
     counts: dict[str, int] = defaultdict(int)

@@ -53,6 +53,7 @@ __all__ = [
     "sku_capacity",
     "sku_resource",
     "spot_rule_prices",
+    "summed_parts",
     "suspect_prices",
 ]
 
@@ -230,7 +231,7 @@ def _parts(skus: Iterable[Sku]) -> _Parts:
     return parts
 
 
-def _sum(
+def summed_parts(
     parts: _Parts, roles: tuple[str, ...], region: str, items: tuple[tuple[str, str, float], ...]
 ) -> tuple[float, list[Sku]] | None:
     """Σ count x unit price over ``items`` (kind, name, count) and ``roles``; None if one lacks."""
@@ -280,7 +281,7 @@ def billing_prices(skus: Iterable[Sku], catalog: Catalog) -> dict[tuple[str, str
     prices: dict[tuple[str, str, str], Price] = {}
     for region in regions:
         for kind, name, items in wanted:
-            found = {c: _sum(parts, roles, region, items) for c, roles in _ROLES.items()}
+            found = {c: summed_parts(parts, roles, region, items) for c, roles in _ROLES.items()}
             if not any(found.values()):
                 continue
             used = [sku for value in found.values() if value for sku in value[1]]
@@ -460,8 +461,8 @@ def spot_rule_prices(skus: Iterable[Sku], catalog: Catalog) -> dict[tuple[str, s
             items = (("core", series, float(machine.vcpus)), ("ram", series, machine.memory_gb))
         else:
             continue
-        spot = _sum(parts, ("spot",), region, items)
-        if spot is None or _sum(parts, ("spot", "fee"), region, items) is not None:
+        spot = summed_parts(parts, ("spot",), region, items)
+        if spot is None or summed_parts(parts, ("spot", "fee"), region, items) is not None:
             continue  # no Spot SKU, or billing_prices prices it from Vertex's own fee SKU
         fee = 0.0
         if price.basis_for(True) != "floor":

@@ -309,3 +309,28 @@ def test_without_capacity_skus_a_cell_keeps_its_derived_row(inputs: tuple[Path, 
     assert a100["flex_start_basis"] == "bound"
     assert float(a100["spot_usd_per_hour"]) == pytest.approx(1.0 + FEE * 2.0)
     assert "from billing SKUs" not in a100["source"]
+
+
+@pytest.mark.parametrize(("as_of", "from_input"), [("2026-11-20", True), ("2026-08-02", False)])
+def test_of_a_spot_input_and_a_spot_sku_the_newer_one_prices_spot(
+    inputs: tuple[Path, Path], tmp_path: Path, as_of: str, from_input: bool
+) -> None:
+    # The shipped A100 Spot SKU (as of 2026-08-02) and a Spot input for the same cell: the
+    # input wins when read later, the SKU (what is billed) on the same day or when newer.
+    reference, catalog = inputs
+    shutil.copy(CATALOG_DIR / "billing_skus.csv", catalog / "billing_skus.csv")
+    spot = tmp_path / "spot.csv"
+    spot.write_text(
+        "region,kind,name,accelerator_count,spot_usd_per_hour,as_of,source\n"
+        f"us-central1,accelerator,A100,1,1.0,{as_of},https://example.org/spot-a100\n"
+    )
+    found, _ = derive(reference, catalog, spot_inputs=spot)
+    a100 = {(r["region"], r["name"]): r for r in found}[("us-central1", "NVIDIA_TESLA_A100")]
+    from_sku = "Spot from billing SKUs: Compute Engine" in a100["source"]
+    assert from_sku is not from_input, a100["source"]
+    assert a100["spot_basis"] == "unverified"
+    if from_input:
+        assert f"Spot input: https://example.org/spot-a100 (as of {as_of})" in a100["source"]
+        assert float(a100["spot_usd_per_hour"]) < 1.5399  # the input's 1.0 + the fee
+    else:
+        assert float(a100["spot_usd_per_hour"]) > 1.5399  # the SKU's 1.5399 + the fee
