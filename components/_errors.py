@@ -16,6 +16,7 @@ catches the input errors)::
     ├── Unresolvable                     a script's value that only running it would give
     ├── FileReadError (ValueError)       a file is not a regular file within the cap
     ├── PackagingError (ValueError)      a trainer source cannot be packaged
+    ├── PlacementInputError (ValueError) candidate regions or capacity cannot be read
     ├── ConfigError (RunError, ValueError)            the stack configuration is invalid
     ├── TrainingJobInputError (RunError, ValueError)  a job resource's inputs are invalid
     ├── SettingError (ValueError)        a provider stack setting is malformed

@@ -248,11 +248,11 @@ class JobCore:
             overlay = Path.cwd() / settings.catalog_overlay
             outside = outside_read_roots(overlay, Path.cwd())
             if outside:  # the program refused it already; a provider run alone must too
-                raise SettingError(f"{settings.door.key(CATALOG_OVERLAY_KEY)}: {outside}")
+                raise SettingError(settings.door.key(CATALOG_OVERLAY_KEY), str(outside))
             try:
                 use_catalog_overlay(overlay)
             except CatalogError as exc:  # names the file, row and field
-                raise SettingError(f"{settings.door.key(CATALOG_OVERLAY_KEY)}: {exc}") from None
+                raise SettingError(settings.door.key(CATALOG_OVERLAY_KEY), str(exc)) from None
 
     def use_pricing(self, catalog_for: Callable[[str], Catalog]) -> None:
         """Price each created job from ``catalog_for(project)``: the provider plugin's billed

@@ -76,6 +76,7 @@ __all__ = [
     "Attempt",
     "Candidate",
     "PlacementFailed",
+    "PlacementInputError",
     "attempts_of",
     "check_placed",
     "declared_placement",
@@ -175,21 +176,32 @@ def parse_placement(value: Any) -> tuple[list[Candidate], list[tuple[str, str]]]
     return candidates, failures
 
 
+class PlacementInputError(TrainingJobError, ValueError):
+    """Candidate ``regions`` or ``capacity`` that cannot be read: the first bad field's
+    ``path`` (``regions[1].capacity[0]``) and what is wrong with it (``reason``); the message
+    is ``path: reason``."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
 def declared_placement(regions: Any, capacity: Any = None) -> list[dict[str, Any]]:
     """The ``placement`` input of a job that names ``regions`` (each a region, or ``{region,
     capacity}``) and ``capacity`` (the kinds every region without its own accepts).
 
-    Raises ``ValueError`` naming the first bad field (``regions[1].capacity[0]: ...``).
+    Raises ``PlacementInputError`` naming the first bad field (``regions[1].capacity[0]``).
     """
     if capacity is not None and not isinstance(capacity, list | tuple | str):
-        raise ValueError("capacity: expected a list of capacity kinds")
+        raise PlacementInputError("capacity", "expected a list of capacity kinds")
     overall = [capacity] if isinstance(capacity, str) else list(capacity or [])
     for index, kind in enumerate(overall):
         problem = _capacity_problem(kind)
         if problem:
-            raise ValueError(f"capacity[{index}]: {problem}")
+            raise PlacementInputError(f"capacity[{index}]", problem)
     if not isinstance(regions, list | tuple):
-        raise ValueError("regions: expected a list of regions")
+        raise PlacementInputError("regions", "expected a list of regions")
     items = [
         {"region": item, "capacity": overall}
         if isinstance(item, str)
@@ -203,7 +215,7 @@ def declared_placement(regions: Any, capacity: Any = None) -> list[dict[str, Any
     candidates, failures = parse_placement(items)
     if failures:
         path, reason = failures[0]
-        raise ValueError(f"{path.replace(PLACEMENT, 'regions', 1)}: {reason}")
+        raise PlacementInputError(path.replace(PLACEMENT, "regions", 1), reason)
     return [c.to_wire() for c in candidates]
 
 

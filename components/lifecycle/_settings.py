@@ -89,7 +89,13 @@ _LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 class SettingError(TrainingJobError, ValueError):
-    """A stack setting is malformed; the message names the key."""
+    """A stack setting is malformed: ``key`` (``training:cancelTimeout``) and what is wrong with
+    it (``reason``); the message is ``key: reason``."""
+
+    def __init__(self, key: str, reason: str) -> None:
+        super().__init__(f"{key}: {reason}")
+        self.key = key
+        self.reason = reason
 
 
 def public_url(url: str) -> str:
@@ -115,22 +121,22 @@ def parse_endpoint(value: Any, key: str = ENDPOINT_KEY) -> str | None:
     if value is None or value == "":
         return None
     if not isinstance(value, str):
-        raise SettingError(f"{key}: expected a URL like http://127.0.0.1:8642")
+        raise SettingError(key, "expected a URL like http://127.0.0.1:8642")
     shown = public_url(value)
     if not value.startswith(("http://", "https://")):
-        raise SettingError(f"{key}: expected http(s)://HOST:PORT, got {shown!r}")
+        raise SettingError(key, f"expected http(s)://HOST:PORT, got {shown!r}")
     try:
         parts = urlsplit(value)
         port = parts.port
     except ValueError as exc:
-        raise SettingError(f"{key}: {shown!r} is not a valid URL ({exc})") from None
+        raise SettingError(key, f"{shown!r} is not a valid URL ({exc})") from None
     if not parts.hostname:
-        raise SettingError(f"{key}: {shown!r} names no host")
+        raise SettingError(key, f"{shown!r} names no host")
     if port == 0:
-        raise SettingError(f"{key}: port 0 in {shown!r} is not a port to connect to")
+        raise SettingError(key, f"port 0 in {shown!r} is not a port to connect to")
     if parts.path not in ("", "/") or parts.query or parts.fragment:
         raise SettingError(
-            f"{key}: {shown!r} has a path, query or fragment; give only http(s)://HOST:PORT"
+            key, f"{shown!r} has a path, query or fragment; give only http(s)://HOST:PORT"
         )
     return value
 
@@ -172,14 +178,15 @@ def emulator_endpoint(value: Any, key: str = EMULATOR_STATE_DIR_KEY) -> str:
     dir (relative: to the working directory, the project's). Raises ``SettingError`` when
     none runs: a stack that names its emulator never talks to another one in its place."""
     if not isinstance(value, str) or not value or "\0" in value:
-        raise SettingError(f"{key}: expected a directory, got {value!r}")
+        raise SettingError(key, f"expected a directory, got {value!r}")
     state_dir = Path(value).absolute()
     endpoint = running_emulator(state_dir)
     if endpoint is None:
         raise SettingError(
-            f"{key}: no emulator runs with its state in {state_dir} (start "
+            key,
+            f"no emulator runs with its state in {state_dir} (start "
             "it: scripts/local-stack emulator, or make up); the stack's training:endpoint is "
-            "not used in its place"
+            "not used in its place",
         )
     return endpoint
 
@@ -232,13 +239,13 @@ def seconds_setting(value: Any, key: str, default: float) -> float:
     try:
         number = duration_seconds(value)
     except ValueError as exc:
-        raise SettingError(f"{key}: {exc}") from None
+        raise SettingError(key, str(exc)) from None
     if not math.isfinite(number):
-        raise SettingError(f"{key}: expected a finite number of seconds, got {value!r}")
+        raise SettingError(key, f"expected a finite number of seconds, got {value!r}")
     if number <= 0:
-        raise SettingError(f"{key}: must be greater than zero")
+        raise SettingError(key, "must be greater than zero")
     if number > MAX_SETTING_SECONDS:
-        raise SettingError(f"{key}: at most {MAX_SETTING_SECONDS:g} seconds (7 days)")
+        raise SettingError(key, f"at most {MAX_SETTING_SECONDS:g} seconds (7 days)")
     return number
 
 
@@ -248,7 +255,7 @@ def flag_setting(value: Any, key: str) -> bool:
         return bool(value)
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):
         return value.strip().lower() == "true"
-    raise SettingError(f"{key}: expected true or false, got {value!r}")
+    raise SettingError(key, f"expected true or false, got {value!r}")
 
 
 def path_setting(value: Any, key: str) -> str | None:
@@ -256,7 +263,7 @@ def path_setting(value: Any, key: str) -> str | None:
     if value is None or value == "":
         return None
     if not isinstance(value, str) or "\0" in value:
-        raise SettingError(f"{key}: expected a path, got {value!r}")
+        raise SettingError(key, f"expected a path, got {value!r}")
     return value
 
 
@@ -276,9 +283,9 @@ def count_setting(value: Any, key: str, default: int, bounds: tuple[int, int]) -
     else:
         number = None
     if number is None:
-        raise SettingError(f"{key}: expected a whole number from {low} to {high}, got {value!r}")
+        raise SettingError(key, f"expected a whole number from {low} to {high}, got {value!r}")
     if not low <= number <= high:
-        raise SettingError(f"{key}: must be from {low} to {high}, got {number}")
+        raise SettingError(key, f"must be from {low} to {high}, got {number}")
     return number
 
 
@@ -325,7 +332,7 @@ def quota_setting(value: Any, key: str = QUOTA_KEY) -> str:
     if value is None or value == "":
         return "error"
     if value not in QUOTA_MODES:
-        raise SettingError(f"{key}: {value!r} is not one of {', '.join(QUOTA_MODES)}")
+        raise SettingError(key, f"{value!r} is not one of {', '.join(QUOTA_MODES)}")
     return str(value)
 
 
@@ -405,7 +412,7 @@ def read_place(
         full = door.place.config.format(key=key)
         value = get(full)
         if value is not None and not isinstance(value, str):
-            raise SettingError(f"{full}: must be a string")
+            raise SettingError(full, "must be a string")
         if not value and door.place.environment:
             value = next((environ[n] for n in names if environ.get(n)), None)
         found.append(value or None)

@@ -185,7 +185,7 @@ def _read_config(
     project, region = read_place(PLUGIN_DOOR, get, settings.endpoint, environ, default_project)
     run_key = values.get("runKey")
     if run_key is not None and not isinstance(run_key, str):
-        raise SettingError(f"{PLUGIN_DOOR.namespace}:runKey: must be a string")
+        raise SettingError(f"{PLUGIN_DOOR.namespace}:runKey", "must be a string")
     stack_key, instance = values.get(STACK_KEY), values.get(STACK_INSTANCE)
     if not isinstance(instance, str) or not instance:
         instance = instance_of(stack_key) if isinstance(stack_key, str) and stack_key else None
@@ -276,10 +276,9 @@ class GpuTrainingProvider(Provider):
         try:
             _read_config(plain_map(request.new_inputs), default_project=lambda: None)
         except SettingError as exc:
-            key, _, reason = str(exc).partition(": ")
             return CheckResponse(
                 inputs=request.new_inputs,
-                failures=[CheckFailure(key.removeprefix("gpu-training:"), reason or str(exc))],
+                failures=[CheckFailure(exc.key.removeprefix("gpu-training:"), exc.reason)],
             )
         succeeded = await asyncio.to_thread(self._succeeded_instance, request)
         return CheckResponse(

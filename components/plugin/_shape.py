@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .._files import is_local_relative, local_path_resolved
-from ..core._placement import PLACEMENT_STATUS_FIELDS, declared_placement
+from ..core._placement import PLACEMENT_STATUS_FIELDS, PlacementInputError, declared_placement
 from ..lifecycle._check import CUSTOM_JOB_SPEC, TUNING_JOB_SPEC, SpecKind
 from ..lifecycle._wire import (
     CONTINUE_LAST_RUN,
@@ -273,9 +273,8 @@ def placement_input(props: Mapping[str, Any]) -> PlacementInput:
         return None, None
     try:
         return declared_placement(regions, capacity), None
-    except ValueError as exc:
-        path, _, reason = str(exc).partition(": ")
-        return None, (path, reason)
+    except PlacementInputError as exc:
+        return None, (exc.path, exc.reason)
 
 
 _HEAD = re.compile(r"^([A-Za-z_]\w*)(.*)$", re.S)

@@ -140,3 +140,34 @@ def test_a_jobs_preview_notes_come_back_as_data():
     assert shortfalls == [] and len(asked) == 1  # quota off: nothing read, nothing short
     [cost] = [n for n in notes if n.text.startswith("estimated cost per job:")]
     assert cost.severity == "info" and "train:" in cost.text
+
+
+def test_a_bad_setting_names_its_key_and_reason_apart():
+    from components.lifecycle._settings import SettingError
+
+    with pytest.raises(SettingError) as raised:
+        ProviderSettings.read({"training:endpoint": "ftp://host: 1"}.get)
+    assert raised.value.key == "training:endpoint"
+    assert raised.value.reason.startswith("expected http(s)://HOST:PORT, got 'ftp://host: 1'")
+    assert str(raised.value) == f"{raised.value.key}: {raised.value.reason}"
+
+
+@pytest.mark.parametrize(
+    ("regions", "capacity", "path"),
+    [
+        (["us-central1"], "flex", "capacity[0]"),
+        ("us-central1", None, "regions"),
+        (
+            ["us-central1", {"region": "europe-west4", "capacity": ["spot", "nope"]}],
+            None,
+            "regions[1].capacity[1]",
+        ),
+    ],
+)
+def test_bad_candidate_regions_name_the_field_and_reason_apart(regions, capacity, path):
+    from components.core._placement import PlacementInputError, declared_placement
+
+    with pytest.raises(PlacementInputError) as raised:
+        declared_placement(regions, capacity)
+    assert raised.value.path == path and raised.value.reason
+    assert ": " not in raised.value.path

@@ -119,7 +119,7 @@ def test_the_message_is_redacted_bounded_and_never_acts_on_a_terminal() -> None:
     assert "\x1b" not in text and "\\x1b[2J" in text
     assert len(text) < MAX_ERROR_CHARS + 100
     # An error that is no error of ours says what it is; one without text, at least that.
-    assert error_message(SettingError("training:cancelTimeout: bad")) == (
+    assert error_message(SettingError("training:cancelTimeout", "bad")) == (
         "training:cancelTimeout: bad"  # the package's own errors are written for the user
     )
     assert error_message(KeyError("spec")) == "KeyError: 'spec'"
