@@ -17,13 +17,20 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import SpecError
 from ..costs._price_sheet import PriceSetting
-from ..costs._pricing import estimate, estimate_tuning, summary, tuning_summary
+from ..costs._pricing import (
+    Estimate,
+    TuningEstimate,
+    estimate,
+    estimate_tuning,
+    summary,
+    tuning_summary,
+)
 from ..costs._quota import QUOTA_KEY
 from ..lifecycle._settings import DEFAULT_RETRY_DEADLINE, DYNAMIC_DOOR, Door, Endpoint
 from ..rules._catalog import Catalog
 from ..rules._spec import JobSpec
 from ..rules._tuning_spec import TuningJobSpec
-from ._results import Note, Notes
+from ._results import JobCost, Note, Notes
 
 if TYPE_CHECKING:
     from ..costs._quota import QuotaLimits
@@ -85,16 +92,25 @@ class PreviewSettings:
     """Which front door's keys the notes name (``training:quota``, ``gpu-training:quota``)."""
 
 
-def _cost_line(name: str, spec: Spec | None, region: str | None, catalog: Catalog) -> str:
+def _estimated(
+    spec: Spec | None, region: str | None, catalog: Catalog
+) -> Estimate | TuningEstimate | None:
+    """``spec``'s ``Estimate`` (``TuningEstimate``) in ``region``; None for a spec that is
+    invalid (or not read)."""
+    if spec is None:
+        return None
     try:
-        if spec is None:
-            raise ValueError("not read")
         if isinstance(spec, TuningJobSpec):
-            line = tuning_summary(estimate_tuning(spec, catalog, region=region))
-        else:
-            line = summary(estimate(spec, catalog, region=region))
+            return estimate_tuning(spec, catalog, region=region)
+        return estimate(spec, catalog, region=region)
     except (SpecError, ValueError):
+        return None
+
+
+def _cost_line(name: str, found: Estimate | TuningEstimate | None) -> str:
+    if found is None:
         return f"  {name}: no estimate (the spec is invalid)"
+    line = tuning_summary(found) if isinstance(found, TuningEstimate) else summary(found)
     return f"  {name}: {line}"
 
 
@@ -137,8 +153,11 @@ def cost_message(
 ) -> str:
     """One message for every job's estimated cost: ``pulumi preview`` shows it to reviewers.
     ``catalog``: the ``preview_catalog``."""
-    lines = [_cost_line(name, spec, settings.region, catalog) for name, spec in jobs]
-    return "estimated cost per job:\n" + "\n".join(lines)
+    lines = [_cost_line(name, _estimated(spec, settings.region, catalog)) for name, spec in jobs]
+    return _COST_HEADING + "\n".join(lines)
+
+
+_COST_HEADING = "estimated cost per job:\n"
 
 
 Placed = tuple[str, "Spec", Any]
@@ -293,23 +312,30 @@ def job_notes(
     catalog: Callable[[Say], Catalog],
     read_limits: ReadLimits = _read_limits,
 ) -> tuple[list[Note], list[str]]:
-    """What a preview says of one job checked by itself, as data: its notes in the order said
-    (images past their end of availability, where its prices come from, its cost per hour and
-    at most, its quota table, its placement plan) and its quota shortfalls (none under
+    """What a preview says of one job checked by itself, as data: its notes in the order said,
+    each under its topic (images past their end of availability, where its prices come from,
+    its cost per hour and at most, with the figures, its quota table, its placement plan) and
+    its quota shortfalls (none under
     ``quota: off`` or where the quotas cannot be read). ``catalog(say)``: the
     ``preview_catalog`` (a caller pricing many jobs reads it once), its notes to ``say``."""
     notes = Notes()
     for note in image_notes(spec, settings.region):
-        notes("info", f"{name}: {note}")
-    priced = catalog(notes)
-    notes("info", cost_message([(name, spec)], settings, priced))
+        notes.about("image")("info", f"{name}: {note}")
+    priced = catalog(notes.about("prices"))
+    found = _estimated(spec, settings.region, priced)
+    cost = (
+        None
+        if found is None
+        else JobCost(found.region, found.billed_as, found.figure, found.max_figure)
+    )
+    notes.add(Note("info", _COST_HEADING + _cost_line(name, found), "cost", cost))
     single = [] if placement else [(name, spec)]
     placed = [(name, spec, placement)] if placement else []
     shortfalls = quota_shortfalls(
         single,
         settings,
         placed,
-        say=notes,
+        say=notes.about("placement" if placement else "quota"),
         catalog=priced,
         read_limits=read_limits,
         alone=True,

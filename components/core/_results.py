@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..costs._figure import Figure
 from ..lifecycle._check import CheckOutcome
 from ..lifecycle._wire import STATUS
 from ..rules._violations import Violation, problem_text
@@ -18,7 +19,9 @@ from ..rules._violations import Violation, problem_text
 __all__ = [
     "Checked",
     "Diff",
+    "JobCost",
     "Note",
+    "NoteTopic",
     "Notes",
     "Problem",
     "Replace",
@@ -43,22 +46,51 @@ class Problem:
         return problem_text(self.reason, self.suggestion)
 
 
+NoteTopic = Literal["image", "prices", "cost", "quota", "placement", "other"]
+"""What a note is about: an executor image past its end of availability, where the prices come
+from, the job's cost, its quota fit, its placement plan, or anything else."""
+
+
+@dataclass(frozen=True)
+class JobCost:
+    """A job's price as a preview knows it: where and as what it is priced (``on_demand``,
+    ``spot``, ``flex_start``), per hour and at most (its whole timeout), each a ``Figure``: a
+    price, at most, at least, a range, or unknown, never a bound shown as a price."""
+
+    region: str
+    capacity: str
+    hourly: Figure
+    ceiling: Figure
+
+
 @dataclass(frozen=True)
 class Note:
-    """One thing a check or a preview says about a job: ``info`` or ``warning``."""
+    """One thing a check or a preview says about a job: ``info`` or ``warning``, its words,
+    what it is about (``topic``), and for the cost note its figures (``cost``)."""
 
     severity: Literal["info", "warning"]
     text: str
+    topic: NoteTopic = "other"
+    cost: JobCost | None = None
 
 
 @dataclass
 class Notes:
-    """A ``Say`` (``components.core._preview``) that keeps what is said, as data."""
+    """A ``Say`` (``components.core._preview``) that keeps what is said, as data: each note
+    under the ``topic`` it is told (``about``), or ``other``."""
 
     said: list[Note] = field(default_factory=list)
+    topic: NoteTopic = "other"
 
     def __call__(self, severity: str, text: str) -> None:
-        self.said.append(Note("warning" if severity == "warning" else "info", text))
+        self.add(Note("warning" if severity == "warning" else "info", text, self.topic))
+
+    def add(self, note: Note) -> None:
+        self.said.append(note)
+
+    def about(self, topic: NoteTopic) -> Notes:
+        """A ``Say`` that keeps its notes here under ``topic``."""
+        return Notes(self.said, topic)
 
 
 @dataclass(frozen=True)

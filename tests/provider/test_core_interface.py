@@ -140,6 +140,33 @@ def test_a_jobs_preview_notes_come_back_as_data():
     assert shortfalls == [] and len(asked) == 1  # quota off: nothing read, nothing short
     [cost] = [n for n in notes if n.text.startswith("estimated cost per job:")]
     assert cost.severity == "info" and "train:" in cost.text
+    # The cost note's figures, as data: the price per hour and its ceiling over the timeout.
+    assert cost.topic == "cost" and cost.cost is not None
+    assert (cost.cost.region, cost.cost.capacity) == ("us-central1", "on_demand")
+    hourly, ceiling = cost.cost.hourly, cost.cost.ceiling
+    assert hourly.low is not None and hourly.low == hourly.high > 0
+    hours = spec.scheduling.timeout.total_seconds() / 3600 if spec.scheduling else 168
+    assert ceiling.high == pytest.approx(hourly.high * hours)
+    assert f"${hourly.high:.2f}/h" in cost.text
+
+
+def test_a_placed_jobs_notes_hold_its_placement_plan():
+    from components.core._placement import declared_placement
+    from components.core._preview import PreviewSettings, job_notes
+    from components.rules._catalog import load_catalog
+    from components.rules._spec import JobSpec
+
+    spec = JobSpec.parse(job_inputs()["spec"])
+    settings = PreviewSettings(
+        project="my-project", region="us-central1", endpoint=None, quota="off", live_prices=False
+    )
+    placement = declared_placement(["us-central1", "europe-west4"])
+    notes, _ = job_notes("train", spec, settings, placement, catalog=lambda say: load_catalog())
+    assert {"cost", "placement"} <= {n.topic for n in notes} and "quota" not in {
+        n.topic for n in notes
+    }
+    [plan] = [n for n in notes if n.topic == "placement"]
+    assert "us-central1" in plan.text and "europe-west4" in plan.text
 
 
 def test_a_bad_setting_names_its_key_and_reason_apart():
