@@ -144,8 +144,10 @@ def test_a_jobs_preview_notes_come_back_as_data():
     assert cost.topic == "cost" and cost.cost is not None
     assert (cost.cost.region, cost.cost.capacity) == ("us-central1", "on_demand")
     hourly, ceiling = cost.cost.hourly, cost.cost.ceiling
-    assert hourly.low is not None and hourly.low == hourly.high > 0
-    hours = spec.scheduling.timeout.total_seconds() / 3600 if spec.scheduling else 168
+    assert hourly.low is not None and hourly.high is not None
+    assert hourly.low == hourly.high > 0
+    timeout = spec.scheduling.timeout if spec.scheduling else None
+    hours = timeout.total_seconds() / 3600 if timeout else 7 * 24
     assert ceiling.high == pytest.approx(hourly.high * hours)
     assert f"${hourly.high:.2f}/h" in cost.text
 
