@@ -82,13 +82,21 @@ PYTEST_WORKERS = -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The full suite on the project's interpreter, and the installed package: on the lowest
 # supported Python at this repo's pins, and with its extras at both ends of its ranges
-# (scripts/smoke-runtime). The steps before pytest are independent of each other (lint, the
-# engine build, the policy pack's virtualenv, three fresh virtualenvs for the smoke runs):
-# they run side by side once the project's virtualenv is there (each target's output printed
-# whole when it ends), then pytest has the machine to itself.
+# (scripts/smoke-runtime). What pytest needs (lint first, the engine build, the policy pack's
+# virtualenv) runs side by side once the project's virtualenv is there (each target's output
+# printed whole when it ends); the three smoke runs (fresh virtualenvs, mostly downloads and
+# unpacking, each from its own copy of the source) run beside pytest, their output printed
+# after it. Either failing fails the target.
+SMOKE_LOG = build/smoke.log
 test: dev-venv
-	$(MAKE) --no-print-directory -j 6 --output-sync=target lint pulumi policy smoke smoke-lowest smoke-newest
-	$(PY) -m pytest $(PYTEST_WORKERS)
+	$(MAKE) --no-print-directory -j 3 --output-sync=target lint pulumi policy
+	@mkdir -p build
+	@$(MAKE) --no-print-directory -j 3 --output-sync=target smoke smoke-lowest smoke-newest \
+		>$(SMOKE_LOG) 2>&1 & smoke=$$!; \
+	$(PY) -m pytest $(PYTEST_WORKERS); tests=$$?; \
+	wait $$smoke; smoked=$$?; cat $(SMOKE_LOG); \
+	if [ $$smoked -ne 0 ]; then echo "make test: the smoke runs failed (above)" >&2; fi; \
+	[ $$tests -eq 0 ] && [ $$smoked -eq 0 ]
 
 unit: dev-venv
 	$(PY) -m pytest $(PYTEST_WORKERS) tests --ignore=tests/e2e
