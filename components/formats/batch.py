@@ -12,8 +12,10 @@ split into its arguments as gcloud's Python receives them (Windows rules: ``"`` 
 to the script reader (``components.formats.script``), which reads the command as any other.
 
 A value not known here (``set /p`` from the terminal, ``set /a``, ``%DATE%``, ``%1``, a
-variable set inside an ``if`` block or a ``for`` loop that submits nothing) stands in the
-command as the script reader's unknown value, named by the batch file's own words. A gcloud
+variable set inside an ``if`` block or a ``for`` loop that submits nothing, gcloud in its
+values or an ``echo`` being no submission: ``for /F %%p in ('gcloud config get-value
+project') do set P=%%p``) stands in the command as the script reader's unknown value, named by
+the batch file's own words. A gcloud
 command inside an ``if`` block, or behind a ``goto`` or ``call :label``, stops the reading with
 one line naming what it stopped on.
 
@@ -69,6 +71,8 @@ _PROGRAMS = frozenset({"gcloud", "curl"})
 _BLOCKS = ("if", "for")
 _SKIPPED_FLOW = frozenset({"exit", "pause"})
 _GCLOUD = re.compile(r"(?i)(?:^|[\s(&|\"\\/])gcloud(?:\.cmd)?(?=[\s\"]|$)")
+_FOR_HEADER = re.compile(r'(?i)for(?:\s+/(\S+)(?:\s+(?:"[^"]*"|[^\s%"]\S*))?)?\s+%(\S)\s+in\s*\(')
+"""``for [/X [options or path]] %V in (``, once ``%%`` is ``%``."""
 _FOR_VARIABLE = re.compile(r"%(?:~([fdpnxsatz]*)(\$[^:%\s]*:)?)?([A-Za-z])")
 """A ``for`` variable's use once ``%%`` is ``%``: ``%L``, ``%~L`` (its quotes removed) or a
 modifier (``%~nL``, ``%~$PATH:L``) that reads it as a file name."""
@@ -103,6 +107,8 @@ class _Batch:
     lines: list[str] = field(default_factory=list)
     """The script handed to the shell reader, one line per line of the batch file."""
     submitted: bool = False
+    submissions: int = 0
+    """The gcloud (or curl) commands read so far."""
     pins: LoopPins = field(default_factory=dict)
     """The run of each ``for`` loop around the submission this reading takes (``loop_runs``)."""
     loop_values: dict[str, str] = field(default_factory=dict)
@@ -464,42 +470,27 @@ def _emit(batch: _Batch, line: int, shell: str) -> None:
 
 
 def _loop(batch: _Batch, block: _Block) -> None:
-    """``for %%V in (values) do ...`` or ``for /L %%V in (start,step,end) do ...`` around the
-    submission: read as the bash loop ``for V in values; do ...; done``, whose runs the script
-    reader counts and names; this reading takes the run ``batch.pins`` names (its first by
-    default), with ``%%V`` as cmd sets it in that run."""
+    """A ``for`` statement whose text names gcloud. ``for %%V in (values) do ...`` or
+    ``for /L %%V in (start,step,end) do ...`` around the submission is read as the bash loop
+    ``for V in values; do ...; done``, whose runs the script reader counts and names; this
+    reading takes the run ``batch.pins`` names (its first by default), with ``%%V`` as cmd
+    sets it in that run. One whose body submits nothing (gcloud only in its values, or in an
+    ``echo``) is not evaluated, as any loop that submits nothing."""
     line = block.line
     rest = block.rest()
     switch = re.match(r"(?i)for\s+/(\S+)", rest)
-    counted = switch is not None and switch.group(1).lower() == "l"
-    if switch is not None and not counted:
-        form = switch.group(1)
-        why = _FOR_SWITCHES.get(form.lower(), "is not a form this reader knows")
-        raise SpecFormatError(
-            f"line {line}: the gcloud command is inside a `for /{form}` loop, which {why}: "
-            "not read here; list the values themselves (`for %%V in (a b) do`) or write one "
-            "job per file"
-        )
-    header = re.match(r"(?i)for(?:\s+/l)?\s+%(\S)\s+in\s*\(", rest)
+    form = switch.group(1) if switch is not None else ""
+    header = _FOR_HEADER.match(rest)
     if header is None:
+        if form and form.lower() != "l":
+            raise _unread_form(form, line)
         raise SpecFormatError(
             f"line {line}: the `for` loop around the gcloud command is not read here: write it "
             "as `for %%V in (values) do ...` or `for /L %%V in (start,step,end) do ...`"
         )
-    name = header.group(1)
-    if not name.isascii() or not name.isalpha():
-        raise SpecFormatError(
-            f"line {line}: the `for` variable %%{name} is not a letter, which this reader "
-            "needs: name it %%A to %%Z or %%a to %%z"
-        )
-    if name in batch.loop_values:
-        raise SpecFormatError(
-            f"line {line}: the `for` loop reuses %%{name} of the loop around it: give it a "
-            "letter of its own"
-        )
+    name = header.group(2)
     block.offset += header.end()
     listed = _for_set(batch, block, line)
-    values = _counted(listed, line) if counted else _listed(batch, listed, line)
     block.skip_blanks(lines=False)
     do = re.match(r"(?i)do(?=[\s(]|$)", block.rest())
     if do is None:
@@ -511,6 +502,26 @@ def _loop(batch: _Batch, block: _Block) -> None:
             f"line {line}: the `for` loop's `do` has no command on its line (cmd needs one, "
             "or a `(` that opens its block there)"
         )
+    body_at = block.index, block.offset
+    body = "\n".join(piece for _, piece in block.take_statement())
+    if not _GCLOUD.search(body):
+        _not_evaluated(batch, body, line, "for")
+        return
+    block.index, block.offset = body_at
+    if form and form.lower() != "l":
+        raise _unread_form(form, line)
+    if not name.isascii() or not name.isalpha():
+        raise SpecFormatError(
+            f"line {line}: the `for` variable %%{name} is not a letter, which this reader "
+            "needs: name it %%A to %%Z or %%a to %%z"
+        )
+    if name in batch.loop_values:
+        raise SpecFormatError(
+            f"line {line}: the `for` loop reuses %%{name} of the loop around it: give it a "
+            "letter of its own"
+        )
+    values = _counted(listed, line) if form else _listed(batch, listed, line)
+    before = _Saved.of(batch)
     index = batch.pins.get(for_loop_key(line, name), 0)
     words = " ".join(_quoted(_unquoted(value)) or "''" for value in values)
     _emit(batch, line, f"for {name} in {words}; do")
@@ -523,8 +534,49 @@ def _loop(batch: _Batch, block: _Block) -> None:
         _one_statement(batch, block)
     del batch.loop_values[name]
     batch.loops.pop()
+    if batch.submissions == before.submissions:
+        before.restore(batch)  # it names gcloud only in words of other commands (`echo`)
+        _not_evaluated(batch, body, line, "for")
+        return
     # `done` on the line the body ends on: the one read, or, read to its end, the one before.
     _emit(batch, block.lines[block.index - 1][0] if block.offset == 0 else block.line, "done")
+
+
+def _unread_form(form: str, line: int) -> SpecFormatError:
+    """The error for a submission inside ``for /F``, ``/R``, ``/D`` (or a switch not known)."""
+    why = _FOR_SWITCHES.get(form.lower(), "is not a form this reader knows")
+    return SpecFormatError(
+        f"line {line}: the gcloud command is inside a `for /{form}` loop, which {why}: not "
+        "read here; list the values themselves (`for %%V in (a b) do`) or write one job per "
+        "file"
+    )
+
+
+@dataclass(frozen=True)
+class _Saved:
+    """What reading a loop's body changes, kept to undo it when the body submits nothing."""
+
+    values: dict[str, str]
+    upper_env: dict[str, str]
+    lines: list[str]
+    delayed: bool
+    submitted: bool
+    submissions: int
+
+    @classmethod
+    def of(cls, batch: _Batch) -> _Saved:
+        return cls(
+            dict(batch.values),
+            dict(batch.upper_env),
+            list(batch.lines),
+            batch.delayed,
+            batch.submitted,
+            batch.submissions,
+        )
+
+    def restore(self, batch: _Batch) -> None:
+        batch.values, batch.upper_env = self.values, self.upper_env
+        batch.lines, batch.delayed, batch.submitted = self.lines, self.delayed, self.submitted
 
 
 def _for_set(batch: _Batch, block: _Block, line: int) -> str:
@@ -650,6 +702,11 @@ def _block(batch: _Batch, statement: str, line: int, word: str) -> None:
             f"line {line}: the gcloud command is inside `{word}` ({clipped(statement)}), "
             f"which this reader does not evaluate: write the submission outside the `{word}`"
         )
+    _not_evaluated(batch, statement, line, word)
+
+
+def _not_evaluated(batch: _Batch, statement: str, line: int, word: str) -> None:
+    """The variables an ``if``/``for`` that submits nothing sets: values not known here."""
     for name in re.findall(r"(?i)\bset\s+(?:/[ap]\s+)?\"?([^\s=\"]+)=", statement):
         shown = f"%{name}%"
         batch.assign(
@@ -719,6 +776,7 @@ def _command(batch: _Batch, command: str, line: int) -> str:
     program = re.split(r"[\\/]", first)[-1].removesuffix(".cmd").removesuffix(".exe")
     if program in _PROGRAMS:
         batch.submitted = True
+        batch.submissions += 1
         words = [program]
         for before, argument in itertools.pairwise(arguments):
             if argument.startswith("--config=") or before == "--config":

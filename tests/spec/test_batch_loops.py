@@ -292,3 +292,24 @@ def test_a_loop_that_submits_nothing_is_read_as_before(tmp_path: Path) -> None:
     ]
     with pytest.raises(SpecFormatError, match=r"%MACHINE% is set inside `for` \(line 2\)"):
         load_jobs(write(tmp_path, lines), env={})
+
+
+def test_a_loop_naming_gcloud_without_running_it_is_a_loop_that_submits_nothing(
+    tmp_path: Path,
+) -> None:
+    # gcloud in a `for /F` loop's command, or in an `echo`, is no submission: what the loop
+    # sets is not known here, and the job after it is read.
+    lines = [
+        "for /F \"tokens=*\" %%p in ('gcloud config get-value project') do set PROJECT=%%p",
+        "for %%x in (1 2) do (",
+        "  echo gcloud run %%x",
+        "  set NAME=run-%%x",
+        ")",
+        f"{CREATE} --project=%PROJECT% --display-name=%NAME% {POOL.format(gpus=1)}",
+    ]
+    (job,) = load_jobs(write(tmp_path, lines), env={})
+    assert job.loaded is not None, job.error
+    assert job.loaded.spec.display_name == "%NAME%"
+    notes = job.loaded.notes
+    assert any("%PROJECT% is set inside `for` (line 2), which is not evaluated" in n for n in notes)
+    assert any("%NAME% is set inside `for` (line 3), which is not evaluated" in n for n in notes)
