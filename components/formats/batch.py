@@ -41,7 +41,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .._errors import SpecFormatError
@@ -50,6 +50,7 @@ from .script import (
     MAX_LOOP_JOBS,
     MAX_VALUE_CHARS,
     MAX_VARIABLES,
+    LoopJobs,
     LoopPins,
     ScriptCommand,
     Unresolved,
@@ -73,6 +74,8 @@ _SKIPPED_FLOW = frozenset({"exit", "pause"})
 _GCLOUD = re.compile(r"(?i)(?:^|[\s(&|\"\\/])gcloud(?:\.cmd)?(?=[\s\"]|$)")
 _FOR_HEADER = re.compile(r'(?i)for(?:\s+/(\S+)(?:\s+(?:"[^"]*"|[^\s%"]\S*))?)?\s+%(\S)\s+in\s*\(')
 """``for [/X [options or path]] %V in (``, once ``%%`` is ``%``."""
+_SHELL_LOOP = re.compile(r"`for ([A-Za-z]) in \.\.\.`")
+_SHELL_LOOP_VALUE = re.compile(r"value of \$([A-Za-z])\b")
 _FOR_VARIABLE = re.compile(r"%(?:~([fdpnxsatz]*)(\$[^:%\s]*:)?)?([A-Za-z])")
 """A ``for`` variable's use once ``%%`` is ``%``: ``%L``, ``%~L`` (its quotes removed) or a
 modifier (``%~nL``, ``%~$PATH:L``) that reads it as a file name."""
@@ -113,6 +116,8 @@ class _Batch:
     """The run of each ``for`` loop around the submission this reading takes (``loop_runs``)."""
     loop_values: dict[str, str] = field(default_factory=dict)
     """The value each ``for`` variable the reading is inside takes in that run, by its letter."""
+    assigned: list[tuple[str, int]] = field(default_factory=list)
+    """Each ``set`` read, in order: the upper-case name and its line."""
     loops: list[tuple[int, str, int]] = field(default_factory=list)
     """The ``for`` loops the reading is inside, outer first: line, letter, run taken."""
     uses: tuple[int, frozenset[str]] | None = None
@@ -211,6 +216,7 @@ class _Batch:
             raise SpecFormatError(
                 f"line {line}: %{name}% would hold more than {MAX_VALUE_CHARS} characters"
             )
+        self.assigned.append((key, line))
         if value:
             self.values[key] = value
         else:
@@ -250,14 +256,34 @@ def read_batch_submission(
         if _statement(batch, logical, start + 1, pieces) == "stop":
             break
     unknown = {f"__BAT_{i}": u for i, u in enumerate(batch.unknowns)}
-    found = find_submission_in(
-        [(1, "\n".join(batch.lines))], {}, directory, unknown=unknown, pins=pins, translated=read
-    )
+    try:
+        found = find_submission_in(
+            [(1, "\n".join(batch.lines))],
+            {},
+            directory,
+            unknown=unknown,
+            pins=pins,
+            translated=read,
+        )
+    except LoopJobs as jobs:
+        raise LoopJobs(_batch_words(str(jobs)), jobs.loops) from None
+    except SpecFormatError as exc:
+        if type(exc) is not SpecFormatError:
+            raise
+        raise SpecFormatError(_batch_words(str(exc))) from None
+    found.notes[:] = [_batch_words(note) for note in found.notes]
     found.notes[1:1] = [
         "read as a Windows batch file (cmd.exe): `set` variables expanded as %NAME%, the "
         "command split into its arguments as gcloud receives them on Windows"
     ]
     return found
+
+
+def _batch_words(text: str) -> str:
+    """The script reader's words for a loop of the translated script as the batch file writes
+    it (``the `for %%L in (...)` loop``, ``one per value of %%L``)."""
+    text = _SHELL_LOOP.sub(lambda m: f"`for %%{m.group(1)} in (...)`", text)
+    return _SHELL_LOOP_VALUE.sub(lambda m: f"value of %%{m.group(1)}", text)
 
 
 def _logical_line(lines: list[str], index: int) -> tuple[str, int]:
@@ -320,8 +346,11 @@ def _statement(batch: _Batch, logical: str, line: int, pieces: list[tuple[int, s
         return ""
     if word == "for" and _GCLOUD.search(stripped):
         # cmd expands a block's %NAME% once, before any of its commands runs.
+        first, assigned = len(batch.unknowns), len(batch.assigned)
         loop = _Block([(number, batch.expand(text, number)) for number, text in pieces])
+        expanded = len(batch.unknowns)
         _sequence(batch, loop, closing=False)
+        _set_too_late(batch, range(first, expanded), batch.assigned[assigned:])
         return ""
     if word in _BLOCKS:
         _block(batch, stripped, line, word)
@@ -329,6 +358,22 @@ def _statement(batch: _Batch, logical: str, line: int, pieces: list[tuple[int, s
     shell, stopped = _run(batch, batch.expand(logical, line), line)
     batch.lines[line - 1] = shell
     return "stop" if stopped else ""
+
+
+def _set_too_late(batch: _Batch, unknowns: range, assigned: list[tuple[str, int]]) -> None:
+    """Each ``%NAME%`` of a loop's block that was not set when cmd expanded it, though the block
+    sets it: its message says why that ``set`` does not reach it."""
+    lines = {name: line for name, line in reversed(assigned)}
+    for index in unknowns:
+        unknown = batch.unknowns[index]
+        line = next((lines[n] for n in unknown.names if n in lines), None)
+        if unknown.unset and line is not None:
+            batch.unknowns[index] = replace(
+                unknown,
+                message=f"{unknown.message}; the `set` at line {line} inside the loop does not "
+                "reach it: cmd expands %NAME% in a block once, before the block runs (write "
+                "!NAME! under `setlocal enabledelayedexpansion`)",
+            )
 
 
 def _first_word(statement: str) -> str:

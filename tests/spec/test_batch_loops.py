@@ -68,8 +68,13 @@ def test_a_for_block_over_three_values_is_three_named_jobs(tmp_path: Path) -> No
     ]
     notes = jobs[1].loaded.notes if jobs[1].loaded else []
     assert "read the gcloud command at line 3 (`gcloud ai custom-jobs create`)" in notes
-    assert any("runs its body 3 times: this job is its run with L=0.1" in n for n in notes)
-    with pytest.raises(SpecFormatError, match=r"loop at line 2 submits 3 jobs, one per value"):
+    assert (
+        "line 2: the `for %%L in (...)` loop runs its body 3 times: this job is its run with L=0.1"
+        in notes
+    )
+    with pytest.raises(
+        SpecFormatError, match=r"loop at line 2 submits 3 jobs, one per value of %%L"
+    ):
         load_spec_file(path, env={})
 
 
@@ -160,6 +165,8 @@ def test_a_block_expands_percent_names_before_it_runs_as_cmd_does(tmp_path: Path
     ]
     for job in load_jobs(write(tmp_path, lines), env={}):
         assert job.error is not None and "%NAME% is not set" in str(job.error)
+        assert "the `set` at line 3 inside the loop does not reach it" in str(job.error)
+        assert "write !NAME! under `setlocal enabledelayedexpansion`" in str(job.error)
     jobs = load_jobs(write(tmp_path, ["set NAME=before", *lines]), env={})
     assert [read(job)[0] for job in jobs] == ["before", "before"]
 
@@ -235,7 +242,7 @@ def test_a_value_the_run_before_sets_after_the_submission_is_not_guessed(
         ),
         (
             [f"for %%L in () do {CREATE} --display-name=x {POOL.format(gpus=1)}"],
-            r"the `for L in ...` loop at line 2 never runs its body",
+            r"the `for %%L in \(\.\.\.\)` loop at line 2 never runs its body",
         ),
     ],
 )
