@@ -32,8 +32,9 @@ list, a ``%%~nV`` modifier, a ``%NAME%`` not known here; so are a ``goto``/``exi
 and a ``!NAME!`` of the submission that the body sets after it (in runs after the first).
 
 Bounded like the shell reader: the file's size by its loader, ``MAX_LINES`` lines,
-``MAX_VARIABLES`` names and ``MAX_VALUE_CHARS`` per value; the file is read again for each
-run of its loops, its lines counted with the script's commands in ``MAX_LOOP_COMMANDS``.
+``MAX_VARIABLES`` names and ``MAX_VALUE_CHARS`` per value; ``MAX_LOOP_DEPTH`` loops nested
+around the submission; the file is read again for each run of its loops, its lines counted
+with the script's commands in ``MAX_LOOP_COMMANDS``.
 """
 
 from __future__ import annotations
@@ -59,9 +60,11 @@ from .script import (
 )
 from .text import clipped
 
-__all__ = ["MAX_LINES", "is_batch_file", "read_batch_submission"]
+__all__ = ["MAX_LINES", "MAX_LOOP_DEPTH", "is_batch_file", "read_batch_submission"]
 
 MAX_LINES = 20_000
+MAX_LOOP_DEPTH = 8
+"""The most ``for`` loops read nested around the submission (each reads its body again)."""
 _UNKNOWN = re.compile("\x02(\\d+)\x02")
 """Where a value not known here stands in an expanded line: ``\\x02N\\x02``."""
 _PERCENT = re.compile(r"%(?:(%)|(\*)|(~[a-z]*\d)|(\d)|([^%\s=:][^%\n]*?)(?::([^%\n]*))?%)", re.I)
@@ -546,6 +549,11 @@ def _loop(batch: _Batch, block: _Block) -> None:
         raise SpecFormatError(
             f"line {line}: the `for` loop's `do` has no command on its line (cmd needs one, "
             "or a `(` that opens its block there)"
+        )
+    if len(batch.loops) >= MAX_LOOP_DEPTH:
+        raise SpecFormatError(
+            f"refused: line {line}: the `for` loop is nested in {len(batch.loops)} loops around "
+            f"the gcloud command: at most {MAX_LOOP_DEPTH} are read here"
         )
     body_at = block.index, block.offset
     body = "\n".join(piece for _, piece in block.take_statement())

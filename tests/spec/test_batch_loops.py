@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from components import SpecFormatError, load_spec_file
+from components.formats.batch import MAX_LOOP_DEPTH
 from components.formats.load import holds_jobs, load_jobs
 from components.formats.result import FileJob
 from components.formats.script import MAX_LOOP_COMMANDS, MAX_LOOP_JOBS
@@ -320,3 +321,24 @@ def test_a_loop_naming_gcloud_without_running_it_is_a_loop_that_submits_nothing(
     notes = job.loaded.notes
     assert any("%PROJECT% is set inside `for` (line 2), which is not evaluated" in n for n in notes)
     assert any("%NAME% is set inside `for` (line 3), which is not evaluated" in n for n in notes)
+
+
+def test_loops_nested_deeper_than_the_bound_are_refused_within_bounds(tmp_path: Path) -> None:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    create = f"{CREATE} --display-name=x {POOL.format(gpus=1)}"
+    filler = ["echo waiting for the quota to be granted"] * 15_000
+
+    def nested(depth: int) -> list[str]:
+        opened = [f"for %%{letter} in (1) do (" for letter in letters[:depth]]
+        return [*opened, *filler, create, *[")"] * depth]
+
+    started = time.process_time()
+    (job,) = load_jobs(write(tmp_path, nested(MAX_LOOP_DEPTH)), env={})
+    assert job.loaded is not None and job.loaded.spec.display_name == "x"
+    with pytest.raises(SpecFormatError) as caught:
+        load_jobs(write(tmp_path, nested(len(letters))), env={})
+    assert str(caught.value) == (
+        f"refused: line {MAX_LOOP_DEPTH + 2}: the `for` loop is nested in {MAX_LOOP_DEPTH} "
+        f"loops around the gcloud command: at most {MAX_LOOP_DEPTH} are read here"
+    )
+    assert time.process_time() - started < 10
