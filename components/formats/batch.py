@@ -15,9 +15,8 @@ A value not known here (``set /p`` from the terminal, ``set /a``, ``%DATE%``, ``
 variable set inside an ``if`` block or a ``for`` loop that submits nothing, gcloud in its
 values or an ``echo`` being no submission: ``for /F %%p in ('gcloud config get-value
 project') do set P=%%p``) stands in the command as the script reader's unknown value, named by
-the batch file's own words. A gcloud
-command inside an ``if`` block, or behind a ``goto`` or ``call :label``, stops the reading with
-one line naming what it stopped on.
+the batch file's own words. A gcloud command inside an ``if`` block, or behind a ``goto`` or
+``call :label``, stops the reading with one line naming what it stopped on.
 
 A gcloud command inside ``for %%V in (values) do ...`` (a ``( ... )`` block or one command on
 the line) or ``for /L %%V in (start,step,end) do ...``, nested or not, is read as the bash loop
@@ -352,9 +351,9 @@ def _statement(batch: _Batch, logical: str, line: int, pieces: list[tuple[int, s
         first, assigned = len(batch.unknowns), len(batch.assigned)
         loop = _Block([(number, batch.expand(text, number)) for number, text in pieces])
         expanded = len(batch.unknowns)
-        _sequence(batch, loop, closing=False)
+        stopped = _sequence(batch, loop, closing=False)
         _set_too_late(batch, range(first, expanded), batch.assigned[assigned:])
-        return ""
+        return "stop" if stopped else ""
     if word in _BLOCKS:
         _block(batch, stripped, line, word)
         return ""
@@ -457,9 +456,10 @@ class _Block:
         return pieces
 
 
-def _sequence(batch: _Batch, block: _Block, *, closing: bool) -> None:
+def _sequence(batch: _Batch, block: _Block, *, closing: bool) -> bool:
     """The statements of ``block`` from where it is read: to the ``)`` that closes it
-    (``closing``), or to its end."""
+    (``closing``), or to its end; whether the file ends there for the submission (``exit``,
+    ``goto :eof`` after the loop, on its last line)."""
     opened = block.line
     while True:
         block.skip_blanks()
@@ -468,18 +468,20 @@ def _sequence(batch: _Batch, block: _Block, *, closing: bool) -> None:
                 raise SpecFormatError(
                     f"line {opened}: the block of the `for` loop is not closed (no `)`)"
                 )
-            return
+            return False
         if block.rest().startswith(")"):
             block.offset += 1
             if closing:
-                return
-            continue  # a stray `)` outside any block: cmd ignores the line after it
-        _one_statement(batch, block)
+                return False
+            continue  # a `)` that closes no block: skipped
+        if _one_statement(batch, block):
+            return True
 
 
-def _one_statement(batch: _Batch, block: _Block) -> None:
+def _one_statement(batch: _Batch, block: _Block) -> bool:
     """The statement where ``block`` is read: a ``for`` loop around the submission, an
-    ``if``/``for`` block read as outside loops, a comment, or commands."""
+    ``if``/``for`` block read as outside loops, a comment, or commands; whether the file ends
+    there for the submission (only outside loops: in one, that is refused)."""
     line = block.line
     index, offset = block.index, block.offset
     pieces = block.take_statement()
@@ -490,21 +492,24 @@ def _one_statement(batch: _Batch, block: _Block) -> None:
         start = block.lines[index][1][offset:]
         block.index, block.offset = index, offset + len(start) - len(start.lstrip(" \t@"))
         _loop(batch, block)
-        return
+        return False
     if not word or word == "rem" or stripped.startswith(":"):
-        return
+        return False
     if word in _BLOCKS:
         _block(batch, stripped, line, word)
-        return
+        return False
     for number, piece in pieces:
         shell, stopped = _run(batch, piece, number)
-        if stopped:
+        _emit(batch, number, shell)
+        if stopped and batch.loops:
             raise SpecFormatError(
                 f"line {number}: `{clipped(batch.readable(piece.strip()))}` inside the `for` "
                 "loop ends the loop (or the file), which this reader does not evaluate: write "
                 "it after the loop"
             )
-        _emit(batch, number, shell)
+        if stopped:
+            return True
+    return False
 
 
 def _emit(batch: _Batch, line: int, shell: str) -> None:

@@ -342,3 +342,14 @@ def test_loops_nested_deeper_than_the_bound_are_refused_within_bounds(tmp_path: 
         f"loops around the gcloud command: at most {MAX_LOOP_DEPTH} are read here"
     )
     assert time.process_time() - started < 10
+
+
+def test_a_goto_eof_after_the_loop_on_its_closing_line_ends_the_file(tmp_path: Path) -> None:
+    lines = [
+        "for %%a in (x y) do (",
+        f"  {CREATE} --display-name=%%a {POOL.format(gpus=1)}",
+        ") & goto :eof",
+        f"{CREATE} --display-name=never {POOL.format(gpus=1)}",
+    ]
+    jobs = load_jobs(write(tmp_path, lines), env={})
+    assert [read(job)[0] for job in jobs] == ["x", "y"]
