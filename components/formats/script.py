@@ -903,7 +903,7 @@ class _Walker:
         if listed is not None:
             try:
                 values = expand_words(listed, self.scope.lookup)
-                if any(any(c in v for c in "*?[") for v in values):
+                if _globs(listed, values):
                     why, values = "its words name files (a glob), which are not listed here", None
             except Unresolvable as exc:
                 why = f"its values are not known here ({exc.message})"
@@ -2065,6 +2065,17 @@ def _why_unknown(
     if not offer or name in cause.names:
         return message, cause.names
     return message, (*cause.names, name)
+
+
+def _globs(words: list[Word], values: list[str]) -> bool:
+    """Whether bash would read ``words`` (expanded: ``values``) as file names: a ``*``, ``?``
+    or ``[`` outside quotes, written or from an expansion outside quotes (a quoted one, as
+    ``'[a]'``, is the text itself)."""
+    unquoted = [part for word in words for part in word.parts if not part.quoted]
+    if any(part.kind == "text" and any(c in part.value for c in "*?[") for part in unquoted):
+        return True
+    expanded = any(part.kind != "text" for part in unquoted)
+    return expanded and any(any(c in v for c in "*?[") for v in values)
 
 
 def _parts_of(words: list[Word], kind: str) -> list[Part]:

@@ -85,7 +85,7 @@ def test_a_one_line_loop_splits_its_list_as_cmd_does(tmp_path: Path) -> None:
     path = write(
         tmp_path,
         [
-            f'for %%D in ("big run",small;\ttiny=last) do {CREATE} --display-name=%%D '
+            f'for %%D in ("big run",small;\ttiny=[last]) do {CREATE} --display-name=%%D '
             f'{POOL.format(gpus=1)} "--args=--tag=%%~D" & echo sent %%D'
         ],
     )
@@ -94,13 +94,13 @@ def test_a_one_line_loop_splits_its_list_as_cmd_does(tmp_path: Path) -> None:
         "line 2: for D='big run'",
         "line 2: for D=small",
         "line 2: for D=tiny",
-        "line 2: for D=last",
+        "line 2: for D=[last]",
     ]
     assert [read(job)[:2] for job in jobs] == [
         ("big run", ["--tag=big run"]),
         ("small", ["--tag=small"]),
         ("tiny", ["--tag=tiny"]),
-        ("last", ["--tag=last"]),
+        ("[last]", ["--tag=[last]"]),
     ]
 
 

@@ -122,6 +122,19 @@ def test_nested_loops_on_one_line_are_the_product_of_their_values(tmp_path: Path
     assert read(jobs[3]) == ("lr-0.2", ["--lr=0.2"])
 
 
+def test_a_quoted_value_with_glob_characters_is_a_value_not_file_names(tmp_path: Path) -> None:
+    body = "GPUS=1\nfor LR in '[0.1]' \"0.*\" 2; do {create}; done\n"
+    jobs = load_jobs(write(tmp_path, body), env={})
+    assert [job.name for job in jobs] == [
+        "line 3: for LR=[0.1]",
+        "line 3: for LR=0.*",
+        "line 3: for LR=2",
+    ]
+    (job,) = load_jobs(write(tmp_path, "GPUS=1\nfor LR in 0.*; do {create}; done\n"), env={})
+    assert job.loaded is not None
+    assert any("its words name files (a glob)" in note for note in job.loaded.notes)
+
+
 def test_loops_over_more_runs_than_the_bound_are_refused(tmp_path: Path) -> None:
     values = " ".join(str(n) for n in range(MAX_LOOP_JOBS // 10 + 1))
     body = f"for GPUS in 1 2 4 1 2 4 1 2 4 1; do\n  for LR in {values}; do {{create}}; done\ndone\n"
