@@ -12,36 +12,58 @@ split into its arguments as gcloud's Python receives them (Windows rules: ``"`` 
 to the script reader (``components.formats.script``), which reads the command as any other.
 
 A value not known here (``set /p`` from the terminal, ``set /a``, ``%DATE%``, ``%1``, a
-variable set inside an ``if`` or ``for`` block) stands in the command as the script reader's
-unknown value, named by the batch file's own words. A gcloud command inside an ``if`` or
-``for`` block, or behind a ``goto`` or ``call :label``, stops the reading with one line naming
-what it stopped on. Bounded like the shell reader: the file's size by its loader,
-``MAX_LINES`` lines, ``MAX_VARIABLES`` names and ``MAX_VALUE_CHARS`` per value.
+variable set inside an ``if`` block or a ``for`` loop that submits nothing, gcloud in its
+values or an ``echo`` being no submission: ``for /F %%p in ('gcloud config get-value
+project') do set P=%%p``) stands in the command as the script reader's unknown value, named by
+the batch file's own words. A gcloud command inside an ``if`` block, or behind a ``goto`` or
+``call :label``, stops the reading with one line naming what it stopped on.
+
+A gcloud command inside ``for %%V in (values) do ...`` (a ``( ... )`` block or one command on
+the line) or ``for /L %%V in (start,step,end) do ...``, nested or not, is read as the bash loop
+``for V in values; do ...; done`` is (``components.formats.script``): one job per run, at most
+``MAX_LOOP_JOBS``, named by its run (``line 2: for V=0.01``). The values are split as cmd
+splits them (blanks, ``,``, ``;``, ``=``; a quoted value keeps its spaces and quotes, which
+``%%~V`` removes); each run is read with ``%%V`` replaced by its value before the command is
+split into arguments, the block's ``%NAME%`` expanded once before it runs and ``!NAME!`` as
+the run sets it, as cmd does. Values not written in the file are refused naming the line and
+the form: ``for /F`` (a file's lines, a command's output), ``/R``, ``/D``, a wildcard in the
+list, a ``%%~nV`` modifier, a ``%NAME%`` not known here; so are a ``goto``/``exit`` in the body
+and a ``!NAME!`` of the submission that the body sets after it (in runs after the first).
+
+Bounded like the shell reader: the file's size by its loader, ``MAX_LINES`` lines,
+``MAX_VARIABLES`` names and ``MAX_VALUE_CHARS`` per value; ``MAX_LOOP_DEPTH`` loops nested
+around the submission; the file is read again for each run of its loops, its lines counted
+with the script's commands in ``MAX_LOOP_COMMANDS``.
 """
 
 from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .._errors import SpecFormatError
 from .script import (
     MAX_EXPANDED_CHARS,
+    MAX_LOOP_JOBS,
     MAX_VALUE_CHARS,
     MAX_VARIABLES,
+    LoopJobs,
     LoopPins,
     ScriptCommand,
     Unresolved,
     find_submission_in,
+    for_loop_key,
 )
 from .text import clipped
 
-__all__ = ["MAX_LINES", "is_batch_file", "read_batch_submission"]
+__all__ = ["MAX_LINES", "MAX_LOOP_DEPTH", "is_batch_file", "read_batch_submission"]
 
 MAX_LINES = 20_000
+MAX_LOOP_DEPTH = 8
+"""The most ``for`` loops read nested around the submission (each reads its body again)."""
 _UNKNOWN = re.compile("\x02(\\d+)\x02")
 """Where a value not known here stands in an expanded line: ``\\x02N\\x02``."""
 _PERCENT = re.compile(r"%(?:(%)|(\*)|(~[a-z]*\d)|(\d)|([^%\s=:][^%\n]*?)(?::([^%\n]*))?%)", re.I)
@@ -51,6 +73,23 @@ _DYNAMIC = frozenset({"DATE", "TIME", "RANDOM", "CD", "ERRORLEVEL", "CMDCMDLINE"
 _PROGRAMS = frozenset({"gcloud", "curl"})
 _BLOCKS = ("if", "for")
 _SKIPPED_FLOW = frozenset({"exit", "pause"})
+_GCLOUD = re.compile(r"(?i)(?:^|[\s(&|\"\\/])gcloud(?:\.cmd)?(?=[\s\"]|$)")
+_FOR_HEADER = re.compile(r'(?i)for(?:\s+/(\S+)(?:\s+(?:"[^"]*"|[^\s%"]\S*))?)?\s+%(\S)\s+in\s*\(')
+"""``for [/X [options or path]] %V in (``, once ``%%`` is ``%``."""
+_SHELL_LOOP = re.compile(r"`for ([A-Za-z]) in \.\.\.`")
+_SHELL_LOOP_VALUE = re.compile(r"value of \$([A-Za-z])\b")
+_FOR_VARIABLE = re.compile(r"%(?:~([fdpnxsatz]*)(\$[^:%\s]*:)?)?([A-Za-z])")
+"""A ``for`` variable's use once ``%%`` is ``%``: ``%L``, ``%~L`` (its quotes removed) or a
+modifier (``%~nL``, ``%~$PATH:L``) that reads it as a file name."""
+_SET_DELIMITERS = " \t,;="
+"""What separates the values of a ``for`` list, as cmd.exe splits them (outside quotes)."""
+_FOR_SWITCHES = {
+    "f": "takes its values from a file, a string or a command's output",
+    "r": "takes its values from the files of a folder tree",
+    "d": "takes its values from folder names",
+}
+_MAX_INT = 2**31 - 1
+"""cmd.exe's numbers (``for /L``) are 32-bit."""
 
 
 def is_batch_file(text: str, path: Path | None = None) -> bool:
@@ -73,6 +112,18 @@ class _Batch:
     lines: list[str] = field(default_factory=list)
     """The script handed to the shell reader, one line per line of the batch file."""
     submitted: bool = False
+    submissions: int = 0
+    """The gcloud (or curl) commands read so far."""
+    pins: LoopPins = field(default_factory=dict)
+    """The run of each ``for`` loop around the submission this reading takes (``loop_runs``)."""
+    loop_values: dict[str, str] = field(default_factory=dict)
+    """The value each ``for`` variable the reading is inside takes in that run, by its letter."""
+    assigned: list[tuple[str, int]] = field(default_factory=list)
+    """Each ``set`` read, in order: the upper-case name and its line."""
+    loops: list[tuple[int, str, int]] = field(default_factory=list)
+    """The ``for`` loops the reading is inside, outer first: line, letter, run taken."""
+    uses: tuple[int, frozenset[str]] | None = None
+    """The submission's line and the ``!NAME!`` it reads (delayed expansion), once met."""
 
     def __post_init__(self) -> None:
         self.upper_env = {k.upper(): v for k, v in self.env.items()}
@@ -167,6 +218,7 @@ class _Batch:
             raise SpecFormatError(
                 f"line {line}: %{name}% would hold more than {MAX_VALUE_CHARS} characters"
             )
+        self.assigned.append((key, line))
         if value:
             self.values[key] = value
         else:
@@ -183,33 +235,57 @@ def read_batch_submission(
 ) -> ScriptCommand:
     """The one job submission of a batch file; ``SpecFormatError`` for one that cannot be read
     here, naming the line and what it stopped on (``pins`` as for ``find_submission``)."""
-    batch = _Batch(env)
+    batch = _Batch(env, pins=pins or {})
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     if len(lines) > MAX_LINES:
         raise SpecFormatError(f"refused: the batch file holds more than {MAX_LINES} lines")
     batch.lines = [""] * len(lines)
-    index = 0
+    index = read = 0
     while index < len(lines):
         start = index
         logical, index = _logical_line(lines, index)
+        pieces = [(start + 1, logical)]
         # An `if (` / `for ... do (` block goes on to its closing parenthesis.
         block = re.match(r"(?i)\s*@?\s*(?:if|for)\b", logical) is not None
         depth = _parentheses(logical) if block else 0
         while depth > 0 and index < len(lines):
+            following_line = index + 1
             following, index = _logical_line(lines, index)
+            pieces.append((following_line, following))
             logical += "\n" + following
             depth += _parentheses(following)
-        if _statement(batch, logical, start + 1) == "stop":
+        read += len(pieces)
+        if _statement(batch, logical, start + 1, pieces) == "stop":
             break
     unknown = {f"__BAT_{i}": u for i, u in enumerate(batch.unknowns)}
-    found = find_submission_in(
-        [(1, "\n".join(batch.lines))], {}, directory, unknown=unknown, pins=pins
-    )
+    try:
+        found = find_submission_in(
+            [(1, "\n".join(batch.lines))],
+            {},
+            directory,
+            unknown=unknown,
+            pins=pins,
+            translated=read,
+        )
+    except LoopJobs as jobs:
+        raise LoopJobs(_batch_words(str(jobs)), jobs.loops) from None
+    except SpecFormatError as exc:
+        if type(exc) is not SpecFormatError:
+            raise
+        raise SpecFormatError(_batch_words(str(exc))) from None
+    found.notes[:] = [_batch_words(note) for note in found.notes]
     found.notes[1:1] = [
         "read as a Windows batch file (cmd.exe): `set` variables expanded as %NAME%, the "
         "command split into its arguments as gcloud receives them on Windows"
     ]
     return found
+
+
+def _batch_words(text: str) -> str:
+    """The script reader's words for a loop of the translated script as the batch file writes
+    it (``the `for %%L in (...)` loop``, ``one per value of %%L``)."""
+    text = _SHELL_LOOP.sub(lambda m: f"`for %%{m.group(1)} in (...)`", text)
+    return _SHELL_LOOP_VALUE.sub(lambda m: f"value of %%{m.group(1)}", text)
 
 
 def _logical_line(lines: list[str], index: int) -> tuple[str, int]:
@@ -243,9 +319,15 @@ def _continued(line: str, quoted: bool) -> tuple[bool, bool]:
 def _parentheses(text: str) -> int:
     """How many ``(`` a line opens and leaves open (outside quotes, ``^`` escapes; negative
     for more ``)``)."""
-    depth = 0
+    return sum(1 if char == "(" else -1 for _, char in _parenthesis_marks(text))
+
+
+def _parenthesis_marks(text: str, start: int = 0) -> Iterator[tuple[int, str]]:
+    """Each ``(`` and ``)`` of ``text`` from ``start`` that cmd reads as one (outside quotes,
+    not ``^``-escaped), with its position."""
     quoted = escaped = False
-    for char in text:
+    for position in range(start, len(text)):
+        char = text[position]
         if escaped:
             escaped = False
         elif char == "^" and not quoted:
@@ -253,44 +335,436 @@ def _parentheses(text: str) -> int:
         elif char == '"':
             quoted = not quoted
         elif not quoted and char in "()":
-            depth += 1 if char == "(" else -1
-    return depth
+            yield position, char
 
 
-def _statement(batch: _Batch, logical: str, line: int) -> str:
-    """One logical line: a comment, a label, a block, or commands; ``stop`` where the file
+def _statement(batch: _Batch, logical: str, line: int, pieces: list[tuple[int, str]]) -> str:
+    """One logical line (``pieces``: its lines, a block's each with its number): a comment, a
+    label, a block, a ``for`` loop around the submission, or commands; ``stop`` where the file
     ends for the command (``exit``, ``goto :eof``)."""
     stripped = logical.strip().lstrip("@").strip()
-    word = re.split(r"[\s(]", stripped, maxsplit=1)[0].lower() if stripped else ""
+    word = _first_word(stripped)
     if not word or word == "rem" or stripped.startswith(":"):
         return ""
+    if word == "for" and _GCLOUD.search(stripped):
+        # cmd expands a block's %NAME% once, before any of its commands runs.
+        first, assigned = len(batch.unknowns), len(batch.assigned)
+        loop = _Block([(number, batch.expand(text, number)) for number, text in pieces])
+        expanded = len(batch.unknowns)
+        stopped = _sequence(batch, loop, closing=False)
+        _set_too_late(batch, range(first, expanded), batch.assigned[assigned:])
+        return "stop" if stopped else ""
     if word in _BLOCKS:
         _block(batch, stripped, line, word)
         return ""
-    expanded = batch.expand(logical, line)
+    shell, stopped = _run(batch, batch.expand(logical, line), line)
+    batch.lines[line - 1] = shell
+    return "stop" if stopped else ""
+
+
+def _set_too_late(batch: _Batch, unknowns: range, assigned: list[tuple[str, int]]) -> None:
+    """Each ``%NAME%`` of a loop's block that was not set when cmd expanded it, though the block
+    sets it: its message says why that ``set`` does not reach it."""
+    lines = {name: line for name, line in reversed(assigned)}
+    for index in unknowns:
+        unknown = batch.unknowns[index]
+        line = next((lines[n] for n in unknown.names if n in lines), None)
+        if unknown.unset and line is not None:
+            batch.unknowns[index] = replace(
+                unknown,
+                message=f"{unknown.message}; the `set` at line {line} inside the loop does not "
+                "reach it: cmd expands %NAME% in a block once, before the block runs (write "
+                "!NAME! under `setlocal enabledelayedexpansion`)",
+            )
+
+
+def _first_word(statement: str) -> str:
+    """A statement's first word in lower case (``for`` of ``for %%L in``, ``if`` of ``if(``)."""
+    return re.split(r"[\s(]", statement, maxsplit=1)[0].lower() if statement else ""
+
+
+def _run(batch: _Batch, expanded: str, line: int) -> tuple[str, bool]:
+    """Commands whose ``%NAME%`` are expanded: the bash text they stand for, and whether the
+    file ends there for the submission."""
+    expanded = _for_values(batch, expanded, line)
+    submitted = batch.submitted
+    names = frozenset(name.upper() for name, _ in _DELAYED.findall(expanded))
     if batch.delayed:
         expanded = batch.expand(expanded, line, _DELAYED)
     out: list[str] = []
     for operator, command in _commands(expanded):
         result = _command(batch, command, line)
+        if batch.delayed and batch.submitted and not submitted:
+            batch.uses = (line, names)  # what the submission's line reads as !NAME!
         if result == "stop":
-            batch.lines[line - 1] = " ".join(out)
-            return "stop"
+            return " ".join(out), True
         if result:
             out.append(f"{operator} {result}" if out and operator else result)
-    batch.lines[line - 1] = " ".join(out)
-    return ""
+    return " ".join(out), False
+
+
+@dataclass
+class _Block:
+    """A ``for`` statement around the submission, as cmd parses it before running it: its
+    lines (``%NAME%`` expanded), each with its number, read from ``index`` at ``offset``."""
+
+    lines: list[tuple[int, str]]
+    index: int = 0
+    offset: int = 0
+
+    @property
+    def line(self) -> int:
+        """The number of the line being read (the last one once all are)."""
+        return self.lines[min(self.index, len(self.lines) - 1)][0]
+
+    def rest(self) -> str:
+        """What is left of the line being read."""
+        return self.lines[self.index][1][self.offset :] if self.index < len(self.lines) else ""
+
+    def skip_blanks(self, *, lines: bool = True) -> None:
+        """On past blanks (and, ``lines``, past the ends of lines)."""
+        while self.index < len(self.lines):
+            text = self.lines[self.index][1]
+            while self.offset < len(text) and text[self.offset] in " \t":
+                self.offset += 1
+            if self.offset < len(text) or not lines:
+                return
+            self.index, self.offset = self.index + 1, 0
+
+    def take_statement(self) -> list[tuple[int, str]]:
+        """The statement read from here, by line: to the end of its line, or on to the line
+        that closes the parentheses it opens, or to the ``)`` that closes the block it is in
+        (left to read)."""
+        pieces: list[tuple[int, str]] = []
+        depth = 0
+        while self.index < len(self.lines):
+            number, text = self.lines[self.index]
+            start = self.offset
+            for position, char in _parenthesis_marks(text, start):
+                if char == "(":
+                    depth += 1
+                elif depth == 0:
+                    pieces.append((number, text[start:position]))
+                    self.offset = position
+                    return pieces
+                else:
+                    depth -= 1
+            pieces.append((number, text[start:]))
+            self.index, self.offset = self.index + 1, 0
+            if depth <= 0:
+                break
+        return pieces
+
+
+def _sequence(batch: _Batch, block: _Block, *, closing: bool) -> bool:
+    """The statements of ``block`` from where it is read: to the ``)`` that closes it
+    (``closing``), or to its end; whether the file ends there for the submission (``exit``,
+    ``goto :eof`` after the loop, on its last line)."""
+    opened = block.line
+    while True:
+        block.skip_blanks()
+        if block.index >= len(block.lines):
+            if closing:
+                raise SpecFormatError(
+                    f"line {opened}: the block of the `for` loop is not closed (no `)`)"
+                )
+            return False
+        if block.rest().startswith(")"):
+            block.offset += 1
+            if closing:
+                return False
+            continue  # a `)` that closes no block: skipped
+        if _one_statement(batch, block):
+            return True
+
+
+def _one_statement(batch: _Batch, block: _Block) -> bool:
+    """The statement where ``block`` is read: a ``for`` loop around the submission, an
+    ``if``/``for`` block read as outside loops, a comment, or commands; whether the file ends
+    there for the submission (only outside loops: in one, that is refused)."""
+    line = block.line
+    index, offset = block.index, block.offset
+    pieces = block.take_statement()
+    text = "\n".join(piece for _, piece in pieces)
+    stripped = text.strip().lstrip("@").strip()
+    word = _first_word(stripped)
+    if word == "for" and _GCLOUD.search(stripped):
+        start = block.lines[index][1][offset:]
+        block.index, block.offset = index, offset + len(start) - len(start.lstrip(" \t@"))
+        _loop(batch, block)
+        return False
+    if not word or word == "rem" or stripped.startswith(":"):
+        return False
+    if word in _BLOCKS:
+        _block(batch, stripped, line, word)
+        return False
+    for number, piece in pieces:
+        shell, stopped = _run(batch, piece, number)
+        _emit(batch, number, shell)
+        if stopped and batch.loops:
+            raise SpecFormatError(
+                f"line {number}: `{clipped(batch.readable(piece.strip()))}` inside the `for` "
+                "loop ends the loop (or the file), which this reader does not evaluate: write "
+                "it after the loop"
+            )
+        if stopped:
+            return True
+    return False
+
+
+def _emit(batch: _Batch, line: int, shell: str) -> None:
+    """Add ``shell`` to the bash text of ``line`` (a loop's header, body and ``done`` can
+    share one line)."""
+    if not shell:
+        return
+    before = batch.lines[line - 1]
+    joiner = "" if not before else " " if before.endswith("; do") else "; "
+    batch.lines[line - 1] = before + joiner + shell
+
+
+def _loop(batch: _Batch, block: _Block) -> None:
+    """A ``for`` statement whose text names gcloud. ``for %%V in (values) do ...`` or
+    ``for /L %%V in (start,step,end) do ...`` around the submission is read as the bash loop
+    ``for V in values; do ...; done``, whose runs the script reader counts and names; this
+    reading takes the run ``batch.pins`` names (its first by default), with ``%%V`` as cmd
+    sets it in that run. One whose body submits nothing (gcloud only in its values, or in an
+    ``echo``) is not evaluated, as any loop that submits nothing."""
+    line = block.line
+    rest = block.rest()
+    switch = re.match(r"(?i)for\s+/(\S+)", rest)
+    form = switch.group(1) if switch is not None else ""
+    header = _FOR_HEADER.match(rest)
+    if header is None:
+        if form and form.lower() != "l":
+            raise _unread_form(form, line)
+        raise SpecFormatError(
+            f"line {line}: the `for` loop around the gcloud command is not read here: write it "
+            "as `for %%V in (values) do ...` or `for /L %%V in (start,step,end) do ...`"
+        )
+    name = header.group(2)
+    block.offset += header.end()
+    listed = _for_set(batch, block, line)
+    block.skip_blanks(lines=False)
+    do = re.match(r"(?i)do(?=[\s(]|$)", block.rest())
+    if do is None:
+        raise SpecFormatError(f"line {line}: the `for` loop has no `do` after its values")
+    block.offset += do.end()
+    block.skip_blanks(lines=False)
+    if not block.rest():
+        raise SpecFormatError(
+            f"line {line}: the `for` loop's `do` has no command on its line (cmd needs one, "
+            "or a `(` that opens its block there)"
+        )
+    if len(batch.loops) >= MAX_LOOP_DEPTH:
+        raise SpecFormatError(
+            f"refused: line {line}: the `for` loop is nested in {len(batch.loops)} loops around "
+            f"the gcloud command: at most {MAX_LOOP_DEPTH} are read here"
+        )
+    body_at = block.index, block.offset
+    body = "\n".join(piece for _, piece in block.take_statement())
+    if not _GCLOUD.search(body):
+        _not_evaluated(batch, body, line, "for")
+        return
+    block.index, block.offset = body_at
+    if form and form.lower() != "l":
+        raise _unread_form(form, line)
+    if not name.isascii() or not name.isalpha():
+        raise SpecFormatError(
+            f"line {line}: the `for` variable %%{name} is not a letter, which this reader "
+            "needs: name it %%A to %%Z or %%a to %%z"
+        )
+    if name in batch.loop_values:
+        raise SpecFormatError(
+            f"line {line}: the `for` loop reuses %%{name} of the loop around it: give it a "
+            "letter of its own"
+        )
+    values = _counted(listed, line) if form else _listed(batch, listed, line)
+    before = _Saved.of(batch)
+    index = batch.pins.get(for_loop_key(line, name), 0)
+    words = " ".join(_quoted(_unquoted(value)) or "''" for value in values)
+    _emit(batch, line, f"for {name} in {words}; do")
+    batch.loop_values[name] = values[index] if index < len(values) else ""
+    batch.loops.append((line, name, index))
+    if block.rest().startswith("("):
+        block.offset += 1
+        _sequence(batch, block, closing=True)
+    else:
+        _one_statement(batch, block)
+    del batch.loop_values[name]
+    batch.loops.pop()
+    if batch.submissions == before.submissions:
+        before.restore(batch)  # it names gcloud only in words of other commands (`echo`)
+        _not_evaluated(batch, body, line, "for")
+        return
+    # `done` on the line the body ends on: the one read, or, read to its end, the one before.
+    _emit(batch, block.lines[block.index - 1][0] if block.offset == 0 else block.line, "done")
+
+
+def _unread_form(form: str, line: int) -> SpecFormatError:
+    """The error for a submission inside ``for /F``, ``/R``, ``/D`` (or a switch not known)."""
+    why = _FOR_SWITCHES.get(form.lower(), "is not a form this reader knows")
+    return SpecFormatError(
+        f"line {line}: the gcloud command is inside a `for /{form}` loop, which {why}: not "
+        "read here; list the values themselves (`for %%V in (a b) do`) or write one job per "
+        "file"
+    )
+
+
+@dataclass(frozen=True)
+class _Saved:
+    """What reading a loop's body changes, kept to undo it when the body submits nothing."""
+
+    values: dict[str, str]
+    upper_env: dict[str, str]
+    lines: list[str]
+    delayed: bool
+    submitted: bool
+    submissions: int
+
+    @classmethod
+    def of(cls, batch: _Batch) -> _Saved:
+        return cls(
+            dict(batch.values),
+            dict(batch.upper_env),
+            list(batch.lines),
+            batch.delayed,
+            batch.submitted,
+            batch.submissions,
+        )
+
+    def restore(self, batch: _Batch) -> None:
+        batch.values, batch.upper_env = self.values, self.upper_env
+        batch.lines, batch.delayed, batch.submitted = self.lines, self.delayed, self.submitted
+
+
+def _for_set(batch: _Batch, block: _Block, line: int) -> str:
+    """The text of a ``for`` loop's values, from after its ``(`` to the ``)`` that ends them
+    (lines between are blanks, as cmd reads them)."""
+    parts: list[str] = []
+    while block.index < len(block.lines):
+        text = block.rest()
+        quoted = False
+        for position, char in enumerate(text):
+            if char == '"':
+                quoted = not quoted
+            elif char == ")" and not quoted:
+                parts.append(text[:position])
+                block.offset += position + 1
+                return " ".join(parts)
+        parts.append(text)
+        block.index, block.offset = block.index + 1, 0
+    raise SpecFormatError(f"line {line}: the values of the `for` loop have no closing `)`")
+
+
+def _listed(batch: _Batch, listed: str, line: int) -> list[str]:
+    """A ``for`` list's values, split as cmd splits them: on blanks, ``,``, ``;`` and ``=``
+    outside quotes, a quoted value keeping its quotes (``%%~V`` removes them)."""
+    if (mark := _UNKNOWN.search(listed)) is not None:
+        raise SpecFormatError(
+            f"line {line}: the values of the `for` loop are not known here: "
+            f"{batch.unknowns[int(mark.group(1))].message}"
+        )
+    values: list[str] = []
+    current: list[str] = []
+    quoted = False
+    for char in listed:
+        if char == '"':
+            quoted = not quoted
+        elif char in _SET_DELIMITERS and not quoted:
+            if current:
+                values.append("".join(current))
+            current = []
+            continue
+        elif char == "^" and not quoted:
+            raise SpecFormatError(
+                f"line {line}: the values of the `for` loop ({clipped(listed.strip())}) escape "
+                "a character with `^`, which this reader does not read: quote that value"
+            )
+        current.append(char)
+    if current:
+        values.append("".join(current))
+    for value in values:
+        if any(char in value for char in "*?"):
+            raise SpecFormatError(
+                f"line {line}: the `for` loop's value {clipped(value)} names files (a "
+                "wildcard), which this reader does not list: write the values themselves"
+            )
+    return values
+
+
+def _counted(listed: str, line: int) -> list[str]:
+    """``for /L``'s ``(start,step,end)``: the numbers it counts through, at most
+    ``MAX_LOOP_JOBS`` (the most jobs one file is read as)."""
+    numbers = [part for part in re.split(r"[\s,;=]+", listed.strip()) if part]
+    if len(numbers) != 3 or not all(re.fullmatch(r"[+-]?\d{1,10}", n) for n in numbers):
+        raise SpecFormatError(
+            f"line {line}: `for /L` counts through ({clipped(listed.strip())}), which is not "
+            "three numbers written in the file (start,step,end)"
+        )
+    start, step, end = (int(n) for n in numbers)
+    if any(abs(n) > _MAX_INT for n in (start, step, end)):
+        raise SpecFormatError(f"line {line}: `for /L` counts past cmd's 32-bit numbers")
+    if step == 0:
+        if start <= end:
+            raise SpecFormatError(
+                f"line {line}: `for /L` counts by 0 from {start} to {end}, which never ends"
+            )
+        return []
+    runs = max(0, (end - start) // step + 1)
+    if runs > MAX_LOOP_JOBS:
+        raise SpecFormatError(
+            f"refused: the `for /L` loop at line {line} runs its body {runs} times "
+            f"({start} to {end} by {step}): at most {MAX_LOOP_JOBS} jobs of one script are "
+            "read here; loop over fewer values"
+        )
+    return [str(start + step * run) for run in range(runs)]
+
+
+def _unquoted(value: str) -> str:
+    """``%%~V``: the value without the quotes around it."""
+    if value.startswith('"'):
+        value = value[1:]
+        return value[:-1] if value.endswith('"') else value
+    return value
+
+
+def _for_values(batch: _Batch, text: str, line: int) -> str:
+    """``text`` with each ``for`` variable the reading is inside replaced by its value in this
+    run (``%V``, ``%~V``); a modifier that reads it as a file name is refused."""
+    if not batch.loop_values:
+        return text
+
+    def one(match: re.Match[str]) -> str:
+        modifiers, search, name = match.groups()
+        value = batch.loop_values.get(name)
+        if value is None:
+            return match.group()
+        if modifiers is None:
+            return value
+        if modifiers or search:
+            raise SpecFormatError(
+                f"line {line}: `%{match.group()}` reads %%{name} as a file name (a `for` "
+                f"modifier), which this reader does not: use %%{name} or %%~{name}"
+            )
+        return _unquoted(value)
+
+    return _FOR_VARIABLE.sub(one, text)
 
 
 def _block(batch: _Batch, statement: str, line: int, word: str) -> None:
     """An ``if``/``for`` line (its parenthesised block joined by the caller's continuation
     only when on one line): not evaluated. A gcloud command in it stops the reading; the
     variables it sets become values not known here."""
-    if re.search(r"(?i)(?:^|[\s(&|\"\\/])gcloud(?:\.cmd)?(?=[\s\"]|$)", statement):
+    if _GCLOUD.search(statement):
         raise SpecFormatError(
             f"line {line}: the gcloud command is inside `{word}` ({clipped(statement)}), "
             f"which this reader does not evaluate: write the submission outside the `{word}`"
         )
+    _not_evaluated(batch, statement, line, word)
+
+
+def _not_evaluated(batch: _Batch, statement: str, line: int, word: str) -> None:
+    """The variables an ``if``/``for`` that submits nothing sets: values not known here."""
     for name in re.findall(r"(?i)\bset\s+(?:/[ap]\s+)?\"?([^\s=\"]+)=", statement):
         shown = f"%{name}%"
         batch.assign(
@@ -360,6 +834,7 @@ def _command(batch: _Batch, command: str, line: int) -> str:
     program = re.split(r"[\\/]", first)[-1].removesuffix(".cmd").removesuffix(".exe")
     if program in _PROGRAMS:
         batch.submitted = True
+        batch.submissions += 1
         words = [program]
         for before, argument in itertools.pairwise(arguments):
             if argument.startswith("--config=") or before == "--config":
@@ -408,7 +883,23 @@ def _set(batch: _Batch, rest: str, line: int) -> None:
         first = batch.unknowns[int(mark.group(1))]
         names = first.names if first.unset else (*first.names, name.upper())
         value = batch.unknown(first.message, names, batch.readable(value), unset=first.unset)
+    _carried(batch, name, line)
     batch.assign(name, value, line)
+
+
+def _carried(batch: _Batch, name: str, line: int) -> None:
+    """``set NAME=...`` after the submission, in the body of a loop read at a later run than
+    its first, where the submission reads ``!NAME!``: that run would read the value the run
+    before set here, which is not followed."""
+    if batch.uses is None or name.upper() not in batch.uses[1]:
+        return
+    loop = next(((at, letter) for at, letter, run in batch.loops if run > 0), None)
+    if loop is not None:
+        raise SpecFormatError(
+            f"line {line}: !{name}! is set in the body of the `for %%{loop[1]}` loop at line "
+            f"{loop[0]} after the submission (line {batch.uses[0]}) that uses it: this run "
+            "reads the value the run before sets, which is not followed here"
+        )
 
 
 def _arguments(command: str) -> list[str]:

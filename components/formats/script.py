@@ -104,6 +104,7 @@ __all__ = [
     "WrittenFile",
     "find_submission",
     "find_submission_in",
+    "for_loop_key",
     "locate",
     "loop_runs",
     "map_strings",
@@ -142,6 +143,7 @@ _PREFIX_WORDS = frozenset(
 _DECLARATIONS = frozenset({"export", "readonly", "declare", "typeset", "local"})
 _BLOCK_OPEN = frozenset({"if", "case", "for", "while", "until", "select"})
 _BLOCK_CLOSE = frozenset({"fi", "esac", "done"})
+_BODY_WORDS = frozenset({"do", "then", "else"})
 _ARGUMENTS = "@*#0123456789"
 _THIS_SCRIPT = r'"?\$\{?(?:0|BASH_SOURCE(?:\[0\])?)\}?"?'
 _PATTERN_OPS = ("%", "%%", "#", "##", "^^", ",,")
@@ -675,6 +677,12 @@ LoopPins = Mapping[tuple[int, str], int]
 line and header (``loop_runs``); a loop not named runs its first."""
 
 
+def for_loop_key(line: int, name: str) -> tuple[int, str]:
+    """The key in ``LoopPins`` of the ``for NAME in ...`` loop at ``line`` (a batch file's
+    loops, read as these, find the run they take in ``pins`` by it)."""
+    return line, f"`for {name} in ...`"
+
+
 class LoopJobs(SpecFormatError):
     """The one submission is inside loops over known values that run it more than once: one
     job per run (``loop_runs`` names each and says which value each loop takes in it)."""
@@ -728,14 +736,18 @@ def find_submission_in(
     *,
     unknown: Mapping[str, Unresolved] | None = None,
     pins: LoopPins | None = None,
+    translated: int = 0,
 ) -> ScriptCommand:
     """The one job submission of several scripts that each run in a shell of their own (the
     recipe lines of a Makefile), each given with the line it starts on; bounds are shared.
     ``unknown``: variables whose value is known not to be known, and why (a batch file's,
     translated into a script: ``components.formats.batch``). ``pins``: the run of each loop
-    around the submission to read (``loop_runs``)."""
+    around the submission to read (``loop_runs``). ``translated``: the lines read to make the
+    scripts (a batch file's), read again for each run of its loops, so counted with the
+    script's commands in ``MAX_LOOP_COMMANDS``."""
     walker = _Walker(Scope(env), directory.resolve() if directory is not None else None)
     walker.pins = dict(pins or {})
+    walker.translated = translated
     for first_line, text in scripts:
         walker.scope = Scope(env, values=dict(unknown or {}), used=walker.scope.used)
         walker.nounset = False
@@ -872,6 +884,8 @@ class _Walker:
     """The run of each loop this walk reads (``LoopPins``); the first run of any other."""
     carried: list[str] = field(default_factory=list)
     """Why the run read cannot be known: a value the run before sets after the submission."""
+    translated: int = 0
+    """The lines read to make the script (``find_submission_in``), read again for each run."""
 
     def pinned(self, loop: _Loop) -> int:
         """The index of the value (line) of ``loop`` this walk reads."""
@@ -889,11 +903,11 @@ class _Walker:
         if listed is not None:
             try:
                 values = expand_words(listed, self.scope.lookup)
-                if any(any(c in v for c in "*?[") for v in values):
+                if _globs(listed, values):
                     why, values = "its words name files (a glob), which are not listed here", None
             except Unresolvable as exc:
                 why = f"its values are not known here ({exc.message})"
-        header, per = f"`for {name} in ...`", f"value of ${name}"
+        header, per = for_loop_key(command.line, name)[1], f"value of ${name}"
         labels = tuple(f"{name}={_shown_value(v)}" for v in (values or [])[:MAX_LOOP_JOBS])
         loop = _Loop(self.blocks, command.line, values, header, per, labels)
         self.loops.append(loop)
@@ -947,7 +961,11 @@ class _Walker:
         first = words[0].literal() if words else None
         if self.case_step(command, first):
             return
-        self.block_step(first, words, command, mode)
+        # A block may open after `do`/`then`/`else` on their line (`do for B in ...; do`).
+        lead = 0
+        while lead + 1 < len(words) and words[lead].literal() in _BODY_WORDS:
+            lead += 1
+        self.block_step(words[lead].literal() if lead else first, words[lead:], command, mode)
         while words and words[0].literal() in _PREFIX_WORDS:
             words.pop(0)
         # A branch of a `case` whose word is known is followed as bash would: not a condition.
@@ -1902,11 +1920,15 @@ class _Walker:
                 f"times ({counts}): at most {MAX_LOOP_JOBS} jobs of one script are read here; "
                 "loop over fewer values"
             )
-        if self.visited * total > MAX_LOOP_COMMANDS:
+        read = self.visited + self.translated
+        if read * total > MAX_LOOP_COMMANDS:
+            what = f"{self.visited} commands" + (
+                f" and the {self.translated} lines they are read from" if self.translated else ""
+            )
             raise SpecFormatError(
                 f"refused: the loops around the submission at line {found.line} run it {total} "
-                f"times ({counts}) and each run is read from the script's {self.visited} "
-                f"commands: more than {MAX_LOOP_COMMANDS} in all; loop over fewer values"
+                f"times ({counts}) and each run is read from the script's {what}: more than "
+                f"{MAX_LOOP_COMMANDS} in all; loop over fewer values"
             )
         loop = loops[-1]
         values = loop.values or []
@@ -2043,6 +2065,17 @@ def _why_unknown(
     if not offer or name in cause.names:
         return message, cause.names
     return message, (*cause.names, name)
+
+
+def _globs(words: list[Word], values: list[str]) -> bool:
+    """Whether bash would read ``words`` (expanded: ``values``) as file names: a ``*``, ``?``
+    or ``[`` outside quotes, written or from an expansion outside quotes (a quoted one, as
+    ``'[a]'``, is the text itself)."""
+    unquoted = [part for word in words for part in word.parts if not part.quoted]
+    if any(part.kind == "text" and any(c in part.value for c in "*?[") for part in unquoted):
+        return True
+    expanded = any(part.kind != "text" for part in unquoted)
+    return expanded and any(any(c in v for c in "*?[") for v in values)
 
 
 def _parts_of(words: list[Word], kind: str) -> list[Part]:

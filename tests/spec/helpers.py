@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import io
+import json
+import re
+from pathlib import Path
 from typing import Any, TypeVar
 
 from components import JobSpec
@@ -64,3 +68,22 @@ def present(value: T | None) -> T:
     """``value``, which the test expects to be there (a pool's machine spec...)."""
     assert value is not None
     return value
+
+
+def run_cli(*argv: str) -> tuple[int, str, str]:
+    """The CLI's exit code, stdout and stderr for ``argv``."""
+    from components.cli._cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def loop_verdicts(path: Path) -> tuple[int, list[str], str, str, dict[str, bool]]:
+    """``validate`` of a file whose loops make several jobs: its exit code, the name in each
+    job's header, stdout and stderr, and ``--json``'s verdict by job name."""
+    code, out, err = run_cli("validate", str(path))
+    headers = re.findall(rf"^== {re.escape(str(path))}: (.*) ==$", err, re.MULTILINE)
+    _, report, _ = run_cli("validate", "--json", str(path))
+    jobs = json.loads(report)["jobs"]
+    return code, headers, out, err, {job["name"]: job["valid"] for job in jobs}

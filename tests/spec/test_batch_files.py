@@ -145,8 +145,8 @@ def test_a_computed_value_is_kept_as_written_in_the_name(tmp_path: Path) -> None
                 "for /f %%i in (regions.txt) do gcloud ai custom-jobs create --region=%%i "
                 "--display-name=d --config=job.yaml"
             ],
-            r"line 1: the gcloud command is inside `for` \(for /f %%i in .*\), which this reader "
-            r"does not evaluate",
+            r"line 1: the gcloud command is inside a `for /f` loop, which takes its values from "
+            r"a file, a string or a command's output: not read here",
         ),
         (
             [

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,8 @@ from components.cli._cli import main
 from components.formats.load import holds_jobs, load_jobs
 from components.formats.result import FileJob
 from components.formats.script import MAX_LOOP_COMMANDS, MAX_LOOP_JOBS
+
+from .helpers import loop_verdicts
 
 CREATE = (
     "gcloud ai custom-jobs create --region=us-central1 --display-name=lr-$LR "
@@ -75,16 +76,11 @@ def test_a_caller_of_one_job_is_told_how_many_and_where_they_are_read(tmp_path: 
 
 def test_a_value_that_makes_one_run_invalid_is_that_runs_error_only(tmp_path: Path) -> None:
     path = write(tmp_path, "for GPUS in 1 3 2; do\n  LR=0.1\n  {create}\ndone\n")
-    code, out, err = run("validate", str(path))
+    code, headers, out, err, valid = loop_verdicts(path)
     assert code == 1
-    headers = re.findall(rf"^== {re.escape(str(path))}: (.*) ==$", err, re.MULTILINE)
     assert headers == ["line 2: for GPUS=1", "line 2: for GPUS=3", "line 2: for GPUS=2"]
     assert out.count("3 x NVIDIA_TESLA_T4 is not allowed") == 1
     assert err.count(f"{path}: valid (gcloud-command)") == 2
-    code, out, _ = run("validate", "--json", str(path))
-    report = json.loads(out)
-    assert report["valid"] is False
-    valid = {job["name"]: job["valid"] for job in report["jobs"]}
     assert valid == {
         "line 2: for GPUS=1": True,
         "line 2: for GPUS=3": False,
@@ -116,6 +112,27 @@ def test_nested_loops_are_the_product_of_their_values(tmp_path: Path) -> None:
     assert read(jobs[4]) == ("lr-0.2", ["--lr=0.2"])
     with pytest.raises(SpecFormatError, match=r"with the loops around it \(line 2\), 6 jobs"):
         load_spec_file(write(tmp_path, body), env={})
+
+
+def test_nested_loops_on_one_line_are_the_product_of_their_values(tmp_path: Path) -> None:
+    # `do for ...` opens the inner loop where `do` stands.
+    body = "for GPUS in 1 2; do for LR in 0.1 0.2; do {create}; done; done\n"
+    jobs = load_jobs(write(tmp_path, body), env={})
+    assert [job.name for job in jobs][3] == "line 2: for GPUS=2; line 2: for LR=0.2"
+    assert read(jobs[3]) == ("lr-0.2", ["--lr=0.2"])
+
+
+def test_a_quoted_value_with_glob_characters_is_a_value_not_file_names(tmp_path: Path) -> None:
+    body = "GPUS=1\nfor LR in '[0.1]' \"0.*\" 2; do {create}; done\n"
+    jobs = load_jobs(write(tmp_path, body), env={})
+    assert [job.name for job in jobs] == [
+        "line 3: for LR=[0.1]",
+        "line 3: for LR=0.*",
+        "line 3: for LR=2",
+    ]
+    (job,) = load_jobs(write(tmp_path, "GPUS=1\nfor LR in 0.*; do {create}; done\n"), env={})
+    assert job.loaded is not None
+    assert any("its words name files (a glob)" in note for note in job.loaded.notes)
 
 
 def test_loops_over_more_runs_than_the_bound_are_refused(tmp_path: Path) -> None:
