@@ -35,7 +35,8 @@ the job's display name, trainer arguments and environment values keep its text, 
 anywhere else it is one error naming the argument and its line.
 
 Bounds: the text is ``MAX_SPEC_BYTES`` at most (``text.read_text``); a tree of more than
-``MAX_NODES`` nodes, or a value nested deeper than ``MAX_DEPTH``, is refused; Python's own
+``MAX_NODES`` nodes, a value nested deeper than ``MAX_DEPTH`` (a constant nesting where it is
+used), or values that expand past ``MAX_VALUES``, is refused; Python's own
 parser refuses deeper nesting than it can hold (said as such, never a traceback).
 """
 
@@ -60,6 +61,7 @@ __all__ = [
     "MAX_JOBS",
     "MAX_NODES",
     "MAX_TREE_DEPTH",
+    "MAX_VALUES",
     "SdkJob",
     "loaded_sdk_job",
     "parse_python",
@@ -72,6 +74,9 @@ MAX_DEPTH = 32
 MAX_TREE_DEPTH = 200
 """Real code nests a few dozen syntax levels; the readers walk the tree recursively."""
 MAX_JOBS = 100
+MAX_VALUES = 200_000
+"""Values read in all (constants count each time they are used): ``A1 = [A0, A0]``,
+``A2 = [A1, A1]``... is a small tree that would expand without end."""
 
 Where = Callable[[int], str]
 """How a line is named in messages: ``line 12``, or ``cell 4, line 2`` in a notebook."""
@@ -268,6 +273,7 @@ class _Reader(ast.NodeVisitor):
         self.named: dict[str, _Object] = {}
         self.by_call: dict[int, _Object] = {}
         self.notes: list[str] = []
+        self.values_read = 0
 
     # --- names -------------------------------------------------------------------------
 
@@ -323,6 +329,12 @@ class _Reader(ast.NodeVisitor):
                 f"{MAX_DEPTH} levels"
             )
         line = getattr(node, "lineno", 0)
+        self.values_read += 1
+        if self.values_read > MAX_VALUES:
+            raise SpecFormatError(
+                f"{self.origin}: {self.where(line)}: refused: the code's values expand to more "
+                f"than {MAX_VALUES:,} items"
+            )
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, (ast.List, ast.Tuple)):
@@ -338,7 +350,7 @@ class _Reader(ast.NodeVisitor):
                 out[name] = self.value(item, depth + 1)
             return out
         if isinstance(node, ast.Name):
-            return self.name(node)
+            return self.name(node, depth)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             inner = self.value(node.operand, depth + 1)
             return -inner if isinstance(inner, (int, float)) else self.computed(node)
@@ -418,13 +430,13 @@ class _Reader(ast.NodeVisitor):
             parts.append(str(inner))
         return "".join(parts)
 
-    def name(self, node: ast.Name) -> Any:
+    def name(self, node: ast.Name, depth: int = 0) -> Any:
         if node.id in self.named:
             return self.named[node.id]
         if node.id in self.constants and node.id not in self.resolving:
             self.resolving.add(node.id)
-            try:
-                return self.value(self.constants[node.id])
+            try:  # a constant's value nests where it is used: one depth bound for both
+                return self.value(self.constants[node.id], depth + 1)
             finally:
                 self.resolving.discard(node.id)
         why = self.unknown.get(node.id, "a name not assigned in this code")
