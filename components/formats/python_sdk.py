@@ -57,11 +57,14 @@ from .result import FileJob, Format, LoadedSpec
 from .text import clipped
 
 __all__ = [
+    "KEPT_PATH",
     "MAX_DEPTH",
     "MAX_JOBS",
     "MAX_NODES",
     "MAX_TREE_DEPTH",
     "MAX_VALUES",
+    "CodeReader",
+    "Computed",
     "SdkJob",
     "loaded_sdk_job",
     "parse_python",
@@ -133,7 +136,7 @@ _MACHINE_DEFAULTS: dict[str, Any] = {
     "boot_disk_size_gb": 100,
     "reduction_server_replica_count": 0,
 }
-_KEPT_PATH = re.compile(
+KEPT_PATH = re.compile(
     r"(?:^|\.)(?:display_name|displayName|args|environment_variables|env)(?:\[|\.|$)"
 )
 """Where a computed value keeps its text: fields whose shape alone the validator checks (a
@@ -207,15 +210,15 @@ def read_python_jobs(
     environment ``os.environ.get("NAME", default)`` and ``os.getenv`` read (none: the
     defaults)."""
     tree = parse_python(source, origin, where) if isinstance(source, str) else source
-    reader = _Reader(tree, origin, where, env or {})
+    reader = CodeReader(tree, origin, where, env or {})
     reader.visit(tree)
     return reader.jobs()
 
 
-def value_reader(module: ast.Module, origin: str, where: Where) -> _Reader:
+def value_reader(module: ast.Module, origin: str, where: Where) -> CodeReader:
     """The reader of the module's values (its constants, imports and SDK objects, as they
     stand at its end), for text that uses them: a notebook's ``!`` lines."""
-    reader = _Reader(module, origin, where)
+    reader = CodeReader(module, origin, where)
     reader.visit(module)
     return reader
 
@@ -255,8 +258,9 @@ def check_size(tree: ast.AST, origin: str) -> None:
         stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
 
 
-class _Reader(ast.NodeVisitor):
-    """One pass over the code in source order: imports, constants, SDK calls."""
+class CodeReader(ast.NodeVisitor):
+    """One pass over the code in source order: imports, constants, SDK calls (the reader of
+    values ``pulumi_programs`` extends for pulumi-gcp's input classes)."""
 
     def __init__(
         self, tree: ast.Module, origin: str, where: Where, env: Mapping[str, str] | None = None
@@ -323,18 +327,8 @@ class _Reader(ast.NodeVisitor):
         """A literal's value, a constant's, or ``Computed``."""
         if node is None:
             return None
-        if depth > MAX_DEPTH:
-            raise SpecFormatError(
-                f"{self.origin}: {self.where(node.lineno)}: a value nested deeper than "  # type: ignore[attr-defined]
-                f"{MAX_DEPTH} levels"
-            )
+        self.count(node, depth)
         line = getattr(node, "lineno", 0)
-        self.values_read += 1
-        if self.values_read > MAX_VALUES:
-            raise SpecFormatError(
-                f"{self.origin}: {self.where(line)}: refused: the code's values expand to more "
-                f"than {MAX_VALUES:,} items"
-            )
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, (ast.List, ast.Tuple)):
@@ -383,6 +377,17 @@ class _Reader(ast.NodeVisitor):
                 return found
             return self.computed(node, f"a call to {clipped(ast.unparse(node.func))}()")
         return self.computed(node)
+
+    def count(self, node: ast.AST, depth: int) -> None:
+        """One more value read, at ``depth``: refused past ``MAX_DEPTH`` or ``MAX_VALUES``."""
+        line = getattr(node, "lineno", 0)
+        if depth > MAX_DEPTH:
+            raise self.error(line, f"a value nested deeper than {MAX_DEPTH} levels")
+        self.values_read += 1
+        if self.values_read > MAX_VALUES:
+            raise self.error(
+                line, f"refused: the code's values expand to more than {MAX_VALUES:,} items"
+            )
 
     def environment(self, node: ast.AST, depth: int) -> Any:
         """``os.environ.get("NAME", default)``, ``os.getenv``, ``os.environ["NAME"]``: the
@@ -655,7 +660,7 @@ class _Job:
     """The document of one SDK job, its notes, and errors naming computed arguments."""
 
     def __init__(
-        self, reader: _Reader, made: _Object, run: tuple[int, dict[str, Any]] | None
+        self, reader: CodeReader, made: _Object, run: tuple[int, dict[str, Any]] | None
     ) -> None:
         self.reader = reader
         self.made = made
@@ -677,7 +682,7 @@ class _Job:
                 + " applies"
             )
             return None
-        if _KEPT_PATH.search(path):
+        if KEPT_PATH.search(path):
             self.notes.append(
                 f"{path} is computed by the code ({self.reader.where(computed.line)}: "
                 f"{computed.what}): kept as written ({computed.text})"
