@@ -20,9 +20,10 @@ Neither program is run, imported or evaluated:
 snake_case fields become the API's camelCase (a label's key is kept as written). A value the
 program computes (a variable, a call, a template with ``${}``, ``config.require(...)``, another
 resource's output, an ``Output``) is named as such: in a display name, trainer arguments or
-environment values its text is kept, with a note; in the project, location, output directory,
-service account, network, encryption key or Tensorboard it is left out, with a note (the
-stack's own applies); anywhere else it is one error line naming the field and its line.
+environment values its text is kept, with a note; in a label, the project, location, output
+directory, service account, network, encryption key or Tensorboard it is left out, with a note
+(the stack's own applies; programs take these from the stack, config or another resource);
+anywhere else it is one error line naming the field and its line.
 
 Each ``AiCustomJob`` is a job of its own, named by its line and resource name
 (``load.load_jobs``). Bounds: the text is ``MAX_SPEC_BYTES`` (``text.read_text``);
@@ -134,7 +135,7 @@ def _settled(value: Any, path: str, origin: str, where: Where, notes: list[str])
         return value
     fields = {to_camel(part) for part in re.split(r"[.\[\]]+", path) if part}
     said = f"{path} is computed by the program ({where(value.line)}: {value.what})"
-    if fields & _LEFT_OUT and not path.startswith("labels"):
+    if path.startswith("labels") or fields & _LEFT_OUT:
         notes.append(f"{said}: left out, so the stack's own applies")
         return None
     if KEPT_PATH.search(path):

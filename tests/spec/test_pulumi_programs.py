@@ -47,7 +47,7 @@ job = gcp.vertex.AiCustomJob(
     display_name="bert-" + "finetune",
     location="us-central1",
     project="my-project",
-    labels={{"team": "nlp", "cost_center": "ml_research"}},
+    labels={{"team": "nlp", "cost_center": "ml_research", "stack": pulumi.get_stack()}},
     job_spec=gcp.vertex.AiCustomJobJobSpecArgs(
         worker_pool_specs=[
             gcp.vertex.AiCustomJobJobSpecWorkerPoolSpecArgs(
@@ -185,6 +185,9 @@ def test_a_python_program_of_input_classes_is_read_as_the_job_it_creates(
     assert "the Pulumi config value 'lr'" in notes and "kept as written" in notes
     assert "base_output_directory.output_uri_prefix is computed by the program" in notes
     assert "a Pulumi Output" in notes and "left out" in notes
+    assert (
+        "labels.stack is computed by the program (line 15: a call to pulumi.get_stack())" in notes
+    )
     assert validate(spec) == []
 
 
