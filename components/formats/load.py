@@ -200,9 +200,9 @@ def with_prebuilt_images(
     return dataclasses.replace(loaded, spec=spec, notes=[*loaded.notes, *notes])
 
 
-_MANY_JOBS_SUFFIXES = frozenset({".ipynb", ".py", ".ts", ".js"})
-_PROGRAM_SUFFIXES = frozenset({".ts", ".js"})
+_PROGRAM_SUFFIXES = frozenset({".ts", ".mts", ".cts", ".js", ".mjs", ".cjs"})
 """A Pulumi TypeScript or JavaScript program: each pulumi-gcp AiCustomJob it constructs."""
+_MANY_JOBS_SUFFIXES = frozenset({".ipynb", ".py"}) | _PROGRAM_SUFFIXES
 
 
 def holds_jobs(path: Path) -> bool:

@@ -10,9 +10,9 @@ Neither program is run, imported or evaluated:
   read as the mapping of its keywords, or the dict form (``job_spec={"worker_pool_specs":
   [...]}``), or one ``AiCustomJobArgs(...)`` (``args=``); with ``import pulumi_gcp as gcp``,
   ``from pulumi_gcp import vertex`` or ``from pulumi_gcp.vertex import AiCustomJob``.
-- TypeScript or JavaScript (``.ts``, ``.js``) is read by a small tokenizer and a reader of
-  object literals: ``new gcp.vertex.AiCustomJob("name", { displayName: ..., jobSpec: {
-  workerPoolSpecs: [...] } })``, with ``import * as gcp from "@pulumi/gcp"``, ``import {
+- TypeScript or JavaScript (``.ts``, ``.js``, ``.mts``...) is read by a small tokenizer and
+  a reader of object literals: ``new gcp.vertex.AiCustomJob("name", { displayName: ...,
+  jobSpec: { workerPoolSpecs: [...] } })``, with ``import * as gcp from "@pulumi/gcp"``, ``import {
   vertex } from "@pulumi/gcp"`` or ``require("@pulumi/gcp")``. Values: strings in any quotes
   (a template without ``${}``), numbers, booleans, ``null``/``undefined``, arrays, objects
   (comments and trailing commas allowed), and names of top-level ``const``s of such values.

@@ -5,6 +5,7 @@ bounded reader of object literals. A computed value is named in one line."""
 from __future__ import annotations
 
 import io
+import random
 import time
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 import yaml
 
 from components import load_spec_file, validate
-from components._errors import SpecFormatError
+from components._errors import SpecError, SpecFormatError
 from components.cli._cli import main
 from components.formats.load import load_jobs
 from components.formats.pulumi_programs import MAX_TOKENS
@@ -196,7 +197,8 @@ def test_the_dict_form_and_the_typescript_program_read_as_the_same_job(tmp_path:
     dicts = _job_of(write(tmp_path, "dicts.py", PYTHON_DICTS))
     typescript = _job_of(write(tmp_path, "index.ts", TYPESCRIPT))
     javascript = _job_of(write(tmp_path, "index.js", TYPESCRIPT))
-    assert typescript == javascript
+    module = _job_of(write(tmp_path, "index.mts", TYPESCRIPT))
+    assert typescript == javascript == module
     # The computed parts differ only where each program computes: the third argument, and
     # the output directory the Python and TypeScript programs take from the bucket.
     for job in (classes, dicts, typescript):
@@ -442,3 +444,43 @@ def test_hostile_typescript_is_one_clear_line_quickly(
     assert code == 2 and expected in err
     assert "Traceback" not in err
     assert len([line for line in err.splitlines() if not line.startswith("==")]) == 1
+
+
+def _mutations(text: str, count: int, seed: int) -> list[str]:
+    """``text`` with a character deleted, doubled or replaced by a bracket, quote or operator
+    at random places: broken programs of every shape the readers meet."""
+    rng = random.Random(seed)
+    pieces = [*"{}[](),:;'\"`$/*\\.=+-!?<>\n", "${", "...", "/*", "//", "0x", "1e999"]
+    found = []
+    for _ in range(count):
+        at = rng.randrange(len(text))
+        choice = rng.randrange(3)
+        if choice == 0:
+            found.append(text[:at] + text[at + 1 :])
+        elif choice == 1:
+            found.append(text[:at] + text[at] * rng.randrange(2, 50) + text[at + 1 :])
+        else:
+            found.append(text[:at] + rng.choice(pieces) + text[at + 1 :])
+    return found
+
+
+@pytest.mark.parametrize(("name", "text"), [("index.ts", TYPESCRIPT), ("__main__.py", PYTHON_ARGS)])
+def test_broken_programs_are_read_or_refused_in_one_line(
+    tmp_path: Path, name: str, text: str
+) -> None:
+    """Every mutation is a job, a job's error or the file's one-line error; never an
+    exception of another kind."""
+    started = time.monotonic()
+    outcomes = {"read": 0, "job error": 0, "refused": 0}
+    for index, mutated in enumerate(_mutations(text, 300, seed=len(name))):
+        path = write(tmp_path, f"{index}-{name}", mutated)
+        try:
+            jobs = load_jobs(path, env={})
+        except SpecError as exc:
+            assert "\n" not in str(exc) and str(path) in str(exc)
+            outcomes["refused"] += 1
+            continue
+        for job in jobs:
+            outcomes["read" if job.loaded is not None else "job error"] += 1
+    assert time.monotonic() - started < 60
+    assert all(outcomes.values()), outcomes  # each way out is taken
