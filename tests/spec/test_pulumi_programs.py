@@ -484,3 +484,29 @@ def test_broken_programs_are_read_or_refused_in_one_line(
             outcomes["read" if job.loaded is not None else "job error"] += 1
     assert time.monotonic() - started < 60
     assert all(outcomes.values()), outcomes  # each way out is taken
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        ('vertex.AiCustomJob("j", **settings)', "AiCustomJob(**...) takes its arguments from a"),
+        ('vertex.AiCustomJob("j", args=make_args())', "AiCustomJob's args are computed by the"),
+        (
+            'vertex.AiCustomJob("j", display_name="j")',
+            "AiCustomJob j has no job spec: give job_spec=",
+        ),
+        (
+            'vertex.AiCustomJob("j", job_spec=vertex.AiCustomJobJobSpecArgs(*pools))',
+            "job_spec is computed by the program (AiCustomJobJobSpecArgs(...) given its fields by "
+            "position or from **)",
+        ),
+    ],
+)
+def test_python_arguments_that_cannot_be_read_are_named(
+    tmp_path: Path, call: str, expected: str
+) -> None:
+    text = f"from pulumi_gcp import vertex\n{call}\n"
+    (job,) = load_jobs(write(tmp_path, "__main__.py", text), env={})
+    assert job.name in ("line 2: AiCustomJob", "line 2: AiCustomJob j")
+    assert job.error is not None and expected in str(job.error)
+    assert str(job.error).startswith(f"{tmp_path / '__main__.py'}: line 2: ")
