@@ -633,9 +633,12 @@ class _TypeScriptProgram:
         return self.computed(index, end), end
 
     def ends(self, index: int) -> bool:
-        return index >= len(self.tokens) or (
-            self.text(index) in _ENDS and self.tokens[index].kind == "punct"
-        )
+        """Whether an expression ends before the token at ``index``: a ``,``, ``;`` or closer,
+        or a word on a new line (a statement ended without ``;``, as JavaScript reads it)."""
+        if index >= len(self.tokens):
+            return True
+        token = self.tokens[index]
+        return token.text in _ENDS if token.kind == "punct" else token.newline
 
     def skip(self, index: int, types: bool = False) -> int:
         """The end of the expression at ``index``: the first ``,``/``;``/closer outside brackets."""

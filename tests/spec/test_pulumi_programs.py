@@ -198,7 +198,11 @@ def test_the_dict_form_and_the_typescript_program_read_as_the_same_job(tmp_path:
     typescript = _job_of(write(tmp_path, "index.ts", TYPESCRIPT))
     javascript = _job_of(write(tmp_path, "index.js", TYPESCRIPT))
     module = _job_of(write(tmp_path, "index.mts", TYPESCRIPT))
-    assert typescript == javascript == module
+    # Statements ended by line breaks alone, as `semi: false` formatters write them.
+    unended = TYPESCRIPT.replace(";\n", "\n").replace("}, { dependsOn: [bucket] })", "})")
+    assert ";" not in unended
+    no_semicolons = _job_of(write(tmp_path, "unended.ts", unended))
+    assert typescript == javascript == module == no_semicolons
     # The computed parts differ only where each program computes: the third argument, and
     # the output directory the Python and TypeScript programs take from the bucket.
     for job in (classes, dicts, typescript):
