@@ -803,6 +803,8 @@ class _TypeScriptProgram:
             return _output(head, resource)
         if calls:
             return f"a call to {dotted}()"
+        if parts[:2] == ["process", "env"] and len(parts) == 3:
+            return f"the environment variable {parts[2]}, read as the program runs"
         if len(parts) == 1 and self.text(after) != "(" and self.ends(after):
             if head in self.constants:
                 return f"{head}, a constant whose value is not a literal"

@@ -314,6 +314,13 @@ def test_typescript_import_forms_and_a_declared_args_object(tmp_path: Path, prog
         ),
         (
             "index.ts",
+            'machineType: "n1-standard-8"',
+            "machineType: process.env.MACHINE",
+            "line 7: jobSpec.workerPoolSpecs[0].machineSpec.machineType is computed by the program "
+            "(the environment variable MACHINE, read as the program runs)",
+        ),
+        (
+            "index.ts",
             "bootDiskSizeGb: 2_00",
             "bootDiskSizeGb: Math.max(100, 200)",
             "diskSpec.bootDiskSizeGb is computed by the program (a call to Math.max())",
