@@ -18,11 +18,17 @@ format                                        recognised by                     
 ``notebook``                                  ``.ipynb``, or JSON with ``nbformat`` and     ``notebook``
                                               ``cells``: each job its cells submit
 ``python-sdk``                                ``.py``: each Vertex AI SDK job (``ast``)     ``python_sdk``
+``pulumi-program``                            ``.py`` importing ``pulumi_gcp``, ``.ts``,    ``pulumi_programs``
+                                              ``.js``: each pulumi-gcp ``AiCustomJob``
 ============================================  ============================================  =================
 
-A notebook or Python file may hold several jobs, and so may a script whose one submission is
-inside loops over known values (a job per run): ``load.load_jobs`` gives each, named
-(``FileJob``); ``load_spec_file`` takes one of them only when it is the file's one job.
+A Terraform ``google_vertex_ai_custom_job`` (``.tf``) and a Pulumi YAML program's
+``AiCustomJob`` are read as the ``custom-job`` they create (``migration``).
+
+A notebook, a Python file or a Pulumi program may hold several jobs, and so may a script whose
+one submission is inside loops over known values (a job per run): ``load.load_jobs`` gives
+each, named (``FileJob``); ``load_spec_file`` takes one of them only when it is the file's
+one job.
 
 A file holds a custom job or a hyperparameter tuning job (``LoadedSpec.kind``): a tuning job
 is read only when the caller asks for one (``load_spec_file(path, tuning=True)``, then

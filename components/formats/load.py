@@ -19,7 +19,13 @@ from .legacy_config import read_legacy_config
 from .legacy_tuning import is_legacy_tuning, tuning_summary
 from .migration import TERRAFORM_TYPE, is_pulumi_program, job_from_pulumi_yaml, job_from_terraform
 from .notebook import is_notebook, read_notebook, read_notebook_text
-from .python_sdk import loaded_sdk_job, read_python_jobs
+from .pulumi_programs import (
+    RESOURCE,
+    constructs_ai_custom_job,
+    read_python_programs,
+    read_typescript_program,
+)
+from .python_sdk import loaded_sdk_job, parse_python, read_python_jobs
 from .request import RequestShape, job_from_request
 from .result import FileJob, Format, LoadedSpec, TuningJobFileError
 from .script import LoopJobs
@@ -194,11 +200,13 @@ def with_prebuilt_images(
     return dataclasses.replace(loaded, spec=spec, notes=[*loaded.notes, *notes])
 
 
-_MANY_JOBS_SUFFIXES = frozenset({".ipynb", ".py"})
+_PROGRAM_SUFFIXES = frozenset({".ts", ".mts", ".cts", ".js", ".mjs", ".cjs"})
+"""A Pulumi TypeScript or JavaScript program: each pulumi-gcp AiCustomJob it constructs."""
+_MANY_JOBS_SUFFIXES = frozenset({".ipynb", ".py"}) | _PROGRAM_SUFFIXES
 
 
 def holds_jobs(path: Path) -> bool:
-    """A notebook, a Python file or a script (shell, batch file, Makefile: one submission in
+    """A notebook, a Python file, a Pulumi TypeScript program or a script (shell, batch file, Makefile: one submission in
     loops over known values is a job per run): several jobs, each read on its own
     (``load_jobs``)."""
     if path.suffix in _MANY_JOBS_SUFFIXES:
@@ -237,19 +245,20 @@ def load_jobs(
     path = Path(path)
     catalog = catalog or load_catalog()
     if path.suffix == ".py":
-        text = read_text(path, what="Python file")
-        jobs = [
-            loaded_sdk_job(sdk, str(path), catalog, region, spec_from_document)
-            for sdk in read_python_jobs(text, str(path), env=os.environ if env is None else env)
-        ]
-        if not jobs:
+        return _python_jobs(path, env, catalog, region, tuning)
+    if path.suffix in _PROGRAM_SUFFIXES:
+        text = read_text(path, what="Pulumi program")
+        resources = read_typescript_program(text, str(path))
+        if not resources:
             raise SpecFormatError(
-                f"{path}: no Vertex AI SDK job found: expected aiplatform.CustomJob(...), "
-                "CustomJob.from_local_script(...), CustomTrainingJob/CustomContainerTrainingJob/"
-                "CustomPythonPackageTrainingJob(...).run(...) or HyperparameterTuningJob(...) "
-                "(with google.cloud.aiplatform imported)"
+                f"{path}: no pulumi-gcp {RESOURCE} found: expected new gcp.vertex.{RESOURCE}"
+                '("name", {...}) (with @pulumi/gcp imported)'
             )
-        return [_settled(job, catalog, region, tuning) for job in jobs]
+        found = [
+            loaded_sdk_job(job, str(path), catalog, region, spec_from_document, "pulumi-program")
+            for job in resources
+        ]
+        return [_settled(job, catalog, region, tuning) for job in found]
     if path.suffix == ".ipynb":
         return _notebook_jobs(path, read_notebook_text(path), env, catalog, region, tuning)
     try:
@@ -262,6 +271,41 @@ def load_jobs(
         )
         return [_settled(job, catalog, region, tuning) for job in jobs]
     return [FileJob(None, loaded)]
+
+
+def _python_jobs(
+    path: Path,
+    env: Mapping[str, str] | None,
+    catalog: Catalog,
+    region: str | None,
+    tuning: bool,
+) -> list[FileJob]:
+    """The jobs of a Python file, in source order: its Vertex AI SDK jobs, and in a Pulumi
+    program the pulumi-gcp AiCustomJobs it constructs."""
+    origin = str(path)
+    tree = parse_python(read_text(path, what="Python file"), origin)
+    environment = os.environ if env is None else env
+    found = [
+        (sdk.line, loaded_sdk_job(sdk, origin, catalog, region, spec_from_document))
+        for sdk in read_python_jobs(tree, origin, env=environment)
+    ]
+    if constructs_ai_custom_job(tree):
+        found += [
+            (
+                job.line,
+                loaded_sdk_job(job, origin, catalog, region, spec_from_document, "pulumi-program"),
+            )
+            for job in read_python_programs(tree, origin)
+        ]
+    if not found:
+        raise SpecFormatError(
+            f"{path}: no Vertex AI SDK job found: expected aiplatform.CustomJob(...), "
+            "CustomJob.from_local_script(...), CustomTrainingJob/CustomContainerTrainingJob/"
+            "CustomPythonPackageTrainingJob(...).run(...) or HyperparameterTuningJob(...) "
+            f"(with google.cloud.aiplatform imported), or a pulumi-gcp gcp.vertex.{RESOURCE}(...) "
+            "(with pulumi_gcp imported)"
+        )
+    return [_settled(job, catalog, region, tuning) for _, job in sorted(found, key=lambda f: f[0])]
 
 
 def _notebook_jobs(

@@ -22,6 +22,7 @@ __all__ = [
     "PLUGIN_TYPES",
     "PULUMI_TYPES",
     "TERRAFORM_TYPE",
+    "as_custom_job",
     "is_pulumi_program",
     "job_from_pulumi_yaml",
     "job_from_terraform",
@@ -66,7 +67,7 @@ def job_from_terraform(text: str, origin: str, notes: list[str]) -> dict[str, An
         )
     name, body = jobs[0]
     job = _hcl_value(body, f"{TERRAFORM_TYPE}.{name}", notes, 0)
-    return _as_custom_job(job, f"{TERRAFORM_TYPE}.{name}", notes)
+    return as_custom_job(job, f"{TERRAFORM_TYPE}.{name}", notes)
 
 
 def job_from_pulumi_yaml(document: dict[str, Any], origin: str, notes: list[str]) -> dict[str, Any]:
@@ -86,7 +87,7 @@ def job_from_pulumi_yaml(document: dict[str, Any], origin: str, notes: list[str]
     if not isinstance(properties, dict):
         raise SpecFormatError(f"{origin}: resources.{name}.properties: expected a mapping")
     job = _pulumi_value(properties, f"resources.{name}.properties", notes, 0)
-    return _as_custom_job(job, f"resources.{name}", notes)
+    return as_custom_job(job, f"resources.{name}", notes)
 
 
 def is_pulumi_program(document: Any) -> bool:
@@ -97,7 +98,10 @@ def is_pulumi_program(document: Any) -> bool:
     )
 
 
-def _as_custom_job(job: Any, where: str, notes: list[str]) -> dict[str, Any]:
+def as_custom_job(job: Any, where: str, notes: list[str]) -> dict[str, Any]:
+    """The arguments of a Terraform or pulumi-gcp custom job resource (snake_case or
+    camelCase) as the ``CustomJob`` it creates: camelCase, ``location`` as ``region``, the
+    project and the provider's computed fields left out (a note says so for the project)."""
     if not isinstance(job, dict):
         raise SpecFormatError(f"{where}: expected a block of arguments")
     camel: dict[str, Any] = _camel(job)
@@ -110,9 +114,16 @@ def _as_custom_job(job: Any, where: str, notes: list[str]) -> dict[str, Any]:
     return camel
 
 
+_DATA_MAPS = frozenset({"labels", "effective_labels", "effectiveLabels"})
+"""Fields whose keys are the user's data (a label ``cost_center``), not field names."""
+
+
 def _camel(value: Any) -> Any:
     if isinstance(value, dict):
-        return {to_camel(k) if "_" in k else k: _camel(v) for k, v in value.items()}
+        return {
+            to_camel(k) if "_" in k else k: v if k in _DATA_MAPS else _camel(v)
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [_camel(v) for v in value]
     return value

@@ -35,7 +35,8 @@ the job's display name, trainer arguments and environment values keep its text, 
 anywhere else it is one error naming the argument and its line.
 
 Bounds: the text is ``MAX_SPEC_BYTES`` at most (``text.read_text``); a tree of more than
-``MAX_NODES`` nodes, or a value nested deeper than ``MAX_DEPTH``, is refused; Python's own
+``MAX_NODES`` nodes, a value nested deeper than ``MAX_DEPTH`` (a constant nesting where it is
+used), or values that expand past ``MAX_VALUES``, is refused; Python's own
 parser refuses deeper nesting than it can hold (said as such, never a traceback).
 """
 
@@ -56,10 +57,14 @@ from .result import FileJob, Format, LoadedSpec
 from .text import clipped
 
 __all__ = [
+    "KEPT_PATH",
     "MAX_DEPTH",
     "MAX_JOBS",
     "MAX_NODES",
     "MAX_TREE_DEPTH",
+    "MAX_VALUES",
+    "CodeReader",
+    "Computed",
     "SdkJob",
     "loaded_sdk_job",
     "parse_python",
@@ -72,6 +77,9 @@ MAX_DEPTH = 32
 MAX_TREE_DEPTH = 200
 """Real code nests a few dozen syntax levels; the readers walk the tree recursively."""
 MAX_JOBS = 100
+MAX_VALUES = 200_000
+"""Values read in all (constants count each time they are used): ``A1 = [A0, A0]``,
+``A2 = [A1, A1]``... is a small tree that would expand without end."""
 
 Where = Callable[[int], str]
 """How a line is named in messages: ``line 12``, or ``cell 4, line 2`` in a notebook."""
@@ -128,7 +136,7 @@ _MACHINE_DEFAULTS: dict[str, Any] = {
     "boot_disk_size_gb": 100,
     "reduction_server_replica_count": 0,
 }
-_KEPT_PATH = re.compile(
+KEPT_PATH = re.compile(
     r"(?:^|\.)(?:display_name|displayName|args|environment_variables|env)(?:\[|\.|$)"
 )
 """Where a computed value keeps its text: fields whose shape alone the validator checks (a
@@ -202,15 +210,15 @@ def read_python_jobs(
     environment ``os.environ.get("NAME", default)`` and ``os.getenv`` read (none: the
     defaults)."""
     tree = parse_python(source, origin, where) if isinstance(source, str) else source
-    reader = _Reader(tree, origin, where, env or {})
+    reader = CodeReader(tree, origin, where, env or {})
     reader.visit(tree)
     return reader.jobs()
 
 
-def value_reader(module: ast.Module, origin: str, where: Where) -> _Reader:
+def value_reader(module: ast.Module, origin: str, where: Where) -> CodeReader:
     """The reader of the module's values (its constants, imports and SDK objects, as they
     stand at its end), for text that uses them: a notebook's ``!`` lines."""
-    reader = _Reader(module, origin, where)
+    reader = CodeReader(module, origin, where)
     reader.visit(module)
     return reader
 
@@ -250,8 +258,9 @@ def check_size(tree: ast.AST, origin: str) -> None:
         stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
 
 
-class _Reader(ast.NodeVisitor):
-    """One pass over the code in source order: imports, constants, SDK calls."""
+class CodeReader(ast.NodeVisitor):
+    """One pass over the code in source order: imports, constants, SDK calls (the reader of
+    values ``pulumi_programs`` extends for pulumi-gcp's input classes)."""
 
     def __init__(
         self, tree: ast.Module, origin: str, where: Where, env: Mapping[str, str] | None = None
@@ -268,6 +277,7 @@ class _Reader(ast.NodeVisitor):
         self.named: dict[str, _Object] = {}
         self.by_call: dict[int, _Object] = {}
         self.notes: list[str] = []
+        self.values_read = 0
 
     # --- names -------------------------------------------------------------------------
 
@@ -317,11 +327,7 @@ class _Reader(ast.NodeVisitor):
         """A literal's value, a constant's, or ``Computed``."""
         if node is None:
             return None
-        if depth > MAX_DEPTH:
-            raise SpecFormatError(
-                f"{self.origin}: {self.where(node.lineno)}: a value nested deeper than "  # type: ignore[attr-defined]
-                f"{MAX_DEPTH} levels"
-            )
+        self.count(node, depth)
         line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Constant):
             return node.value
@@ -338,7 +344,7 @@ class _Reader(ast.NodeVisitor):
                 out[name] = self.value(item, depth + 1)
             return out
         if isinstance(node, ast.Name):
-            return self.name(node)
+            return self.name(node, depth)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             inner = self.value(node.operand, depth + 1)
             return -inner if isinstance(inner, (int, float)) else self.computed(node)
@@ -371,6 +377,17 @@ class _Reader(ast.NodeVisitor):
                 return found
             return self.computed(node, f"a call to {clipped(ast.unparse(node.func))}()")
         return self.computed(node)
+
+    def count(self, node: ast.AST, depth: int) -> None:
+        """One more value read, at ``depth``: refused past ``MAX_DEPTH`` or ``MAX_VALUES``."""
+        line = getattr(node, "lineno", 0)
+        if depth > MAX_DEPTH:
+            raise self.error(line, f"a value nested deeper than {MAX_DEPTH} levels")
+        self.values_read += 1
+        if self.values_read > MAX_VALUES:
+            raise self.error(
+                line, f"refused: the code's values expand to more than {MAX_VALUES:,} items"
+            )
 
     def environment(self, node: ast.AST, depth: int) -> Any:
         """``os.environ.get("NAME", default)``, ``os.getenv``, ``os.environ["NAME"]``: the
@@ -418,13 +435,13 @@ class _Reader(ast.NodeVisitor):
             parts.append(str(inner))
         return "".join(parts)
 
-    def name(self, node: ast.Name) -> Any:
+    def name(self, node: ast.Name, depth: int = 0) -> Any:
         if node.id in self.named:
             return self.named[node.id]
         if node.id in self.constants and node.id not in self.resolving:
             self.resolving.add(node.id)
-            try:
-                return self.value(self.constants[node.id])
+            try:  # a constant's value nests where it is used: one depth bound for both
+                return self.value(self.constants[node.id], depth + 1)
             finally:
                 self.resolving.discard(node.id)
         why = self.unknown.get(node.id, "a name not assigned in this code")
@@ -643,7 +660,7 @@ class _Job:
     """The document of one SDK job, its notes, and errors naming computed arguments."""
 
     def __init__(
-        self, reader: _Reader, made: _Object, run: tuple[int, dict[str, Any]] | None
+        self, reader: CodeReader, made: _Object, run: tuple[int, dict[str, Any]] | None
     ) -> None:
         self.reader = reader
         self.made = made
@@ -665,7 +682,7 @@ class _Job:
                 + " applies"
             )
             return None
-        if _KEPT_PATH.search(path):
+        if KEPT_PATH.search(path):
             self.notes.append(
                 f"{path} is computed by the code ({self.reader.where(computed.line)}: "
                 f"{computed.what}): kept as written ({computed.text})"

@@ -39,6 +39,7 @@ Format = Literal[
     "gcloud-command",
     "notebook",
     "python-sdk",
+    "pulumi-program",
     "hyperparameter-tuning-job",
     "create-hyperparameter-tuning-job-request",
 ]

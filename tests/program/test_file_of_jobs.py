@@ -1,5 +1,6 @@
 """A training:jobs entry whose file holds several jobs (a Python file of Vertex AI SDK calls, a
-notebook) makes one job of each, under ``pulumi.runtime.Mocks`` (issue 44, item 4)."""
+notebook, a Pulumi program's AiCustomJobs) makes one job of each, under
+``pulumi.runtime.Mocks`` (issue 44, items 4 and 9)."""
 
 from __future__ import annotations
 
@@ -70,3 +71,27 @@ def test_each_run_of_a_scripts_loop_is_a_job_of_the_stack(tmp_path: Path) -> Non
     assert sorted(jobs) == ["sweep-lr-0-01", "sweep-lr-0-1"]
     args = {n: s["workerPoolSpecs"][0]["containerSpec"]["args"] for n, s in jobs.items()}
     assert args == {"sweep-lr-0-01": ["--lr=0.01"], "sweep-lr-0-1": ["--lr=0.1"]}
+
+
+def test_each_ai_custom_job_of_a_typescript_program_is_a_job_of_the_stack(
+    tmp_path: Path,
+) -> None:
+    def resource(name: str, machine: str) -> str:
+        package = json.dumps(str(REPO / "examples" / "trainer"))
+        return (
+            f'new gcp.vertex.AiCustomJob("{name}", {{ displayName: "{name}", jobSpec: {{\n'
+            f'  workerPoolSpecs: [{{ machineSpec: {{ machineType: "{machine}" }}, replicaCount: 1,\n'
+            f'    pythonPackageSpec: {{ executorImageUri: "{EXECUTOR}", packageUris: [{package}],\n'
+            '      pythonModule: "trainer.task" } }] } });\n'
+        )
+
+    path = tmp_path / "index.ts"
+    path.write_text(
+        'import * as gcp from "@pulumi/gcp";\n'
+        + resource("small", "n1-standard-4")
+        + resource("large", "n1-standard-8")
+    )
+    run = run_stack("local", {"training:jobs": [{"name": "ts", "spec": str(path)}]})
+    jobs = {r.name: json.loads(r.inputs["spec"]) for r in run.by_type(JOB_TYPE)}
+    machines = {n: s["workerPoolSpecs"][0]["machineSpec"]["machineType"] for n, s in jobs.items()}
+    assert machines == {"ts-small": "n1-standard-4", "ts-large": "n1-standard-8"}

@@ -24,7 +24,7 @@ resource "google_vertex_ai_custom_job" "bert" {
   display_name = "bert-finetune"
   location     = "us-central1"
   project      = "my-project"
-  labels       = { team = "nlp" }
+  labels       = { team = "nlp", cost_center = "ml_research" }
 
   job_spec {
     worker_pool_specs {
@@ -76,7 +76,7 @@ def test_a_terraform_custom_job_is_read_as_the_job_it_creates(tmp_path: Path) ->
     loaded = load_spec_file(_write(tmp_path, "main.tf", TERRAFORM), env={})
     spec = loaded.spec
     assert spec.display_name == "bert-finetune" and spec.region == "us-central1"
-    assert spec.labels == {"team": "nlp"}
+    assert spec.labels == {"team": "nlp", "cost_center": "ml_research"}  # keys are data
     chief, workers = spec.worker_pool_specs
     assert chief.machine_spec is not None and chief.machine_spec.accelerator_count == 1
     assert chief.container_spec is not None and chief.container_spec.args == ["--epochs", "3"]

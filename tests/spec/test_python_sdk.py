@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from components import load_spec_file
 from components._errors import SpecFormatError
 from components.cli._cli import main
 from components.formats.load import load_jobs
-from components.formats.python_sdk import MAX_NODES, read_python_jobs
+from components.formats.python_sdk import MAX_NODES, MAX_VALUES, read_python_jobs
 from tests.spec.helpers import present
 
 IMAGE = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
@@ -297,6 +298,19 @@ def test_a_value_nested_deeper_than_the_bound_is_refused(tmp_path: Path) -> None
     (job,) = load_jobs(write(tmp_path, text))
     assert job.error is not None and "nested deeper than 32 levels" in str(job.error)
     assert read_python_jobs(text, "x.py")[0].error is not None
+
+
+def test_constants_that_expand_without_end_are_refused_quickly(tmp_path: Path) -> None:
+    # Eight short lines, 10**7 values once each constant is read where it is used.
+    lines = ["from google.cloud import aiplatform", 'A0 = "x"']
+    lines += [f"A{i} = [{', '.join([f'A{i - 1}'] * 10)}]" for i in range(1, 8)]
+    pool = '{"machine_spec": {"machine_type": "n1-standard-4"}, "container_spec": {"args": A7}}'
+    lines.append(f"aiplatform.CustomJob('j', worker_pool_specs=[{pool}])")
+    started = time.monotonic()
+    (job,) = load_jobs(write(tmp_path, "\n".join(lines) + "\n"))
+    assert time.monotonic() - started < 10
+    assert job.error is not None
+    assert f"values expand to more than {MAX_VALUES:,} items" in str(job.error)
 
 
 def test_cli_judges_and_prices_each_job(tmp_path: Path) -> None:
