@@ -530,6 +530,42 @@ def _loop(batch: _Batch, block: _Block) -> None:
     sets it in that run. One whose body submits nothing (gcloud only in its values, or in an
     ``echo``) is not evaluated, as any loop that submits nothing."""
     line = block.line
+    form, name, listed = _loop_head(batch, block, line)
+    body_at = block.index, block.offset
+    body = "\n".join(piece for _, piece in block.take_statement())
+    if not _GCLOUD.search(body):
+        _not_evaluated(batch, body, line, "for")
+        return
+    block.index, block.offset = body_at
+    if form and form.lower() != "l":
+        raise _unread_form(form, line)
+    _check_variable(batch, name, line)
+    values = _counted(listed, line) if form else _listed(batch, listed, line)
+    before = _Saved.of(batch)
+    index = batch.pins.get(for_loop_key(line, name), 0)
+    words = " ".join(_quoted(_unquoted(value)) or "''" for value in values)
+    _emit(batch, line, f"for {name} in {words}; do")
+    batch.loop_values[name] = values[index] if index < len(values) else ""
+    batch.loops.append((line, name, index))
+    if block.rest().startswith("("):
+        block.offset += 1
+        _sequence(batch, block, closing=True)
+    else:
+        _one_statement(batch, block)
+    del batch.loop_values[name]
+    batch.loops.pop()
+    if batch.submissions == before.submissions:
+        before.restore(batch)  # it names gcloud only in words of other commands (`echo`)
+        _not_evaluated(batch, body, line, "for")
+        return
+    # `done` on the line the body ends on: the one read, or, read to its end, the one before.
+    _emit(batch, block.lines[block.index - 1][0] if block.offset == 0 else block.line, "done")
+
+
+def _loop_head(batch: _Batch, block: _Block, line: int) -> tuple[str, str, str]:
+    """Read a ``for`` statement up to its body (``block`` left there): its switch (``L``, or
+    ""), its variable and its set as written; refuses a form not read here, a missing
+    ``do``, a ``do`` without a command, and loops nested deeper than ``MAX_LOOP_DEPTH``."""
     rest = block.rest()
     switch = re.match(r"(?i)for\s+/(\S+)", rest)
     form = switch.group(1) if switch is not None else ""
@@ -560,14 +596,12 @@ def _loop(batch: _Batch, block: _Block) -> None:
             f"refused: line {line}: the `for` loop is nested in {len(batch.loops)} loops around "
             f"the gcloud command: at most {MAX_LOOP_DEPTH} are read here"
         )
-    body_at = block.index, block.offset
-    body = "\n".join(piece for _, piece in block.take_statement())
-    if not _GCLOUD.search(body):
-        _not_evaluated(batch, body, line, "for")
-        return
-    block.index, block.offset = body_at
-    if form and form.lower() != "l":
-        raise _unread_form(form, line)
+    return form, name, listed
+
+
+def _check_variable(batch: _Batch, name: str, line: int) -> None:
+    """Refuse a ``for`` variable this reader cannot follow: not a letter, or one a loop
+    around it already sets."""
     if not name.isascii() or not name.isalpha():
         raise SpecFormatError(
             f"line {line}: the `for` variable %%{name} is not a letter, which this reader "
@@ -578,26 +612,6 @@ def _loop(batch: _Batch, block: _Block) -> None:
             f"line {line}: the `for` loop reuses %%{name} of the loop around it: give it a "
             "letter of its own"
         )
-    values = _counted(listed, line) if form else _listed(batch, listed, line)
-    before = _Saved.of(batch)
-    index = batch.pins.get(for_loop_key(line, name), 0)
-    words = " ".join(_quoted(_unquoted(value)) or "''" for value in values)
-    _emit(batch, line, f"for {name} in {words}; do")
-    batch.loop_values[name] = values[index] if index < len(values) else ""
-    batch.loops.append((line, name, index))
-    if block.rest().startswith("("):
-        block.offset += 1
-        _sequence(batch, block, closing=True)
-    else:
-        _one_statement(batch, block)
-    del batch.loop_values[name]
-    batch.loops.pop()
-    if batch.submissions == before.submissions:
-        before.restore(batch)  # it names gcloud only in words of other commands (`echo`)
-        _not_evaluated(batch, body, line, "for")
-        return
-    # `done` on the line the body ends on: the one read, or, read to its end, the one before.
-    _emit(batch, block.lines[block.index - 1][0] if block.offset == 0 else block.line, "done")
 
 
 def _unread_form(form: str, line: int) -> SpecFormatError:

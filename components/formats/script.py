@@ -991,6 +991,18 @@ class _Walker:
             return
         if head == "set":
             self.options(words[1:])
+        self.simple_step(command, words, mode, conditional, around if first == "while" else None)
+
+    def simple_step(
+        self,
+        command: Command,
+        words: list[Word],
+        mode: _Mode,
+        conditional: bool,
+        piped: _Around | None,
+    ) -> None:
+        """A simple command: its assignments alone, the ``read`` builtin (``piped``: the
+        loop and pipe of a ``while read``), curl, or a submission (gcloud or a wrapper)."""
         assignments = 0
         while assignments < len(words) and words[assignments].assigned():
             assignments += 1
@@ -1000,7 +1012,7 @@ class _Walker:
             return
         program = self.program(words[assignments])
         if program == "read" and mode != "substitution":
-            self.read_builtin(command, words, around if first == "while" else None)
+            self.read_builtin(command, words, piped)
             return
         if mode == "main" and program.rsplit("/", 1)[-1] == "curl":
             self.curl(words[assignments:], command)
