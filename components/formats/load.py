@@ -241,8 +241,12 @@ def load_jobs(
     """Every job of a file: a notebook's (``.ipynb``) and a Python file's (``.py``: Vertex AI
     SDK calls) each with its name, and what was read or why it could not be (the others are
     still read); a script's one submission once per run of the loops over known values around
-    it, each named by its run (``line 2: for LR=0.01``); any other format's one job, unnamed
-    (``load_spec_file``, raising as it does).
+    it, each named by its run (``line 2: for LR=0.01``); a Pulumi Python or TypeScript
+    program's ``AiCustomJob``s, each named by its line and resource (``line 14: AiCustomJob
+    bert``); a Pulumi YAML program's or Terraform file's job resources, when there are several,
+    each named by its resource (``AiCustomJob bert``, ``google_vertex_ai_custom_job.bert``);
+    any other format's one job (one such resource too), unnamed (``load_spec_file``, raising
+    as it does).
 
     ``SpecFormatError`` when the notebook or Python file cannot be read at all, or holds no
     job. ``tuning`` as for ``load_spec_file``: without it, a tuning job is an entry's error.
