@@ -9,6 +9,7 @@ catches the input errors)::
     │   ├── SpecFormatError              the file is unreadable or in no known format
     │   │   ├── TuningJobFileError       a tuning job where a single custom job was wanted
     │   │   ├── LoopJobs                 a script's one submission runs in loops: a job per run
+    │   │   ├── _SeveralJobs             a file of several jobs where one was wanted
     │   │   └── _MakeUnknown             a Makefile variable set only under ifeq/ifdef
     │   └── SpecInvalidError             the spec parsed, but has violations
     │       └── LegacyConversionError    a legacy job with problems, in the input's terms

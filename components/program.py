@@ -73,7 +73,8 @@ def _resolved(loaded: LoadedSpec, path: Path) -> Spec:
 
 
 def _read(path: Path) -> list[tuple[str | None, Spec, list[str]]]:
-    """The jobs of a job file (one, unnamed, for every format but notebooks and Python files),
+    """The jobs of a job file (one, unnamed, for a file of one job; several for a notebook, a
+    Python file, a Pulumi program or Terraform file of several resources, a script's loops),
     local paths resolved, each with the notes of its reading."""
     jobs = load_jobs(path, tuning=True)
     failed = [job for job in jobs if job.error is not None]

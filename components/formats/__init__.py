@@ -22,13 +22,14 @@ format                                        recognised by                     
                                               ``.js``: each pulumi-gcp ``AiCustomJob``
 ============================================  ============================================  =================
 
-A Terraform ``google_vertex_ai_custom_job`` (``.tf``) and a Pulumi YAML program's
-``AiCustomJob`` are read as the ``custom-job`` they create (``migration``).
+Terraform ``google_vertex_ai_custom_job`` resources (``.tf``) and a Pulumi YAML program's
+``AiCustomJob`` resources are read as the ``custom-job`` each creates (``migration``).
 
-A notebook, a Python file or a Pulumi program may hold several jobs, and so may a script whose
-one submission is inside loops over known values (a job per run): ``load.load_jobs`` gives
-each, named (``FileJob``); ``load_spec_file`` takes one of them only when it is the file's
-one job.
+A notebook, a Python file, a Pulumi program (Python, TypeScript, YAML) or a Terraform file may
+hold several jobs (a Pulumi program or Terraform file: a job per resource), and so may a script
+whose one submission is inside loops over known values (a job per run): ``load.load_jobs``
+gives each, named (``FileJob``); ``load_spec_file`` takes one of them only when it is the
+file's one job.
 
 A file holds a custom job or a hyperparameter tuning job (``LoadedSpec.kind``): a tuning job
 is read only when the caller asks for one (``load_spec_file(path, tuning=True)``, then

@@ -10,14 +10,21 @@ from typing import Any
 
 from pydantic.alias_generators import to_camel
 
-from .._errors import SpecFormatError
+from .._errors import SpecError, SpecFormatError
 from ..rules._catalog import Catalog, load_catalog
 from ..rules._images import settled_pools
 from ..rules._spec import CUSTOM_JOB_OUTPUT_ONLY, JobSpec
 from .gcloud_command import is_gcloud_command, read_gcloud_command, read_loop_jobs
 from .legacy_config import read_legacy_config
 from .legacy_tuning import is_legacy_tuning, tuning_summary
-from .migration import TERRAFORM_TYPE, is_pulumi_program, job_from_pulumi_yaml, job_from_terraform
+from .migration import (
+    PULUMI_TYPES,
+    TERRAFORM_TYPE,
+    ResourceJob,
+    is_pulumi_program,
+    pulumi_yaml_jobs,
+    terraform_jobs,
+)
 from .notebook import is_notebook, read_notebook, read_notebook_text
 from .pulumi_programs import (
     RESOURCE,
@@ -103,9 +110,10 @@ def spec_from_document(
     without it, it raises ``TuningJobFileError``.
     """
     if is_pulumi_program(document):
-        read = [f"{origin}: read as a pulumi-gcp AiCustomJob resource of a Pulumi YAML program"]
-        job = job_from_pulumi_yaml(document, origin, read)
-        return LoadedSpec(JobSpec.parse(job), "custom-job", read)
+        read = f"{origin}: read as a pulumi-gcp AiCustomJob resource of a Pulumi YAML program"
+        return _one_job(
+            [_resource_job(r, read) for r in pulumi_yaml_jobs(document, origin)], origin
+        )
     kind = detect_format(document, origin)
     if kind in _TUNING_FORMATS:
         if not tuning:
@@ -160,9 +168,8 @@ def load_spec_file(
         jobs = _notebook_jobs(path, text, env, catalog, region, tuning)
         return _one_job(jobs, path)
     if path.suffix == ".tf":
-        notes = [f"{path}: read as a Terraform {TERRAFORM_TYPE} resource"]
-        job = job_from_terraform(text, str(path), notes)
-        loaded = LoadedSpec(JobSpec.parse(job), "custom-job", notes)
+        read = f"{path}: read as a Terraform {TERRAFORM_TYPE} resource"
+        loaded = _one_job([_resource_job(r, read) for r in terraform_jobs(text, str(path))], path)
     elif is_gcloud_command(text, path):
         environment = os.environ if env is None else env
         loaded = read_gcloud_command(
@@ -206,23 +213,21 @@ _MANY_JOBS_SUFFIXES = frozenset({".ipynb", ".py"}) | _PROGRAM_SUFFIXES
 
 
 def holds_jobs(path: Path) -> bool:
-    """A notebook, a Python file, a Pulumi TypeScript program or a script (shell, batch file, Makefile: one submission in
-    loops over known values is a job per run): several jobs, each read on its own
-    (``load_jobs``)."""
-    if path.suffix in _MANY_JOBS_SUFFIXES:
+    """A file that may hold several jobs, each read on its own (``load_jobs``): a notebook, a
+    Python file, a Pulumi TypeScript program, a Terraform file or a Pulumi YAML program (a job
+    per resource), a script (shell, batch file, Makefile: one submission in loops over known
+    values is a job per run)."""
+    if path.suffix in _MANY_JOBS_SUFFIXES or path.suffix == ".tf":
         return True
-    return _script_text(path) is not None
-
-
-def _script_text(path: Path) -> str | None:
-    """The text of a file ``load_spec_file`` reads as a gcloud command, else None."""
-    if path.suffix == ".tf":
-        return None
     try:
         text = read_text(path)
     except SpecFormatError:
-        return None
-    return text if not is_notebook(text) and is_gcloud_command(text, path) else None
+        return False
+    if is_notebook(text):
+        return False
+    # Any text naming pulumi-gcp's type may be a Pulumi YAML program of several: load_jobs
+    # parses it (a file of one job is handed over unnamed, as the command would read it).
+    return is_gcloud_command(text, path) or any(kind in text for kind in PULUMI_TYPES)
 
 
 def load_jobs(
@@ -236,8 +241,12 @@ def load_jobs(
     """Every job of a file: a notebook's (``.ipynb``) and a Python file's (``.py``: Vertex AI
     SDK calls) each with its name, and what was read or why it could not be (the others are
     still read); a script's one submission once per run of the loops over known values around
-    it, each named by its run (``line 2: for LR=0.01``); any other format's one job, unnamed
-    (``load_spec_file``, raising as it does).
+    it, each named by its run (``line 2: for LR=0.01``); a Pulumi Python or TypeScript
+    program's ``AiCustomJob``s, each named by its line and resource (``line 14: AiCustomJob
+    bert``); a Pulumi YAML program's or Terraform file's job resources, when there are several,
+    each named by its resource (``AiCustomJob bert``, ``google_vertex_ai_custom_job.bert``);
+    any other format's one job (one such resource too), unnamed (``load_spec_file``, raising
+    as it does).
 
     ``SpecFormatError`` when the notebook or Python file cannot be read at all, or holds no
     job. ``tuning`` as for ``load_spec_file``: without it, a tuning job is an entry's error.
@@ -270,6 +279,8 @@ def load_jobs(
             path, text, environment, catalog, region, loops, from_document=spec_from_document
         )
         return [_settled(job, catalog, region, tuning) for job in jobs]
+    except _SeveralJobs as several:  # a Pulumi YAML program's or a Terraform file's resources
+        return [_settled(job, catalog, region, tuning) for job in several.jobs]
     return [FileJob(None, loaded)]
 
 
@@ -330,13 +341,34 @@ def _settled(job: FileJob, catalog: Catalog, region: str | None, tuning: bool) -
     return FileJob(job.name, loaded=with_prebuilt_images(job.loaded, catalog, region))
 
 
-def _one_job(jobs: list[FileJob], path: Path) -> LoadedSpec:
-    """The one job of a notebook or Python file, for a caller that takes one."""
+class _SeveralJobs(SpecFormatError):
+    """The file holds several jobs (``jobs``, each read): ``load_jobs`` hands each over; a
+    caller asked for one job gets this error."""
+
+    def __init__(self, message: str, jobs: list[FileJob]) -> None:
+        super().__init__(message)
+        self.jobs = jobs
+
+
+def _resource_job(resource: ResourceJob, read: str) -> FileJob:
+    """A program's job resource as a job of the file, its notes after ``read``."""
+    if resource.error is not None:
+        return FileJob(resource.name, error=resource.error)
+    try:
+        spec = JobSpec.parse(resource.job)
+    except SpecError as exc:
+        return FileJob(resource.name, error=exc)
+    return FileJob(resource.name, LoadedSpec(spec, "custom-job", [read, *resource.notes]))
+
+
+def _one_job(jobs: list[FileJob], path: str | Path) -> LoadedSpec:
+    """The one job of a file that may hold several, for a caller that takes one."""
     if len(jobs) > 1:
         names = "; ".join(str(job.name) for job in jobs[:10])
-        raise SpecFormatError(
+        raise _SeveralJobs(
             f"{path}: holds {len(jobs)} jobs ({names}): one job was asked for; `validate`, "
-            "`convert` and `estimate` read each, and a training:jobs entry makes one job of each"
+            "`convert` and `estimate` read each, and a training:jobs entry makes one job of each",
+            jobs,
         )
     job = jobs[0]
     if job.error is not None:

@@ -1,6 +1,11 @@
-"""Jobs written for other tools: a Terraform ``google_vertex_ai_custom_job`` resource (HCL) and a
-pulumi-gcp ``gcp:vertex/aiCustomJob:AiCustomJob`` resource in a Pulumi YAML program, read as the
-``CustomJob`` they create, so ``validate``/``convert`` judge them like any other job.
+"""Jobs written for other tools: Terraform ``google_vertex_ai_custom_job`` resources (HCL) and
+pulumi-gcp ``gcp:vertex/aiCustomJob:AiCustomJob`` resources in a Pulumi YAML program, read as the
+``CustomJob`` each creates, so ``validate``/``convert`` judge them like any other job.
+
+Each resource is a job of its own (``ResourceJob``), named by its resource name
+(``AiCustomJob bert``, Terraform's address ``google_vertex_ai_custom_job.bert``), as the
+Python and TypeScript program readers name theirs (``pulumi_programs``); ``load.load_jobs``
+gives each, and a file of one resource reads as one job. At most ``MAX_JOBS`` resources.
 
 Both are read as data, never evaluated: a Terraform ``var.``/``local.`` (or any other)
 reference and a Pulumi ``${...}`` interpolation are named in a note and left out, so the
@@ -12,24 +17,31 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic.alias_generators import to_camel
 
 from .._errors import SpecFormatError
+from .python_sdk import MAX_JOBS
+from .text import clipped
 
 __all__ = [
     "PLUGIN_TYPES",
     "PULUMI_TYPES",
+    "RESOURCE",
     "TERRAFORM_TYPE",
+    "ResourceJob",
     "as_custom_job",
     "is_pulumi_program",
-    "job_from_pulumi_yaml",
-    "job_from_terraform",
     "plugin_program",
+    "pulumi_yaml_jobs",
+    "terraform_jobs",
 ]
 
 TERRAFORM_TYPE = "google_vertex_ai_custom_job"
+RESOURCE = "AiCustomJob"
+"""pulumi-gcp's class of a custom job, in every language's program."""
 PULUMI_TYPES = frozenset({"gcp:vertex/aiCustomJob:AiCustomJob", "gcp:vertex:AiCustomJob"})
 PLUGIN_TYPES = {
     "custom-job": "gpu-training:vertex:TrainingJob",
@@ -45,9 +57,22 @@ _LIST_BLOCKS = frozenset({"worker_pool_specs", "env", "nfs_mounts", "args", "com
 _REFERENCE = re.compile(r"\$\{(.+?)\}", re.DOTALL)
 
 
-def job_from_terraform(text: str, origin: str, notes: list[str]) -> dict[str, Any]:
-    """The ``CustomJob`` of the file's one ``google_vertex_ai_custom_job`` resource, camelCase,
-    with ``location`` as ``region``; ``SpecFormatError`` naming what it stopped on."""
+@dataclass
+class ResourceJob:
+    """One job resource of a program: its name in messages (``AiCustomJob bert``,
+    ``google_vertex_ai_custom_job.bert``) and the ``CustomJob`` it creates (camelCase,
+    ``location`` as ``region``) with the notes of its reading, or why it cannot be read (the
+    program's other resources are still read)."""
+
+    name: str
+    job: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    error: SpecFormatError | None = None
+
+
+def terraform_jobs(text: str, origin: str) -> list[ResourceJob]:
+    """Each ``google_vertex_ai_custom_job`` resource of the file, in order; ``SpecFormatError``
+    when the file is not HCL, holds none, or more than ``MAX_JOBS``."""
     import hcl2  # the runtime set: `convert FILE.tf` is part of the CLI (requirements.txt)
 
     try:
@@ -55,39 +80,58 @@ def job_from_terraform(text: str, origin: str, notes: list[str]) -> dict[str, An
     except Exception as exc:  # lark's errors have no common base worth naming
         first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
         raise SpecFormatError(f"{origin}: not readable as Terraform (HCL): {first}") from None
-    jobs: list[tuple[str, Any]] = []
+    found: list[tuple[str, Any]] = []
     for block in document.get("resource", []) if isinstance(document, dict) else []:
         for kind, named in (block or {}).items():
             if _unquote(kind) == TERRAFORM_TYPE and isinstance(named, dict):
-                jobs.extend((_unquote(n), body) for n, body in named.items())
-    if len(jobs) != 1:
-        raise SpecFormatError(
-            f"{origin}: expected one {TERRAFORM_TYPE} resource, found {len(jobs)}"
-            + (f" ({', '.join(n for n, _ in jobs[:5])}): convert one file per job" if jobs else "")
-        )
-    name, body = jobs[0]
-    job = _hcl_value(body, f"{TERRAFORM_TYPE}.{name}", notes, 0)
-    return as_custom_job(job, f"{TERRAFORM_TYPE}.{name}", notes)
+                found.extend((_unquote(n), body) for n, body in named.items())
+    _check_count(len(found), f"{TERRAFORM_TYPE} resource", origin)
+    return [_terraform_job(name, body) for name, body in found]
 
 
-def job_from_pulumi_yaml(document: dict[str, Any], origin: str, notes: list[str]) -> dict[str, Any]:
-    """The ``CustomJob`` of a Pulumi YAML program's one ``AiCustomJob`` resource."""
+def _terraform_job(name: str, body: Any) -> ResourceJob:
+    where, title = f"{TERRAFORM_TYPE}.{name}", f"{TERRAFORM_TYPE}.{clipped(name)}"
+    notes: list[str] = []
+    try:
+        job = as_custom_job(_hcl_value(body, where, notes, 0), where, notes)
+    except SpecFormatError as exc:
+        return ResourceJob(title, notes=notes, error=exc)
+    return ResourceJob(title, job, notes)
+
+
+def pulumi_yaml_jobs(document: dict[str, Any], origin: str) -> list[ResourceJob]:
+    """Each ``AiCustomJob`` resource of a Pulumi YAML program, in order, named by its resource
+    name; ``SpecFormatError`` when it declares none, or more than ``MAX_JOBS``."""
     resources = document.get("resources")
     found = [
         (str(name), resource)
         for name, resource in (resources.items() if isinstance(resources, dict) else [])
         if isinstance(resource, dict) and resource.get("type") in PULUMI_TYPES
     ]
-    if len(found) != 1:
-        raise SpecFormatError(
-            f"{origin}: expected one gcp:vertex/aiCustomJob:AiCustomJob resource, found {len(found)}"
-        )
-    name, resource = found[0]
+    _check_count(len(found), "gcp:vertex/aiCustomJob:AiCustomJob resource", origin)
+    return [_pulumi_job(name, resource, origin) for name, resource in found]
+
+
+def _pulumi_job(name: str, resource: dict[str, Any], origin: str) -> ResourceJob:
+    title = f"{RESOURCE} {clipped(name)}"
+    notes: list[str] = []
     properties = resource.get("properties")
-    if not isinstance(properties, dict):
-        raise SpecFormatError(f"{origin}: resources.{name}.properties: expected a mapping")
-    job = _pulumi_value(properties, f"resources.{name}.properties", notes, 0)
-    return as_custom_job(job, f"resources.{name}", notes)
+    try:
+        if not isinstance(properties, dict):
+            raise SpecFormatError(f"{origin}: resources.{name}.properties: expected a mapping")
+        job = _pulumi_value(properties, f"resources.{name}.properties", notes, 0)
+        return ResourceJob(title, as_custom_job(job, f"resources.{name}", notes), notes)
+    except SpecFormatError as exc:
+        return ResourceJob(title, notes=notes, error=exc)
+
+
+def _check_count(count: int, what: str, origin: str) -> None:
+    """A program declares at least one job resource and at most ``MAX_JOBS``, as the Python
+    and TypeScript program readers take."""
+    if not count:
+        raise SpecFormatError(f"{origin}: expected a {what}, found 0")
+    if count > MAX_JOBS:
+        raise SpecFormatError(f"{origin}: refused: more than {MAX_JOBS} {what}s ({count})")
 
 
 def is_pulumi_program(document: Any) -> bool:

@@ -42,7 +42,7 @@ from typing import Any, NamedTuple
 from pydantic.alias_generators import to_camel
 
 from .._errors import SpecFormatError
-from .migration import as_custom_job
+from .migration import RESOURCE, as_custom_job
 from .python_sdk import (
     KEPT_PATH,
     MAX_DEPTH,
@@ -63,7 +63,6 @@ __all__ = [
     "read_typescript_program",
 ]
 
-RESOURCE = "AiCustomJob"
 MAX_TOKENS = 200_000
 """More tokens than a program declaring a few jobs has; a larger file is refused, not read."""
 

@@ -5,6 +5,7 @@ notebook, a Pulumi program's AiCustomJobs) makes one job of each, under
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from components.config import ConfigError
 from tests.program.harness import JOB_TYPE, REPO, run_stack
 
 EXECUTOR = "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-15.py310:latest"
+PACKAGE = json.dumps(str(REPO / "examples" / "trainer"))
 
 
 def _job(name: str, machine: str) -> str:
@@ -73,25 +75,44 @@ def test_each_run_of_a_scripts_loop_is_a_job_of_the_stack(tmp_path: Path) -> Non
     assert args == {"sweep-lr-0-01": ["--lr=0.01"], "sweep-lr-0-1": ["--lr=0.1"]}
 
 
-def test_each_ai_custom_job_of_a_typescript_program_is_a_job_of_the_stack(
-    tmp_path: Path,
-) -> None:
-    def resource(name: str, machine: str) -> str:
-        package = json.dumps(str(REPO / "examples" / "trainer"))
-        return (
-            f'new gcp.vertex.AiCustomJob("{name}", {{ displayName: "{name}", jobSpec: {{\n'
-            f'  workerPoolSpecs: [{{ machineSpec: {{ machineType: "{machine}" }}, replicaCount: 1,\n'
-            f'    pythonPackageSpec: {{ executorImageUri: "{EXECUTOR}", packageUris: [{package}],\n'
-            '      pythonModule: "trainer.task" } }] } });\n'
-        )
-
-    path = tmp_path / "index.ts"
-    path.write_text(
-        'import * as gcp from "@pulumi/gcp";\n'
-        + resource("small", "n1-standard-4")
-        + resource("large", "n1-standard-8")
+def _typescript_resource(name: str, machine: str) -> str:
+    return (
+        f'new gcp.vertex.AiCustomJob("{name}", {{ displayName: "{name}", jobSpec: {{\n'
+        f'  workerPoolSpecs: [{{ machineSpec: {{ machineType: "{machine}" }}, replicaCount: 1,\n'
+        f'    pythonPackageSpec: {{ executorImageUri: "{EXECUTOR}", packageUris: [{PACKAGE}],\n'
+        '      pythonModule: "trainer.task" } }] } });\n'
     )
-    run = run_stack("local", {"training:jobs": [{"name": "ts", "spec": str(path)}]})
+
+
+def _yaml_resource(name: str, machine: str) -> str:
+    return (
+        f"  {name}:\n    type: gcp:vertex/aiCustomJob:AiCustomJob\n    properties:\n"
+        f"      displayName: {name}\n      jobSpec:\n        workerPoolSpecs:\n"
+        f"          - {{machineSpec: {{machineType: {machine}}}, replicaCount: 1,\n"
+        f"             pythonPackageSpec: {{executorImageUri: {EXECUTOR}, "
+        f"packageUris: [{PACKAGE}], pythonModule: trainer.task}}}}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "header", "resource"),
+    [
+        ("index.ts", 'import * as gcp from "@pulumi/gcp";\n', _typescript_resource),
+        (
+            "Pulumi.yaml",
+            "name: training\nruntime: yaml\nresources:\n  bucket:\n    type: gcp:storage:Bucket\n",
+            _yaml_resource,
+        ),
+    ],
+)
+def test_each_ai_custom_job_of_a_pulumi_program_is_a_job_of_the_stack(
+    tmp_path: Path, name: str, header: str, resource: Callable[[str, str], str]
+) -> None:
+    path = tmp_path / name
+    path.write_text(
+        header + resource("small", "n1-standard-4") + resource("large", "n1-standard-8")
+    )
+    run = run_stack("local", {"training:jobs": [{"name": "prog", "spec": str(path)}]})
     jobs = {r.name: json.loads(r.inputs["spec"]) for r in run.by_type(JOB_TYPE)}
     machines = {n: s["workerPoolSpecs"][0]["machineSpec"]["machineType"] for n, s in jobs.items()}
-    assert machines == {"ts-small": "n1-standard-4", "ts-large": "n1-standard-8"}
+    assert machines == {"prog-small": "n1-standard-4", "prog-large": "n1-standard-8"}

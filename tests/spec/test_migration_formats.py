@@ -112,7 +112,10 @@ def test_terraform_references_are_named_and_the_validator_says_what_is_missing(
     ("text", "message"),
     [
         ('resource "google_storage_bucket" "b" { name = "x" }\n', "found 0"),
-        (TERRAFORM + TERRAFORM.replace('"bert"', '"bert2"'), "found 2 (bert, bert2)"),
+        (
+            TERRAFORM + TERRAFORM.replace('"bert"', '"bert2"'),
+            "holds 2 jobs (google_vertex_ai_custom_job.bert; google_vertex_ai_custom_job.bert2)",
+        ),
         ('resource "google_vertex_ai_custom_job" "x" {\n', "not readable as Terraform"),
     ],
 )
