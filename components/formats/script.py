@@ -829,10 +829,15 @@ def _submitting_runs(jobs: LoopJobs, walked: Callable[[LoopPins], _Walker]) -> L
         )
     if not skipped:
         return jobs
+    counted, asked, rest = str(jobs).partition("; one job was asked for")
+    counted = re.sub(
+        r" submits (\d+) jobs, one per ", r" runs \1 times, once per ", counted, count=1
+    )
+    counted = re.sub(r"(\d+) jobs$", r"\1 runs", counted)  # `with the loops around it, 6 runs`
+    more = ", ..." if len(skipped) > 1 else ""
     return LoopJobs(
-        f"{jobs}; of these runs, {len(skipped)} submit nothing ({skipped[0]}"
-        + (", ..." if len(skipped) > 1 else "")
-        + f"), so {len(kept)} jobs are read",
+        f"{counted}, of which {len(skipped)} submit nothing ({skipped[0]}{more}): "
+        f"{len(kept)} jobs{asked}{rest}",
         jobs.loops,
         kept,
     )

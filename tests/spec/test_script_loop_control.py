@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from components import SpecFormatError
+from components import SpecFormatError, load_spec_file
 from components.formats.conditions import Verdict, chain_verdict, command_verdict
 from components.formats.load import load_jobs
 from components.formats.result import FileJob
@@ -257,3 +257,17 @@ def test_a_while_read_loop_leaves_out_the_lines_it_continues_past(tmp_path: Path
         "done <<EOF\n0.01\n0.1\n1\nEOF\n"
     )
     assert names(tmp_path, body) == ["lr-0.01", "lr-1"]
+
+
+def test_a_caller_of_one_job_is_told_how_many_runs_submit(tmp_path: Path) -> None:
+    body = 'for LR in 0.01 0.1 1; do\n  [ "$LR" = 0.1 ] && continue\n  {create}\ndone\n'
+    with pytest.raises(SpecFormatError) as caught:
+        load_spec_file(write(tmp_path, body), env={})
+    message = str(caught.value)
+    assert (
+        "runs 3 times, once per value of $LR (0.01, 0.1, 1), of which 1 submit nothing" in message
+    )
+    assert (
+        "(line 2: for LR=0.1: `continue` at line 3 runs before the submission): 2 jobs;" in message
+    )
+    assert "one job was asked for" in message
