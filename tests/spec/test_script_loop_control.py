@@ -12,6 +12,7 @@ from components import SpecFormatError, load_spec_file
 from components.formats.conditions import Verdict, chain_verdict, command_verdict
 from components.formats.load import load_jobs
 from components.formats.result import FileJob
+from components.formats.script import MAX_LOOP_JOBS
 
 from .helpers import loop_verdicts
 
@@ -271,3 +272,14 @@ def test_a_caller_of_one_job_is_told_how_many_runs_submit(tmp_path: Path) -> Non
         "(line 2: for LR=0.1: `continue` at line 3 runs before the submission): 2 jobs;" in message
     )
     assert "one job was asked for" in message
+
+
+def test_at_the_bound_the_runs_after_a_break_are_left_out(tmp_path: Path) -> None:
+    values = " ".join(str(n) for n in range(MAX_LOOP_JOBS))
+    half = MAX_LOOP_JOBS // 2
+    body = f'for LR in {values}; do\n  [ "$LR" -ge {half} ] && break\n  {{create}}\ndone\n'
+    assert names(tmp_path, body) == [f"lr-{n}" for n in range(half)]
+    # one run over the bound is refused as before, break or not
+    over = f"{values} {MAX_LOOP_JOBS}"
+    with pytest.raises(SpecFormatError, match=f"at most {MAX_LOOP_JOBS} jobs of one script"):
+        load_jobs(write(tmp_path, body.replace(values, over)), env={})
