@@ -268,7 +268,7 @@ def read_batch_submission(
             translated=read,
         )
     except LoopJobs as jobs:
-        raise LoopJobs(_batch_words(str(jobs)), jobs.loops) from None
+        raise LoopJobs(_batch_words(str(jobs)), jobs.loops, jobs.runs) from None
     except SpecFormatError as exc:
         if type(exc) is not SpecFormatError:
             raise

@@ -40,8 +40,13 @@ from the here-document's body, expanded as bash would; one written another way (
 One submission inside ``for`` / ``while read`` loops over values known here runs once per
 run of the loops (their product, at most ``MAX_LOOP_JOBS``): ``choose`` raises ``LoopJobs``,
 and ``loop_runs`` gives each run, read again with ``pins`` saying which value each loop takes
-(its job named ``line 2: for LR=0.01``); ``continue``/``break`` are not evaluated (a note),
-and a variable the body sets after the submission that uses it is an error of later runs.
+(its job named ``line 2: for LR=0.01``), and a variable the body sets after the submission
+that uses it is an error of later runs. ``continue [N]``/``break [N]`` in the body run as bash
+runs them where the run is known to reach them (the ``if``/``elif``/``else`` branches,
+``case`` and ``&&``/``||`` lists around them judged by ``components.formats.conditions``): a
+run kept from the submission is no job, a ``break`` ends the later runs of the loops it ends
+(``LoopJobs.runs``); where a condition is not known here the run is read as if it went on,
+with a note naming the condition.
 A script with several job submissions is refused (one job per file), naming their lines;
 ``gcloud config set project|ai/region`` lines before the submission are kept as defaults.
 Expansions are bounded: ``MAX_VARIABLES`` names, ``MAX_VALUE_CHARS`` per value and
@@ -61,6 +66,7 @@ from typing import Any, Literal
 
 from .._errors import SpecFormatError
 from .._files import FileReadError, read_text_capped
+from .conditions import Verdict, chain_verdict, command_verdict
 from .gcloud_flags import SUBMISSIONS, UNDERSTOOD, Invocation, invocation
 from .read_input import (
     DEFAULT_IFS,
@@ -670,6 +676,8 @@ class _Found:
     """The loops around it that run it more than once, or never, outer first."""
     uses: frozenset[str] = frozenset()
     """The variables its words name."""
+    skipped: str = ""
+    """Why this run does not reach it (a ``continue``/``break`` that ran before it), or ""."""
 
 
 LoopPins = Mapping[tuple[int, str], int]
@@ -687,16 +695,31 @@ class LoopJobs(SpecFormatError):
     """The one submission is inside loops over known values that run it more than once: one
     job per run (``loop_runs`` names each and says which value each loop takes in it)."""
 
-    def __init__(self, message: str, loops: tuple[_Loop, ...]) -> None:
+    def __init__(
+        self,
+        message: str,
+        loops: tuple[_Loop, ...],
+        runs: list[tuple[str, LoopPins]] | None = None,
+    ) -> None:
         super().__init__(message)
         self.loops = loops
+        self.runs = runs
+        """The runs that submit, where ``continue``/``break`` leave some out (else None:
+        every run of the loops submits)."""
 
 
 def loop_runs(jobs: LoopJobs) -> list[tuple[str, LoopPins]]:
     """Each run of the loops around the submission (the product of their values, outer loop
     first; at most ``MAX_LOOP_JOBS``: ``LoopJobs`` is raised for no more): its name (``line 2:
-    for LR=0.01; line 3: for B=32``) and the pins that read it (``find_submission(pins=)``)."""
-    loops = jobs.loops
+    for LR=0.01; line 3: for B=32``) and the pins that read it (``find_submission(pins=)``).
+    A run that a ``continue``/``break`` keeps from the submission is left out."""
+    if jobs.runs is not None:
+        return list(jobs.runs)
+    return _every_run(jobs.loops)
+
+
+def _every_run(loops: tuple[_Loop, ...]) -> list[tuple[str, LoopPins]]:
+    """Each run of ``loops`` (the product of their values, outer first), named, with its pins."""
     runs: list[tuple[str, LoopPins]] = []
     for indices in itertools.product(*(range(len(loop.values or ())) for loop in loops)):
         name = "; ".join(
@@ -745,14 +768,79 @@ def find_submission_in(
     around the submission to read (``loop_runs``). ``translated``: the lines read to make the
     scripts (a batch file's), read again for each run of its loops, so counted with the
     script's commands in ``MAX_LOOP_COMMANDS``."""
-    walker = _Walker(Scope(env), directory.resolve() if directory is not None else None)
-    walker.pins = dict(pins or {})
-    walker.translated = translated
-    for first_line, text in scripts:
-        walker.scope = Scope(env, values=dict(unknown or {}), used=walker.scope.used)
-        walker.nounset = False
-        walker.walk(split_commands(text, first_line), mode="main")
-    return walker.choose()
+
+    def walked(run: LoopPins | None) -> _Walker:
+        walker = _Walker(Scope(env), directory.resolve() if directory is not None else None)
+        walker.pins = dict(run or {})
+        walker.translated = translated
+        for first_line, text in scripts:
+            walker.scope = Scope(env, values=dict(unknown or {}), used=walker.scope.used)
+            walker.nounset = False
+            walker.walk(split_commands(text, first_line), mode="main")
+        return walker
+
+    walker = walked(pins)
+    try:
+        return walker.choose()
+    except LoopJobs as jobs:
+        if not any(_CONTROL_WORD.search(text) for _, text in scripts):
+            raise
+        raise _submitting_runs(jobs, walked) from None
+
+
+def _submitting_runs(jobs: LoopJobs, walked: Callable[[LoopPins], _Walker]) -> LoopJobs:
+    """``jobs`` with only the runs that submit, where the script has ``continue``/``break``:
+    each run is read in bash's order, a run that a ``continue``/``break`` keeps from the
+    submission is left out, and so is each later run of a loop a ``break`` ended (as the
+    runs are read one at a time, the reading of a run cannot see an earlier run's ``break``).
+    ``SpecFormatError`` when no run submits. Each run is read twice (here, then for its
+    job), so at most twice ``MAX_LOOP_COMMANDS`` commands are read in all."""
+    position = {loop.key: at for at, loop in enumerate(jobs.loops)}
+    ended: list[tuple[tuple[int, ...], int, int]] = []
+    """Each ``break``: the run's indices of the loops outside the loop it ended, that loop's
+    place among ``jobs.loops`` and its index in the run."""
+    kept: list[tuple[str, LoopPins]] = []
+    skipped: list[str] = []
+    line = 0
+    for name, pins in _every_run(jobs.loops):
+        indices = tuple(pins[loop.key] for loop in jobs.loops)
+        if any(indices[:at] == outer and indices[at] > index for outer, at, index in ended):
+            skipped.append(f"{name}: a `break` of an earlier run ended the loop")
+            continue
+        try:
+            walker = walked(pins)
+        except SpecFormatError:
+            kept.append((name, pins))  # its own reading says what is wrong with it
+            continue
+        for key, index in walker.ended:
+            if key in position:
+                ended.append((indices[: position[key]], position[key], index))
+        reason = next((found.skipped for found in walker.submissions if found.skipped), "")
+        line = line or next((found.line for found in walker.submissions), 0)
+        if reason and len(walker.submissions) == 1:
+            skipped.append(f"{name}: {reason}")
+        else:
+            kept.append((name, pins))
+    if not kept:
+        raise SpecFormatError(
+            f"line {line}: the script submits no job: none of the {len(skipped)} runs of the "
+            f"loops around it reaches the submission ({skipped[0]}"
+            + (", ...)" if len(skipped) > 1 else ")")
+        )
+    if not skipped:
+        return jobs
+    counted, asked, rest = str(jobs).partition("; one job was asked for")
+    counted = re.sub(
+        r" submits (\d+) jobs, one per ", r" runs \1 times, once per ", counted, count=1
+    )
+    counted = re.sub(r"(\d+) jobs$", r"\1 runs", counted)  # `with the loops around it, 6 runs`
+    more = ", ..." if len(skipped) > 1 else ""
+    return LoopJobs(
+        f"{counted}, of which {len(skipped)} submit nothing ({skipped[0]}{more}): "
+        f"{len(kept)} jobs{asked}{rest}",
+        jobs.loops,
+        kept,
+    )
 
 
 def unresolved_message(line: int, exc: Unresolvable, what: str = "the gcloud command") -> str:
@@ -824,6 +912,32 @@ class _Loop:
         return self.line, self.header
 
 
+@dataclass
+class _If:
+    """An ``if`` block being read: its depth among blocks, the commands of each condition
+    (the ``if``'s, then each ``elif``'s) and which part the reading is in."""
+
+    depth: int
+    conditions: list[list[Command]]
+    state: Literal["condition", "then", "else"] = "condition"
+
+
+@dataclass(frozen=True)
+class _Skip:
+    """Commands not run: after a ``continue``/``break`` that ran, up to the ``done`` of the
+    loop at ``depth`` it goes to; ``reason`` says so (for a submission among them)."""
+
+    depth: int
+    reason: str
+
+
+_LOOP_WORDS = frozenset({"for", "while", "until", "select"})
+_CONTROLS = frozenset({"continue", "break"})
+_CONTROL_WORD = re.compile(r"(?<![\w$-])(?:continue|break)(?![\w-])")
+"""Where the script may hold a ``continue``/``break`` (then its runs are read one by one)."""
+_CONDITION_LEADS = frozenset({"if", "elif", "then", "else", "do", "while", "until"})
+
+
 @dataclass(frozen=True)
 class _Input:
     """What a ``while read`` loop reads: its ``source`` (for messages), and its ``text``, or
@@ -886,6 +1000,16 @@ class _Walker:
     """Why the run read cannot be known: a value the run before sets after the submission."""
     translated: int = 0
     """The lines read to make the script (``find_submission_in``), read again for each run."""
+    ifs: list[_If] = field(default_factory=list)
+    """The ``if`` blocks the walk is in, innermost last."""
+    loop_blocks: list[tuple[int, int]] = field(default_factory=list)
+    """Every loop the walk is in (``while true`` too), innermost last: its depth and line."""
+    chain: list[Command] = field(default_factory=list)
+    """The ``&&``/``||`` list the command read last belongs to, up to it."""
+    skipping: _Skip | None = None
+    """Set while the commands after a ``continue``/``break`` that ran are passed over."""
+    ended: list[tuple[tuple[int, str], int]] = field(default_factory=list)
+    """Each loop a ``break`` (or ``continue N``) that ran ended: its key and run index."""
 
     def pinned(self, loop: _Loop) -> int:
         """The index of the value (line) of ``loop`` this walk reads."""
@@ -956,15 +1080,17 @@ class _Walker:
                 f"refused: the script holds more than {MAX_COMMANDS} commands "
                 "(with those in $(...) and sourced files)"
             )
+        if self.skipping is not None:
+            self.skip_step(command)
+            return
         words = self.spliced(list(command.words))
         self.substitutions(words)
         first = words[0].literal() if words else None
         if self.case_step(command, first):
             return
-        # A block may open after `do`/`then`/`else` on their line (`do for B in ...; do`).
-        lead = 0
-        while lead + 1 < len(words) and words[lead].literal() in _BODY_WORDS:
-            lead += 1
+        lead = _lead(words)
+        if mode == "main":
+            self.if_step(words, command)
         self.block_step(words[lead].literal() if lead else first, words[lead:], command, mode)
         while words and words[0].literal() in _PREFIX_WORDS:
             words.pop(0)
@@ -976,11 +1102,9 @@ class _Walker:
             self.defaults(words, command.line, conditional)
         if mode == "main":
             self.writes(command, words, conditional)
-        if head in ("continue", "break") and self.pins and mode == "main":
-            self.scope.notes[
-                f"line {command.line}: `{head}` is not evaluated here: each run of the loop is "
-                "read as if its body reached the submission"
-            ] = None
+        if head in _CONTROLS and mode == "main" and self.loop_blocks:
+            self.control(head, words, command)
+            return
         if head in _DECLARATIONS or head == "unset":
             if mode != "substitution":
                 self.declare(head, words[1:], command.line, conditional)
@@ -1034,14 +1158,210 @@ class _Walker:
                 self.options_loop = self.options_depth = 0
             while first == "done" and self.loops and self.loops[-1].depth > self.blocks:
                 self.loops.pop()
+            while self.loop_blocks and self.loop_blocks[-1][0] > self.blocks:
+                self.loop_blocks.pop()
+            while self.ifs and self.ifs[-1].depth > self.blocks:
+                self.ifs.pop()
         elif first in _BLOCK_OPEN:
             self.blocks += 1
+            if first in _LOOP_WORDS:
+                self.loop_blocks.append((self.blocks, command.line))
+            elif first == "if":
+                self.ifs.append(_If(self.blocks, [[command]]))
             if first == "case":
                 self.open_case(words, command)
             elif first == "for" and mode == "main":
                 self.open_for(words, command)
             elif len(words) > 1 and words[1].literal() == "getopts" and not self.options_loop:
                 self.options_loop, self.options_depth = command.line, self.blocks
+
+    def if_step(self, words: list[Word], command: Command) -> None:
+        """Follow the ``if`` blocks (for ``continue``/``break``): the ``&&``/``||`` list the
+        command is in, the ``then``/``elif``/``else`` it starts with, the conditions' commands."""
+        if command.conditional:
+            self.chain.append(command)
+        else:
+            self.chain = [command]
+        frame = self.ifs[-1] if self.ifs and self.ifs[-1].depth == self.blocks else None
+        for word in words:
+            literal = word.literal()
+            if frame is None or literal not in ("then", "else", "elif"):
+                break
+            if literal == "elif":
+                frame.conditions.append([command])
+                frame.state = "condition"
+                return
+            frame.state = "then" if literal == "then" else "else"
+        if (
+            frame is not None
+            and frame.state == "condition"
+            and frame.conditions[-1][-1] is not command
+        ):
+            frame.conditions[-1].append(command)
+
+    def control(self, head: str, words: list[Word], command: Command) -> None:
+        """``continue [N]``/``break [N]`` in a loop: where the run is known to reach it, the
+        commands after it are passed over to the ``done`` of the loop it goes to (a
+        submission among them is not reached in this run) and the loops it ends are kept
+        (``ended``); where that is not known, the run is read as if it did not."""
+        level = words[1].literal() if len(words) > 1 else "1"
+        enclosing = self.loop_blocks
+        shown = clipped(self.written_text(words[1])) if len(words) > 1 else ""
+        verdict = Verdict(None, f"its level `{shown}` is not a number known here")
+        if level is not None and level.isdigit() and len(level) < 6 and int(level) > 0:
+            enclosing = self.loop_blocks[-min(int(level), len(self.loop_blocks)) :]
+            verdict = self.control_verdict(enclosing)
+        where = f"line {command.line}: `{head}`"
+        if verdict.value is None:
+            if self.pins:
+                self.scope.notes[
+                    f"{where} is not evaluated here ({verdict.why}): each run of the loop is "
+                    "read as if its body reached the submission"
+                ] = None
+            return
+        if not verdict.value:
+            self.scope.notes[f"{where} does not run in this run (its condition is false)"] = None
+            return
+        target = next(lp for lp in self.loops if lp.depth == enclosing[0][0])
+        ended = {depth for depth, _ in enclosing[1:]} | (
+            {enclosing[0][0]} if head == "break" else set()
+        )
+        self.ended.extend((lp.key, self.pinned(lp)) for lp in self.loops if lp.depth in ended)
+        later = (
+            f"; later runs of the {target.header} loop submit nothing" if head == "break" else ""
+        )
+        self.scope.notes[
+            f"{where} runs in this run: the rest of the {target.header} loop's body (line "
+            f"{target.line}) is not run{later}"
+        ] = None
+        self.skipping = _Skip(
+            enclosing[0][0], f"`{head}` at line {command.line} runs before the submission"
+        )
+
+    def control_verdict(self, enclosing: list[tuple[int, int]]) -> Verdict:
+        """Whether the ``continue``/``break`` just read runs in this run: every loop from the
+        one it goes to inward is read at this run's value, and every ``if`` branch, ``case``
+        and ``&&``/``||`` list between is known to lead to it."""
+        for depth, line in enclosing:
+            loop = next((lp for lp in self.loops if lp.depth == depth), None)
+            if loop is None or not loop.values:
+                return Verdict(None, f"the loop at line {line} is not read run by run here")
+            if len(loop.values) > 1 and loop.key not in self.pins:
+                return Verdict(
+                    None,
+                    f"the {loop.header} loop at line {line} is read here at its first run only",
+                )
+        outer = enclosing[0][0]
+        verdicts = [self.branch_verdict(frame) for frame in self.ifs if frame.depth > outer]
+        verdicts.extend(
+            Verdict(None, f"the `case` at line {case.line} is on a word not known here")
+            for case in self.cases
+            if case.depth > outer and case.subject is None
+        )
+        verdicts.append(self.reached(self.chain))
+        if any(v.value is False for v in verdicts):
+            return Verdict(False)
+        return next((v for v in verdicts if v.value is None), Verdict(True))
+
+    def branch_verdict(self, frame: _If) -> Verdict:
+        """Whether the branch of ``frame`` the walk is in is the one bash takes."""
+        if frame.state == "condition":
+            return Verdict(
+                None, f"it is in the condition of the `if` at line {frame.conditions[0][0].line}"
+            )
+        verdicts = [self.list_verdict(commands) for commands in frame.conditions]
+        taken = [verdicts[-1]] if frame.state == "then" else []
+        return self.all_of([v.negated() for v in verdicts[: len(verdicts) - len(taken)]] + taken)
+
+    @staticmethod
+    def all_of(verdicts: list[Verdict]) -> Verdict:
+        if any(v.value is False for v in verdicts):
+            return Verdict(False)
+        return next((v for v in verdicts if v.value is None), Verdict(True))
+
+    def list_verdict(self, commands: list[Command]) -> Verdict:
+        """The status of a condition's commands: that of its last ``&&``/``||`` list."""
+        start = max((i for i, c in enumerate(commands) if not c.conditional), default=0)
+        chain = commands[start:]
+        links = [
+            ("&&" if i and chain[i - 1].ended_by == "&" else "||", self.status(command))
+            for i, command in enumerate(chain)
+        ]
+        return chain_verdict(links)
+
+    def reached(self, chain: list[Command]) -> Verdict:
+        """Whether the last command of an ``&&``/``||`` list runs, from those before it."""
+        if len(chain) < 2:
+            return Verdict(True)
+        status = self.list_verdict(chain[:-1])
+        return status if chain[-2].ended_by == "&" else status.negated()
+
+    def status(self, command: Command) -> Verdict:
+        """The verdict of one command of a condition (``! [ "$LR" = 1 ]``, ``test -z "$X"``)."""
+        words = list(command.words)
+        while words and words[0].literal() in _CONDITION_LEADS:
+            words.pop(0)
+        negations = 0
+        while words and words[0].literal() == "!":
+            words.pop(0)
+            negations += 1
+        program = words[0].literal() if words else None
+        shown = clipped(" ".join(self.written_text(w) for w in words))
+        if program is None:
+            return Verdict(None, f"`{shown}` would have to run")
+        try:
+            if program == "[[":
+                args = [expand_word(w, self.quietly, split=False)[0] for w in words[1:]]
+            else:
+                args = expand_words(words[1:], self.quietly)
+        except (Unresolvable, SpecFormatError) as exc:
+            return Verdict(None, f"`{shown}` uses a value not known here ({exc})")
+        globs = [_unquoted_glob(w) for w in words[1:]]
+        verdict = command_verdict(program, args, globs)
+        if verdict.value is None:
+            return Verdict(None, f"`{shown}`: {verdict.why}")
+        return verdict.negated() if negations % 2 else verdict
+
+    def quietly(self, part: Part) -> str:
+        """``Scope.lookup`` for a condition: what it counts and notes is taken back (the
+        condition is judged for ``continue``/``break`` only, and the reading stays as it was)."""
+        scope = self.scope
+        used, notes = scope.used, dict(scope.notes)
+        try:
+            return scope.lookup(part)
+        finally:
+            scope.used, scope.notes = used, notes
+
+    def skip_step(self, command: Command) -> None:
+        """A command after a ``continue``/``break`` that ran, up to the ``done`` of the loop
+        it goes to: not run. Its blocks are followed, and a submission among them is recorded
+        as not reached (the loops around it are still those of the script's submission)."""
+        skip = self.skipping
+        assert skip is not None
+        words = self.spliced(list(command.words))
+        first = words[0].literal() if words else None
+        if self.case_step(command, first):
+            return
+        lead = _lead(words)
+        keyword = words[lead].literal() if words else None
+        if keyword in _BLOCK_CLOSE:
+            self.block_step(keyword, words[lead:], command, "main")
+            if self.blocks < skip.depth:
+                self.skipping = None
+            return
+        if keyword in _BLOCK_OPEN:
+            self.blocks += 1
+            if keyword == "case":
+                self.open_case(words[lead:], command)
+            return
+        while words and words[0].literal() in _PREFIX_WORDS:
+            words.pop(0)
+        words = list(itertools.dropwhile(lambda w: w.assigned() is not None, words))
+        program = self.program(words[0]).rsplit("/", 1)[-1] if words else ""
+        if program == "curl":
+            self.curl(words, command)
+        elif program == "gcloud" or (words and self.submits(program, words)):
+            self.gcloud(words, command)
 
     def found(
         self,
@@ -1066,6 +1386,7 @@ class _Walker:
                 rest,
                 self.running(),
                 frozenset(part.value for part in _parts_of(list(command.words), "param")),
+                self.skipping.reason if self.skipping is not None else "",
             )
         )
 
@@ -1718,6 +2039,7 @@ class _Walker:
                     scope,
                     len(self.written),
                     command.cut,
+                    skipped=self.skipping.reason if self.skipping is not None else "",
                 )
             )
             return
@@ -1871,6 +2193,8 @@ class _Walker:
             )
         found = self.submissions[0]
         self.loop_jobs(found)
+        if found.skipped:
+            raise SpecFormatError(f"line {found.line}: the script submits no job: {found.skipped}")
         if self.carried:
             raise SpecFormatError(self.carried[0])
         caution = f" (note: {found.cut})" if found.cut else ""
@@ -2088,6 +2412,23 @@ def _globs(words: list[Word], values: list[str]) -> bool:
         return True
     expanded = any(part.kind != "text" for part in unquoted)
     return expanded and any(any(c in v for c in "*?[") for v in values)
+
+
+def _lead(words: list[Word]) -> int:
+    """Where the command proper starts: a block may open after ``do``/``then``/``else`` on
+    their line (``do for B in ...; do``)."""
+    lead = 0
+    while lead + 1 < len(words) and words[lead].literal() in _BODY_WORDS:
+        lead += 1
+    return lead
+
+
+def _unquoted_glob(word: Word) -> bool:
+    """Whether ``word`` holds a glob character outside quotes (in ``[[ ]]``: a pattern)."""
+    return any(
+        part.kind == "text" and not part.quoted and any(c in part.value for c in "*?[")
+        for part in word.parts
+    )
 
 
 def _parts_of(words: list[Word], kind: str) -> list[Part]:

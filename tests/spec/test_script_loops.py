@@ -177,8 +177,8 @@ def test_several_submissions_outside_loops_are_still_refused(tmp_path: Path) -> 
         load_jobs(path, env={})
 
 
-def test_continue_in_the_body_is_said_in_a_note(tmp_path: Path) -> None:
-    body = "GPUS=1\nfor LR in 1 2; do\n  [ $LR = 1 ] && continue\n  {create}\ndone\n"
+def test_continue_under_a_file_test_is_said_in_a_note(tmp_path: Path) -> None:
+    body = "GPUS=1\nfor LR in 1 2; do\n  [ -f skip-$LR ] && continue\n  {create}\ndone\n"
     jobs = load_jobs(write(tmp_path, body), env={})
     assert len(jobs) == 2
     for job in jobs:
