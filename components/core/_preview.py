@@ -25,7 +25,7 @@ from ..costs._pricing import (
     summary,
     tuning_summary,
 )
-from ..costs._quota import QUOTA_KEY
+from ..costs._quota import QUOTA_KEY, Shortfall
 from ..lifecycle._settings import DEFAULT_RETRY_DEADLINE, DYNAMIC_DOOR, Door, Endpoint
 from ..rules._catalog import Catalog
 from ..rules._spec import JobSpec
@@ -173,9 +173,9 @@ def quota_shortfalls(
     catalog: Catalog | None = None,
     read_limits: ReadLimits = _read_limits,
     alone: bool = False,
-) -> list[str]:
-    """What a preview says of the jobs' quotas, to ``say``, and the shortfalls it finds (one message each;
-    none under ``off``, or where the quotas cannot be read: a warning then).
+) -> list[Shortfall]:
+    """What a preview says of the jobs' quotas, to ``say``, and the shortfalls it finds (none
+    under ``off``, or where the quotas cannot be read: a warning then).
 
     The quota table of ``jobs`` (every job at once) and, for each placed job, its attempts'
     fit and price (``catalog``: the ``preview_catalog``, read where None). ``alone``: the
@@ -219,7 +219,7 @@ def quota_shortfalls(
         )
         say("info", "\n".join(report.table()))
         needed_by = "the job needs" if alone else "the stack's jobs need"
-        shortfalls = report.problems(limits, needed_by) + shortfalls
+        shortfalls = report.found(limits, needed_by) + shortfalls
     return shortfalls
 
 
@@ -229,7 +229,7 @@ def _placement_lines(
     limits: Any | None,
     say: Say,
     catalog: Catalog | None,
-) -> list[str]:
+) -> list[Shortfall]:
     """Say, for each job with candidate regions, each attempt's quota fit and price, where it
     will try first and why others are skipped (``components.core._placement``); returns
     the problems of jobs that fit no candidate now."""
@@ -240,7 +240,7 @@ def _placement_lines(
     from ..lifecycle._settings import target_for_endpoint
     from ._placement import attempts_of, parse_placement, preview_lines
 
-    problems: list[str] = []
+    problems: list[Shortfall] = []
     metrics = load_quota_metrics()
 
     billed = catalog if catalog is not None else preview_catalog(settings, say)
@@ -260,7 +260,8 @@ def _placement_lines(
         )
         say("info", "\n".join(lines))
         if not fits and limits is not None:
-            problems.append(f"{name}: no candidate region fits the quota now: " + lines[0])
+            text = f"{name}: no candidate region fits the quota now: " + lines[0]
+            problems.append(Shortfall("placement", (name,), text))
     return problems
 
 
@@ -311,7 +312,7 @@ def job_notes(
     *,
     catalog: Callable[[Say], Catalog],
     read_limits: ReadLimits = _read_limits,
-) -> tuple[list[Note], list[str]]:
+) -> tuple[list[Note], list[Shortfall]]:
     """What a preview says of one job checked by itself, as data: its notes in the order said,
     each under its topic (images past their end of availability, where its prices come from,
     its cost per hour and at most, with the figures, its quota table, its placement plan) and

@@ -2,7 +2,8 @@
 
 Plain dataclasses of plain values (no Pulumi type): a door translates them into its host's
 answer (``pulumi.dynamic.CheckResult``... for the dynamic provider, the engine's gRPC messages
-for the plugin).
+for the plugin). A preview's quota shortfalls are ``Shortfall``s (made where quotas are
+compared, ``components.costs._quota``; named here with the other answers).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..costs._figure import Figure
+from ..costs._quota import Shortfall
 from ..lifecycle._check import CheckOutcome
 from ..lifecycle._wire import STATUS
 from ..rules._violations import Violation, problem_text
@@ -25,6 +27,7 @@ __all__ = [
     "Notes",
     "Problem",
     "Replace",
+    "Shortfall",
     "State",
 ]
 

@@ -26,7 +26,7 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..rules._catalog import CATALOG_DIR, Catalog, training_regions_for
 from ..rules._spec import CustomJobSpec, JobSpec
@@ -44,6 +44,7 @@ __all__ = [
     "QuotaMetrics",
     "QuotaReport",
     "QuotaRow",
+    "Shortfall",
     "compare",
     "in_use_text",
     "job_needs",
@@ -385,25 +386,70 @@ class QuotaReport:
         return lines
 
     def problems(self, limits: QuotaLimits, needed_by: str = "the stack's jobs need") -> list[str]:
-        """One message per shortfall: jobs, metric, region, need vs limit, how to get more, and
-        the regions where each job fits now. ``needed_by``: whose need it is (``the job needs``
-        where one resource is checked by itself, the plugin's)."""
-        messages = []
+        """The words of ``found`` (one message per shortfall)."""
+        return [shortfall.text for shortfall in self.found(limits, needed_by)]
+
+    def found(
+        self, limits: QuotaLimits, needed_by: str = "the stack's jobs need"
+    ) -> list[Shortfall]:
+        """One ``Shortfall`` per metric short: jobs, metric, region, need vs limit, how to get
+        more, and the regions where each job fits now. ``needed_by``: whose need it is (``the
+        job needs`` where one resource is checked by itself, the plugin's)."""
+        found = []
         for row in self.shortfalls:
             jobs = "; ".join(f"{n.job} ({n.how}: {n.amount})" for n in row.needs)
             quota_id = limits.quota_id(row.metric.metric) or row.metric.quota_id
+            request = request_hint(self.project, self.region, row.metric.metric, quota_id, row.need)
+            names = tuple(sorted({n.job for n in row.needs}))
+            fits_in = {job: self.alternatives[job] for job in names if job in self.alternatives}
             where = [
-                f"{job} fits now in: {', '.join(self.alternatives[job]) or 'no catalog region'}"
-                for job in sorted({n.job for n in row.needs})
-                if job in self.alternatives
+                f"{job} fits now in: {', '.join(regions) or 'no catalog region'}"
+                for job, regions in fits_in.items()
             ]
-            messages.append(
+            text = (
                 f"quota {row.metric.metric} in {self.region}: {needed_by} {row.need} "
                 f"at once, the project's limit is {row.limit} [{jobs}]; request more: "
-                + request_hint(self.project, self.region, row.metric.metric, quota_id, row.need)
+                + request
                 + ("; " + "; ".join(where) if where else "")
             )
-        return messages
+            found.append(
+                Shortfall(
+                    "quota",
+                    names,
+                    text,
+                    region=self.region,
+                    metric=row.metric.metric,
+                    need=row.need,
+                    limit=row.limit,
+                    request=request,
+                    fits_in=fits_in,
+                )
+            )
+        return found
+
+
+@dataclass(frozen=True)
+class Shortfall:
+    """One quota shortfall that a preview finds, as data.
+
+    ``quota``: the jobs' need of one metric in one region over the project's limit (``need``,
+    ``limit``; None: not known), how to ask for more (``request``: the gcloud command and the
+    console) and, per job, the other catalog regions where it fits now (``fits_in``).
+    ``placement``: a job with candidate regions that fits none of them now. ``text`` words it
+    as every door shows it."""
+
+    kind: Literal["quota", "placement"]
+    jobs: tuple[str, ...]
+    text: str
+    region: str | None = None
+    metric: str | None = None
+    need: int | None = None
+    limit: int | None = None
+    request: str | None = None
+    fits_in: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return self.text
 
 
 def _fits_alone(needs: list[Need], limits: QuotaLimits, region: str) -> bool:

@@ -159,11 +159,11 @@ def quota_problem(
     if shortfalls and settings.quota == "error":
         return (
             "nothing was changed, because the project's Vertex training quota is short:\n"
-            + "\n".join(shortfalls)
+            + "\n".join(shortfall.text for shortfall in shortfalls)
             + f"\n({settings.door.key(QUOTA_KEY)}: warn makes this a warning)"
         )
     for shortfall in shortfalls:
-        pulumi.log.warn(shortfall)
+        pulumi.log.warn(shortfall.text)
     return None
 
 

@@ -36,6 +36,7 @@ from ..core._preview import (
     job_notes,
     preview_catalog,
 )
+from ..core._results import Shortfall
 from ..costs._quota import QuotaLimits
 from ..lifecycle._settings import PLUGIN_DOOR, Endpoint, ProviderSettings
 from ..lifecycle._wire import (
@@ -167,7 +168,7 @@ class PreviewNotes:
             raise found
         return found
 
-    def tell(self, job: PlannedJob, settings: ProviderSettings, urn: str) -> list[str]:
+    def tell(self, job: PlannedJob, settings: ProviderSettings, urn: str) -> list[Shortfall]:
         """Say ``job``'s notes (the core's ``job_notes``) on ``urn``; returns its quota
         shortfalls (none under ``gpu-training:quota: off`` or where the quotas cannot be read)."""
         preview = self.settings(job, settings)

@@ -370,12 +370,13 @@ class GpuTrainingProvider(Provider):
         shortfalls = self._notes.tell(job, self._config.settings, urn)
         if self._config.quota == "warn":
             for shortfall in shortfalls:
-                self._log.warn(shortfall, urn)
+                self._log.warn(shortfall.text, urn)
             return []
         pools = plugin_path(kind.shape, "workerPoolSpecs" if kind.shape.nested else "trialJobSpec")
         key = PLUGIN_DOOR.key(QUOTA_KEY)
         return [
-            CheckFailure(pools, f"{text} ({key}: warn makes this a warning)") for text in shortfalls
+            CheckFailure(pools, f"{shortfall.text} ({key}: warn makes this a warning)")
+            for shortfall in shortfalls
         ]
 
     async def diff(self, request: DiffRequest) -> DiffResponse:

@@ -11,7 +11,17 @@ import pytest
 from components._provider import TrainingJobProvider
 from components._tuning_provider import TuningJobProvider
 from components.core._jobs import REPLACE_REASONS, TRAINING_JOB, JobCore
-from components.core._results import Checked, Diff, Notes, Problem, Replace, State
+from components.core._results import (
+    Checked,
+    Diff,
+    JobCost,
+    Note,
+    Notes,
+    Problem,
+    Replace,
+    Shortfall,
+    State,
+)
 from components.core._tuning import TUNING_JOB
 from components.lifecycle._settings import ProviderSettings
 from tests.provider.conftest import configured, job_inputs
@@ -116,7 +126,7 @@ def test_notes_are_kept_as_data():
 
 
 def test_every_answer_is_a_plain_dataclass():
-    for answer in (Checked, Diff, Problem, Replace, State, Notes):
+    for answer in (Checked, Diff, Problem, Replace, State, Notes, Note, JobCost, Shortfall):
         assert is_dataclass(answer)
         assert all("pulumi" not in str(f.type) for f in fields(answer))
 
@@ -200,3 +210,85 @@ def test_bad_candidate_regions_name_the_field_and_reason_apart(regions, capacity
         declared_placement(regions, capacity)
     assert raised.value.path == path and raised.value.reason
     assert ": " not in raised.value.path
+
+
+T4_QUOTA = "aiplatform.googleapis.com/custom_model_training_nvidia_t4_gpus"
+
+
+def _t4_limits(us_central1: int) -> Any:
+    """A project whose T4 training quota is ``us_central1`` there and 8 everywhere else, and
+    its training vCPUs unlimited."""
+    import json
+
+    from components.costs._quota import QuotaLimits
+
+    quota_id = "CustomModelTrainingT4GPUsPerProjectPerRegion"
+    regions = {"us-central1": us_central1}
+    cpus = {"quotaId": "CustomModelTrainingCPUsPerProjectPerRegion", "regions": {}, "default": -1}
+    limits = {
+        T4_QUOTA: {"quotaId": quota_id, "regions": regions, "default": 8},
+        "aiplatform.googleapis.com/custom_model_training_cpus": cpus,
+    }
+    return QuotaLimits.from_json(json.dumps(limits))
+
+
+def _t4_job() -> Any:
+    from components.rules._spec import JobSpec
+
+    inputs = job_inputs()
+    machine = inputs["spec"]["workerPoolSpecs"][0]["machineSpec"]
+    machine.update(machineType="n1-standard-8", acceleratorType="NVIDIA_TESLA_T4")
+    machine["acceleratorCount"] = 2
+    return JobSpec.parse(inputs["spec"])
+
+
+def _t4_notes(placement: Any, us_central1: int) -> Any:
+    """``job_notes`` of a T4 job under ``quota: error``, with ``us_central1`` T4s there."""
+    from components.core._preview import PreviewSettings, job_notes
+    from components.rules._catalog import load_catalog
+
+    settings = PreviewSettings(
+        project="my-project", region="us-central1", endpoint=None, quota="error", live_prices=False
+    )
+    return job_notes(
+        "train",
+        _t4_job(),
+        settings,
+        placement,
+        catalog=lambda say: load_catalog(),
+        read_limits=lambda endpoint, project, deadline: _t4_limits(us_central1),
+    )
+
+
+def test_a_quota_shortfall_comes_back_as_data():
+    from components.core._results import Shortfall
+
+    notes, shortfalls = _t4_notes(None, 1)
+    [short] = shortfalls
+    assert isinstance(short, Shortfall) and short.kind == "quota"
+    assert (short.region, short.metric, short.need, short.limit) == (
+        "us-central1",
+        T4_QUOTA,
+        2,
+        1,
+    )
+    assert short.jobs == ("train",)
+    assert short.request is not None and "--preferred-value=2" in short.request
+    assert "europe-west4" in short.fits_in["train"] and "us-central1" not in short.fits_in["train"]
+    # The words every door shows, made of the same figures.
+    assert short.text.startswith(f"quota {T4_QUOTA} in us-central1: the job needs 2 at once")
+    assert "the project's limit is 1" in short.text and short.request in short.text
+    assert str(short) == short.text
+    assert any(n.topic == "quota" and "SHORT" in n.text for n in notes)
+    # With room for the job, nothing is short.
+    assert _t4_notes(None, 2)[1] == []
+
+
+def test_a_placed_job_that_fits_no_candidate_is_a_placement_shortfall():
+    from components.core._placement import declared_placement
+
+    [short] = _t4_notes(declared_placement(["us-central1"]), 0)[1]
+    assert short.kind == "placement" and short.jobs == ("train",)
+    assert short.metric is None and short.text.startswith(
+        "train: no candidate region fits the quota now"
+    )
