@@ -55,6 +55,9 @@ from tests.e2e._engine import (  # noqa: E402
 )
 
 OUTPUTS_FILE = "outputs_file"
+STACK_OUTPUT_FILE = "stack_output.json"
+"""A file in a floor project whose status every no-op's name maps to in the ``jobs`` stack
+output (``bench/scale.py --shaped``); no file, no stack output."""
 """The no-op's input naming a JSON file of outputs its create adds (the input is not kept);
 spelled again inside ``NOOP_PROVIDER``, which the provider process runs on its own."""
 
@@ -90,15 +93,23 @@ class Noop(Resource):
 
 NOOP_MAIN = """
 import json
+import os
 
 import pulumi
 from noop_provider import Noop
+
+STACK_OUTPUT_FILE = "{STACK_OUTPUT_FILE}"
 
 count = int(pulumi.Config().require("count"))
 with open("props.json", encoding="utf-8") as f:
     extra = json.load(f)
 for i in range(count):
     Noop(f"noop-{i:03d}", i, extra)
+# bench/scale.py --shaped: the stack output a TrainingJob stack exports (each job's status).
+if os.path.exists(STACK_OUTPUT_FILE):
+    with open(STACK_OUTPUT_FILE, encoding="utf-8") as f:
+        status = json.load(f)
+    pulumi.export("jobs", {f"noop-{i:03d}": status for i in range(count)})
 """
 
 
@@ -178,7 +189,9 @@ def floor_project(
         )
     )
     (project / "noop_provider.py").write_text(NOOP_PROVIDER)
-    (project / "__main__.py").write_text(NOOP_MAIN)
+    (project / "__main__.py").write_text(
+        NOOP_MAIN.replace("{STACK_OUTPUT_FILE}", STACK_OUTPUT_FILE)
+    )
     (base / "backend").mkdir()
     env = offline_env(bin_dir, base / "home", base / "backend", "bench-only")
     base_cmd = ["pulumi", "--non-interactive", "--color", "never"]

@@ -72,7 +72,13 @@ warnings.filterwarnings("ignore", category=FutureWarning)
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.preview import OUTPUTS_FILE, floor_project, training_job_props  # noqa: E402
+from bench.preview import (  # noqa: E402
+    OUTPUTS_FILE,
+    STACK_OUTPUT_FILE,
+    Project,
+    floor_project,
+    training_job_props,
+)
 from components.lifecycle._profile import PROFILE_ENV  # noqa: E402
 from tests.e2e._engine import (  # noqa: E402
     Workspace,
@@ -346,7 +352,7 @@ def side_by_side(
                 wait_running(emu, count * len(projects))
             for name in names:
                 if name == "shaped" and op == "up":
-                    give_a_jobs_status(floors["shaped"].cwd, jobs.ws)
+                    give_a_jobs_status(floors["shaped"], jobs.ws)
                 runner(name)(op)
         for index in range(rounds):
             # The project that goes first alternates: a trend in the machine's load hits all.
@@ -360,21 +366,34 @@ def side_by_side(
     return figures
 
 
-def give_a_jobs_status(project: Path, jobs: Workspace) -> None:
-    """Add a real TrainingJob's ``status`` output to the shaped floor's property bag.
+def give_a_jobs_status(floor: Project, jobs: Workspace) -> None:
+    """Give the shaped floor a TrainingJob stack's whole state: a real job's ``status`` output
+    in each resource's property bag, the ``jobs`` stack output (every job's status), and the
+    jobs stack's configuration (the engine hands a dynamic provider the whole stack
+    configuration, ``training:jobs`` included, and keeps it in the provider's state).
 
     The CLI serialises every property of every resource at each checkpoint, and its cost grows
-    with their number and nesting, not only with their bytes: without the ``status`` object
-    the shaped floor would under-state what a TrainingJob's state costs the engine.
+    with their number and nesting, not only with their bytes: without these the shaped floor
+    would under-state what a TrainingJob stack's state costs the engine.
     """
     status = next(iter(jobs.training_jobs().values()))["outputs"]["status"]
-    outputs_file = project / "outputs.json"
+    outputs_file = floor.cwd / "outputs.json"
     outputs_file.write_text(json.dumps({"status": status}))
-    props_file = project / "props.json"
+    (floor.cwd / STACK_OUTPUT_FILE).write_text(json.dumps(status))
+    props_file = floor.cwd / "props.json"
     props = json.loads(props_file.read_text())
     # An input that names the file: the no-op's create adds it to its outputs only, as a
     # TrainingJob's status is an output and not an input.
     props_file.write_text(json.dumps({**props, OUTPUTS_FILE: str(outputs_file)}))
+    config = json.loads(jobs.pulumi("config", "--json").stdout)
+    for key, entry in config.items():
+        subprocess.run(
+            ["pulumi", "config", "set", key, "--", str(entry["value"])],
+            cwd=floor.cwd,
+            env=floor.env,
+            capture_output=True,
+            check=True,
+        )
 
 
 def _median(runs: list[Run]) -> float:
