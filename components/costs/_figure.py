@@ -24,6 +24,7 @@ __all__ = [
     "delta_text",
     "figure_of_output",
     "figure_text",
+    "spread",
     "with_reason",
 ]
 
@@ -151,6 +152,19 @@ def dearest(figures: Sequence[Figure]) -> Figure:
     lows = [f.low for f in figures if f.low is not None]
     why = tuple(dict.fromkeys(w for f in figures for w in f.why))
     return Figure(max(lows) if lows else None, high, why)
+
+
+def spread(figures: Sequence[Figure]) -> Figure:
+    """What a job costs that lands in one of several places, not yet known which: from the
+    least of their lower ends to the most of their upper ends (each end known only where every
+    figure has it). Figures that are one price give that price. No figures: unknown."""
+    if not figures:
+        return Figure(None, None)
+    lows, highs = [f.low for f in figures], [f.high for f in figures]
+    low = None if any(v is None for v in lows) else min(v for v in lows if v is not None)
+    high = None if any(v is None for v in highs) else max(v for v in highs if v is not None)
+    why = tuple(dict.fromkeys(w for f in figures for w in f.why))
+    return Figure(low, high, why)
 
 
 def figure_text(figure: Figure, *, unit: str = "/h", digits: int = 2, why: bool = True) -> str:

@@ -37,6 +37,7 @@ from ..core._preview import (
     preview_catalog,
 )
 from ..core._results import Shortfall
+from ..costs._figure import Figure
 from ..costs._quota import QuotaLimits
 from ..lifecycle._settings import PLUGIN_DOOR, Endpoint, ProviderSettings
 from ..lifecycle._wire import (
@@ -190,22 +191,52 @@ class PreviewNotes:
         job: PlannedJob, costs: Costs, under: str | None, catalog: Catalog | None = None
     ) -> dict[str, Any]:
         """The ``status`` fields a create of ``job`` is known to give before it runs: its
-        prices (``costs`` from ``catalog``, as the create prices it), and with candidate
-        regions only where one candidate is left (its region; with one capacity kind, its
-        capacity and price)."""
+        prices (``costs`` from ``catalog``, as the create prices it); with candidate regions,
+        where one candidate is left its region (and with one capacity kind, its capacity), and
+        the price wherever it lands: one attempt's, or the spread of every attempt's
+        (``cost_basis`` ``range`` from the cheapest to the dearest, never shown as a price)."""
         from ..core._placement import attempts_of, parse_placement, with_capacity
 
         document = job.spec.to_document()
         if not job.placement:
             return dict(costs(document, job.region, catalog))
         candidates, _ = parse_placement(job.placement)
-        if len(candidates) != 1:
-            return {}  # where it runs, and so its price, is the create's to find
-        status: dict[str, Any] = {"placed_region": candidates[0].region}
         attempts = attempts_of(candidates)
+        status: dict[str, Any] = {}
+        if len(candidates) == 1:
+            status["placed_region"] = candidates[0].region
         if len(attempts) == 1:
-            [attempt] = attempts
-            status["placed_capacity"] = attempt.capacity or "as in the spec"
-            placed = with_capacity(document, attempt.capacity, under=under)
-            status.update(costs(placed, attempt.region, catalog))
+            status["placed_capacity"] = attempts[0].capacity or "as in the spec"
+        priced = [
+            costs(with_capacity(document, attempt.capacity, under=under), attempt.region, catalog)
+            for attempt in attempts
+        ]
+        status.update(priced[0] if len(priced) == 1 else _spread_costs(priced))
         return status
+
+
+def _spread_costs(priced: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """The cost fields of a job that runs at one of several attempts, each priced: the
+    ``spread`` of their hourly and ceiling figures; ``hourly_cost_usd``/``max_cost_usd`` the
+    dearest attempt's (the most it can cost), ``cost_basis`` what the spread is."""
+    from ..costs._figure import spread
+    from ..costs._pricing import cost_fields
+
+    def number(value: Any) -> float | None:
+        return float(value) if isinstance(value, int | float) else None
+
+    def figures(prefix: str) -> list[Figure]:
+        return [
+            Figure(
+                number(fields.get(f"{prefix}_low_usd")), number(fields.get(f"{prefix}_high_usd"))
+            )
+            for fields in priced
+        ]
+
+    def most(key: str) -> float | None:
+        values = [number(fields.get(key)) for fields in priced]
+        known = [v for v in values if v is not None]
+        return max(known) if len(known) == len(values) else None
+
+    hourly, ceiling = spread(figures("hourly_cost")), spread(figures("max_cost"))
+    return cost_fields(most("hourly_cost_usd"), most("max_cost_usd"), hourly, ceiling)

@@ -166,8 +166,28 @@ def test_the_preview_of_a_placed_create_knows_the_region_only_with_one_candidate
     assert one["placedCapacity"].value == "as in the spec"
     assert isinstance(one["hourlyCostUsd"].value, float)
     two = _preview_create(provider, {**training_job(), "regions": [REGION, "us-east4"]})
-    for unknown in ("placedRegion", "placedCapacity", "hourlyCostUsd"):
+    for unknown in ("placedRegion", "placedCapacity"):
         assert two[unknown].value == UNKNOWN, unknown
+
+
+def test_the_preview_of_a_create_with_several_candidates_gives_the_spread_of_their_prices(
+    emu: EmulatorProcess,
+) -> None:
+    provider, _ = _provider(emu.endpoint, quota="off", livePrices=False)
+    job = _h100_job()  # priced apart in the two regions (the snapshot's prices)
+    regions = ["us-central1", "europe-west4"]
+    state = _preview_create(provider, {**job, "regions": regions})
+    priced = [cost_outputs(_document(job), region) for region in regions]
+    hourly = sorted(p["hourly_cost_usd"] for p in priced)
+    assert hourly[0] < hourly[1]  # else this test shows nothing
+    # Where it lands is the create's to find: the price is a range, never shown as one price.
+    assert state["costBasis"].value == "range"
+    assert state["hourlyCostLowUsd"].value == pytest.approx(hourly[0])
+    assert state["hourlyCostHighUsd"].value == pytest.approx(hourly[1])
+    assert state["hourlyCostUsd"].value == pytest.approx(hourly[1])  # the most it can cost
+    ceilings = sorted(p["max_cost_usd"] for p in priced)
+    assert state["maxCostLowUsd"].value == pytest.approx(ceilings[0])
+    assert state["maxCostHighUsd"].value == pytest.approx(ceilings[1])
 
 
 def test_the_billed_catalog_and_the_quotas_are_read_once_per_process(

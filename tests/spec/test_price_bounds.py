@@ -219,6 +219,20 @@ def test_the_dearest_of_several_figures_keeps_each_end_apart() -> None:
     assert dearest([]).kind == "unknown"
 
 
+def test_the_spread_of_several_figures_runs_from_the_least_to_the_most() -> None:
+    from components.costs._figure import spread
+
+    price, at_most, at_least = Figure.price(9.0), Figure(None, 4.5, ("u",)), Figure(5.0, None)
+    # one of two prices, not known which: a range, never either price
+    assert spread([Figure.price(2.0), price]) == Figure(2.0, 9.0)
+    assert spread([Figure.price(2.0), price]).kind == "range"
+    assert spread([price, Figure.price(9.0)]).kind == "price"
+    # an end one figure lacks is not known for the spread; the reasons stay
+    assert spread([at_most, price]) == Figure(None, 9.0, ("u",))
+    assert spread([price, at_least]) == Figure(5.0, None)
+    assert spread([]).kind == "unknown"
+
+
 def test_the_change_of_two_figures_is_a_bound_or_a_range_with_why() -> None:
     from components.costs._figure import delta_text
 
