@@ -10,8 +10,10 @@ started by the bench (jobs start at once and then run for a day; a cancel is imm
 ``--simulate-cancel-seconds 0``). The floor is the same number of resources of a dynamic
 provider that does nothing (``bench/preview.py``'s): what any Python dynamic resource costs.
 With ``--shaped``, a third project: no-op resources that carry a TrainingJob's inputs and the
-``status`` output of one of the bench's real jobs (taken after its first ``up``), so the
-engine checkpoints the same state: what is left between it and the jobs is the provider's.
+``status`` output of one of the bench's real jobs (taken after its first ``up``), the ``jobs``
+stack output of every job's status, and the jobs stack's configuration (which the engine
+hands a dynamic provider whole and keeps in its state), so the engine checkpoints the same
+state: what is left between it and the jobs is the provider's.
 With ``--baseline REV``, a fourth: the same jobs run by the ``components`` package of git
 revision ``REV`` (against the same emulator, in the same rounds), so a change's effect is
 measured side by side rather than across runs on a shared machine.
@@ -455,8 +457,8 @@ def print_table(count: int, figures: Figures) -> None:
     if shaped:
         print(
             "\n(shaped: no-op resources with a TrainingJob's inputs and a real job's `status` "
-            "output, so the same state: the part of the gap that is the engine moving and "
-            "checkpointing those properties)"
+            "output, the `jobs` stack output and the jobs stack's configuration, so the same "
+            "state: the part of the gap that is the engine moving and checkpointing it)"
         )
 
 
