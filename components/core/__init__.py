@@ -7,8 +7,9 @@ typed answers back (``components.core._results``): check → the inputs to use, 
 path; reason: what is wrong; suggestion: what to change, or None, never repeated in the reason;
 ``Problem.text`` words them as users see them) and the validator's warnings; diff → changed
 paths with each replace's reason; create, read, update → the job's id and outputs (its
-``status``: state, cost, placed region); delete and cancel → nothing, or an error whose text is
-safe to show.
+``status``: state, cost, placed region); delete → nothing, or an error whose text is safe to
+show; ``cancel_operations`` (the engine's Cancel) → every wait of the process ends, each job
+left as it is. A preview's notes and quota shortfalls are data too (``Note``, ``Shortfall``).
 
 - ``_jobs``: the lifecycle (check, diff, submit-or-adopt and wait, read, update, delete) and
   the kinds of job (``TRAINING_JOB``, ``TUNING_JOB``);

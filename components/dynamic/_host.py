@@ -198,12 +198,13 @@ def _interrupting(handler: Any) -> Any:
     """``handler`` (a unary RPC handler) that first stops this process's waits, served by a
     thread of its own so that it never queues behind busy workers."""
     global _cancel_pool
-    from ..lifecycle._interrupt import interrupt
-
     behaviour = handler.unary_unary
 
     def cancel(request: Any, context: Any) -> Any:
-        interrupt("pulumi was cancelled")
+        # Imported here: the host installs this before it loads the provider (and the core).
+        from ..core._jobs import cancel_operations
+
+        cancel_operations()
         return behaviour(request, context)
 
     if _cancel_pool is None:

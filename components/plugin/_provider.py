@@ -65,7 +65,7 @@ from pulumi.provider.experimental.provider import (
     UpdateResponse,
 )
 
-from ..core._jobs import TRAINING_JOB, JobCore
+from ..core._jobs import TRAINING_JOB, JobCore, cancel_operations
 from ..core._results import Checked
 from ..core._tuning import TUNING_JOB
 from ..costs._quota import QUOTA_KEY
@@ -76,7 +76,6 @@ from ..lifecycle._adoption import (
     instance_of,
     record_create,
 )
-from ..lifecycle._interrupt import interrupt
 from ..lifecycle._settings import PLUGIN_DOOR, ProviderSettings, SettingError, read_place
 from ..lifecycle._wire import (
     EXCLUSIVE_GPUS,
@@ -323,7 +322,7 @@ class GpuTrainingProvider(Provider):
     async def cancel(self) -> None:
         """The engine's Cancel (Ctrl-C, ``pulumi cancel``): every wait ends now; each job is
         left as it is (a waiting create's job is adopted by the next ``pulumi up``)."""
-        interrupt("pulumi was cancelled")
+        cancel_operations()
 
     # -- preview path -----------------------------------------------------------------------
 

@@ -292,3 +292,29 @@ def test_a_placed_job_that_fits_no_candidate_is_a_placement_shortfall():
     assert short.metric is None and short.text.startswith(
         "train: no candidate region fits the quota now"
     )
+
+
+def test_the_cores_cancel_ends_every_wait_of_the_process_with_its_reason() -> None:
+    import threading
+
+    from components.core._jobs import cancel_operations
+    from components.lifecycle._interrupt import Interrupted, pause, reset
+
+    ended: list[str] = []
+
+    def wait() -> None:
+        try:
+            pause(60)
+        except Interrupted as exc:
+            ended.append(exc.reason)
+
+    waits = [threading.Thread(target=wait) for _ in range(3)]
+    try:
+        for thread in waits:
+            thread.start()
+        cancel_operations()
+        for thread in waits:
+            thread.join(timeout=5)
+        assert ended == ["pulumi was cancelled"] * 3
+    finally:
+        reset()
