@@ -87,15 +87,20 @@ def test_replaces_forced_and_after_a_spec_change_then_a_refresh_of_a_deleted_job
     door: Door,
 ) -> None:
     # Each replace starts a new job and cancels the old one (create before delete: the
-    # default), its record kept. A forced one (`--replace`, `--target-replace`): the engine
+    # default), its record kept. A forced one (`--replace`, `--target-replace`, a resource
+    # tainted with `pulumi state taint`): the engine
     # calls neither diff nor check with the old resource, so to the create the running job is
     # this resource's active job with the same inputs; the stack holds it, so it is not
     # adopted. Then a refresh of the job deleted out of band removes the resource.
     with emulator_for(door.ws, *SIMULATE) as emu:
         client = emu.client()
         jobs = [_running_job(door, emu)]
-        for flag in ("--replace", "--target-replace"):
-            out = door.ws.pulumi("up", "--yes", "--skip-preview", flag, door.urn()).output
+        for flag in ("--replace", "--target-replace", "taint"):
+            if flag == "taint":  # `pulumi state taint`: the next up replaces it, no flag
+                door.ws.pulumi("state", "taint", door.urn(), "--yes")
+                out = door.ws.pulumi("up", "--yes", "--skip-preview").output
+            else:
+                out = door.ws.pulumi("up", "--yes", "--skip-preview", flag, door.urn()).output
             assert "replaced" in out, out
             jobs.append(door.held())
             assert door.adopted() is False
@@ -113,7 +118,7 @@ def test_replaces_forced_and_after_a_spec_change_then_a_refresh_of_a_deleted_job
         assert "replaced" in out, out
         jobs.append(door.held())
         assert door.adopted() is False
-        assert len(set(jobs)) == 4, jobs
+        assert len(set(jobs)) == 5, jobs
         assert job_states(client) == {job: CANCELLED for job in jobs[:-1]} | {jobs[-1]: RUNNING}
 
         client.cancel_custom_job(name=jobs[-1])
