@@ -500,10 +500,23 @@ def test_a_destroy_after_a_killed_first_up_cancels_the_job_it_left(
 
 
 def test_refresh_and_destroy_with_the_api_unreachable_keep_the_resource(door: Door) -> None:
-    # The read and the delete give up after the 2 s retry deadline: the stack keeps the
-    # resource as it was, the job keeps running; once the API answers, both succeed.
+    # A create gives up submitting after the 2 s retry deadline: no job got through, so no
+    # resource and no job. The read and the delete give up the same way: the stack keeps the
+    # resource as it was, the job keeps running; once the API answers, each succeeds.
     with emulator_for(door.ws, *SIMULATE) as emu:
-        job = _running_job(door, emu, retryDeadline="2")
+        door.write(waitFor="running")
+        door.init(emu.endpoint, retryDeadline="2")
+        emu.set_faults(unavailable_rate=1.0)
+        try:
+            out = door.ws.pulumi("up", "--yes", "--skip-preview", expect_failure=True).output
+        finally:
+            emu.clear_faults()
+        assert "could not submit the training job to " in out, out
+        assert "Traceback" not in out and 'File "' not in out, out
+        assert door.resources() == {} and _states(door, emu.client()) == {}
+        door.ws.up()
+        job = door.held()
+        assert _states(door, emu.client()) == {job: RUNNING}
 
         out = fails_while_unreachable(door.ws, emu, "refresh", door.job_type, "train")
         assert f"could not refresh job {job}: " in out, out
