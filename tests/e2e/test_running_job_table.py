@@ -147,12 +147,13 @@ def test_a_forced_replace_of_a_tuning_job_starts_a_new_one(door: Door) -> None:
         assert _states(door, emu.client()) == {new: RUNNING, old: CANCELLED}
 
 
-def test_a_refused_replace_fails_first_and_exclusive_gpus_cancels_first(door: Door) -> None:
+def test_a_refused_replace_fails_first_and_exclusive_gpus_or_continue_last_run_stop_first(door: Door) -> None:
     # A replace whose new job would be refused (labels over the limit, or one the provider
     # sets): nothing is cancelled or submitted, the preview (and up) fail first, the job runs
     # on (with exclusiveGpus, whose replace cancels the old job before submitting the new).
     # Then a forced replace with exclusiveGpus: no diff, so no deleteBeforeReplace from it;
     # the create cancels the held job, and waits for it to stop, before it submits the new one.
+    # Then a replace after a spec change with continueLastRun: the old job is stopped first.
     with emulator_for(door.ws, *SIMULATE) as emu:
         client = emu.client()
         door.write(waitFor="running", exclusiveGpus=True)
@@ -178,6 +179,15 @@ def test_a_refused_replace_fails_first_and_exclusive_gpus_cancels_first(door: Do
         assert stopped.state == JobState.JOB_STATE_CANCELLED
         assert new.state == JobState.JOB_STATE_RUNNING
         assert new.create_time >= stopped.end_time, "the new job started before the old one ended"
+
+        # A spec change with continueLastRun: the same order (the new run continues the old).
+        door.write(waitFor="running", continueLastRun=True, machine_type="n1-standard-8")
+        assert "replaced" in door.ws.up().output
+        newest = client.get_custom_job(name=door.held())
+        continued = client.get_custom_job(name=new.name)
+        assert continued.state == JobState.JOB_STATE_CANCELLED
+        assert newest.state == JobState.JOB_STATE_RUNNING
+        assert newest.create_time >= continued.end_time, "it started before the old one ended"
 
 
 # -- during the wait ------------------------------------------------------------------------------
