@@ -147,7 +147,9 @@ def test_a_forced_replace_of_a_tuning_job_starts_a_new_one(door: Door) -> None:
         assert _states(door, emu.client()) == {new: RUNNING, old: CANCELLED}
 
 
-def test_a_refused_replace_fails_first_and_exclusive_gpus_or_continue_last_run_stop_first(door: Door) -> None:
+def test_a_refused_replace_fails_first_and_exclusive_gpus_or_continue_last_run_stop_first(
+    door: Door,
+) -> None:
     # A replace whose new job would be refused (labels over the limit, or one the provider
     # sets): nothing is cancelled or submitted, the preview (and up) fail first, the job runs
     # on (with exclusiveGpus, whose replace cancels the old job before submitting the new).

@@ -79,7 +79,7 @@ def test_no_job_asks_delete_before_replace_its_create_stops_the_held_jobs():
     ``exclusiveGpus`` replace left the new job unnamed). So no job resource asks
     ``delete_before_replace`` (with ``exclusiveGpus``, or ``continueLastRun`` on the entry or
     the stack): its create stops the held jobs first (``held_jobs``; the e2e table's
-    ``test_a_refused_replace_fails_first_and_exclusive_gpus_cancels_first``)."""
+    ``test_a_refused_replace_fails_first_and_exclusive_gpus_or_continue_last_run_stop_first``)."""
     for stack, config in (
         ("prod", None),
         ("dev", None),
