@@ -10,7 +10,6 @@ trainer for real (execute mode); the others use simulate mode, where a job label
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 from google.cloud.aiplatform_v1 import JobState
@@ -175,28 +174,3 @@ def test_an_identical_up_after_a_destroy_starts_a_new_run(ws: Workspace) -> None
             first["job_name"]: "JOB_STATE_SUCCEEDED",
             second["job_name"]: "JOB_STATE_SUCCEEDED",
         }
-
-
-def test_two_stacks_of_the_same_names_on_two_backends_never_share_a_job(
-    ws: Workspace, pulumi_bin_dir: Path, tmp_path: Path
-) -> None:
-    """Issue 42 item 3: two teams, each on its own backend, the same project, stack and
-    resource names and one Google project: the second `up` starts its own job and names no
-    other (before: "an earlier run of this resource"), and its destroy leaves the first's."""
-    team_b = Workspace.create(tmp_path / "team-b", pulumi_bin_dir)
-    try:
-        with emulator_for(ws, *SIMULATE, "--allow-root", str(team_b.project)) as emu:
-            _up_with_a_running_job(ws, emu.endpoint)
-            first = ws.training_jobs()["train"]["id"]
-            spec = team_b.write_job("train", python_job("train", labels=HANG_LABELS))
-            jobs = [job_entry("train", spec, waitFor="running")]
-            team_b.init_stack(local_config(emu.endpoint, jobs))
-            out = team_b.up().output
-            second = team_b.training_jobs()["train"]["id"]
-            assert second != first and first not in out, out
-            team_b.pulumi("destroy", "--yes", "--skip-preview")
-            client = emu.client()
-            assert client.get_custom_job(name=first).state == JobState.JOB_STATE_RUNNING
-            assert client.get_custom_job(name=second).state == JobState.JOB_STATE_CANCELLED
-    finally:
-        assert team_b.kill_strays() == []

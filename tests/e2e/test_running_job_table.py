@@ -192,6 +192,27 @@ def test_a_refused_replace_fails_first_and_exclusive_gpus_or_continue_last_run_s
         assert newest.create_time >= continued.end_time, "it started before the old one ended"
 
 
+def test_two_stacks_of_the_same_names_on_two_backends_never_share_a_job(
+    door: Door, pulumi_bin_dir: Path, tmp_path: Path
+) -> None:
+    # Two teams, each on its own backend, the same project, stack and resource names and one
+    # Google project: each stack instance's jobs carry its own identity, so the second `up`
+    # starts its own job and names no other, and its destroy leaves the first's running.
+    team_b = open_door(door.name, pulumi_bin_dir, tmp_path / "team-b")
+    try:
+        with emulator_for(door.ws, *SIMULATE, "--allow-root", str(team_b.ws.project)) as emu:
+            first = _running_job(door, emu)
+            team_b.write(waitFor="running")
+            team_b.init(emu.endpoint)
+            out = team_b.ws.up().output
+            second = team_b.held()
+            assert second != first and first not in out, out
+            team_b.ws.pulumi("destroy", "--yes", "--skip-preview")
+            assert job_states(emu.client()) == {first: RUNNING, second: CANCELLED}
+    finally:
+        team_b.end()
+
+
 # -- during the wait ------------------------------------------------------------------------------
 
 
