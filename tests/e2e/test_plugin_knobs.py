@@ -1,6 +1,6 @@
 """The dynamic resources' knobs and settings through the provider plugin, from a YAML program on
 the real engine against the emulator: placement fail-over (``regions``; no quota in the first
-candidate: the job runs in the second, one job in all), and the project and region from the
+candidate, no capacity in the second: the job runs in the third, one job in all), and the project and region from the
 environment pulumi-gcp reads (``GOOGLE_PROJECT``, ``GOOGLE_REGION``)."""
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from tests.e2e._plugin import (
     training_job,
 )
 
-REGIONS = ["us-central1", "us-east4"]
+REGIONS = ["us-central1", "us-east4", "europe-west4"]
 NO_T4_IN_THE_FIRST = ("--quota", "custom_model_training_nvidia_t4_gpus@us-central1=0")
+NO_CAPACITY_IN_THE_SECOND = ("--no-capacity", "NVIDIA_TESLA_T4@us-east4")
 
 
 @pytest.fixture
@@ -50,11 +51,14 @@ def _jobs(client: Any, regions: list[str]) -> list[Any]:
     return found
 
 
-def test_a_job_with_regions_runs_in_the_second_when_the_first_has_no_quota(
+def test_a_job_with_regions_runs_in_the_third_after_no_quota_and_no_capacity(
     yaml_ws: Workspace,
 ) -> None:
+    # The first candidate has no T4 quota (refused at submit), the second no capacity (its job
+    # fails with "Resources are insufficient" during the wait, and is cancelled); the job runs
+    # in the third: one job active in all.
     ws = yaml_ws
-    with emulator_for(ws, *SIMULATE, *NO_T4_IN_THE_FIRST) as emu:
+    with emulator_for(ws, *SIMULATE, *NO_T4_IN_THE_FIRST, *NO_CAPACITY_IN_THE_SECOND) as emu:
         job = {**training_job(), "labels": {"team": "ml", **HANG_LABELS}}
         _write_program(ws, {**job, "regions": REGIONS, "waitFor": "running"}, "placedRegion")
         init_plugin_stack(ws, emu.endpoint)
@@ -62,15 +66,18 @@ def test_a_job_with_regions_runs_in_the_second_when_the_first_has_no_quota(
         ws.pulumi("preview")
         up = ws.pulumi("up", "--yes", "--skip-preview").output
         assert "placement: us-central1: quota refused" in up
+        assert "placement: us-east4: no capacity" in up
+        assert "Resources are insufficient in region: us-east4" in up
         assert "Traceback" not in up
-        [placed] = _jobs(emu.client(), REGIONS)
-        assert "/locations/us-east4/" in placed.name
-        assert placed.state.name == "JOB_STATE_RUNNING"
+        jobs = _jobs(emu.client(), REGIONS)
+        [placed] = [j for j in jobs if j.state.name == "JOB_STATE_RUNNING"]
+        assert "/locations/europe-west4/" in placed.name
+        [failed] = [j for j in jobs if j.name != placed.name]
+        assert "/locations/us-east4/" in failed.name and failed.state.name == "JOB_STATE_FAILED"
         outputs = ws.pulumi("stack", "output", "--json").json()
-        assert outputs == {"name": placed.name, "placedRegion": "us-east4"}
+        assert outputs == {"name": placed.name, "placedRegion": "europe-west4"}
         ws.pulumi("destroy", "--yes", "--skip-preview")
-        [cancelled] = _jobs(emu.client(), REGIONS)
-        assert cancelled.state.name == "JOB_STATE_CANCELLED"
+        assert emu.client().get_custom_job(name=placed.name).state.name == "JOB_STATE_CANCELLED"
 
 
 def test_project_and_region_from_the_environment_pulumi_gcp_reads(yaml_ws: Workspace) -> None:
