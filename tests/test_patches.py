@@ -128,6 +128,16 @@ def test_the_package_files_the_library_import_defers_are_as_they_were_checked(mo
     )
 
 
+def test_the_docs_name_the_client_library_version_the_files_were_checked_on():
+    """An upgrade that leaves both files as they were still moves the version checked on."""
+    from importlib.metadata import version
+
+    installed = version("google-cloud-aiplatform")
+    assert f"google-cloud-aiplatform {installed} " in PATCHES_DOC.read_text(), (
+        f"docs/patches.md's 'Checked on' names another google-cloud-aiplatform than {installed}"
+    )
+
+
 def _upstream_path(module: str) -> str:
     """``google/cloud/aiplatform_v1/types/__init__.py``: a package's file as docs name it."""
     return module.replace(".", "/") + "/__init__.py"
