@@ -1,9 +1,11 @@
 """The run-time patches: each one listed in docs/patches.md, checked against the upstream code
-it depends on, and none of the dynamic host's in the plugin's process.
+it depends on, and none of the dynamic host's in the plugin's process (which loads the status
+alias and the core's partial import of the client library, ``components/vertex/_library.py``).
 
 A patch reaches into code that is not ours (the dynamic provider host of the Pulumi SDK, gRPC's
-server, the standard library's thread pool). Each entry of ``UPSTREAM`` fingerprints that code
-(the source of the function or class, as the pinned versions ship it): when an upgrade changes
+server, the standard library's thread pool, the client library's package files). Each entry of
+``UPSTREAM`` fingerprints that code (the source of the function or class, as the pinned versions
+ship it; ``UPSTREAM_FILES``, a whole file): when an upgrade changes
 it, the test fails and names what to check again, and docs/patches.md's "checked on" column is
 to be updated with the new fingerprint. Dependencies are found by file, never imported: the
 host module runs a server when executed.
@@ -61,6 +63,15 @@ UPSTREAM = {
     ),
 }
 
+# Whole files the library import of both doors (components/vertex/_library.py: `job_service`,
+# `types_only`) leaves unexecuted until a name of them is asked for: it relies on them doing
+# nothing a submodule needs (they import and name things, and warn of old Pythons and
+# dependencies). Module: (the patch, sha256[:16] of the file's text).
+UPSTREAM_FILES = {
+    "google.cloud.aiplatform_v1": ("job_service, types_only", "0c59adcc192de1ed"),
+    "google.cloud.aiplatform_v1.types": ("job_service, types_only", "a4b436d62a9c6dcc"),
+}
+
 
 def _file_of(module: str) -> Path:
     spec = importlib.util.find_spec(module)
@@ -105,11 +116,45 @@ def test_the_code_under_a_patch_is_as_it_was_checked(module, qualname):
     )
 
 
+@pytest.mark.parametrize("module", sorted(UPSTREAM_FILES))
+def test_the_package_files_the_library_import_defers_are_as_they_were_checked(module):
+    patch, expected = UPSTREAM_FILES[module]
+    found = hashlib.sha256(_file_of(module).read_text().encode()).hexdigest()[:16]
+    assert found == expected, (
+        f"{_upstream_path(module)} changed under {patch} (components/vertex/_library.py): "
+        "check that it still only imports and names things (nothing a submodule needs runs "
+        "there) and that services/job_service is there, then record "
+        f"{found} here and in docs/patches.md with the library's version"
+    )
+
+
+def test_the_docs_name_the_client_library_version_the_files_were_checked_on():
+    """An upgrade that leaves both files as they were still moves the version checked on."""
+    from importlib.metadata import version
+
+    installed = version("google-cloud-aiplatform")
+    assert f"google-cloud-aiplatform {installed} " in PATCHES_DOC.read_text(), (
+        f"docs/patches.md's 'Checked on' names another google-cloud-aiplatform than {installed}"
+    )
+
+
+def _upstream_path(module: str) -> str:
+    """``google/cloud/aiplatform_v1/types/__init__.py``: a package's file as docs name it."""
+    return module.replace(".", "/") + "/__init__.py"
+
+
 def test_the_docs_list_every_patch_with_its_fingerprint():
     text = PATCHES_DOC.read_text()
-    for (module, qualname), (patch, expected) in UPSTREAM.items():
-        assert f"`{module}.{qualname}`" in text, qualname
-        assert expected in text, f"docs/patches.md lacks {qualname}'s fingerprint {expected}"
+    listed = [
+        (f"{module}.{qualname}", patch, hash_)
+        for (module, qualname), (patch, hash_) in UPSTREAM.items()
+    ]
+    listed += [
+        (_upstream_path(module), patch, hash_) for module, (patch, hash_) in UPSTREAM_FILES.items()
+    ]
+    for upstream, patch, expected in listed:
+        assert f"`{upstream}`" in text, upstream
+        assert expected in text, f"docs/patches.md lacks {upstream}'s fingerprint {expected}"
         for name in patch.split(", "):
             assert f"`{name}`" in text, name
 
@@ -121,7 +166,7 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_status_alias_is_still_needed_and_safe():
-    """The plugin's one patch (``components/plugin/__init__.py``): the SDK's server and the
+    """The plugin's own patch (``components/plugin/__init__.py``): the SDK's server and the
     Vertex client register ``google.rpc.Status`` from two files, and protobuf refuses the
     second. Fails when upstream fixes that (the alias can go) or when the two messages stop
     being the same field for field (the alias would be wrong)."""

@@ -11,8 +11,10 @@ One message type, two files: ``pulumi.provider.experimental`` (any of its module
 ``google/rpc/status.proto``, and protobuf refuses the second (``duplicate symbol
 'google.rpc.Status'``): the plugin's first API call failed. Importing this package first makes
 the SDK's module the client's (the same message, field for field), so each is registered once.
-It is the one change the plugin's process makes to code not its own (docs/patches.md;
-``tests/test_patches.py`` fails when upstream makes it unneeded).
+It is one of the two changes the plugin's process makes to code not its own, beside the core's
+import of the client library's job service alone (``components/vertex/_library.py``):
+docs/patches.md lists both; ``tests/test_patches.py`` fails when upstream makes this one
+unneeded.
 """
 
 from __future__ import annotations

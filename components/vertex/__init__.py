@@ -8,7 +8,8 @@
 - ``quotas``: the project's Vertex training quotas, read with the Cloud Quotas client
   (``cloudquotas_v1``, imported on the first read; never ``google.cloud.aiplatform``).
 - ``_library``: imports the client library's job service alone (what ``refresh`` and
-  ``destroy`` need, half the import's cost) or the library whole (to build a job).
+  ``destroy`` need, half the import's cost), its message types (to build a job) or the
+  library whole; a run-time change of the library's import, listed in docs/patches.md.
 
 Importing this package is cheap; ``api`` loads the client library on its first call and
 ``convert`` when it is imported, so the preview path (``check``/``diff``) imports neither.

@@ -13,7 +13,10 @@ with a module ``__getattr__`` (PEP 562) that imports a submodule it is asked for
 any other name runs the package's real ``__init__`` first: code that uses the library as a
 whole (``from google.cloud import aiplatform_v1; aiplatform_v1.CustomJob``) finds it whole.
 The library itself announces these imports as lazy (its ``__lazy_modules__``, for the lazy
-imports of Python versions to come); its ``__init__`` files only import and name things.
+imports of Python versions to come); its ``__init__`` files only import and name things (and
+the package's warns of old Pythons and dependencies, which waits until it runs). This is a
+run-time change of the library's import, in both doors' processes: docs/patches.md lists it,
+and ``tests/test_patches.py`` fails when either file changes.
 
 If the library's layout ever differs (no ``services/job_service`` package), the library is
 imported whole, as before.

@@ -86,6 +86,54 @@ def test_code_that_uses_the_library_whole_finds_it_whole() -> None:
     assert "NoSuchThing" in found["missing"]
 
 
+def test_the_job_service_alone_uses_the_types_a_whole_import_names() -> None:
+    """Every message type the lazily imported client uses is the object the whole library
+    names, registered once in protobuf's pool: a type defined twice (a submodule of the
+    deferred ``types`` package run a second time by the whole import) would be a different
+    class, and a job built from one would not be the other's (docs/patches.md)."""
+    found = fresh(
+        """
+        import json, sys, types
+        import proto
+        from google.protobuf import descriptor_pool
+        from components.vertex._library import job_service
+        service = job_service()
+        client = sys.modules[service.JobServiceClient.__module__]
+        used = {
+            (module.__name__, name): cls
+            for module in vars(client).values()
+            if isinstance(module, types.ModuleType)
+            and module.__name__.startswith("google.cloud.aiplatform_v1.types.")
+            for name, cls in vars(module).items()
+            if isinstance(cls, type) and issubclass(cls, proto.Message)
+            and cls.__module__ == module.__name__
+        }
+        from google.cloud import aiplatform_v1
+        aiplatform_v1.CustomJob  # a name of the package: its __init__ files run, as in use
+        pool = descriptor_pool.Default()
+        whole = vars(aiplatform_v1.types)
+        print(json.dumps({
+            "used": len(used),
+            "not_the_same": sorted(
+                name for (_, name), cls in used.items()
+                if name in whole and whole[name] is not cls
+            ),
+            "named": sum(1 for (_, name) in used if name in whole),
+            "registered_twice": sorted(
+                name for (_, name), cls in used.items()
+                if pool.FindMessageTypeByName(cls.pb().DESCRIPTOR.full_name)
+                is not cls.pb().DESCRIPTOR
+            ),
+            "same_client": aiplatform_v1.JobServiceClient is service.JobServiceClient,
+            "custom_job": aiplatform_v1.CustomJob is client.gca_custom_job.CustomJob,
+        }))
+        """
+    )
+    assert found["used"] > 50 and found["named"] > 50  # the check would pass on no types
+    assert found["not_the_same"] == [] and found["registered_twice"] == []
+    assert found["same_client"] and found["custom_job"]
+
+
 def test_a_library_imported_before_is_used_as_it_is() -> None:
     found = fresh(
         """
