@@ -448,13 +448,6 @@ def message_on_failure(operation: Callable[P, T]) -> Callable[P, T]:
 
 def _on_shutdown() -> None:
     """Stop the waits when the interpreter shuts down (before it joins the worker threads)."""
-    from ..lifecycle._interrupt import interrupt
+    from ..lifecycle._interrupt import stop_waits_at_exit
 
-    register = getattr(threading, "_register_atexit", None)
-    if register is None:
-        return
-    try:
-        # Called in reverse order of registration, so before concurrent.futures joins the pool.
-        register(lambda: interrupt("the provider process is stopping"))
-    except RuntimeError:  # already shutting down
-        interrupt("the provider process is stopping")
+    stop_waits_at_exit()

@@ -18,10 +18,11 @@ Nothing here imports ``pulumi`` or the Vertex client.
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from .._errors import TrainingJobError
 
-__all__ = ["Interrupted", "interrupt", "interrupted", "pause", "reset"]
+__all__ = ["Interrupted", "interrupt", "interrupted", "pause", "reset", "stop_waits_at_exit"]
 
 _stop = threading.Event()
 _lock = threading.Lock()
@@ -62,3 +63,25 @@ def reset() -> None:
     with _lock:
         _stop.clear()
         _reason = ""
+
+
+STOPPING = "the provider process is stopping"
+
+
+def stop_waits_at_exit(threading_module: Any = threading) -> None:
+    """End every wait of this process when the interpreter shuts down (SIGINT ended its main
+    loop), before ``concurrent.futures`` joins the worker threads, which a wait would
+    otherwise hold for as long as it lasts. ``threading._register_atexit`` (private, but
+    what ``concurrent.futures`` itself uses) calls its functions in reverse order of
+    registration, so this one runs before that join; without it, nothing is registered."""
+    # concurrent.futures registers its join when its thread module is first imported, which
+    # the package defers: import it now, so that the join is registered before this.
+    import concurrent.futures.thread  # noqa: F401
+
+    register = getattr(threading_module, "_register_atexit", None)
+    if register is None:
+        return
+    try:
+        register(lambda: interrupt(STOPPING))
+    except RuntimeError:  # already shutting down
+        interrupt(STOPPING)

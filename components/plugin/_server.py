@@ -59,6 +59,7 @@ from pulumi.runtime._grpc_settings import _GRPC_CHANNEL_OPTIONS
 from pulumi.runtime.proto import provider_pb2_grpc
 
 from ..lifecycle._engine_watch import watch_engine
+from ..lifecycle._interrupt import stop_waits_at_exit
 from ..rules._violations import problem_text
 from ._schema import VERSION, load_schema
 
@@ -184,6 +185,9 @@ def main(argv: list[str] | None = None) -> None:
     # A killed engine leaves this process waiting in a create: end with it, as the dynamic
     # provider does (the job is adopted by the next `pulumi up`).
     watch_engine(anywhere=True)
+    # SIGINT (the engine stops a plugin with it, then SIGKILL) ends the server; the waits of
+    # its operations end with it, so no worker thread keeps the process alive.
+    stop_waits_at_exit()
 
     async def serve() -> None:
         server = grpc.aio.server(options=_GRPC_CHANNEL_OPTIONS)

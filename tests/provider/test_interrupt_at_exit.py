@@ -1,0 +1,72 @@
+"""A provider process whose main loop ends (SIGINT) ends its waits at once, in both doors:
+``concurrent.futures`` joins its worker threads at exit, and a wait would hold the join for as
+long as it lasts (``components.lifecycle._interrupt.stop_waits_at_exit``)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+_PROCESS = """
+import concurrent.futures, sys, time
+from components.lifecycle._interrupt import Interrupted, pause, stop_waits_at_exit
+
+if sys.argv[1] == "registered":
+    stop_waits_at_exit()
+
+def wait():
+    try:
+        pause(60)
+        print("waited 60 s", flush=True)
+    except Interrupted as exc:
+        print("interrupted:", exc.reason, flush=True)
+
+pool = concurrent.futures.ThreadPoolExecutor(max_workers=2)
+pool.submit(wait)
+pool.submit(wait)
+time.sleep(0.2)
+print("main loop ends", flush=True)
+"""
+
+
+@pytest.mark.parametrize("registered", [True, False], ids=["registered", "not-registered"])
+def test_the_end_of_the_main_loop_ends_every_wait(registered: bool) -> None:
+    start = time.monotonic()
+    args = [sys.executable, "-c", textwrap.dedent(_PROCESS), "registered" if registered else "-"]
+    try:
+        done = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=5)
+    except subprocess.TimeoutExpired:
+        assert not registered, "the registered process kept waiting at exit"
+        return  # without it the join waits out the waits: what the registration prevents
+    assert registered, f"the unregistered process ended at once: {done.stdout}"
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines == ["main loop ends"] + ["interrupted: the provider process is stopping"] * 2
+    assert time.monotonic() - start < 5
+
+
+def test_a_late_registration_stops_the_waits_at_once() -> None:
+    from components.lifecycle._interrupt import interrupted, reset, stop_waits_at_exit
+
+    class ShuttingDown:
+        @staticmethod
+        def _register_atexit(function: object) -> None:
+            raise RuntimeError("can't register atexit after shutdown")
+
+    try:
+        stop_waits_at_exit(ShuttingDown)
+        assert interrupted() == "the provider process is stopping"
+    finally:
+        reset()
+
+
+def test_both_doors_register_it() -> None:
+    for path in ("components/plugin/_server.py", "components/dynamic/_host.py"):
+        assert "stop_waits_at_exit()" in (REPO / path).read_text(), path
