@@ -13,6 +13,7 @@ from pulumi.provider.experimental.provider import (
     CheckRequest,
     ConfigureRequest,
     CreateRequest,
+    UpdateRequest,
 )
 
 from components.core._preview import PreviewSettings, cost_message, preview_catalog
@@ -283,3 +284,29 @@ def test_a_bad_live_prices_setting_names_the_plugins_key() -> None:
         read("yes")
     assert not read("false").live_prices
     assert read(None).live_prices and read("true").live_prices
+
+
+def test_an_update_of_a_knob_and_its_preview_keep_the_job_and_its_status(
+    emu: EmulatorProcess,
+) -> None:
+    # A knob changes in place (no API call): the preview of the update is the update itself,
+    # the same job, its price and state as the create recorded them, the new knob's value.
+    provider, _ = _provider(emu.endpoint, quota="off", livePrices=False)
+    job = {**training_job(), "waitFor": "submitted"}
+    created = run_isolated(provider.create(CreateRequest(URN, wrap_map(job), 60.0, False)))
+    olds = dict(created.properties or {})
+    parent = f"projects/{PROJECT}/locations/{REGION}"
+    before = list(emu.client().list_custom_jobs(parent=parent))
+    news = wrap_map({**job, "keepRecordOnDelete": True, "waitTimeout": "2h"})
+    for preview in (True, False):
+        request = UpdateRequest(URN, str(created.resource_id), olds, news, 60.0, [], preview)
+        updated = dict(run_isolated(provider.update(request)).properties or {})
+        PropertyValue.marshal_map(updated)
+        assert updated["keepRecordOnDelete"].value is True
+        assert updated["waitTimeout"].value == "2h"
+        for kept in ("name", "jobId", "hourlyCostUsd", "maxCostUsd", "costBasis", "state"):
+            assert updated[kept].value == olds[kept].value, kept
+        assert updated["hourlyCostUsd"].value != UNKNOWN
+    after = list(emu.client().list_custom_jobs(parent=parent))
+    assert [j.name for j in after] == [j.name for j in before]  # nothing submitted
+    assert [j.state for j in after] == [j.state for j in before]  # nothing cancelled
