@@ -6,10 +6,16 @@ environment their caller hands them. An explicit provider still uses its own inp
 
 from __future__ import annotations
 
+import io
+from pathlib import Path
+
+import pytest
+
 from components import load_catalog
+from components.lifecycle._settings import PROJECT_ENV, REGION_ENV
 from components.plugin._shape import provider_defaults
 from components.policies import job_from_props, max_cost_per_job, plugin_defaults
-from components.review import parse_preview, render_markdown
+from components.review import main, parse_preview, render_markdown
 from tests.policy.test_partial_config import PLUGIN, Provider, _props
 from tests.policy.test_plugin_review import PROVIDER, _t4_job, create, preview, urn
 from tests.policy.test_tuning_review import N1_STANDARD_4, T4, row
@@ -57,3 +63,16 @@ def test_the_review_row_shows_the_environment_s_region_and_price() -> None:
     bare = {"op": "create", "urn": urn(PROVIDER, "bare"), "newState": {"type": PROVIDER}}
     explicit = preview(bare, create("job", _t4_job(), provider="bare"), config={})
     assert parse_preview(explicit, ENV).jobs[0].region is None
+
+
+def test_the_command_reads_the_environment_the_preview_ran_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in (*PROJECT_ENV, *REGION_ENV):
+        monkeypatch.delenv(name, raising=False)
+    saved = tmp_path / "preview.json"
+    saved.write_text(preview(create("job", _t4_job()), config={}))
+    out = io.StringIO()
+    monkeypatch.setenv("GCLOUD_REGION", "us-central1")
+    assert main([str(saved)], out) == 0
+    assert "| 1 x NVIDIA_TESLA_T4 | us-central1 | $" in row(out.getvalue(), "job")
