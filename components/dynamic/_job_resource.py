@@ -707,8 +707,9 @@ def job_inputs(
             pulumi.get_project(), pulumi.get_stack(), resource_name, kind.type_token
         ),
     }
-    if placement:  # the first candidate is the job's region
+    if placement:  # the first candidate is the job's region, not gcp:region's or the env's
         props[REGION] = placement[0]["region"]
+        origins.pop(REGION, None)
     if not validate:
         return JobInputs(
             props, [], parts.nested_outputs, parts.plan, parts.notes, parts.output_root

@@ -83,3 +83,19 @@ def test_a_bad_value_from_the_environment_is_named_by_its_variable(monkeypatch, 
     with pytest.raises(TrainingJobInputError) as info:
         _registered({"gcp:region": "us-central1"})
     assert "\n  GOOGLE_CLOUD_PROJECT: 'Not_A_Project' is not a project ID" in str(info.value)
+
+
+def test_a_region_from_the_environment_is_named_by_its_variable_unless_candidates_replace_it(
+    monkeypatch, logs
+):
+    monkeypatch.setenv("GOOGLE_REGION", "mars-central9")
+    config = {"gcp:project": "my-project"}
+    with pytest.raises(TrainingJobInputError) as info:
+        _registered(config)
+    assert "\n  GOOGLE_REGION: unknown region 'mars-central9'" in str(info.value)
+    # With candidate regions the job's region is the first candidate, not the variable's.
+    monkeypatch.setenv("GOOGLE_REGION", "us-central1")
+    with pytest.raises(TrainingJobInputError) as info:
+        _registered(config, regions=["mars-central9", "venus-east1"])
+    assert "\n  region: unknown region 'mars-central9'" in str(info.value)
+    assert "GOOGLE_REGION" not in str(info.value)
