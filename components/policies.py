@@ -239,12 +239,15 @@ def plugin_defaults(
     resource_type: str,
     provider: Any,
     stack_config: Mapping[str, Any],
+    environ: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The ``project`` and ``region`` a plugin job takes when its inputs set none, from its
     ``provider`` as ``pulumi_policy`` hands it (``resource_type``, ``name``, ``props``: the
     provider's inputs) or, for a default provider, the stack's configuration (``stack_config``:
-    ``gpu-training:region``...). Nothing for a job of another door."""
-    from .plugin._shape import PACKAGE, PROVIDER_TYPE, provider_defaults
+    ``gpu-training:region``...), then the environment pulumi-gcp reads (``environ``: the
+    pack's, which the engine starts where it runs the plugin; None: none). Nothing for a job
+    of another door."""
+    from .plugin._shape import NO_ENVIRONMENT, PACKAGE, PROVIDER_TYPE, provider_defaults
 
     if not resource_type.startswith(f"{PACKAGE}:"):
         return {}
@@ -252,7 +255,10 @@ def plugin_defaults(
         return {}
     inputs = _plain(provider.props) if provider is not None else None
     name = getattr(provider, "name", None) if provider is not None else None
-    return provider_defaults(name, inputs if isinstance(inputs, dict) else None, stack_config)
+    own = inputs if isinstance(inputs, dict) else None
+    return provider_defaults(
+        name, own, stack_config, NO_ENVIRONMENT if environ is None else environ
+    )
 
 
 def hourly_cost_bound(job: PolicyJob, catalog: Catalog) -> tuple[float | None, str]:

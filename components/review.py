@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -69,7 +70,14 @@ from .lifecycle._wire import (
     decode_spec,
     is_secret_envelope,
 )
-from .plugin._shape import PROVIDER_TYPE, TRAINING, TUNING, camel, provider_defaults
+from .plugin._shape import (
+    NO_ENVIRONMENT,
+    PROVIDER_TYPE,
+    TRAINING,
+    TUNING,
+    camel,
+    provider_defaults,
+)
 from .rules._catalog import Catalog, load_catalog, training_regions_for
 from .rules._spec import JobSpec
 from .rules._tuning_spec import TuningJobSpec
@@ -399,8 +407,9 @@ def _load(text: str) -> tuple[list[_Step], list[dict[str, Any]], list[Any], dict
     return (*_from_events(events), True)
 
 
-def parse_preview(text: str) -> Preview:
-    """Read ``pulumi preview --json`` output (a document or an event stream)."""
+def parse_preview(text: str, environ: Mapping[str, str] = NO_ENVIRONMENT) -> Preview:
+    """Read ``pulumi preview --json`` output (a document or an event stream); ``environ``: the
+    one the preview ran in (none by default), for a default provider's ``provider_defaults``."""
     steps, diagnostics, policies, config, streamed = _load(text)
     providers = _plugin_providers(steps)
     stack = project = None
@@ -424,7 +433,7 @@ def parse_preview(text: str) -> Preview:
         job = jobs.get(step.urn)
         if job is None:
             job = jobs[step.urn] = JobChange(name, op, None, None, tuning=tuning)
-            job.defaults = _defaults(step, providers, config)
+            job.defaults = _defaults(step, providers, config, environ)
         # A replace streams as several steps; keep the fullest view of each side.
         job.old_inputs = job.old_inputs or step.old_inputs
         job.new_inputs = job.new_inputs or step.new_inputs
@@ -470,7 +479,10 @@ def _plugin_providers(steps: Sequence[_Step]) -> dict[str, dict[str, Any]]:
 
 
 def _defaults(
-    step: _Step, providers: Mapping[str, dict[str, Any]], config: Mapping[str, Any]
+    step: _Step,
+    providers: Mapping[str, dict[str, Any]],
+    config: Mapping[str, Any],
+    environ: Mapping[str, str],
 ) -> dict[str, str]:
     """A plugin job's project and region when its inputs set none (``provider_defaults``)."""
     # ``URN::ID`` (a URN is four parts joined by ``::``).
@@ -478,7 +490,7 @@ def _defaults(
     if _urn_parts(urn)[2] != PROVIDER_TYPE:
         return {}
     name = _urn_parts(urn)[3]
-    return provider_defaults(name, providers.get(urn), config)
+    return provider_defaults(name, providers.get(urn), config, environ)
 
 
 def _policy_message(policy: Mapping[str, Any]) -> str:
@@ -1130,9 +1142,16 @@ def _change_lines(job: JobChange) -> list[str]:
     return lines
 
 
-def render_markdown(text: str, catalog: Catalog | None = None, *, title: str | None = None) -> str:
-    """``render(parse_preview(text))``: the comment for the output of ``pulumi preview --json``."""
-    return render(parse_preview(text), catalog, title=title)
+def render_markdown(
+    text: str,
+    catalog: Catalog | None = None,
+    *,
+    title: str | None = None,
+    environ: Mapping[str, str] = NO_ENVIRONMENT,
+) -> str:
+    """``render(parse_preview(text, environ))``: the comment for the output of ``pulumi preview
+    --json`` (``environ``: the environment it ran in, ``parse_preview``)."""
+    return render(parse_preview(text, environ), catalog, title=title)
 
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int:
@@ -1154,7 +1173,9 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
         else:
             with open(args.preview, encoding="utf-8") as handle:
                 text = handle.read()
-        markdown = render_markdown(text, title=args.title)
+        # The comment is rendered where the preview ran (the PR's CI job): its environment
+        # is the one the plugin read a default provider's GOOGLE_REGION... from.
+        markdown = render_markdown(text, title=args.title, environ=os.environ)
     except (OSError, ReviewError) as exc:
         print(f"components.review: {exc}", file=sys.stderr)
         return 2

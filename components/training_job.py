@@ -10,7 +10,8 @@
 The spec is a ``JobSpec``, a mapping (camelCase or snake_case, values may be
 ``pulumi.Output``), or the path of a spec file in any of the three formats
 (``components.load_spec_file``). Project and region default to the stack's ``gcp:project``
-and ``gcp:region``. Any change of the job (spec, env values, project, region, ``triggers``)
+and ``gcp:region``, then the spec's own, then the environment pulumi-gcp reads
+(``GOOGLE_PROJECT``..., ``GOOGLE_REGION``...). Any change of the job (spec, env values, project, region, ``triggers``)
 replaces it: the new job starts, then the old one is cancelled, or the other way round with
 ``exclusive_gpus=True``. Env var values never appear in plain text in the state: they are
 kept out of ``spec`` in the secret ``env_values`` property.

@@ -4,7 +4,9 @@ The rules are plain functions in ``components.policies`` (unit-tested without th
 engine); this file only hands them to ``pulumi_policy``. A tuning job counts as all its
 parallel trials at once (GPUs and dollars per hour), judged on its trial spec. A plugin job
 without its own project or region takes its provider's (``resource.provider``'s inputs) or,
-for the default provider, the stack's ``gpu-training:project``/``gpu-training:region``. A stack
+for the default provider, the stack's ``gpu-training:project``/``gpu-training:region``, then
+the environment pulumi-gcp reads (``GOOGLE_REGION``..., the pack's: the engine starts it with
+the environment it starts the plugin with). A stack
 policy sees each resource's outputs: a plugin job's price with its ``costBasis`` is judged as
 what it is (``job_from_props``: a bound as a bound). Thresholds come from the policy
 config file (``policy/dev.json``, ``policy/prod.json``); a rule it does not set is off:
@@ -14,6 +16,7 @@ config file (``policy/dev.json``, ``policy/prod.json``); a rule it does not set 
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -72,8 +75,8 @@ def _stack_settings() -> dict[str, str | None]:
 
 def _job(name: str, resource_type: str, props: Any, provider: Any) -> PolicyJob | None:
     """The job behind a resource; a plugin job's project and region default to its
-    provider's configuration, or the stack's."""
-    defaults = plugin_defaults(resource_type, provider, _stack_settings())
+    provider's configuration, or the stack's, then the environment's."""
+    defaults = plugin_defaults(resource_type, provider, _stack_settings(), os.environ)
     return job_from_props(name, resource_type, props, defaults)
 
 

@@ -324,14 +324,14 @@ class JobCore:
                 news,
                 target=self.endpoint.target,
                 kind=self.kind.spec,
-                place=self.settings.door.place,
+                place=self.settings.place,
             )
             return outcome
         return check_inputs(
             news,
             target=self.endpoint.target,
             kind=self.kind.spec,
-            place=self.settings.door.place,
+            place=self.settings.place,
         )
 
     def diff(self, _olds: dict[str, Any], _news: dict[str, Any]) -> Diff:

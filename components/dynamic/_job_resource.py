@@ -30,7 +30,12 @@ from ..core._preview import Placed, PreviewSettings, image_notes
 from ..lifecycle._adoption import identity_label
 from ..lifecycle._check import CheckOutcome, SpecKind, check_inputs
 from ..lifecycle._packaging import PackagingError
-from ..lifecycle._settings import SettingError, parse_endpoint, target_for_endpoint
+from ..lifecycle._settings import (
+    DYNAMIC_DOOR,
+    SettingError,
+    parse_endpoint,
+    target_for_endpoint,
+)
 from ..lifecycle._wire import (
     CONTINUE_LAST_RUN,
     DELETE_RECORD,
@@ -134,8 +139,10 @@ class JobArgs(Generic[S]):
     """The inputs of a job resource (``TrainingJobArgs``, ``HyperparameterTuningJobArgs``).
 
     :param spec: the job: its model, a mapping, a spec file path, or an Output of a mapping.
-    :param project: GCP project; default ``gcp:project``, then the spec's own ``project``.
-    :param region: region to run in; default ``gcp:region``, then the spec's ``region``.
+    :param project: GCP project; default ``gcp:project``, then the spec's own ``project``,
+        then the environment pulumi-gcp reads (``GOOGLE_PROJECT``..., ``PROJECT_ENV``).
+    :param region: region to run in; default ``gcp:region``, then the spec's ``region``, then
+        the environment (``GOOGLE_REGION``..., ``REGION_ENV``).
     :param triggers: any values; a change starts a new run (e.g. a data set version).
     :param wait_for: ``submitted`` (default), ``running`` or ``succeeded``: when
         ``pulumi up`` moves on. If waiting fails the job is cancelled and the error says so.
@@ -679,14 +686,14 @@ def job_inputs(
 ) -> JobInputs:
     """The inputs of the job ``resource_name``; with ``validate``, checked as the provider's
     ``check`` would (raises ``TrainingJobInputError`` naming every problem)."""
-    gcp = pulumi.Config("gcp")
     parts = _spec_parts(kind, args, resource_name)
     placement = _declared_placement(kind, resource_name, args)
+    origins: dict[str, str] = {}
     props: dict[str, Any] = {
         SPEC: parts.document,
         ENV_VALUES: parts.env_values,
-        PROJECT: args.project or gcp.get("project") or parts.project,
-        REGION: args.region or gcp.get("region") or parts.region,
+        PROJECT: _place(PROJECT, args.project, parts.project, origins),
+        REGION: _place(REGION, args.region, parts.region, origins),
         TRIGGERS: add_triggers(args.triggers, parts.triggers),
         WAIT_FOR: args.wait_for,
         WAIT_TIMEOUT: args.wait_timeout,
@@ -700,8 +707,9 @@ def job_inputs(
             pulumi.get_project(), pulumi.get_stack(), resource_name, kind.type_token
         ),
     }
-    if placement:  # the first candidate is the job's region
+    if placement:  # the first candidate is the job's region, not gcp:region's or the env's
         props[REGION] = placement[0]["region"]
+        origins.pop(REGION, None)
     if not validate:
         return JobInputs(
             props, [], parts.nested_outputs, parts.plan, parts.notes, parts.output_root
@@ -714,12 +722,8 @@ def job_inputs(
     view[SPEC] = _unknown_view(parts.document) if walk else parts.document
     outcome = _checked(kind, view, parts.model, placed=bool(placement))
     if outcome.failures:
-        # A value read from the stack configuration is named by its key in messages.
-        origins = {
-            key: f"gcp:{key}"
-            for key, given in ((PROJECT, args.project), (REGION, args.region))
-            if given is None and gcp.get(key)
-        }
+        # A value read from the stack configuration or the environment is named by its key
+        # or variable in messages.
         lines = "\n".join(
             "  " + problem_text(f.reason, f.suggestion, path=origins.get(f.path, f.path))
             for f in outcome.failures
@@ -728,6 +732,33 @@ def job_inputs(
     return JobInputs(
         props, outcome.warnings, parts.nested_outputs, parts.plan, parts.notes, parts.output_root
     )
+
+
+def _place(key: str, given: Any, in_spec: Any, origins: dict[str, str]) -> Any:
+    """The job's ``project`` or ``region`` from the sources ``DYNAMIC_DOOR.place`` names, in
+    its order: the argument, ``gcp:KEY``, the spec's own, then the environment pulumi-gcp
+    reads (last, so a stack that sets any of the others keeps its inputs). ``origins`` gets
+    the key or variable a value came from (``gcp:region``, ``GOOGLE_REGION``)."""
+    if given:
+        return given
+    config_key = DYNAMIC_DOOR.place.config.format(key=key)
+    namespace, _, name = config_key.partition(":")
+    configured = pulumi.Config(namespace).get(name)
+    if configured:
+        origins[key] = config_key
+        return configured
+
+    def or_environment(value: Any) -> Any:
+        variable = DYNAMIC_DOOR.place.from_environment(key, os.environ)
+        if value or variable is None:
+            return value
+        origins[key] = variable[0]
+        return variable[1]
+
+    # A spec that is an Output: its project is known once it is, the environment read then.
+    if isinstance(in_spec, pulumi.Output):
+        return in_spec.apply(or_environment)
+    return or_environment(in_spec)
 
 
 def _declared_placement(

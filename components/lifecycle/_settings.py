@@ -18,7 +18,7 @@ import math
 import os
 import urllib.request
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -349,11 +349,18 @@ class PlaceSources:
 
     argument: str = "pass {key}="
     config: str = "gcp:{key}"
+    spec: str | None = None
+    """Then the job's spec (the dynamic door's ``project``/``region`` of a spec file)."""
     environment: bool = False
     """Then ``PROJECT_ENV``/``REGION_ENV``, as pulumi-gcp."""
     credentials: bool = False
     """Then the project of the Application Default Credentials (never for an http://
     endpoint: the emulator's stacks send no credentials)."""
+
+    def reading(self, endpoint: Endpoint) -> PlaceSources:
+        """These sources as they are read with ``endpoint``: an http:// one (the emulator)
+        reads no credentials, so its errors do not offer them."""
+        return replace(self, credentials=False) if endpoint.anonymous else self
 
     def unset_reason(self, key: str) -> str:
         """Why ``project`` or ``region`` is missing: ``is not set: pass project= or ...``."""
@@ -361,12 +368,23 @@ class PlaceSources:
             self.argument.format(key=key),
             f"set {self.config.format(key=key)} in the stack configuration",
         ]
+        if self.spec is not None:
+            where.append(self.spec.format(key=key))
         if self.environment:
             names = PROJECT_ENV if key == "project" else REGION_ENV
             where.append(f"set {', '.join(names[:-1])} or {names[-1]} in the environment")
         if self.credentials and key == "project":
             where.append("use credentials that name a default project")
         return f"is not set: {', '.join(where[:-1])} or {where[-1]}"
+
+    def from_environment(self, key: str, environ: Mapping[str, str]) -> tuple[str, str] | None:
+        """(variable, value) of ``key`` (``project``, ``region``) in ``environ``: the first
+        of ``PROJECT_ENV``/``REGION_ENV`` set, in pulumi-gcp's order; None when none is (or
+        this door reads no environment). The one lookup every reader of a place shares."""
+        if not self.environment:
+            return None
+        names = PROJECT_ENV if key == "project" else REGION_ENV
+        return next(((name, environ[name]) for name in names if environ.get(name)), None)
 
 
 @dataclass(frozen=True)
@@ -382,9 +400,10 @@ class Door:
         return f"{self.namespace}:{key.split(':', 1)[-1]}"
 
 
-DYNAMIC_DOOR = Door("training", PlaceSources())
+DYNAMIC_DOOR = Door("training", PlaceSources(spec="set {key} in the job's spec", environment=True))
 """The dynamic resources: ``training:*``; a job's project and region from its arguments, then
-``gcp:project``/``gcp:region``."""
+``gcp:project``/``gcp:region``, the spec's own (``components.dynamic._job_resource``) and the
+environment pulumi-gcp reads."""
 PLUGIN_DOOR = Door(
     "gpu-training",
     PlaceSources(
@@ -405,19 +424,24 @@ def read_place(
     """The default project and region of ``door``'s jobs (None where no source sets one):
     ``get(door's config key)``, then (as ``door.place`` says) the environment, then
     ``default_project()`` (the credentials', ``credentials_project``). Raises ``SettingError``
-    for a configured value that is not text."""
+    for a configured value that is not text.
+
+    A door whose jobs' specs carry a place (``door.place.spec``: the dynamic door) reads the
+    spec between the two itself (``components.dynamic._job_resource``), with the same
+    ``PlaceSources.from_environment``."""
     environ = os.environ if environ is None else environ
+    place = door.place.reading(endpoint)
     found: list[str | None] = []
-    for key, names in (("project", PROJECT_ENV), ("region", REGION_ENV)):
-        full = door.place.config.format(key=key)
+    for key in ("project", "region"):
+        full = place.config.format(key=key)
         value = get(full)
         if value is not None and not isinstance(value, str):
             raise SettingError(full, "must be a string")
-        if not value and door.place.environment:
-            value = next((environ[n] for n in names if environ.get(n)), None)
+        if not value and (variable := place.from_environment(key, environ)) is not None:
+            value = variable[1]
         found.append(value or None)
     project, region = found
-    if project is None and door.place.credentials and not endpoint.anonymous:
+    if project is None and place.credentials:
         project = (default_project or credentials_project)()
     return project, region
 
@@ -456,6 +480,12 @@ class ProviderSettings:
     SKUs where readable (``components.core._billing_cli.priced_from``); false: the snapshot."""
     door: Door = DYNAMIC_DOOR
     """Which front door read these: its key names and where its jobs' place comes from."""
+
+    @property
+    def place(self) -> PlaceSources:
+        """Where this door's jobs' project and region come from with these settings' endpoint
+        (``PlaceSources.reading``): what an unset one's error names."""
+        return self.door.place.reading(self.endpoint)
 
     @classmethod
     def read(cls, get: Callable[[str], Any], door: Door = DYNAMIC_DOOR) -> ProviderSettings:

@@ -22,11 +22,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from .._files import is_local_relative, local_path_resolved
 from ..core._placement import PLACEMENT_STATUS_FIELDS, PlacementInputError, declared_placement
 from ..lifecycle._check import CUSTOM_JOB_SPEC, TUNING_JOB_SPEC, SpecKind
+from ..lifecycle._settings import PLUGIN_DOOR
 from ..lifecycle._wire import (
     CONTINUE_LAST_RUN,
     DELETE_RECORD,
@@ -52,6 +54,7 @@ from ..lifecycle._wire import (
 
 __all__ = [
     "KNOBS",
+    "NO_ENVIRONMENT",
     "PACKAGE",
     "PLACEMENT_KNOBS",
     "PROPERTY_KNOBS",
@@ -235,23 +238,31 @@ PACKAGE = "gpu-training"
 """The plugin's package: its resource types' prefix, the stack configuration namespace a
 default provider takes its inputs from."""
 _DEFAULT_PROVIDER = re.compile(r"^default(_\d+_\d+_\d+\S*)?$")
+NO_ENVIRONMENT: Mapping[str, str] = MappingProxyType({})
+"""No environment variables: what a reader of a saved preview or state is given unless its
+caller hands it the environment the engine ran in (``os.environ``, at the command line)."""
 
 
 def provider_defaults(
     provider_name: str | None,
     provider_inputs: Mapping[str, Any] | None,
     stack_config: Mapping[str, Any],
+    environ: Mapping[str, str] = NO_ENVIRONMENT,
 ) -> dict[str, str]:
     """The ``project`` and ``region`` a plugin resource that sets neither runs in: its
     provider's inputs; a default provider (``default``, ``default_1_2_3``, or None: not known)
-    is configured by the stack's ``gpu-training:project``/``gpu-training:region``, an explicit
-    one by its own inputs only. Unknown and secret values are left out."""
+    is configured by the stack's ``gpu-training:project``/``gpu-training:region``, then the
+    environment pulumi-gcp reads (``environ``: where the engine ran, as the plugin's
+    ``read_place`` reads it; none by default), an explicit one by its own inputs only.
+    Unknown and secret values are left out."""
     default = provider_name is None or _DEFAULT_PROVIDER.match(provider_name) is not None
     found: dict[str, str] = {}
     for key in (PROJECT, REGION):
         value = (provider_inputs or {}).get(key)
         if value is None and default:
             value = stack_config.get(f"{PACKAGE}:{key}")
+        if not value and default and (variable := PLUGIN_DOOR.place.from_environment(key, environ)):
+            value = variable[1]
         if isinstance(value, str) and value and value not in UNKNOWN_VALUES | {"[secret]"}:
             found[key] = value
     return found

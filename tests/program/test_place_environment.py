@@ -1,0 +1,101 @@
+"""A dynamic job's project and region (``components.dynamic._job_resource``): its argument,
+``gcp:project``/``gcp:region``, the spec's own, then the environment pulumi-gcp reads
+(``GOOGLE_PROJECT``... ``GOOGLE_REGION``...), the same lookup as the plugin's
+(``PlaceSources.from_environment``). The environment comes last, so a stack that sets any
+other source registers the inputs it always did; an unset one's error names every source."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pulumi
+import pytest
+
+from components.lifecycle._settings import PROJECT_ENV, REGION_ENV
+from components.training_job import TrainingJob, TrainingJobInputError
+from tests.program.harness import JOB_TYPE, run_program_of
+from tests.program.test_resource_alone import _declare, _job
+
+LOCAL = {"training:endpoint": "http://127.0.0.1:8642"}
+PACKAGE = ["gs://bucket/trainer-0.1.tar.gz"]
+
+
+@pytest.fixture(autouse=True)
+def _no_place_in_the_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name in (*PROJECT_ENV, *REGION_ENV):
+        monkeypatch.delenv(name, raising=False)
+    yield
+
+
+def _registered(config: dict[str, str], **args: Any) -> dict[str, Any]:
+    """The project and region the job registers with ``config`` and ``args``."""
+    make = lambda n: TrainingJob(n, spec=args.pop("spec", _job(PACKAGE)), **args)  # noqa: E731
+    inputs = run_program_of(_declare(train=make), {**LOCAL, **config}).one(JOB_TYPE).inputs
+    return {"project": inputs.get("project"), "region": inputs.get("region")}
+
+
+def test_project_and_region_from_the_environment_in_pulumi_gcp_s_order(monkeypatch, logs):
+    monkeypatch.setenv("GCLOUD_PROJECT", "third-project")
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "second-project")
+    monkeypatch.setenv("CLOUDSDK_COMPUTE_REGION", "us-east4")
+    assert _registered({}) == {"project": "second-project", "region": "us-east4"}
+    monkeypatch.setenv("GOOGLE_PROJECT", "first-project")
+    monkeypatch.setenv("GOOGLE_REGION", "us-west1")
+    assert _registered({}) == {"project": "first-project", "region": "us-west1"}
+
+
+def test_every_other_source_comes_before_the_environment(monkeypatch, logs):
+    monkeypatch.setenv("GOOGLE_PROJECT", "from-env")
+    monkeypatch.setenv("GOOGLE_REGION", "us-west1")
+    config = {"gcp:project": "from-config", "gcp:region": "us-central1"}
+    assert _registered(config) == {"project": "from-config", "region": "us-central1"}
+    assert _registered(config, project="given-project", region="europe-west4") == {
+        "project": "given-project",
+        "region": "europe-west4",
+    }
+    in_spec = {**_job(PACKAGE), "project": "spec-project", "region": "us-east1"}
+    assert _registered({}, spec=in_spec) == {"project": "spec-project", "region": "us-east1"}
+
+
+def test_a_spec_not_known_yet_takes_the_environment_once_it_is(monkeypatch, logs):
+    monkeypatch.setenv("GOOGLE_PROJECT", "from-env")
+    monkeypatch.setenv("GOOGLE_REGION", "us-west1")
+    spec = pulumi.Output.from_input({**_job(PACKAGE), "region": "us-east1"})
+    assert _registered({}, spec=spec) == {"project": "from-env", "region": "us-east1"}
+
+
+def test_an_unset_project_and_region_name_every_source_the_door_reads(logs):
+    with pytest.raises(TrainingJobInputError) as info:
+        run_program_of(_declare(train=lambda n: TrainingJob(n, spec=_job(PACKAGE))), LOCAL)
+    assert str(info.value).splitlines()[1:3] == [
+        "  project: is not set: pass project=, set gcp:project in the stack configuration, "
+        "set project in the job's spec or set GOOGLE_PROJECT, GOOGLE_CLOUD_PROJECT, "
+        "GCLOUD_PROJECT or CLOUDSDK_CORE_PROJECT in the environment",
+        "  region: is not set: pass region=, set gcp:region in the stack configuration, set "
+        "region in the job's spec or set GOOGLE_REGION, GCLOUD_REGION or "
+        "CLOUDSDK_COMPUTE_REGION in the environment",
+    ]
+
+
+def test_a_bad_value_from_the_environment_is_named_by_its_variable(monkeypatch, logs):
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "Not_A_Project")
+    with pytest.raises(TrainingJobInputError) as info:
+        _registered({"gcp:region": "us-central1"})
+    assert "\n  GOOGLE_CLOUD_PROJECT: 'Not_A_Project' is not a project ID" in str(info.value)
+
+
+def test_a_region_from_the_environment_is_named_by_its_variable_unless_candidates_replace_it(
+    monkeypatch, logs
+):
+    monkeypatch.setenv("GOOGLE_REGION", "mars-central9")
+    config = {"gcp:project": "my-project"}
+    with pytest.raises(TrainingJobInputError) as info:
+        _registered(config)
+    assert "\n  GOOGLE_REGION: unknown region 'mars-central9'" in str(info.value)
+    # With candidate regions the job's region is the first candidate, not the variable's.
+    monkeypatch.setenv("GOOGLE_REGION", "us-central1")
+    with pytest.raises(TrainingJobInputError) as info:
+        _registered(config, regions=["mars-central9", "venus-east1"])
+    assert "\n  region: unknown region 'mars-central9'" in str(info.value)
+    assert "GOOGLE_REGION" not in str(info.value)
