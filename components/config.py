@@ -2,8 +2,8 @@
 
 Keys (``Pulumi.<stack>.yaml``)::
 
-    gcp:project: my-project           # required (or GOOGLE_PROJECT... in the environment)
-    gcp:region: us-central1           # required (or GOOGLE_REGION... in the environment)
+    gcp:project: my-project           # required
+    gcp:region: us-central1           # required
     training:endpoint: http://127.0.0.1:8642   # optional: the local emulator
     training:emulatorStateDir: .local/emulator  # optional: the local emulator of that state
                                        # dir, at the port it runs now (components.lifecycle._settings)
@@ -54,7 +54,6 @@ problem raises ``ConfigError`` naming the key, e.g. ``training:jobs[1].waitFor``
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,9 +68,6 @@ from .lifecycle._check import wait_timeout_seconds
 from .lifecycle._settings import (
     CATALOG_OVERLAY_KEY,
     DEFAULT_RETRY_DEADLINE,
-    DYNAMIC_DOOR,
-    PROJECT_ENV,
-    REGION_ENV,
     ProviderSettings,
     SettingError,
     target_for_endpoint,
@@ -360,26 +356,16 @@ def load_live_prices(value: str | None) -> bool:
     return live == "true"
 
 
-def _place(key: str, example: str, variables: tuple[str, ...]) -> str:
-    """The stack's ``gcp:KEY``, else the environment pulumi-gcp reads (``variables``, in its
-    order: ``DYNAMIC_DOOR.place``); raises ``ConfigError`` naming both when neither is set."""
-    configured = pulumi.Config("gcp").get(key)
-    if configured:
-        return configured
-    found = DYNAMIC_DOOR.place.from_environment(key, os.environ)
-    if found is not None:
-        return found[1]
-    raise ConfigError(
-        f"gcp:{key}: not set (pulumi config set gcp:{key} {example}, or set "
-        f"{', '.join(variables[:-1])} or {variables[-1]} in the environment)"
-    )
-
-
 def load_stack_config(root: Path = PROJECT_ROOT) -> StackConfig:
     """Read and check the stack configuration; raises ``ConfigError`` naming the key."""
+    gcp = pulumi.Config("gcp")
     training = pulumi.Config("training")
-    project = _place("project", "MY-PROJECT", PROJECT_ENV)
-    region = _place("region", "us-central1", REGION_ENV)
+    project = gcp.get("project")
+    region = gcp.get("region")
+    if not project:
+        raise ConfigError("gcp:project: not set (pulumi config set gcp:project MY-PROJECT)")
+    if not region:
+        raise ConfigError("gcp:region: not set (pulumi config set gcp:region us-central1)")
     try:
         jobs_value = training.get_object("jobs")
         job_value = training.get_object("job")

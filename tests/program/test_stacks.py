@@ -261,11 +261,7 @@ def test_dev_in_a_region_without_t4_fails():
         ({"training:endpoint": "127.0.0.1:8642"}, "training:endpoint"),
     ],
 )
-def test_bad_config_names_the_key(overrides, key, monkeypatch):
-    from components.lifecycle._settings import PROJECT_ENV, REGION_ENV
-
-    for variable in (*PROJECT_ENV, *REGION_ENV):  # a key left out is not read from here either
-        monkeypatch.delenv(variable, raising=False)
+def test_bad_config_names_the_key(overrides, key):
     config = {k: v for k, v in overrides.items() if v is not None}
     if None in overrides.values():
         # Leave the key out entirely.
@@ -348,35 +344,3 @@ def test_one_invalid_job_registers_nothing_and_names_every_problem():
     )
     assert "allowed counts of NVIDIA_TESLA_T4 on n1-highcpu-16: 1, 2, 4" in message
     assert record.by_type(JOB_TYPE) == []  # the valid job did not start either
-
-
-def test_the_project_and_region_come_from_the_environment_when_the_stack_sets_none(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import pulumi
-
-    from components.config import load_stack_config
-    from components.lifecycle._settings import PROJECT_ENV, REGION_ENV
-    from tests.program import harness
-
-    for variable in (*PROJECT_ENV, *REGION_ENV):
-        monkeypatch.delenv(variable, raising=False)
-    base = harness.stack_config("local")
-    base.pop("gcp:project")
-    base.pop("gcp:region")
-    pulumi.runtime.set_all_config(base)
-    with pytest.raises(ConfigError) as raised:
-        load_stack_config()
-    assert "GOOGLE_PROJECT, GOOGLE_CLOUD_PROJECT, GCLOUD_PROJECT or CLOUDSDK_CORE_PROJECT" in str(
-        raised.value
-    )
-    # pulumi-gcp's order: GOOGLE_CLOUD_PROJECT comes after GOOGLE_PROJECT
-    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "second-project")
-    monkeypatch.setenv("GOOGLE_PROJECT", "env-project")
-    monkeypatch.setenv("CLOUDSDK_COMPUTE_REGION", "europe-west4")
-    config = load_stack_config()
-    assert (config.project, config.region) == ("env-project", "europe-west4")
-    # The stack's own keys win.
-    pulumi.runtime.set_all_config({**base, "gcp:project": "mine", "gcp:region": "us-east4"})
-    config = load_stack_config()
-    assert (config.project, config.region) == ("mine", "us-east4")
