@@ -60,7 +60,7 @@ from ..lifecycle._check import (
     check_inputs,
     diff_inputs,
 )
-from ..lifecycle._interrupt import Interrupted, interrupt, interrupted
+from ..lifecycle._interrupt import Interrupted, cancel_operations, interrupted
 from ..lifecycle._lock_watch import watch_lock
 from ..lifecycle._profile import profiled
 from ..lifecycle._progress import WaitProgress, local_chief_log, write_line
@@ -130,14 +130,6 @@ __all__ = [
     "JobResourceKind",
     "cancel_operations",
 ]
-
-
-def cancel_operations(reason: str = "pulumi was cancelled") -> None:
-    """The core's cancel: every operation of this process that waits ends now, for the
-    engine's Cancel (Ctrl-C, ``pulumi cancel``) or the process's shutdown (``reason`` says
-    which). Each job is left as it is: a waiting create's job is adopted by the next ``pulumi
-    up``, a waiting delete's job stays in the stack (``components.lifecycle._interrupt``)."""
-    interrupt(reason)
 
 
 CANCEL_QUIET_SECONDS = 2.0

@@ -201,8 +201,8 @@ def _interrupting(handler: Any) -> Any:
     behaviour = handler.unary_unary
 
     def cancel(request: Any, context: Any) -> Any:
-        # Imported here: the host installs this before it loads the provider (and the core).
-        from ..core._jobs import cancel_operations
+        # The light module the core's cancel lives in: a Cancel may come before the core loads.
+        from ..lifecycle._interrupt import cancel_operations
 
         cancel_operations()
         return behaviour(request, context)

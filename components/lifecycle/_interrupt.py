@@ -22,7 +22,15 @@ from typing import Any
 
 from .._errors import TrainingJobError
 
-__all__ = ["Interrupted", "interrupt", "interrupted", "pause", "reset", "stop_waits_at_exit"]
+__all__ = [
+    "Interrupted",
+    "cancel_operations",
+    "interrupt",
+    "interrupted",
+    "pause",
+    "reset",
+    "stop_waits_at_exit",
+]
 
 _stop = threading.Event()
 _lock = threading.Lock()
@@ -44,6 +52,14 @@ def interrupt(reason: str) -> None:
         if not _stop.is_set():
             _reason = reason
             _stop.set()
+
+
+def cancel_operations(reason: str = "pulumi was cancelled") -> None:
+    """The core's cancel (``components.core._jobs`` names it): every operation of this
+    process that waits ends now, for the engine's Cancel (Ctrl-C, ``pulumi cancel``) or the
+    process's shutdown (``reason`` says which). Each job is left as it is: a waiting create's
+    job is adopted by the next ``pulumi up``, a waiting delete's job stays in the stack."""
+    interrupt(reason)
 
 
 def interrupted() -> str | None:

@@ -251,17 +251,17 @@ def provider_defaults(
 ) -> dict[str, str]:
     """The ``project`` and ``region`` a plugin resource that sets neither runs in: its
     provider's inputs; a default provider (``default``, ``default_1_2_3``, or None: not known)
-    is configured by the stack's ``gpu-training:project``/``gpu-training:region``, then the
-    environment pulumi-gcp reads (``environ``: where the engine ran, as the plugin's
-    ``read_place`` reads it; none by default), an explicit one by its own inputs only.
-    Unknown and secret values are left out."""
+    is configured by the stack's ``gpu-training:project``/``gpu-training:region``, an
+    explicit one by its own inputs; then, for either, the environment pulumi-gcp reads
+    (``environ``: where the engine ran, as the plugin's ``read_place`` reads it for every
+    provider; none by default). Unknown and secret values are left out."""
     default = provider_name is None or _DEFAULT_PROVIDER.match(provider_name) is not None
     found: dict[str, str] = {}
     for key in (PROJECT, REGION):
         value = (provider_inputs or {}).get(key)
         if value is None and default:
             value = stack_config.get(f"{PACKAGE}:{key}")
-        if not value and default and (variable := PLUGIN_DOOR.place.from_environment(key, environ)):
+        if not value and (variable := PLUGIN_DOOR.place.from_environment(key, environ)):
             value = variable[1]
         if isinstance(value, str) and value and value not in UNKNOWN_VALUES | {"[secret]"}:
             found[key] = value

@@ -96,11 +96,16 @@ def install_pulumi() -> Path:
 
 
 def offline_env(bin_dir: Path, home: Path, backend: Path, passphrase: str) -> dict[str, str]:
-    """The environment for the CLI: this machine's, minus PULUMI_*/PYTHON*, plus offline settings."""
+    """The environment for the CLI: this machine's, minus PULUMI_*/PYTHON* and the project and
+    region variables pulumi-gcp reads (the plugin, the policy pack and the PR comment read
+    them: a developer's shell must not change a test's result), plus offline settings."""
+    from components.lifecycle._settings import PROJECT_ENV, REGION_ENV
+
+    place = {*PROJECT_ENV, *REGION_ENV}
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("PULUMI_", "PYTHON")) and k != "VIRTUAL_ENV"
+        if not k.startswith(("PULUMI_", "PYTHON")) and k != "VIRTUAL_ENV" and k not in place
     }
     env.update(
         PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",

@@ -2,7 +2,7 @@
 pulumi-gcp reads (``GOOGLE_PROJECT``... ``GOOGLE_REGION``...; the plugin's ``read_place``):
 the policy pack and the PR comment take them from there too, after the stack's
 ``gpu-training:*``, in the same order (``PlaceSources.from_environment``), from the
-environment their caller hands them. An explicit provider still uses its own inputs only."""
+environment their caller hands them. An explicit provider uses its own inputs, then the environment, as the plugin does."""
 
 from __future__ import annotations
 
@@ -37,8 +37,11 @@ def test_a_default_provider_falls_back_to_the_environment_in_pulumi_gcp_s_order(
     }
     own = provider_defaults("default", {"region": "us-east1"}, {}, ENV)
     assert own == {"project": "env-p", "region": "us-east1"}
-    # An explicit provider is configured by its own inputs only; no environment: nothing.
-    assert provider_defaults("eu", {}, STACK, ENV) == {}
+    # An explicit provider: its own inputs, not the stack's keys, then the environment, as
+    # the plugin configures it; no environment: nothing.
+    assert provider_defaults("eu", {}, STACK, ENV) == {"project": "env-p", "region": "us-central1"}
+    assert provider_defaults("eu", {"region": "us-east1"}, STACK, ENV)["region"] == "us-east1"
+    assert provider_defaults("eu", {}, STACK) == {}
     assert provider_defaults("default", None, {}) == {}
 
 
@@ -48,7 +51,7 @@ def test_the_policy_prices_a_job_whose_region_is_the_environment_s() -> None:
     assert job is not None and (job.project, job.region) == ("env-p", "us-central1")
     [message] = max_cost_per_job(job, {"maxUsdPerHour": 0.1}, load_catalog())
     assert message.startswith("job 'big' costs $") and "no region" not in message
-    assert plugin_defaults(PLUGIN, Provider("eu"), {}, ENV) == {}
+    assert plugin_defaults(PLUGIN, Provider("eu"), {}, ENV)["region"] == "us-central1"
     assert plugin_defaults(PLUGIN, None, {}) == {}
 
 
@@ -59,10 +62,11 @@ def test_the_review_row_shows_the_environment_s_region_and_price() -> None:
         f"| ${N1_STANDARD_4 + 2 * T4:,.2f}/h | ${(N1_STANDARD_4 + 2 * T4) / 6:,.2f} (10 min) |"
     )
     assert "| ? | unknown |" in row(render_markdown(text), "job")
-    # An explicit provider without a region reads no environment.
+    # An explicit provider without a region runs its jobs in the environment's, as the plugin.
     bare = {"op": "create", "urn": urn(PROVIDER, "bare"), "newState": {"type": PROVIDER}}
     explicit = preview(bare, create("job", _t4_job(), provider="bare"), config={})
-    assert parse_preview(explicit, ENV).jobs[0].region is None
+    assert parse_preview(explicit, ENV).jobs[0].region == "us-central1"
+    assert parse_preview(explicit).jobs[0].region is None
 
 
 def test_the_command_reads_the_environment_the_preview_ran_in(

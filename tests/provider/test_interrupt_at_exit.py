@@ -10,8 +10,6 @@ import textwrap
 import time
 from pathlib import Path
 
-import pytest
-
 REPO = Path(__file__).resolve().parents[2]
 
 _PROCESS = """
@@ -36,20 +34,31 @@ print("main loop ends", flush=True)
 """
 
 
-@pytest.mark.parametrize("registered", [True, False], ids=["registered", "not-registered"])
-def test_the_end_of_the_main_loop_ends_every_wait(registered: bool) -> None:
-    start = time.monotonic()
+def _process(registered: bool) -> subprocess.Popen[str]:
     args = [sys.executable, "-c", textwrap.dedent(_PROCESS), "registered" if registered else "-"]
+    return subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, text=True)
+
+
+def test_the_end_of_the_main_loop_ends_every_wait() -> None:
+    process = _process(registered=True)
+    out, _ = process.communicate(timeout=60)  # the waits would hold it 60 s
+    assert process.returncode == 0
+    assert (
+        out.splitlines()
+        == ["main loop ends"] + ["interrupted: the provider process is stopping"] * 2
+    )
+
+
+def test_without_it_the_waits_hold_the_process_at_exit() -> None:
+    process = _process(registered=False)
     try:
-        done = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=5)
-    except subprocess.TimeoutExpired:
-        assert not registered, "the registered process kept waiting at exit"
-        return  # without it the join waits out the waits: what the registration prevents
-    assert registered, f"the unregistered process ended at once: {done.stdout}"
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
-    assert lines == ["main loop ends"] + ["interrupted: the provider process is stopping"] * 2
-    assert time.monotonic() - start < 5
+        assert process.stdout is not None
+        assert process.stdout.readline().strip() == "main loop ends"
+        time.sleep(1.0)
+        assert process.poll() is None, "the process ended although its waits had not"
+    finally:
+        process.kill()
+        process.wait()
 
 
 def test_a_late_registration_stops_the_waits_at_once() -> None:
