@@ -215,7 +215,7 @@ def job_from_props(
         return None  # check() reports malformed specs; policies judge valid ones
     region = region or spec.region or (defaults or {}).get("region")
     project = _item(props, "project") or (defaults or {}).get("project")
-    candidates, problems = parse_placement(_plain(_item(props, PLACEMENT)) or None)
+    candidates, problems = parse_placement(_declared_placement(props))
     return PolicyJob(
         name,
         spec,
@@ -226,6 +226,18 @@ def job_from_props(
         tuple(attempts_of(candidates)) if candidates and not problems else (),
         figure_of_output(*(_item(props, key) for key in _HOURLY_OUTPUTS)),
     )
+
+
+def _declared_placement(props: Any) -> Any:
+    """A job's candidate regions: the dynamic resources' ``placement`` input, or the plugin's
+    ``regions`` and ``capacity`` as the core's ``placement`` (None: one region)."""
+    from .plugin._shape import placement_input
+
+    declared = _plain(_item(props, PLACEMENT))
+    if declared:
+        return declared
+    plugin = {key: _plain(_item(props, key)) for key in ("regions", "capacity")}
+    return placement_input({k: v for k, v in plugin.items() if v is not None})[0]
 
 
 _HOURLY_OUTPUTS = ("costBasis", "hourlyCostLowUsd", "hourlyCostHighUsd")

@@ -76,6 +76,7 @@ from .plugin._shape import (
     TRAINING,
     TUNING,
     camel,
+    placement_input,
     provider_defaults,
 )
 from .rules._catalog import Catalog, load_catalog, training_regions_for
@@ -167,6 +168,12 @@ class JobChange:
         if isinstance(value, bool) or not isinstance(value, int | float):
             return None  # unknown at preview, or not a figure
         return float(value)
+
+    def output_known(self, which: str, name: str) -> bool:
+        """Whether the ``old`` or ``new`` outputs carry ``name`` with a value known at preview."""
+        outputs = (self.new_outputs if which == "new" else self.old_outputs) or {}
+        value = outputs.get(name)
+        return value is not None and not (isinstance(value, str) and value in UNKNOWN_VALUES)
 
     def output_figure(self, which: str, basis: str, low: str, high: str) -> Figure | None:
         """The figure the ``old`` or ``new`` outputs carry as ``basis`` and the ends ``low``
@@ -657,10 +664,12 @@ def _placed(job: JobChange, which: str, catalog: Catalog) -> _Placed | None:
 
     inputs = (job.new_inputs if which == "new" else job.old_inputs) or {}
     spec: JobSpec | TuningJobSpec | None = job.tuning_spec(which) if job.tuning else job.spec(which)
-    if spec is None or not inputs.get("placement"):
+    # The dynamic resources' `placement` input, or the plugin's `regions` and `capacity`.
+    placement = inputs.get("placement") or placement_input(inputs)[0]
+    if spec is None or not placement:
         return None
     try:
-        attempts = attempts_of(parse_placement(inputs["placement"])[0])
+        attempts = attempts_of(parse_placement(placement)[0])
         under = (TUNING_JOB_SPEC if job.tuning else CUSTOM_JOB_SPEC).pools_under
         placed_attempts = placed_specs(spec, attempts, under=under)
     except (SpecError, ValueError, TypeError):
@@ -837,6 +846,7 @@ def _describe(job: JobChange, which: str, catalog: Catalog) -> _Side:
 _HOURLY_OUTPUT = "hourlyCostUsd"
 _CEILING_OUTPUT = "maxCostUsd"
 _BASIS_OUTPUT = "costBasis"
+_PLACED_OUTPUT = "placedRegion"
 _ENDS = {
     _HOURLY_OUTPUT: ("hourlyCostLowUsd", "hourlyCostHighUsd"),
     _CEILING_OUTPUT: ("maxCostLowUsd", "maxCostHighUsd"),
@@ -855,6 +865,11 @@ def _as_the_door_priced(job: JobChange, which: str, side: _Side) -> _Side:
     only as a bound (or as unknown for bounds both ways) that number is the bound added into
     the prices, so the catalog's figure stands; where it is a price or has no price at all,
     the output's number is the door's price (its live or organisation prices)."""
+    if side.worst_where and not job.output_known(which, _PLACED_OUTPUT):
+        # Where it lands is the create's to find (its outputs give the spread of every
+        # attempt's price): priced as for the dynamic resources, where it is expected to run,
+        # its ceiling at its dearest attempt. Once placed, the door's price stands.
+        return side
     hourly, ceiling = job.output(which, _HOURLY_OUTPUT), job.output(which, _CEILING_OUTPUT)
     hourly_figure = job.output_figure(which, _BASIS_OUTPUT, *_ENDS[_HOURLY_OUTPUT])
     ceiling_figure = job.output_figure(which, _BASIS_OUTPUT, *_ENDS[_CEILING_OUTPUT])

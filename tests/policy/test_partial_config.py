@@ -117,3 +117,19 @@ def test_jobs_of_other_doors_take_no_plugin_defaults() -> None:
         plugin_defaults(PLUGIN, Provider("default", resource_type="pulumi:providers:gcp"), STACK)
         == {}
     )
+
+
+def test_a_plugin_job_s_candidate_regions_are_judged_each() -> None:
+    from components.policies import allowed_regions, job_from_props
+
+    props = {**_props(), "regions": ["us-central1", {"region": "europe-west4"}]}
+    job = job_from_props("placed", PLUGIN, props, {"region": "us-central1", "project": "p"})
+    assert job is not None
+    assert [a.region for a in job.placement] == ["us-central1", "europe-west4"]
+    assert allowed_regions(job, {"allowedRegions": ["us-central1"]}, load_catalog()) == [
+        "job 'placed' runs in europe-west4; this stack allows us-central1"
+    ]
+    # Regions unknown at preview: judged once known (the core checks them then).
+    unknown = {**_props(), "regions": "04da6b54-80e4-46f7-96ec-b56ff0331ba9"}
+    later = job_from_props("placed", PLUGIN, unknown, {"region": "us-central1", "project": "p"})
+    assert later is not None and later.placement == ()

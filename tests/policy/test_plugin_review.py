@@ -152,3 +152,25 @@ def test_a_plugin_job_s_replace_shows_both_sides_and_the_changed_rest_path() -> 
         "- `jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount`: `1` → `2` "
         "(forces replacement)" in markdown
     )
+
+
+def test_a_plugin_job_with_several_candidates_is_priced_as_the_dynamic_resources_are() -> None:
+    # Its preview's outputs are the spread of every attempt's price and no placed region: the
+    # comment shows where it is expected to run and its ceiling at its dearest attempt, the
+    # row the same job gets without outputs (and as a training:jobs entry).
+    regions = ["us-central1", "us-east4", "europe-west4"]
+    job = {**_t4_job(), "regions": regions}
+    spread = {
+        "costBasis": "range",
+        "hourlyCostUsd": 9.0,
+        "hourlyCostLowUsd": 0.1,
+        "hourlyCostHighUsd": 9.0,
+        "placedRegion": "04da6b54-80e4-46f7-96ec-b56ff0331ba9",
+    }
+    with_outputs = row(render_markdown(preview(create("job", job, outputs=spread))), "job")
+    without = row(render_markdown(preview(create("job", job))), "job")
+    assert with_outputs == without and "$9.00/h" not in with_outputs and "up to" in without
+    # Once placed (one candidate, or the state of a running job), the door's price stands.
+    placed = {"hourlyCostUsd": 1.5, "maxCostUsd": 0.25, "placedRegion": "us-east4"}
+    line = row(render_markdown(preview(create("job", job, outputs=placed))), "job")
+    assert "$1.50/h" in line
