@@ -229,15 +229,11 @@ def job_from_props(
 
 
 def _declared_placement(props: Any) -> Any:
-    """A job's candidate regions: the dynamic resources' ``placement`` input, or the plugin's
-    ``regions`` and ``capacity`` as the core's ``placement`` (None: one region)."""
-    from .plugin._shape import placement_input
+    """A job's candidate regions (``candidates_of``), read through the pack's proxies."""
+    from .plugin._shape import candidates_of
 
-    declared = _plain(_item(props, PLACEMENT))
-    if declared:
-        return declared
-    plugin = {key: _plain(_item(props, key)) for key in ("regions", "capacity")}
-    return placement_input({k: v for k, v in plugin.items() if v is not None})[0]
+    plain = {key: _plain(_item(props, key)) for key in (PLACEMENT, "regions", "capacity")}
+    return candidates_of({key: value for key, value in plain.items() if value is not None})
 
 
 _HOURLY_OUTPUTS = ("costBasis", "hourlyCostLowUsd", "hourlyCostHighUsd")

@@ -76,7 +76,7 @@ from .plugin._shape import (
     TRAINING,
     TUNING,
     camel,
-    placement_input,
+    candidates_of,
     provider_defaults,
 )
 from .rules._catalog import Catalog, load_catalog, training_regions_for
@@ -664,8 +664,7 @@ def _placed(job: JobChange, which: str, catalog: Catalog) -> _Placed | None:
 
     inputs = (job.new_inputs if which == "new" else job.old_inputs) or {}
     spec: JobSpec | TuningJobSpec | None = job.tuning_spec(which) if job.tuning else job.spec(which)
-    # The dynamic resources' `placement` input, or the plugin's `regions` and `capacity`.
-    placement = inputs.get("placement") or placement_input(inputs)[0]
+    placement = candidates_of(inputs)
     if spec is None or not placement:
         return None
     try:

@@ -131,7 +131,6 @@ __all__ = [
     "cancel_operations",
 ]
 
-
 CANCEL_QUIET_SECONDS = 2.0
 """A cancelled job that stops sooner prints no progress (a destroy of many jobs stays quiet)."""
 

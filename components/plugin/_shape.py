@@ -65,6 +65,7 @@ __all__ = [
     "PlacementInput",
     "Shape",
     "camel",
+    "candidates_of",
     "core_inputs",
     "outputs_of_status",
     "placement_input",
@@ -286,6 +287,14 @@ def placement_input(props: Mapping[str, Any]) -> PlacementInput:
         return declared_placement(regions, capacity), None
     except PlacementInputError as exc:
         return None, (exc.path, exc.reason)
+
+
+def candidates_of(props: Mapping[str, Any]) -> Any:
+    """A job resource's candidate regions as the core's ``placement``, whichever door wrote
+    its inputs: the dynamic resources' ``placement`` input, or the plugin's ``regions`` and
+    ``capacity`` (``placement_input``; None: one region, or not known yet), for
+    ``parse_placement``. What the policy pack and the PR comment read of a job's placement."""
+    return props.get(PLACEMENT) or placement_input(props)[0]
 
 
 _HEAD = re.compile(r"^([A-Za-z_]\w*)(.*)$", re.S)
