@@ -371,7 +371,7 @@ class PlaceSources:
         if self.spec is not None:
             where.append(self.spec.format(key=key))
         if self.environment:
-            names = PROJECT_ENV if key == "project" else REGION_ENV
+            names = _variables(key)
             where.append(f"set {', '.join(names[:-1])} or {names[-1]} in the environment")
         if self.credentials and key == "project":
             where.append("use credentials that name a default project")
@@ -383,8 +383,12 @@ class PlaceSources:
         this door reads no environment). The one lookup every reader of a place shares."""
         if not self.environment:
             return None
-        names = PROJECT_ENV if key == "project" else REGION_ENV
-        return next(((name, environ[name]) for name in names if environ.get(name)), None)
+        return next(((name, environ[name]) for name in _variables(key) if environ.get(name)), None)
+
+
+def _variables(key: str) -> tuple[str, ...]:
+    """The environment variables pulumi-gcp reads ``key`` (``project``, ``region``) from."""
+    return PROJECT_ENV if key == "project" else REGION_ENV
 
 
 @dataclass(frozen=True)
