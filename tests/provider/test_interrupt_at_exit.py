@@ -13,8 +13,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 _PROCESS = """
-import concurrent.futures, sys, time
+import concurrent.futures, sys, threading, time
 from components.lifecycle._interrupt import Interrupted, pause, stop_waits_at_exit
+
+said = threading.Lock()  # one whole line at a time: two waits end at the same moment
+
+def say(line):
+    with said:
+        print(line, flush=True)
 
 if sys.argv[1] == "registered":
     stop_waits_at_exit()
@@ -22,15 +28,15 @@ if sys.argv[1] == "registered":
 def wait():
     try:
         pause(60)
-        print("waited 60 s", flush=True)
+        say("waited 60 s")
     except Interrupted as exc:
-        print("interrupted:", exc.reason, flush=True)
+        say(f"interrupted: {exc.reason}")
 
 pool = concurrent.futures.ThreadPoolExecutor(max_workers=2)
 pool.submit(wait)
 pool.submit(wait)
 time.sleep(0.2)
-print("main loop ends", flush=True)
+say("main loop ends")
 """
 
 
