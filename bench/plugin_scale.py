@@ -11,15 +11,22 @@ service client at ``configure`` (``NOOP_CLIENT=1``): what any plugin that calls 
 of the plugin's that comes with Google's Python client, not with what the plugin does; the
 plugin's ratio to it is the rest.
 
-All three projects run on the real engine (its default ``--parallel``) with ``file://`` backends
+A fourth side, the **API floor**, is that no-op plugin making the one API call each operation
+needs (``NOOP_CLIENT=api``: a create submits the job, a read gets it, a delete cancels it): any
+plugin that really runs the jobs pays it. Its ratio to the client floor is what the API calls
+alone cost on this machine (the emulator answers them on the same cores); the plugin's ratio to
+it is what its checks, notes and guarantees (the look-up before a submit, the wait for a
+cancelled job to stop) add.
+
+All four projects run on the real engine (its default ``--parallel``) with ``file://`` backends
 in a temp dir; the jobs against an emulator in simulate mode (jobs run for a day; a cancel is
-immediate). Each round runs ``up``, ``refresh`` and ``destroy`` of the three projects, the one that
+immediate). Each round runs ``up``, ``refresh`` and ``destroy`` of the four projects, the one that
 goes first moving on from round to round; after each round no job may be left running (a
 cancelled job's record is kept, as by default). Printed, per command: the median wall seconds of
-each side and their ratios (the issue's target: plugin/no-op at most 1.2x), and the median CPU
+each side and their ratios (issue 41's target: plugin/floor at most 1.1x), and the median CPU
 seconds of the command's processes (the engine, the YAML host and the plugin:
-``RUSAGE_CHILDREN``) and, for the plugin's side, of the emulator, which stands for Vertex AI but
-shares the machine; then the checkpoint's bytes per resource after ``up`` (target: at most 1.5x).
+``RUSAGE_CHILDREN``) and, for the sides that call the API, of the emulator, which stands for
+Vertex AI but shares the machine; then the checkpoint's bytes per resource after ``up``.
 
 ``--profile DIR`` runs every plugin under ``bench/sampling.py`` (CPU samples of every thread,
 one JSON file per plugin process, command and round in DIR) and prints each command's figures, all
@@ -65,7 +72,12 @@ SIMULATE = (
     "--simulate-cancel-seconds",
     "0",
 )
-SIDES = {"gpu-training": "gpu-training", "noop": "noop", "client-floor": "noop"}
+SIDES = {
+    "gpu-training": "gpu-training",
+    "noop": "noop",
+    "client-floor": "noop",
+    "api-floor": "noop",
+}
 """Each side of the benchmark and the package its plugin serves."""
 COMMANDS = {
     "up": ("up", "--yes", "--skip-preview"),
@@ -149,6 +161,7 @@ def _launchers(root: Path, profile: Path | None) -> dict[str, Path]:
     scripts = {
         "noop": {"pulumi-resource-noop": f'exec {run_noop} "$@"\n'},
         "client-floor": {"pulumi-resource-noop": f'export NOOP_CLIENT=1\nexec {run_noop} "$@"\n'},
+        "api-floor": {"pulumi-resource-noop": f'export NOOP_CLIENT=api\nexec {run_noop} "$@"\n'},
         "gpu-training": {},
     }
     if profile is not None:
@@ -182,6 +195,7 @@ def _round(
     for side in order:
         ws = _workspace(root / f"{side}-{round_}", env["BIN"])
         ws.env["PATH"] = f"{env[side]}:{ws.env['PATH']}"
+        ws.env["NOOP_ENDPOINT"] = emu.endpoint  # the API floor's
         _project(ws, SIDES[side], args.size, emu.endpoint)
         spaces[side] = ws
     for command in COMMANDS:
@@ -201,20 +215,27 @@ def _round(
 def _print(args: argparse.Namespace, figures: Figures) -> None:
     median = statistics.median
     print(f"{args.size} resources, {args.rounds} round(s), medians (wall and CPU seconds):")
+    columns = ("plugin", "no-op", "floor", "api")
+    ratios = [("plugin", "no-op"), ("floor", "no-op"), ("plugin", "floor"), ("api", "floor")]
+    ratios.append(("plugin", "api"))
     print(
-        f"{'command':<9}{'plugin':>8}{'no-op':>8}{'floor':>8}"
-        f"{'plugin/no-op':>14}{'floor/no-op':>13}{'plugin/floor':>14}"
-        f"{'plugin cpu':>12}{'no-op cpu':>11}{'floor cpu':>11}{'emulator cpu':>14}"
+        f"{'command':<9}"
+        + "".join(f"{c:>8}" for c in columns)
+        + "".join(f"{f'{a}/{b}':>13}" for a, b in ratios)
+        + "".join(f"{f'{c} cpu':>11}" for c in columns)
+        + f"{'emulator cpu: plugin':>22}{'api':>6}"
     )
+    named = dict(zip(columns, SIDES, strict=True))
     for command in COMMANDS:
-        wall = {side: median(figures.wall[side][command]) for side in SIDES}
-        cpu = {side: median(figures.cpu[side][command]) for side in SIDES}
-        plugin, noop, floor = wall["gpu-training"], wall["noop"], wall["client-floor"]
+        wall = {c: median(figures.wall[named[c]][command]) for c in columns}
+        cpu = {c: median(figures.cpu[named[c]][command]) for c in columns}
+        emulator = {c: median(figures.emulator[named[c]][command]) for c in ("plugin", "api")}
         print(
-            f"{command:<9}{plugin:>8.2f}{noop:>8.2f}{floor:>8.2f}"
-            f"{plugin / noop:>14.2f}{floor / noop:>13.2f}{plugin / floor:>14.2f}"
-            f"{cpu['gpu-training']:>12.2f}{cpu['noop']:>11.2f}{cpu['client-floor']:>11.2f}"
-            f"{median(figures.emulator['gpu-training'][command]):>14.2f}"
+            f"{command:<9}"
+            + "".join(f"{wall[c]:>8.2f}" for c in columns)
+            + "".join(f"{wall[a] / wall[b]:>13.2f}" for a, b in ratios)
+            + "".join(f"{cpu[c]:>11.2f}" for c in columns)
+            + f"{emulator['plugin']:>22.2f}{emulator['api']:>6.2f}"
         )
     state = figures.state
     ratio = state["gpu-training"] / state["noop"]

@@ -62,8 +62,13 @@ class RunKeyProvider(ResourceProvider):
         self.__dict__.update(state)
 
     def create(self, props: dict[str, Any]) -> CreateResult:
-        """A new key: 256 random bits as hex text."""
-        return CreateResult(RUN_KEY_RESOURCE_NAME, {KEY: secrets.token_hex(32)})
+        """A new key: 256 random bits as hex text. No job carries its instance yet, so the
+        job creates of this process need not look for one of it (``_adoption`` rule 4)."""
+        from .lifecycle._adoption import instance_of, record_new_instance
+
+        key = secrets.token_hex(32)
+        record_new_instance(instance_of(key))
+        return CreateResult(RUN_KEY_RESOURCE_NAME, {KEY: key})
 
     def diff(self, _id: str, _olds: dict[str, Any], _news: dict[str, Any]) -> DiffResult:
         """Nothing about the key is an input: it never changes."""

@@ -39,7 +39,12 @@ idempotent; these rules make a create safe to repeat.
    stored, never starts a second job), and so on the next ``pulumi up`` after a create that
    did not reach the state: a crash or kill, an API that could not be reached while waiting
    (the job is left running), Ctrl-C or ``pulumi cancel`` while waiting (likewise). Only a job
-   that ended badly or an expired ``waitTimeout`` makes a create cancel its job.
+   that ended badly or an expired ``waitTimeout`` makes a create cancel its job. One look-up
+   is known to find nothing, and is not made: a first attempt's, for an identity keyed with a
+   stack instance whose key this process drew (``record_new_instance``: a new stack's first
+   ``up``). No job can carry that identity but the ones this process submits, and every
+   retry looks for those. The engine records the key in the checkpoint before any create
+   uses it, so the next process reads it from the state and looks as before.
 5. **Other runs.** Active jobs of the identity that are neither held nor this run's (left by a
    failed create whose spec was then changed) are reported (``Lookup.strays``), never
    cancelled: the provider cannot tell whether someone still wants them.
@@ -127,9 +132,12 @@ __all__ = [
     "owner_label_value",
     "record_adopted",
     "record_create",
+    "record_new_instance",
+    "record_submission",
     "run_directory",
     "run_hash",
     "state_unreadable",
+    "unseen_identity",
     "without_managed_labels",
     "without_plain_run_hash",
 ]
@@ -295,10 +303,18 @@ class RunLabels:
     read_held: Callable[[], Iterable[str]] | None = field(default=None, compare=False)
     """Where a front door without a program reads the held jobs' names, once, only when a
     look-up finds an active job of the identity (``with_state``); None: ``held`` is all."""
+    unseen: bool = False
+    """No job carries ``identity`` yet (``unseen_identity``, rule 4): a look-up lists only
+    ``earlier_identity``; a retried submission looks for its own job again (``seen``)."""
 
     @property
     def runs(self) -> tuple[str, ...]:
         return (self.run, *(r for r in self.earlier_runs if r != self.run))
+
+    def seen(self) -> RunLabels:
+        """These labels for a look-up after a submission of this process, which may have
+        stored a job (a lost response): the identity is listed again."""
+        return replace(self, unseen=False) if self.unseen else self
 
     def with_state(self) -> RunLabels:
         """These labels with the jobs ``read_held`` names added to ``held`` (read now, once)."""
@@ -319,6 +335,7 @@ class RunLabels:
         held: Iterable[str] = (),
         read_held: Callable[[], Iterable[str]] | None = None,
         earlier_identity: str | None = None,
+        unseen: bool = False,
     ) -> RunLabels:
         """The labels of a run of ``document`` (the spec with its env values)."""
 
@@ -334,6 +351,7 @@ class RunLabels:
             held=_held_ids(held),
             read_held=read_held,
             earlier_identity=earlier_identity if earlier_identity != identity else None,
+            unseen=unseen,
         )
 
 
@@ -428,7 +446,30 @@ def find_adoptable(jobs: Iterable[Any], labels: RunLabels, now: datetime | None 
 
 _adopted: dict[str, str] = {}
 _created: set[str] = set()
+_new_instances: set[str] = set()
+_submitted: set[str] = set()
 _adopted_lock = threading.Lock()
+
+
+def record_new_instance(instance: str) -> None:
+    """Remember that this process drew the key of the stack instance ``instance``: no job
+    carries an identity keyed with it but the ones this process submits (rule 4)."""
+    with _adopted_lock:
+        _new_instances.add(instance)
+
+
+def record_submission(identity: str) -> None:
+    """Remember that this process sends (or sent) a job labelled ``identity`` to the API:
+    whatever its answer, a job of it may now exist."""
+    with _adopted_lock:
+        _submitted.add(identity)
+
+
+def unseen_identity(instance: str | None, identity: str) -> bool:
+    """True when no job carries the identity label ``identity``, keyed with ``instance``
+    (rule 4): this process drew the instance's key and submitted no job of it yet."""
+    with _adopted_lock:
+        return instance in _new_instances and identity not in _submitted
 
 
 def record_create(identity: str) -> None:

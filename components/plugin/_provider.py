@@ -75,6 +75,7 @@ from ..lifecycle._adoption import (
     instance_identity,
     instance_of,
     record_create,
+    record_new_instance,
 )
 from ..lifecycle._settings import PLUGIN_DOOR, ProviderSettings, SettingError, read_place
 from ..lifecycle._wire import (
@@ -668,6 +669,7 @@ def _with_stack_key(
             checked[STACK_INSTANCE] = PropertyValue(instance)
         return checked
     key = secrets.token_hex(32)
+    record_new_instance(instance_of(key))  # no job carries it: a create need not look (rule 4)
     checked[STACK_KEY] = PropertyValue(key).with_secret(True)
     checked[STACK_INSTANCE] = PropertyValue(instance_of(key))
     return checked

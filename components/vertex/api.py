@@ -36,7 +36,14 @@ from functools import partial
 from typing import Any, TypeVar
 
 from .._errors import TrainingJobError
-from ..lifecycle._adoption import Lookup, RunLabels, find_adoptable, identity_filter, job_id
+from ..lifecycle._adoption import (
+    Lookup,
+    RunLabels,
+    find_adoptable,
+    identity_filter,
+    job_id,
+    record_submission,
+)
 from ..lifecycle._interrupt import Interrupted, pause
 from ..lifecycle._settings import (
     DEFAULT_MAX_CONCURRENT_OPERATIONS,
@@ -604,10 +611,11 @@ class JobApi:
 
         One list call per page of the identity's jobs (the filter is the one form the API
         documents for labels, ``labels.key="value"``), and of its identity of names alone where
-        the labels name one (``RunLabels.earlier_identity``); the rules are applied here.
+        the labels name one (``RunLabels.earlier_identity``); the rules are applied here. An
+        identity no job carries yet (``RunLabels.unseen``) is not listed.
         """
         jobs: list[Any] = []
-        for identity in (labels.identity, labels.earlier_identity):
+        for identity in (None if labels.unseen else labels.identity, labels.earlier_identity):
             if identity is not None:
                 request = {"parent": parent, "filter": identity_filter(identity), "page_size": 100}
                 jobs += self.kind.list(self.client, request)
@@ -707,6 +715,7 @@ class JobApi:
             if found.adoptable is not None:
                 return Submission(found.adoptable, True, backoff.attempts, strays)
             job = build() if job is None else job
+            record_submission(labels.identity)  # from now on a job of it may exist
             try:
                 created = self.kind.create(self.client, parent, job)
             except Exception as exc:
@@ -714,6 +723,7 @@ class JobApi:
                     raise
                 if not backoff.pause():
                     raise backoff.unreachable(f"submitting a job to {parent}", exc) from None
+                labels = labels.seen()  # the lost answer may have stored the job
                 continue
             return Submission(created, False, backoff.attempts + 1, strays)
 
