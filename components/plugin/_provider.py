@@ -351,10 +351,14 @@ class GpuTrainingProvider(Provider):
             CheckFailure(key, f"is not a property of {kind.token.rsplit(':', 1)[-1]}")
             for key in unknown_props
         ]
-        found, outcome = await self._run(lambda: self._checked(kind, request.urn, news))
-        failures += found
-        if not failures:
-            failures += await self._run(lambda: self._preview_notes(kind, request.urn, outcome))
+
+        def checked() -> list[CheckFailure]:  # one worker call: its notes follow at once
+            found, outcome = self._checked(kind, request.urn, news)
+            if failures or found:
+                return found
+            return self._preview_notes(kind, request.urn, outcome)
+
+        failures += await self._run(checked)
         return CheckResponse(inputs=request.new_inputs, failures=failures)
 
     def _preview_notes(self, kind: _Kind, urn: str, outcome: Checked) -> list[CheckFailure]:
