@@ -70,8 +70,9 @@ class RunKeyProvider(ResourceProvider):
         record_new_instance(instance_of(key))
         return CreateResult(RUN_KEY_RESOURCE_NAME, {KEY: key})
 
-    def diff(self, _id: str, _olds: dict[str, Any], _news: dict[str, Any]) -> DiffResult:
+    def diff(self, _id: str, olds: dict[str, Any], _news: dict[str, Any]) -> DiffResult:
         """Nothing about the key is an input: it never changes."""
+        _came_back(olds)
         return DiffResult(changes=False)
 
     @message_on_failure
@@ -90,6 +91,7 @@ class RunKeyProvider(ResourceProvider):
         ``pulumi up`` left outside the state (a refresh never fails for them)."""
         from .vertex.api import JobOperationError
 
+        _came_back(props)
         try:
             self._jobs_of_killed_creates(props, end=False)
         except JobOperationError as exc:
@@ -130,6 +132,16 @@ class RunKeyProvider(ResourceProvider):
         for create in pending:
             core = JobCore(kinds[create.type_token], settings)
             core.jobs_of_killed_create(create.urn, create.inputs, instance_of(key), end=end)
+
+
+def _came_back(props: dict[str, Any]) -> None:
+    """The key is in the stack's state, where other processes may have read it: the job
+    creates of this process look for their jobs again (``_adoption`` rule 4)."""
+    from .lifecycle._adoption import forget_new_instance, instance_of
+
+    key = props.get(KEY)
+    if isinstance(key, str) and key:
+        forget_new_instance(instance_of(key))
 
 
 class RunKey(pulumi.dynamic.Resource, module="vertex", name="RunKey"):

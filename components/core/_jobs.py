@@ -51,7 +51,6 @@ from ..lifecycle._adoption import (
     record_adopted,
     record_create,
     run_directory,
-    unseen_identity,
     without_plain_run_hash,
 )
 from ..lifecycle._check import (
@@ -418,7 +417,7 @@ class JobCore:
                     continue
                 if labels.get(IDENTITY_LABEL) == run.resource:
                     legacy = replace(
-                        run.labels, identity=run.resource, earlier_identity=None, unseen=False
+                        run.labels, identity=run.resource, earlier_identity=None, instance=None
                     )
                     return replace(run, labels=legacy, instance=None)
         return run
@@ -1008,9 +1007,8 @@ class JobCore:
         """
         message = f"could not submit the {self.kind.what} to {run.parent}: {exc}"
         try:
-            # Never the job the stack holds (labels that read it late read it now); listed
-            # even for a new instance: the failed submission may have stored it.
-            labels = run.labels.with_state().seen()
+            # Never the job the stack holds (labels that read it late read it now).
+            labels = run.labels.with_state()
             found = api.retried(
                 "looking for a job that got through", lambda: api.look_up(run.parent, labels)
             )
@@ -1181,17 +1179,16 @@ class _Run:
             hashed_region = region
         instance = _instance_input(inputs)
         held_instance = _held_instance(inputs)
-        keyed = instance_identity(str(identity), instance)
         labels = RunLabels.of(
             document,
             project=project,
             region=hashed_region,
             triggers=inputs.get(TRIGGERS),
-            identity=keyed,
+            identity=instance_identity(str(identity), instance),
             # The dynamic resources' stacks are older than instances: their jobs of names alone
             # with this run's hash are theirs (a plugin stack with a key is newer than them).
             earlier_identity=str(identity) if _older(inputs, instance, held_instance) else None,
-            unseen=unseen_identity(instance, keyed),
+            instance=instance,
             key=key if isinstance(key, str) else None,
             held=held if isinstance(held, list) else (),
             read_held=read_held,

@@ -121,6 +121,7 @@ __all__ = [
     "created_here",
     "find_adoptable",
     "foreign_holder",
+    "forget_new_instance",
     "held_elsewhere",
     "holder_text",
     "identity_filter",
@@ -303,18 +304,14 @@ class RunLabels:
     read_held: Callable[[], Iterable[str]] | None = field(default=None, compare=False)
     """Where a front door without a program reads the held jobs' names, once, only when a
     look-up finds an active job of the identity (``with_state``); None: ``held`` is all."""
-    unseen: bool = False
-    """No job carries ``identity`` yet (``unseen_identity``, rule 4): a look-up lists only
-    ``earlier_identity``; a retried submission looks for its own job again (``seen``)."""
+    instance: str | None = None
+    """The stack instance ``identity`` is keyed with (None: an identity of names alone). A
+    look-up does not list ``identity`` while ``unseen_identity`` says no job carries it (rule
+    4), asked at the look-up: a submission of this process makes the next one list it."""
 
     @property
     def runs(self) -> tuple[str, ...]:
         return (self.run, *(r for r in self.earlier_runs if r != self.run))
-
-    def seen(self) -> RunLabels:
-        """These labels for a look-up after a submission of this process, which may have
-        stored a job (a lost response): the identity is listed again."""
-        return replace(self, unseen=False) if self.unseen else self
 
     def with_state(self) -> RunLabels:
         """These labels with the jobs ``read_held`` names added to ``held`` (read now, once)."""
@@ -335,7 +332,7 @@ class RunLabels:
         held: Iterable[str] = (),
         read_held: Callable[[], Iterable[str]] | None = None,
         earlier_identity: str | None = None,
-        unseen: bool = False,
+        instance: str | None = None,
     ) -> RunLabels:
         """The labels of a run of ``document`` (the spec with its env values)."""
 
@@ -351,7 +348,7 @@ class RunLabels:
             held=_held_ids(held),
             read_held=read_held,
             earlier_identity=earlier_identity if earlier_identity != identity else None,
-            unseen=unseen,
+            instance=instance,
         )
 
 
@@ -458,6 +455,15 @@ def record_new_instance(instance: str) -> None:
         _new_instances.add(instance)
 
 
+def forget_new_instance(instance: str | None) -> None:
+    """``instance`` came back from the stack's state: other processes may have read its key
+    since (a provider process that serves several commands, ``PULUMI_DEBUG_PROVIDERS``), so
+    jobs of it may exist that this one did not submit."""
+    with _adopted_lock:
+        if instance is not None:
+            _new_instances.discard(instance)
+
+
 def record_submission(identity: str) -> None:
     """Remember that this process sends (or sent) a job labelled ``identity`` to the API:
     whatever its answer, a job of it may now exist."""
@@ -467,7 +473,8 @@ def record_submission(identity: str) -> None:
 
 def unseen_identity(instance: str | None, identity: str) -> bool:
     """True when no job carries the identity label ``identity``, keyed with ``instance``
-    (rule 4): this process drew the instance's key and submitted no job of it yet."""
+    (rule 4): this process drew the instance's key, has not seen it come back from the state
+    (``forget_new_instance``) and submitted no job of the identity yet."""
     with _adopted_lock:
         return instance in _new_instances and identity not in _submitted
 

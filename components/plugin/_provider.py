@@ -70,6 +70,7 @@ from ..core._results import Checked
 from ..core._tuning import TUNING_JOB
 from ..costs._quota import QUOTA_KEY
 from ..lifecycle._adoption import (
+    forget_new_instance,
     held_elsewhere,
     identity_label,
     instance_identity,
@@ -115,7 +116,7 @@ from ._stack_state import (
     read_resources,
     stack_instance,
 )
-from ._values import plain_map, secret_texts, wrap, wrap_map
+from ._values import plain, plain_map, secret_texts, wrap, wrap_map
 
 __all__ = ["VALIDATE_FUNCTION", "GpuTrainingProvider", "PluginError"]
 
@@ -662,6 +663,7 @@ def _with_stack_key(
     key and its instance."""
     checked = {k: v for k, v in news.items() if k not in (STACK_KEY, STACK_INSTANCE)}
     if olds:
+        _came_back(olds)
         if STACK_KEY in olds:
             checked[STACK_KEY] = olds[STACK_KEY].with_secret(True)
         if STACK_INSTANCE in olds:
@@ -669,6 +671,7 @@ def _with_stack_key(
         return checked
     found, instance = succeeded
     if found:
+        forget_new_instance(instance)
         if instance is not None:
             checked[STACK_INSTANCE] = PropertyValue(instance)
         return checked
@@ -677,6 +680,15 @@ def _with_stack_key(
     checked[STACK_KEY] = PropertyValue(key).with_secret(True)
     checked[STACK_INSTANCE] = PropertyValue(instance_of(key))
     return checked
+
+
+def _came_back(olds: Mapping[str, PropertyValue]) -> None:
+    """The stack instance of a provider state (``olds``) is known beyond this process now:
+    its creates look for their jobs again (``forget_new_instance``)."""
+    key, instance = (plain(olds[k]) if k in olds else None for k in (STACK_KEY, STACK_INSTANCE))
+    forget_new_instance(instance)
+    if isinstance(key, str) and key:
+        forget_new_instance(instance_of(key))
 
 
 def _input_names(kind: _Kind) -> frozenset[str]:

@@ -43,6 +43,7 @@ from ..lifecycle._adoption import (
     identity_filter,
     job_id,
     record_submission,
+    unseen_identity,
 )
 from ..lifecycle._interrupt import Interrupted, pause
 from ..lifecycle._settings import (
@@ -612,10 +613,12 @@ class JobApi:
         One list call per page of the identity's jobs (the filter is the one form the API
         documents for labels, ``labels.key="value"``), and of its identity of names alone where
         the labels name one (``RunLabels.earlier_identity``); the rules are applied here. An
-        identity no job carries yet (``RunLabels.unseen``) is not listed.
+        identity no job carries yet (``unseen_identity``: asked now) is not listed.
         """
         jobs: list[Any] = []
-        for identity in (None if labels.unseen else labels.identity, labels.earlier_identity):
+        for identity in (labels.identity, labels.earlier_identity):
+            if identity == labels.identity and unseen_identity(labels.instance, identity):
+                continue
             if identity is not None:
                 request = {"parent": parent, "filter": identity_filter(identity), "page_size": 100}
                 jobs += self.kind.list(self.client, request)
@@ -723,7 +726,6 @@ class JobApi:
                     raise
                 if not backoff.pause():
                     raise backoff.unreachable(f"submitting a job to {parent}", exc) from None
-                labels = labels.seen()  # the lost answer may have stored the job
                 continue
             return Submission(created, False, backoff.attempts + 1, strays)
 

@@ -100,3 +100,23 @@ def test_a_key_the_state_holds_is_looked_for_before_submitting(emu, monkeypatch)
     created = run_isolated(provider.create(CreateRequest(URN, props, 0, False)))
     assert len(listed) == 1 and plain_map(created.properties)["adopted"] is False
     emu.client().cancel_custom_job(name=created.resource_id)
+
+
+def test_a_key_that_came_back_from_the_state_is_looked_for_again(emu, monkeypatch):
+    # One process serving several commands (PULUMI_DEBUG_PROVIDERS attaches every command to
+    # it): once its key comes back as the provider's state, another process may have
+    # submitted jobs of it, so the creates of this one look first.
+    provider, config = _plugin(emu, {})
+    state = {k: config[k] for k in ("stackKey", "stackInstance")}
+    checked = run_isolated(
+        provider.check_config(CheckRequest(PROVIDER_URN, wrap_map(state), wrap_map({}), b""))
+    )
+    assert (
+        checked.inputs is not None and plain_map(checked.inputs)["stackKey"] == config["stackKey"]
+    )
+    listed = _plugin_lists(monkeypatch, provider)
+    created = run_isolated(
+        provider.create(CreateRequest(URN + "-again", wrap_map(_hanging_job()), 0, False))
+    )
+    assert len(listed) == 1 and plain_map(created.properties)["adopted"] is False
+    emu.client().cancel_custom_job(name=created.resource_id)

@@ -15,8 +15,15 @@ from typing import Any
 import pytest
 
 from components import _run_key
-from components.lifecycle._adoption import instance_of, unseen_identity
+from components.lifecycle._adoption import (
+    RunLabels,
+    identity_filter,
+    instance_of,
+    record_submission,
+    unseen_identity,
+)
 from components.vertex import api as api_module
+from components.vertex.api import CUSTOM_JOB, JobApi, RetryPolicy
 from tests.provider.conftest import counted_calls, job_inputs, job_label, jobs_with_identity
 
 HANG = {"emulator-outcome": "hang"}
@@ -77,3 +84,38 @@ def test_a_lost_answer_of_a_new_instance_is_adopted_not_resubmitted(provider, si
     assert created.outs["status"]["adopted"] is True
     assert [j.name for j in jobs_with_identity(sim, inputs["identity"], key)] == [created.id]
     sim.client().cancel_custom_job(name=created.id)
+
+
+def test_a_key_read_back_by_the_run_key_is_looked_for_again(provider, monkeypatch):
+    # The run key's diff (an `up`) or read (a refresh) of a process that drew it: the key is
+    # in the state now, where another process may have read it.
+    for came_back in ("diff", "read"):
+        key = _new_key()
+        run_key = _run_key.RunKeyProvider()
+        if came_back == "diff":
+            run_key.diff(_run_key.RUN_KEY_RESOURCE_NAME, {_run_key.KEY: key}, {})
+        else:
+            run_key.read(_run_key.RUN_KEY_RESOURCE_NAME, {_run_key.KEY: key})
+        inputs = job_inputs(labels=HANG, run_key=key)
+        assert not unseen_identity(instance_of(key), job_label(inputs["identity"], key))
+        listed = _listed(monkeypatch, provider)
+        created = provider.create(inputs)
+        assert len(listed) == 2, came_back
+        provider.delete(created.id, created.outs)
+
+
+def test_a_look_up_after_a_submission_of_the_identity_lists_it(provider, monkeypatch):
+    # Asked at each look-up, not when the run was read: a second attempt of a placed job in
+    # the region of the first (spot, then on-demand) looks for what the first submitted.
+    key = _new_key()
+    identity = job_label(job_inputs(run_key=key)["identity"], key)
+    labels = RunLabels(identity=identity, run="r", instance=instance_of(key))
+    api = JobApi(
+        api_module.shared_client(provider.endpoint, "us-central1"), CUSTOM_JOB, RetryPolicy()
+    )
+    listed = _listed(monkeypatch, provider)
+    parent = "projects/local-training/locations/us-central1"
+    assert api.look_up(parent, labels).adoptable is None and listed == []
+    record_submission(identity)
+    api.look_up(parent, labels)
+    assert [request["filter"] for request in listed] == [identity_filter(identity)]
