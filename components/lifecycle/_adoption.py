@@ -43,8 +43,10 @@ idempotent; these rules make a create safe to repeat.
    is known to find nothing, and is not made: a first attempt's, for an identity keyed with a
    stack instance whose key this process drew (``record_new_instance``: a new stack's first
    ``up``). No job can carry that identity but the ones this process submits, and every
-   retry looks for those. The engine records the key in the checkpoint before any create
-   uses it, so the next process reads it from the state and looks as before.
+   later look-up of the identity lists it (``record_submission``, asked at each look-up). The
+   engine records the key in the checkpoint before any create uses it, so the next process
+   reads it from the state and looks as before; a process that serves several commands
+   forgets the mark once the key comes back from the state (``forget_new_instance``).
 5. **Other runs.** Active jobs of the identity that are neither held nor this run's (left by a
    failed create whose spec was then changed) are reported (``Lookup.strays``), never
    cancelled: the provider cannot tell whether someone still wants them.
