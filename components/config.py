@@ -2,8 +2,8 @@
 
 Keys (``Pulumi.<stack>.yaml``)::
 
-    gcp:project: my-project           # required
-    gcp:region: us-central1           # required
+    gcp:project: my-project           # required (or GOOGLE_PROJECT... in the environment)
+    gcp:region: us-central1           # required (or GOOGLE_REGION... in the environment)
     training:endpoint: http://127.0.0.1:8642   # optional: the local emulator
     training:emulatorStateDir: .local/emulator  # optional: the local emulator of that state
                                        # dir, at the port it runs now (components.lifecycle._settings)
@@ -54,6 +54,7 @@ problem raises ``ConfigError`` naming the key, e.g. ``training:jobs[1].waitFor``
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,6 +69,9 @@ from .lifecycle._check import wait_timeout_seconds
 from .lifecycle._settings import (
     CATALOG_OVERLAY_KEY,
     DEFAULT_RETRY_DEADLINE,
+    DYNAMIC_DOOR,
+    PROJECT_ENV,
+    REGION_ENV,
     ProviderSettings,
     SettingError,
     target_for_endpoint,
@@ -151,6 +155,10 @@ class StackConfig:
     retry_deadline: float = DEFAULT_RETRY_DEADLINE
     """``training:retryDeadline``: how long a call retries an unavailable API (the quota read
     at preview; the provider reads the setting itself)."""
+    place_origins: Mapping[str, str] = field(default_factory=dict)
+    """Where ``project`` and ``region`` were read when not from ``gcp:project``/``gcp:region``
+    (``{"region": "GOOGLE_REGION"}``): the program then passes them to every job, so the jobs,
+    the infra and the preview's prices and quotas all use the one place."""
 
     @property
     def target(self) -> Target:
@@ -356,16 +364,29 @@ def load_live_prices(value: str | None) -> bool:
     return live == "true"
 
 
+def _stack_place(key: str, example: str) -> tuple[str, str]:
+    """The stack's ``project`` or ``region`` and where it was read: ``gcp:KEY``, else the
+    environment pulumi-gcp reads (``GOOGLE_PROJECT``..., the first set, in its order)."""
+    value = pulumi.Config("gcp").get(key)
+    if value:
+        return value, f"gcp:{key}"
+    found = DYNAMIC_DOOR.place.from_environment(key, os.environ)
+    if found is not None:
+        return found[1], found[0]
+    variables = PROJECT_ENV if key == "project" else REGION_ENV
+    raise ConfigError(
+        f"gcp:{key}: not set (pulumi config set gcp:{key} {example}, or set "
+        f"{', '.join(variables[:-1])} or {variables[-1]} in the environment)"
+    )
+
+
 def load_stack_config(root: Path = PROJECT_ROOT) -> StackConfig:
     """Read and check the stack configuration; raises ``ConfigError`` naming the key."""
-    gcp = pulumi.Config("gcp")
     training = pulumi.Config("training")
-    project = gcp.get("project")
-    region = gcp.get("region")
-    if not project:
-        raise ConfigError("gcp:project: not set (pulumi config set gcp:project MY-PROJECT)")
-    if not region:
-        raise ConfigError("gcp:region: not set (pulumi config set gcp:region us-central1)")
+    (project, project_from), (region, region_from) = (
+        _stack_place(key, example)
+        for key, example in (("project", "MY-PROJECT"), ("region", "us-central1"))
+    )
     try:
         jobs_value = training.get_object("jobs")
         job_value = training.get_object("job")
@@ -398,6 +419,11 @@ def load_stack_config(root: Path = PROJECT_ROOT) -> StackConfig:
     return StackConfig(
         project=project,
         region=region,
+        place_origins={
+            key: origin
+            for key, origin in (("project", project_from), ("region", region_from))
+            if not origin.startswith("gcp:")
+        },
         jobs=jobs,
         endpoint=endpoint,
         trainer_source=(

@@ -138,7 +138,10 @@ def _job_args(
     """The job's resource kind and arguments, as a program of one's own would pass them.
 
     Project and region are left to the resource, which reads gcp:project and gcp:region itself
-    and so names those keys in its messages.
+    and so names those keys in its messages; where the stack's came from the environment
+    (``StackConfig.place_origins``), they are passed on, as gcp:* would have been read, so
+    every job runs where the infra is and the preview priced it, and messages name the
+    variable.
     """
     knobs: dict[str, Any] = dict(
         triggers=list(job.triggers) or None,
@@ -151,6 +154,8 @@ def _job_args(
         existing_job=job.existing_job,
         take_over_held_job=job.take_over_held_job,
         regions=job.placement,
+        **{key: getattr(config, key) for key in config.place_origins},
+        place_origins=config.place_origins or None,
         trainer_source=config.trainer_source,
         infra=_wired(config, infra),
     )

@@ -178,6 +178,8 @@ class JobArgs(Generic[S]):
     :param capacity: the capacity kinds every candidate without its own accepts, in order
         (``on-demand``, ``spot``, ``flex-start``, ``reservation``, ``reservation:NAME``);
         none: the spec's own.
+    :param place_origins: where the ``project`` and ``region`` given here were read (``{"region":
+        "GOOGLE_REGION"}``): the key or variable a message about them names.
     """
 
     spec: S
@@ -196,6 +198,7 @@ class JobArgs(Generic[S]):
     take_over_held_job: bool = False
     regions: Sequence[str | Mapping[str, Any]] | None = None
     capacity: Sequence[str] | None = None
+    place_origins: Mapping[str, str] | None = None
 
 
 @dataclass
@@ -502,6 +505,7 @@ class JobResource(pulumi.dynamic.Resource, Generic[S]):
         take_over_held_job: bool = False,
         regions: Sequence[str | Mapping[str, Any]] | None = None,
         capacity: Sequence[str] | None = None,
+        place_origins: Mapping[str, str] | None = None,
         validate: bool = True,
     ) -> None:
         """Declare a job (``args``, or the same fields as keywords), checked, its notes, cost and
@@ -528,6 +532,7 @@ class JobResource(pulumi.dynamic.Resource, Generic[S]):
                 take_over_held_job=take_over_held_job,
                 regions=regions,
                 capacity=capacity,
+                place_origins=place_origins,
             )
         elif spec is not None:
             raise TrainingJobInputError(
@@ -688,7 +693,11 @@ def job_inputs(
     ``check`` would (raises ``TrainingJobInputError`` naming every problem)."""
     parts = _spec_parts(kind, args, resource_name)
     placement = _declared_placement(kind, resource_name, args)
-    origins: dict[str, str] = {}
+    origins: dict[str, str] = {
+        key: origin
+        for key, origin in (args.place_origins or {}).items()
+        if getattr(args, key, None) is not None
+    }
     props: dict[str, Any] = {
         SPEC: parts.document,
         ENV_VALUES: parts.env_values,

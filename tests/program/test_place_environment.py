@@ -2,19 +2,24 @@
 ``gcp:project``/``gcp:region``, the spec's own, then the environment pulumi-gcp reads
 (``GOOGLE_PROJECT``... ``GOOGLE_REGION``...), the same lookup as the plugin's
 (``PlaceSources.from_environment``). The environment comes last, so a stack that sets any
-other source registers the inputs it always did; an unset one's error names every source."""
+other source registers the inputs it always did; an unset one's error names every source.
+The ``training:jobs`` program reads the environment as its stack's ``gcp:*``: every job's place,
+over the spec's own (the last test)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pulumi
 import pytest
+import yaml
 
+from components.config import ConfigError
 from components.lifecycle._settings import PROJECT_ENV, REGION_ENV
 from components.training_job import TrainingJob, TrainingJobInputError
-from tests.program.harness import JOB_TYPE, run_program_of
+from tests.program.harness import JOB_TYPE, REPO, run_program_of, stack_config
 from tests.program.test_resource_alone import _declare, _job
 
 LOCAL = {"training:endpoint": "http://127.0.0.1:8642"}
@@ -99,3 +104,43 @@ def test_a_region_from_the_environment_is_named_by_its_variable_unless_candidate
         _registered(config, regions=["mars-central9", "venus-east1"])
     assert "\n  region: unknown region 'mars-central9'" in str(info.value)
     assert "GOOGLE_REGION" not in str(info.value)
+
+
+def _stack_without_place(spec: Path) -> dict[str, str]:
+    """The local stack with no gcp:project/gcp:region and one job, the spec at ``spec``."""
+    config = stack_config("local", {"training:jobs": [{"name": "train", "spec": str(spec)}]})
+    for key in ("gcp:project", "gcp:region"):
+        config.pop(key)
+    return config
+
+
+def test_the_jobs_program_takes_its_place_from_the_environment_for_every_job(
+    monkeypatch, logs, tmp_path
+):
+    # The stack's place, from the environment, is every job's (as gcp:* would be), over the
+    # spec's own: the infra and the preview's prices and quotas use the same place.
+    spec = tmp_path / "job.yaml"
+    document = yaml.safe_load((REPO / "stacks/jobs/local-trainer.yaml").read_text())
+    trainer = str(REPO / "examples" / "trainer")
+    document["workerPoolSpecs"][0]["pythonPackageSpec"]["packageUris"] = [trainer]
+    spec.write_text(yaml.safe_dump({**document, "region": "us-east1", "project": "spec-project"}))
+    from components.program import run as run_program
+
+    with pytest.raises(ConfigError) as unset:
+        run_program_of(run_program, _stack_without_place(spec))
+    assert str(unset.value) == (
+        "gcp:project: not set (pulumi config set gcp:project MY-PROJECT, or set "
+        "GOOGLE_PROJECT, GOOGLE_CLOUD_PROJECT, GCLOUD_PROJECT or CLOUDSDK_CORE_PROJECT in the "
+        "environment)"
+    )
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "env-project")
+    monkeypatch.setenv("GCLOUD_REGION", "europe-west4")
+    run = run_program_of(run_program, _stack_without_place(spec))
+    inputs = run.one(JOB_TYPE).inputs
+    assert (inputs["project"], inputs["region"]) == ("env-project", "europe-west4")
+    assert "europe-west4" in "\n".join(logs["info"])  # the preview priced it there
+    # A bad value is named by its variable, as gcp:region would be by its key.
+    monkeypatch.setenv("GCLOUD_REGION", "mars-central9")
+    with pytest.raises(TrainingJobInputError) as info:
+        run_program_of(run_program, _stack_without_place(spec))
+    assert "\n  GCLOUD_REGION: unknown region 'mars-central9'" in str(info.value)

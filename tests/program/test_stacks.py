@@ -261,7 +261,11 @@ def test_dev_in_a_region_without_t4_fails():
         ({"training:endpoint": "127.0.0.1:8642"}, "training:endpoint"),
     ],
 )
-def test_bad_config_names_the_key(overrides, key):
+def test_bad_config_names_the_key(overrides, key, monkeypatch):
+    from components.lifecycle._settings import PROJECT_ENV, REGION_ENV
+
+    for variable in (*PROJECT_ENV, *REGION_ENV):  # a key left out is not read from here either
+        monkeypatch.delenv(variable, raising=False)
     config = {k: v for k, v in overrides.items() if v is not None}
     if None in overrides.values():
         # Leave the key out entirely.
