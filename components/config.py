@@ -367,15 +367,17 @@ def load_live_prices(value: str | None) -> bool:
 def _stack_place(key: str, example: str) -> tuple[str, str]:
     """The stack's ``project`` or ``region`` and where it was read: ``gcp:KEY``, else the
     environment pulumi-gcp reads (``GOOGLE_PROJECT``..., the first set, in its order)."""
-    value = pulumi.Config("gcp").get(key)
+    config_key = DYNAMIC_DOOR.place.config.format(key=key)
+    namespace, _, name = config_key.partition(":")
+    value = pulumi.Config(namespace).get(name)
     if value:
-        return value, f"gcp:{key}"
+        return value, config_key
     found = DYNAMIC_DOOR.place.from_environment(key, os.environ)
     if found is not None:
         return found[1], found[0]
     variables = PROJECT_ENV if key == "project" else REGION_ENV
     raise ConfigError(
-        f"gcp:{key}: not set (pulumi config set gcp:{key} {example}, or set "
+        f"{config_key}: not set (pulumi config set {config_key} {example}, or set "
         f"{', '.join(variables[:-1])} or {variables[-1]} in the environment)"
     )
 

@@ -696,7 +696,7 @@ def job_inputs(
     origins: dict[str, str] = {
         key: origin
         for key, origin in (args.place_origins or {}).items()
-        if getattr(args, key, None) is not None
+        if getattr(args, key, None)  # given: ``_place`` takes a non-empty one only
     }
     props: dict[str, Any] = {
         SPEC: parts.document,

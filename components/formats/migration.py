@@ -154,7 +154,10 @@ def as_custom_job(job: Any, where: str, notes: list[str]) -> dict[str, Any]:
         camel["region"] = location
     for key in ("project", "id", "name", "effectiveLabels", "pulumiLabels", "terraformLabels"):
         if camel.pop(key, None) is not None and key == "project":
-            notes.append(f"{where}.project: the project is the stack's (gcp:project)")
+            notes.append(
+                f"{where}.project: the project is the stack's (gcp:project, unset: "
+                "GOOGLE_PROJECT... from the environment)"
+            )
     return camel
 
 

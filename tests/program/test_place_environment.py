@@ -144,3 +144,33 @@ def test_the_jobs_program_takes_its_place_from_the_environment_for_every_job(
     with pytest.raises(TrainingJobInputError) as info:
         run_program_of(run_program, _stack_without_place(spec))
     assert "\n  GCLOUD_REGION: unknown region 'mars-central9'" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("kept", "environment"),
+    [
+        ({}, {"GOOGLE_PROJECT": "env-project", "GOOGLE_REGION": "us-east1"}),
+        ({"gcp:project": "env-project"}, {"GCLOUD_REGION": "us-east1"}),
+        ({"gcp:region": "us-east1"}, {"CLOUDSDK_CORE_PROJECT": "env-project"}),
+    ],
+)
+def test_the_cloud_stack_s_infra_and_jobs_share_the_place_from_the_environment(
+    monkeypatch, logs, kept, environment
+):
+    # The dev stack (Vertex AI): its bucket, service account and jobs all in one place, each
+    # half of it from gcp:* or the environment.
+    from components.program import run as run_program
+
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    config = stack_config("dev")
+    for key in ("gcp:project", "gcp:region"):
+        config.pop(key)
+    run = run_program_of(run_program, {**config, **kept})
+    job = run.one(JOB_TYPE).inputs
+    assert (job["project"], job["region"]) == ("env-project", "us-east1")
+    bucket = run.one("gcp:storage/bucket:Bucket").inputs
+    assert (bucket["project"], bucket["location"]) == ("env-project", "US-EAST1")
+    account = run.one("gcp:serviceaccount/account:Account").inputs
+    assert account["project"] == "env-project"
+    assert any("us-east1" in line for line in logs["info"])  # the cost line's region
