@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -150,10 +150,16 @@ def cost_message(
     jobs: Sequence[tuple[str, Spec | None]],
     settings: PreviewSettings,
     catalog: Catalog,
+    regions: Mapping[str, str] | None = None,
 ) -> str:
     """One message for every job's estimated cost: ``pulumi preview`` shows it to reviewers.
-    ``catalog``: the ``preview_catalog``."""
-    lines = [_cost_line(name, _estimated(spec, settings.region, catalog)) for name, spec in jobs]
+    ``catalog``: the ``preview_catalog``; ``regions``: a job's own region where it is not the
+    settings' (a job with candidate regions: its first, as the resource alone prices it)."""
+    own = regions or {}
+    lines = [
+        _cost_line(name, _estimated(spec, own.get(name, settings.region), catalog))
+        for name, spec in jobs
+    ]
     return _COST_HEADING + "\n".join(lines)
 
 

@@ -136,9 +136,14 @@ def preview_catalog(settings: PreviewSettings) -> Catalog:
         raise _config_error(exc) from None
 
 
-def cost_message(jobs: Sequence[tuple[str, Spec | None]], settings: PreviewSettings) -> str:
-    """The core's message of the jobs' estimated cost, priced with ``preview_catalog``."""
-    return _cost_message(jobs, settings, preview_catalog(settings))
+def cost_message(
+    jobs: Sequence[tuple[str, Spec | None]],
+    settings: PreviewSettings,
+    regions: Mapping[str, str] | None = None,
+) -> str:
+    """The core's message of the jobs' estimated cost, priced with ``preview_catalog``
+    (``regions``: a job's own region where it is not the settings')."""
+    return _cost_message(jobs, settings, preview_catalog(settings), regions)
 
 
 def quota_problem(

@@ -913,7 +913,9 @@ def check_jobs(
                 held += _held_while_replaced(kind, name, inputs, args)
             _say_output_directory(kind, name, inputs, args)
         checked.append((name, inputs))
-    pulumi.log.info(cost_message([(n, c.plan) for n, c in checked], settings))
+    # A job with candidate regions is priced in its first, as the resource alone prices it.
+    own = {n: c.props[REGION] for n, c in checked if isinstance(c.props.get(REGION), str)}
+    pulumi.log.info(cost_message([(n, c.plan) for n, c in checked], settings, own))
     for name, inputs in checked:
         for warning in inputs.warnings:
             pulumi.log.warn(f"{name}: {warning.path}: {warning.reason}")

@@ -174,3 +174,15 @@ def test_the_cloud_stack_s_infra_and_jobs_share_the_place_from_the_environment(
     account = run.one("gcp:serviceaccount/account:Account").inputs
     assert account["project"] == "env-project"
     assert any("us-east1" in line for line in logs["info"])  # the cost line's region
+
+
+def test_a_job_with_candidate_regions_is_priced_in_its_first_not_the_stack_s(logs):
+    from components.program import run as run_program
+
+    job = {"name": "train", "spec": "stacks/jobs/local-trainer.yaml"}
+    run_program_of(
+        run_program,
+        stack_config("local", {"training:jobs": [{**job, "regions": ["us-west1", "us-east1"]}]}),
+    )
+    cost = next(line for line in logs["info"] if line.startswith("estimated cost per job"))
+    assert "in us-west1" in cost and "us-central1" not in cost  # the stack's region
