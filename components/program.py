@@ -177,6 +177,22 @@ def _settings(config: StackConfig) -> PreviewSettings:
     )
 
 
+def _check_stack_region(config: StackConfig, jobs: list[JobConfig]) -> None:
+    """The cloud stack's region where no job is checked in it (every job has candidate
+    regions, or there is none): the infra's bucket goes there. Otherwise each job's own check
+    names a bad one. Raises ``ConfigError`` naming the key or variable it was read from."""
+    if config.target != "vertex" or any(not job.placement for job in jobs):
+        return
+    from .rules._catalog import load_catalog
+    from .rules._violations import did_you_mean
+
+    regions = load_catalog().regions
+    if config.region not in regions:
+        origin = config.place_origins.get("region", "gcp:region")
+        hint = did_you_mean(config.region, list(regions), otherwise="")
+        raise ConfigError(f"{origin}: unknown region {config.region[:64]!r}; {hint}".rstrip("; "))
+
+
 def run(config: StackConfig | None = None) -> Program:
     """Declare the stack's resources; returns them.
 
@@ -199,6 +215,7 @@ def _declare(config: StackConfig) -> Program:
         kind, args = _job_args(job, spec, config, stand_in)
         checks.append((kind, job.name, args))
     check_jobs(checks, _settings(config))
+    _check_stack_region(config, [job for job, _ in specs])
     program = Program(config)
     depends: list[pulumi.Resource] = []
     if config.target == "vertex":

@@ -186,3 +186,25 @@ def test_a_job_with_candidate_regions_is_priced_in_its_first_not_the_stack_s(log
     )
     cost = next(line for line in logs["info"] if line.startswith("estimated cost per job"))
     assert "in us-west1" in cost and "us-central1" not in cost  # the stack's region
+
+
+@pytest.mark.parametrize(
+    "jobs",
+    [[], [{"name": "t4", "spec": "stacks/jobs/dev-t4-spot.yaml", "regions": ["us-central1"]}]],
+)
+def test_the_cloud_stack_s_region_is_checked_where_no_job_runs_in_it(monkeypatch, logs, jobs):
+    # Its bucket goes there: no job's own check names a bad one when every job has
+    # candidate regions, or when there is none.
+    from components.program import run as run_program
+
+    config = stack_config("dev", {"training:jobs": jobs, "gcp:region": "mars-central9"})
+    with pytest.raises(ConfigError) as bad:
+        run_program_of(run_program, config)
+    assert str(bad.value).startswith("gcp:region: unknown region 'mars-central9'")
+    config.pop("gcp:region")
+    monkeypatch.setenv("GOOGLE_REGION", "us-centrall1")
+    with pytest.raises(ConfigError) as bad:
+        run_program_of(run_program, config)
+    assert (
+        str(bad.value) == "GOOGLE_REGION: unknown region 'us-centrall1'; did you mean us-central1?"
+    )
