@@ -272,7 +272,8 @@ def _placement_lines(
 
 
 def _refused_in(spec: Spec, attempt: Any, kind: Any, target: Any) -> str:
-    """Why the validator refuses ``spec`` for ``attempt`` (its first error), or ""."""
+    """Why the validator refuses ``spec`` for ``attempt`` (its first error that the spec does
+    not have in every region and capacity), or ""."""
     from ._placement import with_capacity
 
     try:
@@ -282,6 +283,16 @@ def _refused_in(spec: Spec, attempt: Any, kind: Any, target: Any) -> str:
     except Exception as exc:  # a capacity kind the model refuses: that attempt is skipped
         return str(exc).splitlines()[0]
     errors = [v for v in kind.validate(placed, attempt.region, target) if v.severity == "error"]
+    if errors:
+        # What the spec lacks in any region and capacity is the job's own check's, not this
+        # attempt's: a program's plan has no package yet where its infra stages one at create.
+        unplaced = spec.model_copy(update={"region": None})
+        anywhere = {
+            (v.path, v.reason)
+            for v in kind.validate(unplaced, None, target)
+            if v.severity == "error"
+        }
+        errors = [v for v in errors if (v.path, v.reason) not in anywhere]
     return str(errors[0]) if errors else ""  # the path, reason and suggestion as a check shows them
 
 

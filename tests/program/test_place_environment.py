@@ -208,3 +208,29 @@ def test_the_cloud_stack_s_region_is_checked_where_no_job_runs_in_it(monkeypatch
     assert (
         str(bad.value) == "GOOGLE_REGION: unknown region 'us-centrall1'; did you mean us-central1?"
     )
+
+
+def test_a_placed_job_s_candidates_are_not_refused_for_the_package_its_infra_stages(logs):
+    # The dev stack stages its trainer (training:trainerSource) and fills each job's package
+    # at create: no candidate is skipped for a package the plan does not name yet.
+    from components.program import run as run_program
+
+    job = {"name": "t4", "spec": "stacks/jobs/dev-t4-spot.yaml"}
+    placed = {**job, "regions": ["us-central1", "us-west1"], "capacity": ["spot", "on-demand"]}
+    run_program_of(run_program, stack_config("dev", {"training:jobs": [placed]}))
+    lines = next(line for line in logs["info"] if line.startswith("placement of t4"))
+    assert "skip" not in lines and "packageUris" not in lines
+    assert "try first us-central1" in lines
+
+
+def test_a_candidate_without_the_job_s_gpu_is_still_skipped(logs):
+    # Only what the spec lacks everywhere is left to the job's own check: a region that has
+    # no T4 for training refuses the attempt, the package staged at create does not.
+    from components.program import run as run_program
+
+    job = {"name": "t4", "spec": "stacks/jobs/dev-t4-spot.yaml"}
+    placed = {**job, "regions": ["europe-west6", "us-central1"]}
+    run_program_of(run_program, stack_config("dev", {"training:jobs": [placed]}))
+    lines = next(line for line in logs["info"] if line.startswith("placement of t4"))
+    assert "skip europe-west6: workerPoolSpecs[0].machineSpec.acceleratorType" in lines
+    assert "packageUris" not in lines and "try first us-central1" in lines
