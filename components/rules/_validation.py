@@ -139,7 +139,7 @@ def project_violation(path: str, project: str) -> Violation | None:
         return None
     return Violation(
         path,
-        f"{project!r} is not a project ID or number",
+        f"{clipped(project)!r} is not a project ID or number",
         "an ID is 6-30 lowercase letters, digits or hyphens, starting with a letter",
         rule="project",
     )
@@ -1617,8 +1617,8 @@ def _region(spec: JobSpec, ctx: _Context) -> Iterator[Violation]:
     if region not in catalog.regions:
         yield Violation(
             "region",
-            f"unknown region {region!r}",
-            _did_you_mean(region, catalog.regions),
+            f"unknown region {clipped(region)!r}",
+            _did_you_mean(clipped(region, 200), catalog.regions),
             rule="region",
         )
         return

@@ -234,3 +234,12 @@ def test_a_candidate_without_the_job_s_gpu_is_still_skipped(logs):
     lines = next(line for line in logs["info"] if line.startswith("placement of t4"))
     assert "skip europe-west6: workerPoolSpecs[0].machineSpec.acceleratorType" in lines
     assert "packageUris" not in lines and "try first us-central1" in lines
+
+
+def test_a_huge_value_from_the_environment_makes_a_short_message(monkeypatch, logs):
+    monkeypatch.setenv("GOOGLE_REGION", "x\x1b[31m" * 100_000)
+    monkeypatch.setenv("GOOGLE_PROJECT", "p" * 100_000)
+    with pytest.raises(TrainingJobInputError) as info:
+        _registered({})
+    assert len(str(info.value)) < 2_000
+    assert "\x1b" not in str(info.value)  # written as an escape, never sent to the terminal
