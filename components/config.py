@@ -70,10 +70,9 @@ from .lifecycle._settings import (
     CATALOG_OVERLAY_KEY,
     DEFAULT_RETRY_DEADLINE,
     DYNAMIC_DOOR,
-    PROJECT_ENV,
-    REGION_ENV,
     ProviderSettings,
     SettingError,
+    environment_text,
     target_for_endpoint,
 )
 from .lifecycle._wire import WAIT_FOR_VALUES, WaitFor
@@ -364,21 +363,28 @@ def load_live_prices(value: str | None) -> bool:
     return live == "true"
 
 
-def _stack_place(key: str, example: str) -> tuple[str, str]:
-    """The stack's ``project`` or ``region`` and where it was read: ``gcp:KEY``, else the
-    environment pulumi-gcp reads (``GOOGLE_PROJECT``..., the first set, in its order)."""
+def configured_place(key: str) -> tuple[str, str] | None:
+    """(value, key) of the stack's ``gcp:project`` or ``gcp:region`` (as ``DYNAMIC_DOOR``
+    names them), where the stack configuration sets it."""
     config_key = DYNAMIC_DOOR.place.config.format(key=key)
     namespace, _, name = config_key.partition(":")
     value = pulumi.Config(namespace).get(name)
-    if value:
-        return value, config_key
+    return (value, config_key) if value else None
+
+
+def _stack_place(key: str, example: str) -> tuple[str, str]:
+    """The stack's ``project`` or ``region`` and where it was read: ``gcp:KEY``, else the
+    environment pulumi-gcp reads (``GOOGLE_PROJECT``..., the first set, in its order)."""
+    configured = configured_place(key)
+    if configured is not None:
+        return configured
     found = DYNAMIC_DOOR.place.from_environment(key, os.environ)
     if found is not None:
         return found[1], found[0]
-    variables = PROJECT_ENV if key == "project" else REGION_ENV
+    config_key = DYNAMIC_DOOR.place.config.format(key=key)
     raise ConfigError(
-        f"{config_key}: not set (pulumi config set {config_key} {example}, or set "
-        f"{', '.join(variables[:-1])} or {variables[-1]} in the environment)"
+        f"{config_key}: not set (pulumi config set {config_key} {example}, or "
+        f"{environment_text(key)})"
     )
 
 

@@ -26,6 +26,7 @@ from .._errors import SpecError, SpecInvalidError, TrainingJobError
 from .._files import is_local_relative, local_path_resolved
 from .._provider import JobProvider
 from .._run_key import stack_run_key
+from ..config import configured_place
 from ..core._preview import Placed, PreviewSettings, image_notes
 from ..lifecycle._adoption import identity_label
 from ..lifecycle._check import CheckOutcome, SpecKind, check_inputs
@@ -750,12 +751,10 @@ def _place(key: str, given: Any, in_spec: Any, origins: dict[str, str]) -> Any:
     the key or variable a value came from (``gcp:region``, ``GOOGLE_REGION``)."""
     if given:
         return given
-    config_key = DYNAMIC_DOOR.place.config.format(key=key)
-    namespace, _, name = config_key.partition(":")
-    configured = pulumi.Config(namespace).get(name)
-    if configured:
-        origins[key] = config_key
-        return configured
+    configured = configured_place(key)
+    if configured is not None:
+        origins[key] = configured[1]
+        return configured[0]
 
     def or_environment(value: Any) -> Any:
         variable = DYNAMIC_DOOR.place.from_environment(key, os.environ)

@@ -51,6 +51,7 @@ __all__ = [
     "duration_seconds",
     "emulator_endpoint",
     "emulator_health",
+    "environment_text",
     "flag_setting",
     "parse_endpoint",
     "path_setting",
@@ -371,8 +372,7 @@ class PlaceSources:
         if self.spec is not None:
             where.append(self.spec.format(key=key))
         if self.environment:
-            names = _variables(key)
-            where.append(f"set {', '.join(names[:-1])} or {names[-1]} in the environment")
+            where.append(environment_text(key))
         if self.credentials and key == "project":
             where.append("use credentials that name a default project")
         return f"is not set: {', '.join(where[:-1])} or {where[-1]}"
@@ -389,6 +389,13 @@ class PlaceSources:
 def _variables(key: str) -> tuple[str, ...]:
     """The environment variables pulumi-gcp reads ``key`` (``project``, ``region``) from."""
     return PROJECT_ENV if key == "project" else REGION_ENV
+
+
+def environment_text(key: str) -> str:
+    """``set GOOGLE_REGION, GCLOUD_REGION or CLOUDSDK_COMPUTE_REGION in the environment``:
+    how an unset ``key``'s error offers the environment."""
+    names = _variables(key)
+    return f"set {', '.join(names[:-1])} or {names[-1]} in the environment"
 
 
 @dataclass(frozen=True)
