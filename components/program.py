@@ -184,13 +184,12 @@ def _check_stack_region(config: StackConfig, jobs: list[JobConfig]) -> None:
     if config.target != "vertex" or any(not job.placement for job in jobs):
         return
     from .rules._catalog import load_catalog
-    from .rules._violations import did_you_mean
+    from .rules._validation import region_violation
 
-    regions = load_catalog().regions
-    if config.region not in regions:
-        origin = config.place_origins.get("region", "gcp:region")
-        hint = did_you_mean(config.region, list(regions), otherwise="")
-        raise ConfigError(f"{origin}: unknown region {config.region[:64]!r}; {hint}".rstrip("; "))
+    origin = config.place_origins.get("region", "gcp:region")
+    unknown = region_violation(origin, config.region, load_catalog())
+    if unknown is not None:
+        raise ConfigError(str(unknown))
 
 
 def run(config: StackConfig | None = None) -> Program:

@@ -60,6 +60,7 @@ __all__ = [
     "missing_built_in_gpus",
     "pool_role",
     "project_violation",
+    "region_violation",
     "validate",
     "validate_document",
 ]
@@ -1611,16 +1612,25 @@ def _closest_regions(catalog: Catalog, near: str, regions: list[str]) -> list[st
     )
 
 
+def region_violation(path: str, region: str, catalog: Catalog) -> Violation | None:
+    """The violation of ``region`` at ``path`` when ``catalog`` has no such region, with the
+    nearest ones."""
+    if region in catalog.regions:
+        return None
+    return Violation(
+        path,
+        f"unknown region {clipped(region)!r}",
+        _did_you_mean(clipped(region, 200), catalog.regions),
+        rule="region",
+    )
+
+
 def _region(spec: JobSpec, ctx: _Context) -> Iterator[Violation]:
     catalog, region = ctx.catalog, ctx.region
     assert region is not None
-    if region not in catalog.regions:
-        yield Violation(
-            "region",
-            f"unknown region {clipped(region)!r}",
-            _did_you_mean(clipped(region, 200), catalog.regions),
-            rule="region",
-        )
+    unknown = region_violation("region", region, catalog)
+    if unknown is not None:
+        yield unknown
         return
     gpus: dict[str, list[int]] = {}
     for index, pool in enumerate(spec.worker_pool_specs):

@@ -205,8 +205,9 @@ def test_the_cloud_stack_s_region_is_checked_where_no_job_runs_in_it(monkeypatch
     monkeypatch.setenv("GOOGLE_REGION", "us-centrall1")
     with pytest.raises(ConfigError) as bad:
         run_program_of(run_program, config)
-    assert (
-        str(bad.value) == "GOOGLE_REGION: unknown region 'us-centrall1'; did you mean us-central1?"
+    assert str(bad.value) == (
+        "GOOGLE_REGION: unknown region 'us-centrall1' (did you mean us-central1 or "
+        "me-central2 or europe-central2?)"
     )
 
 
