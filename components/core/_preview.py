@@ -30,6 +30,7 @@ from ..lifecycle._settings import DEFAULT_RETRY_DEADLINE, DYNAMIC_DOOR, Door, En
 from ..rules._catalog import Catalog
 from ..rules._spec import JobSpec
 from ..rules._tuning_spec import TuningJobSpec
+from ..rules._violations import errors_only
 from ._results import JobCost, Note, Notes
 
 if TYPE_CHECKING:
@@ -255,8 +256,9 @@ def _placement_lines(
         kind = TUNING_JOB_SPEC if isinstance(spec, TuningJobSpec) else CUSTOM_JOB_SPEC
         candidates, _ = parse_placement(placement)
         attempts, skipped = [], []
+        everywhere = _errors_everywhere(spec, kind, target)
         for attempt in attempts_of(candidates):
-            reasons = _refused_in(spec, attempt, kind, target)
+            reasons = _refused_in(spec, attempt, kind, target, everywhere)
             if reasons:
                 skipped.append(f"{attempt.shown}: {reasons}")
             else:
@@ -271,9 +273,19 @@ def _placement_lines(
     return problems
 
 
-def _refused_in(spec: Spec, attempt: Any, kind: Any, target: Any) -> str:
-    """Why the validator refuses ``spec`` for ``attempt`` (its first error that the spec does
-    not have in every region and capacity), or ""."""
+def _errors_everywhere(spec: Spec, kind: Any, target: Any) -> set[tuple[str, str]]:
+    """The (path, reason) of the errors ``spec`` has in any region and capacity: the job's own
+    check's, never an attempt's (a program's plan has no package yet where its infra stages
+    one at create)."""
+    unplaced = spec.model_copy(update={"region": None})
+    return {(v.path, v.reason) for v in errors_only(kind.validate(unplaced, None, target))}
+
+
+def _refused_in(
+    spec: Spec, attempt: Any, kind: Any, target: Any, everywhere: set[tuple[str, str]]
+) -> str:
+    """Why the validator refuses ``spec`` for ``attempt`` (its first error that is not one of
+    ``everywhere``: the (path, reason) of the errors the spec has in any region), or ""."""
     from ._placement import with_capacity
 
     try:
@@ -282,17 +294,11 @@ def _refused_in(spec: Spec, attempt: Any, kind: Any, target: Any) -> str:
         )
     except Exception as exc:  # a capacity kind the model refuses: that attempt is skipped
         return str(exc).splitlines()[0]
-    errors = [v for v in kind.validate(placed, attempt.region, target) if v.severity == "error"]
-    if errors:
-        # What the spec lacks in any region and capacity is the job's own check's, not this
-        # attempt's: a program's plan has no package yet where its infra stages one at create.
-        unplaced = spec.model_copy(update={"region": None})
-        anywhere = {
-            (v.path, v.reason)
-            for v in kind.validate(unplaced, None, target)
-            if v.severity == "error"
-        }
-        errors = [v for v in errors if (v.path, v.reason) not in anywhere]
+    errors = [
+        v
+        for v in errors_only(kind.validate(placed, attempt.region, target))
+        if (v.path, v.reason) not in everywhere
+    ]
     return str(errors[0]) if errors else ""  # the path, reason and suggestion as a check shows them
 
 
